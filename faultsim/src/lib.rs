@@ -1,0 +1,3 @@
+//! faultsim: seeded, replayable fault plans and a Monte Carlo simulator of
+//! jobs running under failures.
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! harness: runs real MPI jobs on simulated nodes.
+#![deny(missing_docs)]

@@ -1,0 +1,497 @@
+//! kvtree files (developer guide, "File format").
+//!
+//! ```text
+//! offset size field
+//!      0    4 magic 0x951fc3f5           (big-endian, like every integer)
+//!      4    2 file type, 1 = hash file
+//!      6    2 file version, 1
+//!      8    8 file size: the whole file, header to the last byte (CRC included)
+//!     16    4 flags: 0x1 = a CRC32 trailer follows the data
+//!     20    … packed hash
+//!    end    4 CRC32 (zlib) of every byte before it, when flagged
+//! ```
+//!
+//! Facts checked on files written by LLNL's SCR: the CRC flag is 0x1, the
+//! size field counts the whole file including the trailer, and the CRC is the
+//! standard CRC-32 of every byte before the trailer.
+//!
+//! Writes are atomic: a temporary file in the same directory is written and
+//! fsynced, renamed over the target, and the directory is fsynced. Files that
+//! several processes update (halt, index, flush files) go through
+//! [`update_locked`], which holds an advisory lock on a sibling `.lock` file
+//! for the whole read-modify-write.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::{KvTree, UnpackError};
+
+/// Magic number at the start of every kvtree file.
+pub const MAGIC: u32 = 0x951f_c3f5;
+/// File type of a hash file.
+pub const FILE_TYPE_HASH: u16 = 1;
+/// Version of the hash file format.
+pub const FILE_VERSION: u16 = 1;
+/// Flag bit: a CRC32 trailer follows the packed data.
+pub const FLAG_CRC32: u32 = 0x1;
+/// Bytes in the fixed header.
+pub const HEADER_LEN: usize = 20;
+/// Largest kvtree file read; metadata files are far smaller, so anything
+/// larger is damage, not data.
+pub const MAX_FILE_LEN: u64 = 1 << 30;
+
+/// Why a kvtree file could not be read or written. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KvFileError {
+    /// The operating system refused an operation on the file.
+    #[error("{path}: {op}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done ("open", "read", "rename", …).
+        op: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Fewer bytes than a header.
+    #[error("{path}: truncated: {len} byte(s), a kvtree file has at least {HEADER_LEN}")]
+    TooShort {
+        /// The file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+    },
+    /// Larger than any metadata file can legitimately be.
+    #[error("{path}: {len} bytes is larger than the {MAX_FILE_LEN}-byte limit for kvtree files")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+    },
+    /// The first four bytes are not the kvtree magic number.
+    #[error(
+        "{path}: offset 0: bad magic {found:#010x}, expected {MAGIC:#010x} (not a kvtree file)"
+    )]
+    BadMagic {
+        /// The file.
+        path: PathBuf,
+        /// What was found.
+        found: u32,
+    },
+    /// A file type or version this reader does not know.
+    #[error("{path}: offset 4: unsupported file type {file_type} version {version} (expected type 1 version 1)")]
+    UnsupportedType {
+        /// The file.
+        path: PathBuf,
+        /// File type field.
+        file_type: u16,
+        /// Version field.
+        version: u16,
+    },
+    /// The size field disagrees with the real size.
+    #[error("{path}: offset 8: size field says {recorded} bytes but the file has {actual}")]
+    SizeMismatch {
+        /// The file.
+        path: PathBuf,
+        /// Size field.
+        recorded: u64,
+        /// Real size.
+        actual: u64,
+    },
+    /// Flag bits this reader does not know.
+    #[error("{path}: offset 16: unknown flag bits {flags:#x}")]
+    UnknownFlags {
+        /// The file.
+        path: PathBuf,
+        /// The flags field.
+        flags: u32,
+    },
+    /// The CRC32 trailer does not match the bytes before it.
+    #[error("{path}: offset {offset}: CRC32 mismatch: trailer {recorded:#010x}, computed {computed:#010x}")]
+    CrcMismatch {
+        /// The file.
+        path: PathBuf,
+        /// Offset of the trailer.
+        offset: u64,
+        /// Trailer value.
+        recorded: u32,
+        /// CRC of the bytes before the trailer.
+        computed: u32,
+    },
+    /// The packed hash inside is malformed. `offset` is from the start of the file.
+    #[error("{path}: offset {offset}: {source}")]
+    Unpack {
+        /// The file.
+        path: PathBuf,
+        /// File offset of the problem.
+        offset: u64,
+        /// The decoding error (its own offsets are relative to the data).
+        source: UnpackError,
+    },
+}
+
+impl KvFileError {
+    /// The file this error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            KvFileError::Io { path, .. }
+            | KvFileError::TooShort { path, .. }
+            | KvFileError::TooLarge { path, .. }
+            | KvFileError::BadMagic { path, .. }
+            | KvFileError::UnsupportedType { path, .. }
+            | KvFileError::SizeMismatch { path, .. }
+            | KvFileError::UnknownFlags { path, .. }
+            | KvFileError::CrcMismatch { path, .. }
+            | KvFileError::Unpack { path, .. } => path,
+        }
+    }
+
+    /// True when the file simply does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, KvFileError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+}
+
+fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> KvFileError + 'a {
+    move |source| KvFileError::Io {
+        path: path.to_path_buf(),
+        op,
+        source,
+    }
+}
+
+/// Encode `tree` as the bytes of a kvtree file, with a CRC32 trailer when
+/// `with_crc` (SCR writes its files with the trailer).
+pub fn encode(tree: &KvTree, with_crc: bool) -> Vec<u8> {
+    let data_len = tree.packed_size();
+    let total = HEADER_LEN + data_len + if with_crc { 4 } else { 0 };
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(&MAGIC.to_be_bytes());
+    out.extend_from_slice(&FILE_TYPE_HASH.to_be_bytes());
+    out.extend_from_slice(&FILE_VERSION.to_be_bytes());
+    out.extend_from_slice(&(total as u64).to_be_bytes());
+    let flags = if with_crc { FLAG_CRC32 } else { 0 };
+    out.extend_from_slice(&flags.to_be_bytes());
+    tree.pack_into(&mut out);
+    if with_crc {
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+    assert_eq!(out.len(), total, "encoded length matches the size field");
+    out
+}
+
+/// Decode the bytes of a kvtree file; `path` only names the file in errors.
+pub fn decode(bytes: &[u8], path: &Path) -> Result<KvTree, KvFileError> {
+    let p = || path.to_path_buf();
+    let len = bytes.len() as u64;
+    if bytes.len() < HEADER_LEN {
+        return Err(KvFileError::TooShort { path: p(), len });
+    }
+    let be32 = |o: usize| u32::from_be_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+    let be16 = |o: usize| u16::from_be_bytes(bytes[o..o + 2].try_into().expect("2 bytes"));
+    let magic = be32(0);
+    if magic != MAGIC {
+        return Err(KvFileError::BadMagic {
+            path: p(),
+            found: magic,
+        });
+    }
+    let (file_type, version) = (be16(4), be16(6));
+    if file_type != FILE_TYPE_HASH || version != FILE_VERSION {
+        return Err(KvFileError::UnsupportedType {
+            path: p(),
+            file_type,
+            version,
+        });
+    }
+    let recorded = u64::from_be_bytes(bytes[8..16].try_into().expect("8 bytes"));
+    if recorded != len {
+        return Err(KvFileError::SizeMismatch {
+            path: p(),
+            recorded,
+            actual: len,
+        });
+    }
+    let flags = be32(16);
+    if flags & !FLAG_CRC32 != 0 {
+        return Err(KvFileError::UnknownFlags { path: p(), flags });
+    }
+    let data_end = if flags & FLAG_CRC32 != 0 {
+        if bytes.len() < HEADER_LEN + 4 {
+            return Err(KvFileError::TooShort { path: p(), len });
+        }
+        let end = bytes.len() - 4;
+        let recorded_crc = be32(end);
+        let computed = crc32fast::hash(&bytes[..end]);
+        if recorded_crc != computed {
+            return Err(KvFileError::CrcMismatch {
+                path: p(),
+                offset: end as u64,
+                recorded: recorded_crc,
+                computed,
+            });
+        }
+        end
+    } else {
+        bytes.len()
+    };
+    KvTree::unpack_exact(&bytes[HEADER_LEN..data_end]).map_err(|source| {
+        let rel = match &source {
+            UnpackError::Truncated { offset, .. }
+            | UnpackError::CountTooLarge { offset, .. }
+            | UnpackError::KeyNotTerminated { offset }
+            | UnpackError::KeyNotUtf8 { offset }
+            | UnpackError::DuplicateKey { offset, .. }
+            | UnpackError::TooDeep { offset, .. }
+            | UnpackError::TrailingBytes { offset, .. } => *offset,
+        };
+        KvFileError::Unpack {
+            path: p(),
+            offset: (HEADER_LEN + rel) as u64,
+            source,
+        }
+    })
+}
+
+/// Read a kvtree file (`scr_hash_read`).
+pub fn read(path: impl AsRef<Path>) -> Result<KvTree, KvFileError> {
+    let path = path.as_ref();
+    let mut f = File::open(path).map_err(io_err(path, "open"))?;
+    let len = f.metadata().map_err(io_err(path, "stat"))?.len();
+    if len > MAX_FILE_LEN {
+        return Err(KvFileError::TooLarge {
+            path: path.to_path_buf(),
+            len,
+        });
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    // Read at most one byte past the limit: a file growing under us is
+    // caught by the size check, never by an unbounded read.
+    Read::by_ref(&mut f)
+        .take(MAX_FILE_LEN + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err(path, "read"))?;
+    decode(&bytes, path)
+}
+
+/// Read a kvtree file; a missing file reads as an empty tree.
+pub fn read_or_empty(path: impl AsRef<Path>) -> Result<KvTree, KvFileError> {
+    match read(path) {
+        Err(e) if e.is_not_found() => Ok(KvTree::new()),
+        other => other,
+    }
+}
+
+/// Write `tree` to `path` atomically with a CRC32 trailer (`scr_hash_write`).
+pub fn write(path: impl AsRef<Path>, tree: &KvTree) -> Result<(), KvFileError> {
+    write_bytes_atomic(path.as_ref(), &encode(tree, true))
+}
+
+/// Replace `path` with `bytes`: temp file, fsync, rename, fsync of the directory.
+pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), KvFileError> {
+    let dir = parent_dir(path);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.tmp.{}.{}",
+        std::process::id(),
+        unique_suffix()
+    ));
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(io_err(&tmp, "create"))?;
+        f.write_all(bytes).map_err(io_err(&tmp, "write"))?;
+        f.sync_all().map_err(io_err(&tmp, "fsync"))?;
+        drop(f);
+        fs::rename(&tmp, path).map_err(io_err(path, "rename"))?;
+        sync_dir(&dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// fsync a directory so a rename or creation inside it is durable.
+pub fn sync_dir(dir: &Path) -> Result<(), KvFileError> {
+    let d = File::open(dir).map_err(io_err(dir, "open directory"))?;
+    d.sync_all().map_err(io_err(dir, "fsync directory"))
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn unique_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    (COUNTER.fetch_add(1, Ordering::Relaxed) << 32) ^ nanos
+}
+
+/// The lock file guarding read-modify-write of `path`: `<path>.lock`.
+pub fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    parent_dir(path).join(name)
+}
+
+/// An exclusive advisory lock on `<path>.lock`, released on drop.
+#[derive(Debug)]
+pub struct FileLock {
+    file: File,
+}
+
+impl FileLock {
+    /// Block until the exclusive lock for `path` is held.
+    pub fn acquire(path: &Path) -> Result<FileLock, KvFileError> {
+        let lp = lock_path(path);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lp)
+            .map_err(io_err(&lp, "open lock file"))?;
+        file.lock().map_err(io_err(&lp, "lock"))?;
+        Ok(FileLock { file })
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+/// Read `path` (missing = empty), let `f` modify the tree, and write it back
+/// atomically, all under the file's exclusive lock (`scr_hash_lock_open_read`
+/// + `scr_hash_write_close_unlock`). When `f` fails nothing is written.
+pub fn update_locked<R, E>(
+    path: impl AsRef<Path>,
+    f: impl FnOnce(&mut KvTree) -> Result<R, E>,
+) -> Result<R, E>
+where
+    E: From<KvFileError>,
+{
+    let path = path.as_ref();
+    let _lock = FileLock::acquire(path)?;
+    let mut tree = read_or_empty(path)?;
+    let r = f(&mut tree)?;
+    write(path, &tree)?;
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> KvTree {
+        let mut t = KvTree::new();
+        t.set_int("VERSION", 1);
+        t.set_kv_int("DSET", 3).set_int("COMPLETE", 1);
+        t
+    }
+
+    #[test]
+    fn header_layout() {
+        let bytes = encode(&sample(), true);
+        assert_eq!(&bytes[0..4], &[0x95, 0x1f, 0xc3, 0xf5]);
+        assert_eq!(&bytes[4..8], &[0, 1, 0, 1]);
+        assert_eq!(
+            u64::from_be_bytes(bytes[8..16].try_into().unwrap()),
+            bytes.len() as u64
+        );
+        assert_eq!(&bytes[16..20], &[0, 0, 0, 1]);
+        let end = bytes.len() - 4;
+        assert_eq!(
+            u32::from_be_bytes(bytes[end..].try_into().unwrap()),
+            crc32fast::hash(&bytes[..end])
+        );
+        assert_eq!(decode(&bytes, Path::new("x")).unwrap(), sample());
+        assert_eq!(
+            decode(&encode(&sample(), false), Path::new("x")).unwrap(),
+            sample()
+        );
+    }
+
+    #[test]
+    fn write_read_roundtrip_and_no_temp_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("index.scr");
+        write(&p, &sample()).unwrap();
+        assert_eq!(read(&p).unwrap(), sample());
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("index.scr")]);
+    }
+
+    #[test]
+    fn errors_name_file_and_offset() {
+        let p = Path::new("/some/halt.scr");
+        let mut bytes = encode(&sample(), true);
+        bytes[0] ^= 1;
+        let e = decode(&bytes, p).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("/some/halt.scr: offset 0: bad magic"),
+            "{e}"
+        );
+        let mut bytes = encode(&sample(), true);
+        bytes[25] ^= 0x10;
+        assert!(matches!(
+            decode(&bytes, p),
+            Err(KvFileError::CrcMismatch { .. })
+        ));
+        let bytes = encode(&sample(), true);
+        assert!(matches!(
+            decode(&bytes[..bytes.len() - 1], p),
+            Err(KvFileError::SizeMismatch { .. })
+        ));
+        assert!(matches!(
+            decode(&bytes[..10], p),
+            Err(KvFileError::TooShort { .. })
+        ));
+    }
+
+    #[test]
+    fn update_locked_is_read_modify_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("halt.scr");
+        for i in 0..3 {
+            update_locked::<_, KvFileError>(&p, |t| {
+                let n = t.get_int("N").unwrap_or(None).unwrap_or(0);
+                t.set_int("N", n + 1);
+                Ok(i)
+            })
+            .unwrap();
+        }
+        assert_eq!(read(&p).unwrap().get_int("N").unwrap(), Some(3));
+        let failed: Result<(), KvFileError> = update_locked(&p, |t| {
+            t.set_int("N", 99);
+            Err(KvFileError::TooShort {
+                path: p.clone(),
+                len: 0,
+            })
+        });
+        assert!(failed.is_err());
+        assert_eq!(read(&p).unwrap().get_int("N").unwrap(), Some(3));
+    }
+}
