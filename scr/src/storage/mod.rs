@@ -1,0 +1,5 @@
+//! Storage: node identity, the control and cache directories, and lexical
+//! path handling.
+
+pub mod dirs;
+pub mod path;
