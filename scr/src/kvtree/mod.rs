@@ -687,6 +687,14 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(expected = "contains NUL")]
+    fn packing_a_nul_in_a_key_stops_instead_of_corrupting() {
+        let mut t = KvTree::new();
+        t.set_val("FILE", "a\0b");
+        t.pack();
+    }
+
+    #[test]
     fn duplicate_keys_are_rejected() {
         let buf = [0, 0, 0, 2, b'a', 0, 0, 0, 0, 0, b'a', 0, 0, 0, 0, 0];
         assert!(matches!(
