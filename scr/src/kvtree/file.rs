@@ -55,8 +55,9 @@ pub enum KvFileError {
         /// The OS error.
         source: io::Error,
     },
-    /// Fewer bytes than a header.
-    #[error("{path}: truncated: {len} byte(s), a kvtree file has at least {HEADER_LEN}")]
+    /// Fewer bytes than a header (or than a header and the CRC trailer it
+    /// announces). The file ends at offset `len`.
+    #[error("{path}: offset {len}: truncated: the file ends after {len} byte(s), a kvtree file has at least {HEADER_LEN}")]
     TooShort {
         /// The file.
         path: PathBuf,
@@ -146,6 +147,22 @@ impl KvFileError {
             | KvFileError::UnknownFlags { path, .. }
             | KvFileError::CrcMismatch { path, .. }
             | KvFileError::Unpack { path, .. } => path,
+        }
+    }
+
+    /// The byte offset in the file where the problem was found, for errors
+    /// about the file's contents (`None` for I/O errors and oversized files).
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            KvFileError::Io { .. } | KvFileError::TooLarge { .. } => None,
+            KvFileError::TooShort { len, .. } => Some(*len),
+            KvFileError::BadMagic { .. } => Some(0),
+            KvFileError::UnsupportedType { .. } => Some(4),
+            KvFileError::SizeMismatch { .. } => Some(8),
+            KvFileError::UnknownFlags { .. } => Some(16),
+            KvFileError::CrcMismatch { offset, .. } | KvFileError::Unpack { offset, .. } => {
+                Some(*offset)
+            }
         }
     }
 
@@ -239,21 +256,10 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<KvTree, KvFileError> {
     } else {
         bytes.len()
     };
-    KvTree::unpack_exact(&bytes[HEADER_LEN..data_end]).map_err(|source| {
-        let rel = match &source {
-            UnpackError::Truncated { offset, .. }
-            | UnpackError::CountTooLarge { offset, .. }
-            | UnpackError::KeyNotTerminated { offset }
-            | UnpackError::KeyNotUtf8 { offset }
-            | UnpackError::DuplicateKey { offset, .. }
-            | UnpackError::TooDeep { offset, .. }
-            | UnpackError::TrailingBytes { offset, .. } => *offset,
-        };
-        KvFileError::Unpack {
-            path: p(),
-            offset: (HEADER_LEN + rel) as u64,
-            source,
-        }
+    KvTree::unpack_exact(&bytes[HEADER_LEN..data_end]).map_err(|source| KvFileError::Unpack {
+        path: p(),
+        offset: (HEADER_LEN + source.offset()) as u64,
+        source,
     })
 }
 

@@ -93,6 +93,22 @@ pub enum UnpackError {
     },
 }
 
+impl UnpackError {
+    /// The byte offset, relative to the start of the packed hash, where the
+    /// problem was found.
+    pub fn offset(&self) -> usize {
+        match self {
+            UnpackError::Truncated { offset, .. }
+            | UnpackError::CountTooLarge { offset, .. }
+            | UnpackError::KeyNotTerminated { offset }
+            | UnpackError::KeyNotUtf8 { offset }
+            | UnpackError::DuplicateKey { offset, .. }
+            | UnpackError::TooDeep { offset, .. }
+            | UnpackError::TrailingBytes { offset, .. } => *offset,
+        }
+    }
+}
+
 /// A typed field of a kvtree could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -411,19 +427,30 @@ impl KvTree {
 
     /// Serialise as a "Packed hash": big-endian u32 count, then each element
     /// as a NUL-terminated key followed by its packed hash.
+    ///
+    /// # Panics
+    /// When a key contains a NUL byte: the format cannot represent it, and
+    /// writing it anyway would produce a file that decodes to another tree.
     pub fn pack(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.packed_size());
         self.pack_into(&mut out);
         out
     }
 
-    /// Append the packed form to `out`.
+    /// Append the packed form to `out`. Panics like [`KvTree::pack`].
     pub fn pack_into(&self, out: &mut Vec<u8>) {
         let count =
             u32::try_from(self.children.len()).expect("a hash holds fewer than 2^32 elements");
         out.extend_from_slice(&count.to_be_bytes());
         for (key, child) in &self.children {
-            debug_assert!(!key.as_bytes().contains(&0), "keys never contain NUL");
+            // A NUL inside a key would be read back as a shorter key followed
+            // by garbage: a CRC-valid file that decodes to a different tree.
+            // That silent corruption is worse than stopping, so this is
+            // checked in release builds too.
+            assert!(
+                !key.as_bytes().contains(&0),
+                "kvtree key {key:?} contains NUL, which the packed format cannot represent"
+            );
             out.extend_from_slice(key.as_bytes());
             out.push(0);
             child.pack_into(out);
@@ -657,6 +684,14 @@ mod tests {
             KvTree::unpack(&buf),
             Err(UnpackError::TooDeep { .. })
         ));
+    }
+
+    #[test]
+    #[should_panic(expected = "contains NUL")]
+    fn packing_a_nul_in_a_key_stops_instead_of_corrupting() {
+        let mut t = KvTree::new();
+        t.set_val("FILE", "a\0b");
+        t.pack();
     }
 
     #[test]
