@@ -33,6 +33,8 @@ pub mod transfer;
 pub mod xor_header;
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 pub(crate) mod testutil;
 
 pub use dataset::Dataset;
