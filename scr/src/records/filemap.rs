@@ -36,6 +36,37 @@ pub fn filemap_file_name(local_rank: u32) -> String {
 /// filemap file under `Filemap` (guide, "Filemap files").
 pub const MASTER_FILEMAP_FILE: &str = "filemap.scrinfo";
 
+/// The node's master filemap file (`filemap.scrinfo`): the full paths of
+/// every per-process filemap file on the node, under the key `Filemap`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MasterFilemap {
+    /// Paths of the per-process filemap files.
+    pub files: std::collections::BTreeSet<String>,
+}
+
+impl Record for MasterFilemap {
+    const RECORD: &'static str = "master filemap";
+
+    fn to_tree(&self) -> KvTree {
+        let mut t = KvTree::new();
+        for f in &self.files {
+            t.set_kv("Filemap", f);
+        }
+        t
+    }
+
+    fn from_tree(tree: &KvTree) -> Result<Self, RecordError> {
+        let root = Node::root(Self::RECORD, tree);
+        Ok(MasterFilemap {
+            files: root
+                .keyed_under("Filemap")
+                .into_iter()
+                .map(|(k, _)| k.to_owned())
+                .collect(),
+        })
+    }
+}
+
 /// An in-memory filemap (`scr_filemap`). Only its methods change it, so the
 /// top-level `DSET` index always matches the `RANK` data and every rank and
 /// dataset key is an integer.
@@ -537,6 +568,23 @@ mod tests {
         let path = dir.path().join(filemap_file_name(0));
         m.write_file(&path).unwrap();
         assert_eq!(Filemap::read_file(&path).unwrap(), m);
+    }
+
+    #[test]
+    fn master_filemap_matches_the_guide() {
+        let spec = crate::records::testutil::tree_from_indented(
+            "Filemap\n    /ctrl/filemap_0.scrinfo\n    /ctrl/filemap_1.scrinfo\n",
+        );
+        let m = MasterFilemap {
+            files: (0..2)
+                .map(|i| format!("/ctrl/{}", filemap_file_name(i)))
+                .collect(),
+        };
+        assert_eq!(m.to_tree(), spec);
+        let dir = tempdir();
+        let path = dir.path().join(MASTER_FILEMAP_FILE);
+        m.write_file(&path).unwrap();
+        assert_eq!(MasterFilemap::read_file(&path).unwrap(), m);
     }
 
     #[test]

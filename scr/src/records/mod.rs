@@ -38,7 +38,7 @@ mod proptests;
 pub(crate) mod testutil;
 
 pub use dataset::Dataset;
-pub use filemap::Filemap;
+pub use filemap::{Filemap, MasterFilemap};
 pub use flush::{FlushEntry, FlushFile, Location};
 pub use halt::Halt;
 pub use index::{Index, IndexEntry};

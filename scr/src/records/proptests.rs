@@ -96,6 +96,7 @@ proptest! {
         fixed_point::<Meta>(&tree);
         fixed_point::<RedDesc>(&tree);
         fixed_point::<Filemap>(&tree);
+        fixed_point::<MasterFilemap>(&tree);
         fixed_point::<XorHeader>(&tree);
         fixed_point::<RankFilemap>(&tree);
         fixed_point::<Index>(&tree);
