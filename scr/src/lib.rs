@@ -8,8 +8,10 @@
 //!
 //! Modules, bottom up (data flows one way, from the API down to storage):
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
+//! - [`records`]: typed views of SCR's metadata files (filemap, index, summary, …).
 //! - [`storage`]: node identity, control/cache directories, path handling.
 #![deny(missing_docs)]
 
 pub mod kvtree;
+pub mod records;
 pub mod storage;

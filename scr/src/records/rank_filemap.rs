@@ -1,0 +1,279 @@
+//! Rank filemap file (`<rank>.scrfilemap`, guide section "Scavenge > Rank
+//! filemap file"): written by `scr_copy` into the dataset directory on the
+//! parallel file system for each scavenged rank, read back by `scr_index`.
+//!
+//! Like a filemap, but file names are relative to the dataset directory,
+//! meta data sits under `META`, the dataset descriptor under `DSETDESC`,
+//! and there are no redundancy descriptors.
+
+use std::collections::BTreeMap;
+
+use super::{Dataset, Meta, Node, Record, RecordError};
+use crate::kvtree::KvTree;
+
+/// The file name for `rank`'s filemap in a dataset directory.
+pub fn rank_filemap_file_name(rank: i64) -> String {
+    format!("{rank}.scrfilemap")
+}
+
+/// One rank's files in one dataset, as `scr_copy` records them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankFilemap {
+    /// The rank (`RANK/<r>`, `DSET/<d>/RANK/<r>`).
+    pub rank: i64,
+    /// `DSETDESC`: the dataset descriptor (its `ID` is the dataset id).
+    pub dataset: Dataset,
+    /// `FILES`: how many files the rank wrote in the dataset.
+    pub expected_files: u64,
+    /// `FILE/<relative name>/META`: meta data of each copied file.
+    pub files: BTreeMap<String, Meta>,
+}
+
+impl RankFilemap {
+    /// Whether every expected file is listed.
+    pub fn is_complete(&self) -> bool {
+        self.files.len() as u64 == self.expected_files
+    }
+}
+
+impl Record for RankFilemap {
+    const RECORD: &'static str = "rank filemap";
+
+    fn to_tree(&self) -> KvTree {
+        let mut t = KvTree::new();
+        let dset = self.dataset.id;
+        t.set_kv_int("DSET", dset).set_kv_int("RANK", self.rank);
+        let rd = t.set_kv_int("RANK", self.rank).set_kv_int("DSET", dset);
+        rd.set("DSETDESC", self.dataset.to_tree());
+        rd.set_val("FILES", self.expected_files);
+        for (name, meta) in &self.files {
+            rd.entry("FILE")
+                .entry(name.clone())
+                .set("META", meta.to_tree());
+        }
+        t
+    }
+
+    /// Exactly one rank and one dataset, the index entry matching them.
+    fn from_tree(tree: &KvTree) -> Result<Self, RecordError> {
+        let root = Node::root(Self::RECORD, tree);
+        let ranks = root.int_keyed_under("RANK")?;
+        let [(rank, r)] = ranks.as_slice() else {
+            return Err(
+                root.inconsistent("RANK", format!("lists {} ranks, expected one", ranks.len()))
+            );
+        };
+        let dsets = r.int_keyed_under("DSET")?;
+        let [(dset, rd)] = dsets.as_slice() else {
+            return Err(r.inconsistent(
+                "DSET",
+                format!("lists {} datasets, expected one", dsets.len()),
+            ));
+        };
+        let index = root.int_keyed_under("DSET")?;
+        let indexed = match index.as_slice() {
+            [(d, i)] if d == dset => i
+                .int_keyed_under("RANK")?
+                .iter()
+                .map(|(k, _)| *k)
+                .eq([*rank]),
+            _ => false,
+        };
+        if !indexed {
+            return Err(root.inconsistent(
+                "DSET",
+                format!("index does not list exactly rank {rank} in dataset {dset}"),
+            ));
+        }
+        let dataset = Dataset::from_node(&rd.req_child("DSETDESC")?)?;
+        if dataset.id != *dset {
+            return Err(rd.inconsistent(
+                "DSETDESC/ID",
+                format!("is {} but the entry is for dataset {dset}", dataset.id),
+            ));
+        }
+        let mut files = BTreeMap::new();
+        for (name, f) in rd.keyed_under("FILE") {
+            let meta = match f.child("META") {
+                Some(m) => Meta::from_node(&m)?,
+                None => Meta::default(),
+            };
+            files.insert(name.to_owned(), meta);
+        }
+        Ok(RankFilemap {
+            rank: *rank,
+            dataset,
+            expected_files: rd.req_u64("FILES")?,
+            files,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kvtree::print::to_indented;
+    use crate::records::dataset::tests::example6;
+    use crate::records::testutil::{tempdir, tree_from_indented};
+    use crate::records::FileType;
+
+    /// The guide's example rank filemap (`2.scrfilemap`).
+    const SPEC: &str = "
+DSET
+  6
+    RANK
+      2
+RANK
+  2
+    DSET
+      6
+        DSETDESC
+          COMPLETE
+            1
+          SIZE
+            2097182
+          FILES
+            4
+          ID
+            6
+          NAME
+            scr.dataset.6
+          CREATED
+            1312850690668536
+          USER
+            user1
+          JOBNAME
+            simulation123
+          JOBID
+            112573
+          CKPT
+            6
+        FILES
+          2
+        FILE
+          3_of_4_in_0.xor
+            META
+              RANKS
+                4
+              COMPLETE
+                1
+              SIZE
+                175693
+              TYPE
+                XOR
+              FILE
+                3_of_4_in_0.xor
+              CRC
+                0x2ef519a1
+          rank_2.ckpt
+            META
+              COMPLETE
+                1
+              SIZE
+                524296
+              NAME
+                rank_2.ckpt
+              PATH
+                /p/lscratchb/user1/simulation123
+              ORIG
+                rank_2.ckpt
+              RANKS
+                4
+              TYPE
+                FULL
+              FILE
+                rank_2.ckpt
+              CRC
+                0x738bb68f
+";
+
+    fn example() -> RankFilemap {
+        let mut files = BTreeMap::new();
+        files.insert(
+            "3_of_4_in_0.xor".to_owned(),
+            Meta {
+                ranks: Some(4),
+                complete: Some(true),
+                size_bytes: Some(175_693),
+                file_type: Some(FileType::Xor),
+                file: Some("3_of_4_in_0.xor".into()),
+                crc32: Some(0x2ef5_19a1),
+                ..Meta::default()
+            },
+        );
+        files.insert(
+            "rank_2.ckpt".to_owned(),
+            Meta {
+                complete: Some(true),
+                size_bytes: Some(524_296),
+                name: Some("rank_2.ckpt".into()),
+                path: Some("/p/lscratchb/user1/simulation123".into()),
+                orig: Some("rank_2.ckpt".into()),
+                ranks: Some(4),
+                file_type: Some(FileType::Full),
+                file: Some("rank_2.ckpt".into()),
+                crc32: Some(0x738b_b68f),
+                ..Meta::default()
+            },
+        );
+        RankFilemap {
+            rank: 2,
+            dataset: example6(),
+            expected_files: 2,
+            files,
+        }
+    }
+
+    #[test]
+    fn matches_the_guide_example() {
+        let spec = tree_from_indented(SPEC);
+        assert_eq!(example().to_tree(), spec);
+        assert_eq!(RankFilemap::from_tree(&spec).unwrap(), example());
+        assert!(example().is_complete());
+    }
+
+    #[test]
+    fn file_roundtrip() {
+        let dir = tempdir();
+        let path = dir.path().join(rank_filemap_file_name(2));
+        assert!(path.ends_with("2.scrfilemap"));
+        example().write_file(&path).unwrap();
+        assert_eq!(RankFilemap::read_file(&path).unwrap(), example());
+    }
+
+    #[test]
+    fn snapshot() {
+        insta::assert_snapshot!(to_indented(&example().to_tree(), 2));
+    }
+
+    #[test]
+    fn validation() {
+        let mut t = example().to_tree();
+        t.get_mut("RANK").unwrap().entry("two");
+        assert!(matches!(
+            RankFilemap::from_tree(&t),
+            Err(RecordError::NonIntegerKey { path, .. }) if path == "RANK"
+        ));
+        let mut t = example().to_tree();
+        t.unset("DSET");
+        assert!(matches!(
+            RankFilemap::from_tree(&t),
+            Err(RecordError::Inconsistent { path, .. }) if path == "DSET"
+        ));
+        let mut t = example().to_tree();
+        let rd = t
+            .get_kv_int_mut("RANK", 2)
+            .and_then(|r| r.get_kv_int_mut("DSET", 6))
+            .unwrap();
+        rd.get_kv_mut("FILE", "rank_2.ckpt")
+            .unwrap()
+            .get_mut("META")
+            .unwrap()
+            .set_val("CRC", "0x-1");
+        let e = RankFilemap::from_tree(&t).unwrap_err();
+        assert!(
+            matches!(&e, RecordError::BadValue { path, .. } if path == "RANK/2/DSET/6/FILE/rank_2.ckpt/META/CRC"),
+            "{e}"
+        );
+    }
+}
