@@ -10,8 +10,8 @@
 //! reader never depends on it.
 //!
 //! - [`KvTree::pack`] / [`KvTree::unpack`]: the "Packed hash" binary format.
-//! - [`file`]: the kvtree file format (magic, type, version, size, flags, CRC32).
-//! - [`print`]: the indented form printed by `scr_hash_print`.
+//! - [`file`](mod@file): the kvtree file format (magic, type, version, size, flags, CRC32).
+//! - [`print`](mod@print): the indented form printed by `scr_hash_print`.
 
 use std::collections::btree_map::{self, BTreeMap};
 use std::fmt;
@@ -134,7 +134,7 @@ pub enum FieldError {
     /// A key expected to be an integer (a rank, a dataset id) is not.
     #[error("key {key:?} under {parent} is not an integer")]
     NonIntegerKey {
-        /// The parent key, or "<root>".
+        /// The parent key, or "&lt;root&gt;" for the top level.
         parent: String,
         /// The offending key.
         key: String,
