@@ -8,6 +8,8 @@
 //!
 //! Modules, bottom up (data flows one way, from the API down to storage):
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
+//! - [`config`]: parameters, config files, SCR_Config, descriptors.
 #![deny(missing_docs)]
 
+pub mod config;
 pub mod kvtree;
