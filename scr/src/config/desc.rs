@@ -322,6 +322,52 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The value in effect of sub-key `key` of descriptor `kind`=`name`
+    /// (defaults and implicit descriptors included), as SCR_Config prints it.
+    pub(super) fn descriptor_field(&self, kind: &str, name: &str, key: &str) -> Option<String> {
+        let d = self.descriptors().ok()?;
+        let flag = |b: bool| Some(u8::from(b).to_string());
+        match kind {
+            "CKPT" => {
+                let idx: u32 = name.parse().ok()?;
+                let c = d.ckpts.iter().find(|c| c.index == idx)?;
+                match key {
+                    "INTERVAL" => Some(c.interval.to_string()),
+                    "GROUP" => Some(c.group.clone()),
+                    "STORE" => Some(c.store.clone()),
+                    "TYPE" => Some(c.copy_type.as_str().to_string()),
+                    "SET_SIZE" => Some(c.set_size.to_string()),
+                    "SET_FAILURES" => Some(c.set_failures.to_string()),
+                    "OUTPUT" => flag(c.output),
+                    "BYPASS" => flag(c.bypass),
+                    "ENABLED" => flag(c.enabled),
+                    _ => None,
+                }
+            }
+            "STORE" => {
+                let s = d.stores.iter().find(|s| s.path == name)?;
+                match key {
+                    "GROUP" => Some(s.group.clone()),
+                    "COUNT" => Some(s.count.to_string()),
+                    "ENABLED" => flag(s.enabled),
+                    "MKDIR" => flag(s.mkdir),
+                    "FLUSH" | "TYPE" => s.flush.clone(),
+                    "VIEW" => s.view.clone(),
+                    _ => None,
+                }
+            }
+            _ => d
+                .groups
+                .iter()
+                .find(|g| g.host == name)?
+                .groups
+                .get(key)
+                .cloned(),
+        }
+    }
+}
+
 /// Read sub-key `key` of a descriptor line, or `default` when absent.
 fn field<T>(
     d: &DescLine,

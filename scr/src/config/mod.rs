@@ -40,6 +40,7 @@ mod desc;
 mod error;
 pub mod params;
 mod parse;
+pub mod report;
 mod serial;
 
 pub use desc::{CkptDesc, CopyType, Descriptors, GroupDesc, StoreDesc};
@@ -47,7 +48,7 @@ pub use error::{ConfigError, ConfigWarning, Location, Source};
 pub use parse::{parse_text, DescLine, Layer, Setting, MAX_LINE_CHARS};
 pub use serial::{load_collective, Broadcast};
 
-use params::{info, DEFAULT_JOB_ID, DEFAULT_SYSTEM_FILE, DESCRIPTOR_KEYS, PARAMS};
+use params::{info, DEFAULT_SYSTEM_FILE, DESCRIPTOR_KEYS, PARAMS};
 
 /// Read access to environment variables and the working directory, so tests
 /// never mutate the process environment (SCR calls `getenv` and `getcwd`).
@@ -206,16 +207,9 @@ impl Config {
             "PBS_JOBID",
             "FLUX_JOB_ID",
         ];
-        match job_vars.iter().find_map(|n| nonempty(n).map(|v| (*n, v))) {
-            Some((var, v)) => derived.insert("SCR_JOB_ID".to_string(), (v, format!("${var}"))),
-            None => derived.insert(
-                "SCR_JOB_ID".to_string(),
-                (
-                    DEFAULT_JOB_ID.to_string(),
-                    "no resource manager job id".to_string(),
-                ),
-            ),
-        };
+        if let Some((var, v)) = job_vars.iter().find_map(|n| nonempty(n).map(|v| (*n, v))) {
+            derived.insert("SCR_JOB_ID".to_string(), (v, format!("${var}")));
+        }
 
         // The user file is found from the environment alone, as in SCR.
         let prefix: Option<PathBuf> = nonempty("SCR_PREFIX")
@@ -436,7 +430,8 @@ impl Config {
     /// Apply an SCR_Config string (`SCR_Config`): `KEY=VALUE` sets, `KEY`
     /// queries, `KEY=` unsets; `CKPT=0 TYPE=XOR SET_SIZE=16` sets sub-values
     /// of a descriptor (an empty sub-value unsets it), `CKPT=0 TYPE` queries
-    /// one, `CKPT=` removes every CKPT set by SCR_Config, `CKPT` lists the
+    /// one (falling back to the value in effect, e.g. SCR_COPY_TYPE for an
+    /// implicit CKPT=0), `CKPT=` removes every CKPT set by SCR_Config, `CKPT` lists the
     /// defined indices. Values are taken literally (no `$` expansion) and may
     /// contain `=` or be quoted. Returns `Some(value)` for a query that finds
     /// a value (defaults included), `None` otherwise. On error nothing changes.
@@ -522,7 +517,10 @@ impl Config {
                 "GROUPS" => l.groups.get(&name),
                 _ => l.stores.get(&name),
             });
-            return Ok(line.and_then(|d| d.items.get(sub).cloned()));
+            if let Some(v) = line.and_then(|d| d.items.get(sub)) {
+                return Ok(Some(v.clone()));
+            }
+            return Ok(self.descriptor_field(&key, &name, sub));
         }
         changing(self)?;
         if name.is_empty() {

@@ -155,7 +155,7 @@ pub const PARAMS: &[ParamInfo] = &[
     ),
     p(
         "SCR_JOB_ID",
-        None,
+        Some(DEFAULT_JOB_ID),
         Str,
         true,
         true,

@@ -118,7 +118,10 @@ fn defaults_and_derived_values() {
 #[test]
 fn job_id_falls_back_to_defjobid() {
     let cfg = Fixture::new().load().unwrap();
-    assert_eq!(cfg.get("SCR_JOB_ID").unwrap().value, "defjobid");
+    assert_eq!(
+        src(&cfg, "SCR_JOB_ID"),
+        ("defjobid".into(), Source::Default)
+    );
 }
 
 // -------------------------------------------------------------- precedence
@@ -575,8 +578,30 @@ fn scr_config_multi_item_set_and_sub_query() {
         cfg.apply_scr_config("ckpt=0 group").unwrap().as_deref(),
         Some("NODE")
     );
-    assert_eq!(cfg.apply_scr_config("CKPT=0 INTERVAL").unwrap(), None);
+    // Sub-keys nobody set report the value in effect.
+    assert_eq!(
+        cfg.apply_scr_config("CKPT=0 INTERVAL").unwrap().as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        cfg.apply_scr_config("CKPT=0 BYPASS").unwrap().as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        cfg.apply_scr_config("STORE=/dev/shm MKDIR")
+            .unwrap()
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(cfg.apply_scr_config("STORE=/dev/shm VIEW").unwrap(), None);
     assert_eq!(cfg.apply_scr_config("CKPT=7 TYPE").unwrap(), None);
+    assert_eq!(cfg.apply_scr_config("CKPT=0 NOSUCH").unwrap(), None);
+    assert_eq!(cfg.apply_scr_config("GROUPS=n1 RACK").unwrap(), None);
+    cfg.apply_scr_config("GROUPS=n1 RACK=r7").unwrap();
+    assert_eq!(
+        cfg.apply_scr_config("GROUPS=n1 RACK").unwrap().as_deref(),
+        Some("r7")
+    );
     cfg.apply_scr_config("CKPT=1 INTERVAL=4 TYPE=PARTNER")
         .unwrap();
     assert_eq!(
@@ -585,7 +610,11 @@ fn scr_config_multi_item_set_and_sub_query() {
     );
     // An empty sub-value unsets it.
     cfg.apply_scr_config("CKPT=0 SET_SIZE=").unwrap();
-    assert_eq!(cfg.apply_scr_config("CKPT=0 SET_SIZE").unwrap(), None);
+    assert_eq!(
+        cfg.apply_scr_config("CKPT=0 SET_SIZE").unwrap().as_deref(),
+        Some("8"),
+        "back to SCR_SET_SIZE"
+    );
     let d = cfg.descriptors().unwrap();
     assert!(!d.implicit_ckpt);
     assert_eq!(d.ckpts.len(), 2);
@@ -696,6 +725,15 @@ fn scr_config_after_init_only_queries() {
 #[test]
 fn implicit_descriptors_follow_the_parameters() {
     let mut cfg = fresh();
+    assert_eq!(
+        cfg.apply_scr_config("CKPT=0 TYPE").unwrap().as_deref(),
+        Some("XOR")
+    );
+    assert_eq!(
+        cfg.apply_scr_config("CKPT").unwrap(),
+        None,
+        "no CKPT lines, only the implicit one"
+    );
     let d = cfg.descriptors().unwrap();
     assert!(d.implicit_stores && d.implicit_ckpt);
     // Cache and control share /dev/shm by default: one store.
@@ -1142,4 +1180,27 @@ mod props {
             let _ = parse_text(&s, Path::new("/f"), &env);
         }
     }
+}
+
+// ------------------------------------------------------------------ report
+
+#[test]
+fn report_of_a_fixed_configuration() {
+    // Committed fixture files, named relative to the package directory
+    // (cargo runs tests there) so the snapshot holds no temporary paths.
+    let env = MapEnv::new([
+        ("SCR_CONF_FILE", "tests/data/config/user.conf"),
+        ("SCR_CONFIG_FILE", "tests/data/config/system.conf"),
+        ("SCR_PREFIX", "/p/run"),
+        ("SCR_FLUSH", "4"),
+        ("SLURM_JOBID", "77"),
+        ("SCR_LOG_DB_PASS", "x"),
+        ("SCR_TEST_HOME", "/home/t"),
+        ("USER", "alice"),
+    ]);
+    let mut cfg = Config::load(&env, &LoadOptions::default()).unwrap();
+    cfg.apply_scr_config("SCR_HALT_SECONDS=30").unwrap();
+    let r = report::Report::new(&cfg).unwrap();
+    insta::assert_snapshot!("report_table", r.to_table());
+    insta::assert_snapshot!("report_json", r.to_json());
 }
