@@ -156,10 +156,32 @@ enum Which {
     System,
 }
 
+/// Largest config file read; real ones are a few kilobytes, so anything
+/// larger is a mistake (a wrong path), not configuration.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
 /// Read a config file; a missing file is an empty layer.
 fn read_layer(path: &Path, env: &dyn Environment) -> Result<Layer, ConfigError> {
-    match std::fs::read(path) {
-        Ok(bytes) => {
+    use std::io::Read as _;
+    let io = |e: std::io::Error| ConfigError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Layer::default()),
+        Err(e) => return Err(io(e)),
+    };
+    let mut bytes = Vec::new();
+    // One byte past the limit tells "too large" from "exactly the limit".
+    let read = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes);
+    match read.map(|n| n as u64) {
+        Ok(n) if n > MAX_FILE_BYTES => Err(ConfigError::Io {
+            path: path.to_path_buf(),
+            message: format!("larger than {MAX_FILE_BYTES} bytes, not a config file"),
+        }),
+        Err(e) => Err(io(e)),
+        Ok(_) => {
             let text = String::from_utf8(bytes).map_err(|e| ConfigError::Syntax {
                 at: Location::File {
                     path: path.to_path_buf(),
@@ -173,11 +195,6 @@ fn read_layer(path: &Path, env: &dyn Environment) -> Result<Layer, ConfigError> 
             })?;
             parse_text(&text, path, env)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Layer::default()),
-        Err(e) => Err(ConfigError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        }),
     }
 }
 

@@ -50,7 +50,15 @@ pub fn load_collective<B: Broadcast + ?Sized>(
         })?;
     let msg = KvTree::unpack_exact(&buf).map_err(bad)?;
     match (msg.get("OK"), msg.val("ERROR")) {
-        (Some(tree), None) => Config::from_kvtree(tree),
+        (Some(tree), None) => {
+            let cfg = Config::from_kvtree(tree)?;
+            // Every rank must hold exactly rank 0's configuration: check that
+            // nothing was lost in decoding by encoding it again.
+            if cfg.to_kvtree() != *tree {
+                return Err(bad("decoded configuration differs from the one broadcast"));
+            }
+            Ok(cfg)
+        }
         (None, Some(json)) => Err(serde_json::from_str(json).map_err(bad)?),
         _ => Err(bad("broadcast holds neither OK nor ERROR")),
     }

@@ -230,6 +230,24 @@ fn missing_files_are_not_errors_but_unreadable_ones_are() {
     assert!(err.to_string().contains("SCR_CONF_FILE"), "{err}");
 }
 
+#[test]
+fn oversized_config_file_is_refused_without_reading_it() {
+    let f = Fixture::new();
+    let p = f.path("huge.conf");
+    std::fs::File::create(&p)
+        .unwrap()
+        .set_len(MAX_FILE_BYTES + 1)
+        .unwrap();
+    let err = f
+        .var("SCR_CONF_FILE", p.to_str().unwrap())
+        .load()
+        .unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::Io { message, .. } if message.contains("larger than")),
+        "{err:?}"
+    );
+}
+
 // ------------------------------------------------------- refused, warnings
 
 #[test]
@@ -1166,6 +1184,19 @@ mod props {
             let packed = cfg.to_kvtree().pack();
             let back = Config::from_kvtree(&KvTree::unpack_exact(&packed).unwrap()).unwrap();
             prop_assert_eq!(back, cfg);
+        }
+
+        #[test]
+        fn quoted_values_come_back_exactly(v in "[^\u{0}'\n\r]{0,30}", key in "[A-Z_]{1,10}") {
+            let mut cfg = fresh();
+            let name = format!("X_{key}");
+            if !v.is_empty() {
+                cfg.apply_scr_config(&format!("{name}='{v}'")).unwrap();
+                prop_assert_eq!(cfg.apply_scr_config(&name).unwrap(), Some(v.clone()));
+            }
+            let env = MapEnv::default();
+            let layer = parse_text(&format!("{name}='{v}'  # c\n"), Path::new("/f"), &env).unwrap();
+            prop_assert_eq!(&layer.values[&name].value, &v);
         }
 
         #[test]
