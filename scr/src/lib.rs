@@ -10,8 +10,10 @@
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
 //! - [`records`]: typed views of SCR's metadata files (filemap, index, summary, …).
 //! - [`storage`]: node identity, control/cache directories, path handling.
+//! - [`config`]: parameters, config files, SCR_Config, descriptors.
 #![deny(missing_docs)]
 
+pub mod config;
 pub mod kvtree;
 pub mod records;
 pub mod storage;

@@ -1,0 +1,701 @@
+//! The table of SCR 3.1 configuration parameters (`scr_param.c` defaults,
+//! `scr_conf.h`), with who may set each one.
+
+/// The kind of value a parameter holds, used to reject bad values where they
+/// are read (a config file line, an environment variable, an SCR_Config call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// `0` or `1` (SCR reads these with `atoi`; we accept only the two).
+    Bool,
+    /// A non-negative integer.
+    Int,
+    /// A byte count: an integer with an optional `KB`/`MB`/`GB`/`TB` suffix
+    /// (powers of 1024, as SCR's `scr_abtoull`).
+    Bytes,
+    /// A floating-point number.
+    Float,
+    /// Free text.
+    Str,
+    /// A directory or file path.
+    Path,
+    /// One of a fixed set of words, compared case-insensitively.
+    Choice(&'static [&'static str]),
+}
+
+impl ValueKind {
+    /// A phrase naming what this kind accepts, for error messages.
+    pub fn expected(&self) -> String {
+        match self {
+            ValueKind::Bool => "0 or 1".to_string(),
+            ValueKind::Int => "a non-negative integer".to_string(),
+            ValueKind::Bytes => "a byte count such as 1048576 or 1MB".to_string(),
+            ValueKind::Float => "a number".to_string(),
+            ValueKind::Str | ValueKind::Path => "text".to_string(),
+            ValueKind::Choice(words) => format!("one of {}", words.join(", ")),
+        }
+    }
+
+    /// Whether `value` is acceptable for this kind.
+    pub fn accepts(&self, value: &str) -> bool {
+        match self {
+            ValueKind::Bool => value == "0" || value == "1",
+            ValueKind::Int => value.parse::<u64>().is_ok(),
+            ValueKind::Bytes => parse_bytes(value).is_some(),
+            ValueKind::Float => value.parse::<f64>().is_ok_and(f64::is_finite),
+            ValueKind::Str | ValueKind::Path => true,
+            ValueKind::Choice(words) => words.iter().any(|w| w.eq_ignore_ascii_case(value)),
+        }
+    }
+}
+
+/// Parse a byte count with an optional binary suffix (`scr_abtoull`):
+/// `1048576`, `1MB`, `1 MB`, `2g`. `None` on anything else or on overflow.
+pub fn parse_bytes(value: &str) -> Option<u64> {
+    let v = value.trim();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (num, suffix) = v.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let shift = match suffix.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" => 10,
+        "M" | "MB" => 20,
+        "G" | "GB" => 30,
+        "T" | "TB" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1u64 << shift)
+}
+
+/// One row of the parameter table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// The parameter name, e.g. `SCR_FLUSH`.
+    pub name: &'static str,
+    /// The built-in default, if any. Parameters whose default depends on the
+    /// environment (`SCR_PREFIX`, `SCR_USER_NAME`, `SCR_JOB_ID`) are filled in
+    /// at load time and have `None` here.
+    pub default: Option<&'static str>,
+    /// What values it takes.
+    pub kind: ValueKind,
+    /// Whether the environment and the user config file may set it. When
+    /// `false`, such settings are ignored with a warning (SCR's "no user" list).
+    pub user_settable: bool,
+    /// Whether `SCR_Config` may set or unset it (SCR_Config refuses the others).
+    pub scr_config_settable: bool,
+    /// One line saying what it does.
+    pub meaning: &'static str,
+}
+
+const fn p(
+    name: &'static str,
+    default: Option<&'static str>,
+    kind: ValueKind,
+    user_settable: bool,
+    scr_config_settable: bool,
+    meaning: &'static str,
+) -> ParamInfo {
+    ParamInfo {
+        name,
+        default,
+        kind,
+        user_settable,
+        scr_config_settable,
+        meaning,
+    }
+}
+
+use ValueKind::{Bool, Bytes, Choice, Float, Int, Path, Str};
+
+/// Redundancy scheme names accepted by `SCR_COPY_TYPE` (plus `FILE`).
+pub const COPY_TYPES: &[&str] = &["SINGLE", "PARTNER", "XOR", "RS", "FILE"];
+/// Flush transfer types accepted by `SCR_FLUSH_TYPE`.
+pub const FLUSH_TYPES: &[&str] = &["SYNC", "PTHREAD", "BBAPI", "DATAWARP"];
+
+/// Default path of the system config file when `SCR_CONFIG_FILE` is unset
+/// (SCR's compiled-in `SCR_CONFIG_FILE`).
+pub const DEFAULT_SYSTEM_FILE: &str = "/etc/scr/scr.conf";
+
+/// SCR's fallback job id when no resource manager variable is set.
+pub const DEFAULT_JOB_ID: &str = "defjobid";
+
+/// Every SCR 3.1 parameter this library knows, in the order of
+/// `shared/spec/parameters.md`.
+pub const PARAMS: &[ParamInfo] = &[
+    p(
+        "SCR_ENABLE",
+        Some("1"),
+        Bool,
+        true,
+        true,
+        "0 disables SCR: every call succeeds and does nothing",
+    ),
+    p(
+        "SCR_DEBUG",
+        Some("0"),
+        Int,
+        true,
+        true,
+        "verbosity of SCR's messages",
+    ),
+    p(
+        "SCR_PREFIX",
+        None,
+        Path,
+        true,
+        true,
+        "prefix directory on the parallel file system (default: current directory)",
+    ),
+    p(
+        "SCR_USER_NAME",
+        None,
+        Str,
+        true,
+        true,
+        "user name in control and cache paths (default: $USER)",
+    ),
+    p(
+        "SCR_JOB_ID",
+        Some(DEFAULT_JOB_ID),
+        Str,
+        true,
+        true,
+        "job id (default: SLURM_JOBID, LSB_JOBID, PBS_JOBID, FLUX_JOB_ID, else defjobid)",
+    ),
+    p(
+        "SCR_JOB_NAME",
+        None,
+        Str,
+        true,
+        false,
+        "job name recorded in dataset descriptors and logs",
+    ),
+    p(
+        "SCR_CLUSTER_NAME",
+        None,
+        Str,
+        true,
+        true,
+        "cluster name recorded in logs",
+    ),
+    p(
+        "SCR_CNTL_BASE",
+        Some("/dev/shm"),
+        Path,
+        true,
+        false,
+        "base of the control directory <base>/<user>/scr.<jobid>",
+    ),
+    p(
+        "SCR_CACHE_BASE",
+        Some("/dev/shm"),
+        Path,
+        true,
+        false,
+        "base of the cache directory <base>/<user>/scr.<jobid>",
+    ),
+    p(
+        "SCR_CACHE_SIZE",
+        Some("1"),
+        Int,
+        true,
+        false,
+        "datasets kept per cache store",
+    ),
+    p(
+        "SCR_CACHE_BYPASS",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "1 writes datasets straight to the prefix (this project: 0, see docs/decisions.md)",
+    ),
+    p(
+        "SCR_CACHE_PURGE",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "purge the cache at init",
+    ),
+    p(
+        "SCR_COPY_TYPE",
+        Some("XOR"),
+        Choice(COPY_TYPES),
+        true,
+        true,
+        "redundancy scheme; FILE uses the CKPT descriptors",
+    ),
+    p(
+        "SCR_GROUP",
+        Some("NODE"),
+        Str,
+        true,
+        true,
+        "failure group of the implicit redundancy descriptor",
+    ),
+    p(
+        "SCR_SET_SIZE",
+        Some("8"),
+        Int,
+        true,
+        true,
+        "redundancy set size",
+    ),
+    p(
+        "SCR_SET_FAILURES",
+        Some("2"),
+        Int,
+        true,
+        true,
+        "RS: failures tolerated per set",
+    ),
+    p(
+        "SCR_HALT_SECONDS",
+        Some("0"),
+        Int,
+        true,
+        true,
+        "halt this many seconds before the allocation ends",
+    ),
+    p(
+        "SCR_HALT_EXIT",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "exit inside SCR when a halt condition fires",
+    ),
+    p(
+        "SCR_MPI_BUF_SIZE",
+        Some("1048576"),
+        Bytes,
+        true,
+        true,
+        "piece size of MPI transfers",
+    ),
+    p(
+        "SCR_FILE_BUF_SIZE",
+        Some("33554432"),
+        Bytes,
+        true,
+        true,
+        "buffer size of file copies",
+    ),
+    p(
+        "SCR_DISTRIBUTE",
+        Some("1"),
+        Bool,
+        true,
+        true,
+        "rebuild and restart from the cache at init",
+    ),
+    p(
+        "SCR_FETCH",
+        Some("1"),
+        Bool,
+        true,
+        true,
+        "fetch from the prefix when the cache has nothing",
+    ),
+    p(
+        "SCR_FETCH_BYPASS",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "read restart files in place in the prefix",
+    ),
+    p(
+        "SCR_FETCH_WIDTH",
+        Some("256"),
+        Int,
+        true,
+        true,
+        "concurrent readers during fetch",
+    ),
+    p(
+        "SCR_CURRENT",
+        None,
+        Str,
+        true,
+        true,
+        "name of the dataset to restart from",
+    ),
+    p(
+        "SCR_FLUSH",
+        Some("10"),
+        Int,
+        true,
+        true,
+        "flush every Nth checkpoint, and the newest at finalize when > 0",
+    ),
+    p(
+        "SCR_FLUSH_WIDTH",
+        Some("256"),
+        Int,
+        true,
+        true,
+        "concurrent writers during flush",
+    ),
+    p(
+        "SCR_FLUSH_TYPE",
+        Some("SYNC"),
+        Choice(FLUSH_TYPES),
+        true,
+        true,
+        "flush transfer method",
+    ),
+    p(
+        "SCR_FLUSH_ON_RESTART",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "flush the restart checkpoint at init",
+    ),
+    p(
+        "SCR_GLOBAL_RESTART",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "rebuild then flush for restarts that read other ranks' files",
+    ),
+    p(
+        "SCR_DROP_AFTER_CURRENT",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "drop index entries newer than SCR_CURRENT",
+    ),
+    p(
+        "SCR_PREFIX_SIZE",
+        Some("0"),
+        Int,
+        true,
+        true,
+        "keep at most N checkpoints in the prefix (0 = all)",
+    ),
+    p(
+        "SCR_PREFIX_PURGE",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "delete every checkpoint in the prefix at init",
+    ),
+    p(
+        "SCR_FLUSH_ASYNC",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "flush asynchronously",
+    ),
+    p(
+        "SCR_FLUSH_ASYNC_BW",
+        Some("209715200"),
+        Bytes,
+        true,
+        true,
+        "asynchronous flush bandwidth limit, bytes/s",
+    ),
+    p(
+        "SCR_FLUSH_ASYNC_PERCENT",
+        Some("0.0"),
+        Float,
+        true,
+        true,
+        "asynchronous flush CPU share limit",
+    ),
+    p(
+        "SCR_CRC_ON_COPY",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "CRC32 on redundancy copies",
+    ),
+    p(
+        "SCR_CRC_ON_FLUSH",
+        Some("1"),
+        Bool,
+        true,
+        true,
+        "CRC32 during flush, verified at fetch",
+    ),
+    p(
+        "SCR_CRC_ON_DELETE",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "verify CRC32 before deleting from the cache",
+    ),
+    p(
+        "SCR_CHECKPOINT_INTERVAL",
+        Some("0"),
+        Int,
+        true,
+        true,
+        "SCR_Need_checkpoint: every Nth call",
+    ),
+    p(
+        "SCR_CHECKPOINT_SECONDS",
+        Some("0"),
+        Int,
+        true,
+        true,
+        "SCR_Need_checkpoint: seconds since the last checkpoint ended",
+    ),
+    p(
+        "SCR_CHECKPOINT_OVERHEAD",
+        Some("0.0"),
+        Float,
+        true,
+        true,
+        "SCR_Need_checkpoint: max percent of time spent checkpointing",
+    ),
+    p(
+        "SCR_LOG_ENABLE",
+        Some("0"),
+        Bool,
+        true,
+        false,
+        "enable all logging",
+    ),
+    p(
+        "SCR_LOG_TXT_ENABLE",
+        Some("1"),
+        Bool,
+        true,
+        false,
+        "text log in $SCR_PREFIX/.scr/log",
+    ),
+    p(
+        "SCR_LOG_SYSLOG_ENABLE",
+        Some("1"),
+        Bool,
+        false,
+        false,
+        "log to syslog (site setting)",
+    ),
+    p(
+        "SCR_LOG_DB_ENABLE",
+        Some("0"),
+        Bool,
+        false,
+        false,
+        "log to the site database",
+    ),
+    p(
+        "SCR_LOG_DB_DEBUG",
+        Some("0"),
+        Int,
+        false,
+        false,
+        "verbosity of database logging",
+    ),
+    p(
+        "SCR_LOG_DB_HOST",
+        None,
+        Str,
+        false,
+        false,
+        "log database host (site setting)",
+    ),
+    p(
+        "SCR_LOG_DB_NAME",
+        None,
+        Str,
+        false,
+        false,
+        "log database name (site setting)",
+    ),
+    p(
+        "SCR_LOG_DB_USER",
+        None,
+        Str,
+        false,
+        false,
+        "log database user (site setting)",
+    ),
+    p(
+        "SCR_LOG_DB_PASS",
+        None,
+        Str,
+        false,
+        false,
+        "log database password (site setting)",
+    ),
+    p(
+        "SCR_CONF_FILE",
+        None,
+        Path,
+        true,
+        true,
+        "user config file (default: $SCR_PREFIX/.scrconf)",
+    ),
+    p(
+        "SCR_CONFIG_FILE",
+        Some(DEFAULT_SYSTEM_FILE),
+        Path,
+        true,
+        false,
+        "system config file",
+    ),
+    p(
+        "SCR_RUNS",
+        Some("1"),
+        Int,
+        true,
+        true,
+        "scr_run: number of runs in the allocation",
+    ),
+    p(
+        "SCR_MIN_NODES",
+        None,
+        Int,
+        true,
+        true,
+        "scr_run: fewest nodes to continue with",
+    ),
+    p(
+        "SCR_EXCLUDE_NODES",
+        None,
+        Str,
+        true,
+        false,
+        "scr_run: nodes never to run on",
+    ),
+    p(
+        "SCR_NODELIST",
+        None,
+        Str,
+        true,
+        true,
+        "scr_run: nodes of the allocation",
+    ),
+    p(
+        "SCR_WATCHDOG_TIMEOUT",
+        None,
+        Int,
+        true,
+        false,
+        "scr_run: seconds without progress before the job is killed",
+    ),
+    p(
+        "SCR_WATCHDOG_TIMEOUT_PFS",
+        None,
+        Int,
+        true,
+        false,
+        "scr_run: the same while flushing to the prefix",
+    ),
+];
+
+/// Names SCR_Config refuses although they are not rows of [`PARAMS`]: the
+/// descriptor keys of SCR 2 (`CACHE`, `CACHEDIR`, `CNTLDIR`).
+pub const SCR_CONFIG_REFUSED_EXTRA: &[&str] = &["CACHE", "CACHEDIR", "CNTLDIR"];
+
+/// The multi-item (descriptor) parameters.
+pub const DESCRIPTOR_KEYS: &[&str] = &["GROUPS", "STORE", "CKPT"];
+
+/// Keys allowed after `STORE=<path>` (SCR 3.1 names the transfer type
+/// `FLUSH`; the developer guide's older `TYPE` is accepted as its alias).
+pub const STORE_KEYS: &[&str] = &[
+    "GROUP", "COUNT", "ENABLED", "MKDIR", "FLUSH", "TYPE", "VIEW",
+];
+
+/// Keys allowed after `CKPT=<n>`.
+pub const CKPT_KEYS: &[&str] = &[
+    "INTERVAL",
+    "GROUP",
+    "STORE",
+    "TYPE",
+    "SET_SIZE",
+    "SET_FAILURES",
+    "OUTPUT",
+    "BYPASS",
+    "ENABLED",
+];
+
+/// The row for `name` (`scr_param_get`'s knowledge of a name).
+pub fn info(name: &str) -> Option<&'static ParamInfo> {
+    PARAMS.iter().find(|p| p.name == name)
+}
+
+/// Whether SCR_Config may set or unset `name`.
+pub fn scr_config_may_set(name: &str) -> bool {
+    if SCR_CONFIG_REFUSED_EXTRA.contains(&name) || name.starts_with("SCR_LOG_DB_") {
+        return false;
+    }
+    info(name).is_none_or(|p| p.scr_config_settable)
+}
+
+/// Whether the environment and the user config file may set `name`.
+/// Unknown names are allowed (scripts use their own).
+pub fn user_may_set(name: &str) -> bool {
+    info(name).is_none_or(|p| p.user_settable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_defaults_fit_their_kind() {
+        for (i, a) in PARAMS.iter().enumerate() {
+            assert!(
+                PARAMS[i + 1..].iter().all(|b| b.name != a.name),
+                "{} twice",
+                a.name
+            );
+            if let Some(d) = a.default {
+                assert!(
+                    a.kind.accepts(d),
+                    "default {d:?} of {} is not {}",
+                    a.name,
+                    a.kind.expected()
+                );
+            }
+        }
+        assert_eq!(PARAMS.len(), 59);
+    }
+
+    #[test]
+    fn refusals_match_parameters_md() {
+        for name in [
+            "CACHE",
+            "CACHEDIR",
+            "CNTLDIR",
+            "SCR_CACHE_BASE",
+            "SCR_CACHE_SIZE",
+            "SCR_CNTL_BASE",
+            "SCR_EXCLUDE_NODES",
+            "SCR_JOB_NAME",
+            "SCR_LOG_ENABLE",
+            "SCR_LOG_DB_HOST",
+            "SCR_LOG_DB_ANYTHING",
+            "SCR_LOG_SYSLOG_ENABLE",
+            "SCR_LOG_TXT_ENABLE",
+            "SCR_WATCHDOG_TIMEOUT",
+            "SCR_WATCHDOG_TIMEOUT_PFS",
+        ] {
+            assert!(!scr_config_may_set(name), "{name} should be refused");
+        }
+        assert!(scr_config_may_set("SCR_FLUSH"));
+        assert!(scr_config_may_set("MY_SCRIPT_PARAM"));
+    }
+
+    #[test]
+    fn byte_counts() {
+        assert_eq!(parse_bytes("1048576"), Some(1 << 20));
+        assert_eq!(parse_bytes("1MB"), Some(1 << 20));
+        assert_eq!(parse_bytes("2 gb"), Some(2 << 30));
+        assert_eq!(parse_bytes("1XB"), None);
+        assert_eq!(parse_bytes("MB"), None);
+        assert_eq!(parse_bytes("99999999999TB"), None);
+    }
+}
