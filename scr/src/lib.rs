@@ -8,6 +8,8 @@
 //!
 //! Modules, bottom up (data flows one way, from the API down to storage):
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
+//! - [`comm`]: the communicator trait (MPI or in-process threads).
 #![deny(missing_docs)]
 
+pub mod comm;
 pub mod kvtree;
