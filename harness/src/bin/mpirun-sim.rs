@@ -1,7 +1,7 @@
 //! `mpirun-sim`: run a program under `mpirun` on simulated nodes (like
 //! SCR's `scr_run`, without the restart loop), with a bounded wait.
 //!
-//! `mpirun-sim --nodes 2 --ranks-per-node 2 [--base VAR=DIR] -- prog args…`
+//! `mpirun-sim --nodes 2 --ranks-per-node 2 [--base VAR=DIR] [--env VAR=VALUE] -- prog args…`
 //! prints the job's output and exits with its exit code (124 on timeout,
 //! 127 when the launcher cannot start).
 
@@ -27,6 +27,9 @@ struct Args {
     /// Per-node directory variable: VAR=DIR gives node N `VAR=DIR/nodeN`.
     #[arg(long, value_name = "VAR=DIR")]
     base: Vec<String>,
+    /// A variable for every rank: VAR=VALUE (repeatable).
+    #[arg(long = "env", value_name = "VAR=VALUE")]
+    env: Vec<String>,
     /// The launcher.
     #[arg(long, default_value = "mpirun")]
     mpirun: PathBuf,
@@ -57,6 +60,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         };
         job = job.node_base(var, std::path::Path::new(dir));
+    }
+    for e in &a.env {
+        let Some((var, value)) = e.split_once('=') else {
+            eprintln!("mpirun-sim: --env wants VAR=VALUE, got {e:?}");
+            return ExitCode::from(2);
+        };
+        job = job.env(var, value);
     }
     if a.verbose {
         match job.argv() {

@@ -610,6 +610,17 @@ fn check_sendrecv_large(comm: &dyn Comm, seed: u64) -> CheckResult {
             &pattern(seed, p as u64, 7, LARGE_BYTES),
             &buf,
         )?;
+        // A power of two: an exact multiple of any power-of-two chunk size,
+        // the case where a chunked transport must mark the end specially.
+        let exact = 2 * 1024 * 1024;
+        let msg = pattern(seed, r as u64, 8, exact);
+        let got = comm.sendrecv_bytes(Some((p, &msg)), Some(p), &mut buf)?;
+        expect_eq("power-of-two sendrecv length", exact, got)?;
+        expect_bytes(
+            format!("power-of-two sendrecv from {p}"),
+            &pattern(seed, p as u64, 8, exact),
+            &buf,
+        )?;
     }
     comm.barrier()?;
     Ok(())
@@ -783,10 +794,12 @@ fn seeded_sends(seed: u64, src: usize, n: usize) -> BTreeMap<usize, usize> {
     let mut out = BTreeMap::new();
     for _ in 0..k {
         let dest = rng.below(n as u64) as usize;
-        let len = if rng.below(5) == 0 {
-            0
-        } else {
-            rng.below(300) as usize
+        // Mostly small, some empty, some of several KiB (so a transport
+        // that splits messages into pieces interleaves them).
+        let len = match rng.below(5) {
+            0 => 0,
+            1 => rng.below(20_000) as usize,
+            _ => rng.below(300) as usize,
         };
         out.insert(dest, len);
     }

@@ -20,9 +20,9 @@ use mpi::ffi;
 
 use super::{Comm, CommError, CommResult, ReduceOp};
 
-/// Largest piece sent in one MPI message. MPI counts are `int`; 1 GiB keeps
+/// Default largest piece sent in one MPI message. MPI counts are `int`; 1 GiB keeps
 /// far below `i32::MAX` while making the chunk count of any real message tiny.
-const CHUNK_BYTES: usize = 1 << 30;
+pub const DEFAULT_CHUNK_BYTES: usize = 1 << 30;
 
 /// Tag of `sendrecv_bytes` messages.
 const TAG_SENDRECV: c_int = 1;
@@ -127,6 +127,8 @@ pub struct MpiComm {
     rank: usize,
     size: usize,
     exchanges: Cell<u64>,
+    /// Largest single MPI message; every rank of a communicator must agree.
+    chunk_bytes: usize,
 }
 
 impl std::fmt::Debug for MpiComm {
@@ -176,6 +178,7 @@ impl MpiComm {
             rank: 0,
             size: 0,
             exchanges: Cell::new(0),
+            chunk_bytes: DEFAULT_CHUNK_BYTES,
         };
         // SAFETY: `comm` is valid; `this` frees it on every error path below.
         unsafe {
@@ -195,6 +198,15 @@ impl MpiComm {
         Ok(this)
     }
 
+    /// Use pieces of at most `bytes` (clamped to `1..=DEFAULT_CHUNK_BYTES`)
+    /// for large messages, here and in communicators split from this one.
+    /// Every rank must pass the same value. Small values let tests exercise
+    /// the multi-chunk paths with messages of a few MiB.
+    pub fn with_chunk_bytes(mut self, bytes: usize) -> MpiComm {
+        self.chunk_bytes = bytes.clamp(1, DEFAULT_CHUNK_BYTES);
+        self
+    }
+
     /// The underlying MPI handle (for the C API).
     pub fn as_raw(&self) -> ffi::MPI_Comm {
         self.comm
@@ -212,7 +224,7 @@ impl MpiComm {
         }
     }
 
-    /// Start sending `data` to `dest` as chunks of at most [`CHUNK_BYTES`];
+    /// Start sending `data` to `dest` as chunks of at most `chunk_bytes`;
     /// a message whose last chunk is full is followed by an empty chunk, so
     /// the receiver stops at the first short chunk without a length header.
     fn isend_chunks(
@@ -226,7 +238,7 @@ impl MpiComm {
     ) -> CommResult<()> {
         let mut offset = 0;
         loop {
-            let len = (data.len() - offset).min(CHUNK_BYTES);
+            let len = (data.len() - offset).min(self.chunk_bytes);
             let mut req = MaybeUninit::uninit();
             // SAFETY: the buffer outlives the request: callers wait on all
             // requests before `data` goes out of scope.
@@ -244,7 +256,7 @@ impl MpiComm {
             // SAFETY: MPI_Isend succeeded and initialised the request.
             requests.push(unsafe { req.assume_init() });
             offset += len;
-            if len < CHUNK_BYTES {
+            if len < self.chunk_bytes {
                 return Ok(());
             }
         }
@@ -299,7 +311,7 @@ impl MpiComm {
             }
             // Later chunks of this message come from the same source.
             source = status.MPI_SOURCE;
-            if len < CHUNK_BYTES {
+            if len < self.chunk_bytes {
                 return Ok(source as usize);
             }
         }
@@ -447,7 +459,7 @@ impl Comm for MpiComm {
             buf.clear();
             buf.resize(len, 0);
         }
-        for chunk in buf.chunks_mut(CHUNK_BYTES) {
+        for chunk in buf.chunks_mut(self.chunk_bytes) {
             // SAFETY: every rank has a buffer of `len` bytes, chunked identically.
             check("bcast", unsafe {
                 ffi::MPI_Bcast(
@@ -616,7 +628,7 @@ impl Comm for MpiComm {
             return Ok(None);
         }
         // SAFETY: a fresh communicator from MPI_Comm_split, now owned here.
-        let c = unsafe { Self::adopt(newcomm) }?;
+        let c = unsafe { Self::adopt(newcomm) }?.with_chunk_bytes(self.chunk_bytes);
         Ok(Some(Box::new(c)))
     }
 

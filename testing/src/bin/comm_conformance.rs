@@ -2,6 +2,7 @@
 //! `mpirun -np 4 comm_conformance [seed]`. Every rank prints its result; rank
 //! 0 ends with exactly `N passed, M failed` and the job exits non-zero on any
 //! failure (MPI_Abort when a communication error leaves ranks out of step).
+//! `SCR_COMM_CHUNK_BYTES=N` makes MPI carry large messages in N-byte pieces.
 
 use std::process::ExitCode;
 
@@ -28,8 +29,16 @@ fn main() -> ExitCode {
             }
         }
     };
+    // SCR_COMM_CHUNK_BYTES (tests only) shrinks MPI messages so the
+    // multi-chunk paths run with small data.
+    let chunk = std::env::var("SCR_COMM_CHUNK_BYTES")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
     let comm = match MpiComm::world() {
-        Ok(c) => c,
+        Ok(c) => match chunk {
+            Some(bytes) => c.with_chunk_bytes(bytes),
+            None => c,
+        },
         Err(e) => {
             eprintln!("comm_conformance: {e}");
             abort_job(1)
