@@ -570,7 +570,12 @@ impl Comm for MpiComm {
         }
         let mut requests = Vec::new();
         if let Some((dest, data)) = send {
-            self.isend_chunks(OP, self.comm, dest, TAG_SENDRECV, data, &mut requests)?;
+            let posted = self.isend_chunks(OP, self.comm, dest, TAG_SENDRECV, data, &mut requests);
+            if let Err(e) = posted {
+                // Pieces already posted read `data`: finish them before returning.
+                let _ = self.wait_all(OP, &mut requests);
+                return Err(e);
+            }
         }
         let received = match recv_from {
             Some(src) => self

@@ -480,15 +480,19 @@ impl Comm for ThreadRankComm {
 
     fn bcast_bytes(&self, root: usize, buf: &mut Vec<u8>) -> CommResult<()> {
         self.check_rank("bcast", root)?;
+        // The root copies rather than moves its buffer, so it keeps its
+        // data when the broadcast fails (timeout, mismatch).
         let payload = if self.rank == root {
-            Payload::Bytes(std::mem::take(buf))
+            Payload::Bytes(buf.clone())
         } else {
             Payload::None
         };
         let out = self.collective("bcast", format!("root {root}"), payload)?;
-        if let Payload::Bytes(b) = &out.contribs[root].payload {
-            buf.clear();
-            buf.extend_from_slice(b);
+        if self.rank != root {
+            if let Payload::Bytes(b) = &out.contribs[root].payload {
+                buf.clear();
+                buf.extend_from_slice(b);
+            }
         }
         Ok(())
     }
