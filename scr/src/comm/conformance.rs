@@ -8,9 +8,13 @@
 //!
 //! After each check the ranks agree on its outcome with [`Comm::all_true`], so
 //! every rank reports the same pass/fail count. A check that fails with a
-//! [`CommError`] (rather than wrong data) leaves the ranks at different points
-//! of the collective sequence, so the suite stops there instead of running
-//! further collectives that could not match.
+//! [`CommError`] leaves the ranks at different points of the collective
+//! sequence, so the suite stops there instead of running further collectives
+//! that could not match. A rank that sees wrong data leaves its check early
+//! too, so its peers may be out of step at the next collective: the thread
+//! communicator then reports a mismatch, MPI may hang until the launcher's
+//! timeout. [`run_with_observer`] reports each local failure the moment it
+//! happens, so the cause is printed even then.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -193,6 +197,17 @@ pub fn run_all(comm: &dyn Comm) -> Result<Report, ConformanceFailure> {
 
 /// Run every check with the given seed. Collective: call on every rank.
 pub fn run_with_seed(comm: &dyn Comm, seed: u64) -> Result<Report, ConformanceFailure> {
+    run_with_observer(comm, seed, &mut |_| {})
+}
+
+/// Like [`run_with_seed`], calling `observer` with each of this rank's
+/// failures as soon as it happens (before the ranks agree on the outcome,
+/// which may not complete if the failure left the ranks out of step).
+pub fn run_with_observer(
+    comm: &dyn Comm,
+    seed: u64,
+    observer: &mut dyn FnMut(&Failure),
+) -> Result<Report, ConformanceFailure> {
     let mut report = Report {
         seed,
         rank: comm.rank(),
@@ -211,19 +226,31 @@ pub fn run_with_seed(comm: &dyn Comm, seed: u64) -> Result<Report, ConformanceFa
             Ok(()) => None,
             Err(CheckError::Value(d)) => Some(failure(d)),
             Err(CheckError::Comm(e)) => {
+                let f = failure(format!("communication error: {e}"));
+                observer(&f);
                 return Err(ConformanceFailure {
                     report,
-                    aborted: Some(failure(format!("communication error: {e}"))),
-                })
+                    aborted: Some(f),
+                });
             }
         };
+        if let Some(f) = &local_failure {
+            observer(f);
+        }
         let passed_everywhere = match comm.all_true(local_failure.is_none()) {
             Ok(v) => v,
             Err(e) => {
+                let f = failure(format!("agreeing on the outcome: {e}"));
+                observer(&f);
+                report.outcomes.push(Outcome {
+                    check: name,
+                    passed_everywhere: false,
+                    local_failure,
+                });
                 return Err(ConformanceFailure {
                     report,
-                    aborted: Some(failure(format!("agreeing on the outcome: {e}"))),
-                })
+                    aborted: Some(f),
+                });
             }
         };
         report.outcomes.push(Outcome {

@@ -46,12 +46,12 @@ fn main() -> ExitCode {
     };
     let node = std::env::var("SCR_NODE_NAME").unwrap_or_else(|_| "-".to_string());
     let (rank, size) = (comm.rank(), comm.size());
-    let (report, ok) = match conformance::run_with_seed(&comm, seed) {
+    // Failures are printed as they happen: a failure can leave the ranks out
+    // of step, and then the run never returns (the launcher's timeout ends it).
+    let mut print_now = |f: &conformance::Failure| eprintln!("rank {rank}: {f}");
+    let (report, ok) = match conformance::run_with_observer(&comm, seed, &mut print_now) {
         Ok(r) => (r, true),
         Err(f) => {
-            for l in f.local_failures() {
-                eprintln!("rank {rank}: {l}");
-            }
             if f.aborted.is_some() {
                 // Ranks are out of step in the collective sequence: no
                 // further collective could complete, so end the job.
