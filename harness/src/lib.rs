@@ -1,2 +1,4 @@
 //! harness: runs real MPI jobs on simulated nodes.
 #![deny(missing_docs)]
+
+pub mod launch;

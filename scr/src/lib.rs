@@ -10,9 +10,11 @@
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
 //! - [`records`]: typed views of SCR's metadata files (filemap, index, summary, …).
 //! - [`storage`]: node identity, control/cache directories, path handling.
+//! - [`comm`]: the communicator trait (MPI or in-process threads).
 //! - [`config`]: parameters, config files, SCR_Config, descriptors.
 #![deny(missing_docs)]
 
+pub mod comm;
 pub mod config;
 pub mod kvtree;
 pub mod records;

@@ -79,6 +79,13 @@ pub enum CommError {
         /// Message length.
         len: usize,
     },
+    /// MPI is not initialised (or already finalised): call `MPI_Init` (or
+    /// `mpi::MpiEnv::init`) before building an MPI communicator.
+    #[error("{op}: MPI is not initialised or already finalised; initialise MPI first")]
+    MpiNotActive {
+        /// The operation.
+        op: &'static str,
+    },
     /// The MPI library returned an error.
     #[error("{op}: MPI error {code}")]
     Mpi {
@@ -155,7 +162,10 @@ pub trait Comm {
     /// Sparse all-to-all ("hash exchange"): each rank sends to the few ranks
     /// it names; every rank learns who sent to it and what. Keys of the result
     /// are source ranks. Sending to oneself is allowed.
-    fn exchange_sparse(&self, sends: &BTreeMap<usize, Vec<u8>>) -> CommResult<BTreeMap<usize, Vec<u8>>>;
+    fn exchange_sparse(
+        &self,
+        sends: &BTreeMap<usize, Vec<u8>>,
+    ) -> CommResult<BTreeMap<usize, Vec<u8>>>;
 }
 
 /// Broadcast a value's bytes from `root` using a closure pair, so records
@@ -165,7 +175,11 @@ pub fn bcast_kvtree(
     root: usize,
     tree: &mut crate::kvtree::KvTree,
 ) -> Result<(), BcastKvError> {
-    let mut buf = if comm.rank() == root { tree.pack() } else { Vec::new() };
+    let mut buf = if comm.rank() == root {
+        tree.pack()
+    } else {
+        Vec::new()
+    };
     comm.bcast_bytes(root, &mut buf)?;
     if comm.rank() != root {
         *tree = crate::kvtree::KvTree::unpack_exact(&buf)?;
@@ -183,4 +197,20 @@ pub enum BcastKvError {
     /// The received bytes are not a packed kvtree.
     #[error("broadcast kvtree: {0}")]
     Unpack(#[from] crate::kvtree::UnpackError),
+}
+
+/// Every communicator can carry the configuration broadcast of
+/// [`crate::config::load_collective`] (rank 0 reads, everyone receives).
+impl<C: Comm + ?Sized> crate::config::Broadcast for C {
+    fn rank(&self) -> usize {
+        Comm::rank(self)
+    }
+
+    fn bcast_bytes(
+        &self,
+        root: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        Comm::bcast_bytes(self, root, buf).map_err(Into::into)
+    }
 }

@@ -1,0 +1,647 @@
+//! In-process ranks as threads: a [`Comm`] for unit and property tests at
+//! hundreds of ranks, and for simulation.
+//!
+//! Design. Every communicator (the world and each split) owns one shared
+//! [`Context`]: a table of collective *rounds* and one mailbox per rank. The
+//! `Arc` of a context is its message context, so a split communicator can never
+//! see its parent's messages (MPI gets the same from `MPI_Comm_split`).
+//!
+//! - Collectives: rank `r`'s `k`-th collective on a communicator deposits its
+//!   contribution into round `k`; the last rank to arrive checks that all ranks
+//!   called the same operation with the same root/length (else every rank gets
+//!   [`CommError::Mismatch`]), publishes the contributions and wakes everyone.
+//!   Each rank then computes its own result from the shared contributions, so
+//!   one round costs one lock per rank and one wake-up of all ranks.
+//! - Point to point: sends are buffered (pushed into the receiver's mailbox
+//!   under the sender's rank), so `sendrecv` never deadlocks.
+//!
+//! Every wait is bounded: a rank that never arrives yields
+//! [`CommError::Timeout`] naming the lowest missing rank, and a rank whose
+//! closure ended (returned or panicked) yields [`CommError::PeerGone`] to ranks
+//! still waiting for it. Waits poll the liveness flags every few milliseconds
+//! because a dying thread does not know which condition variables its peers
+//! sleep on.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::{Comm, CommError, CommResult, ReduceOp};
+
+/// Default bound on every wait when `SCR_THREAD_COMM_TIMEOUT_MS` is unset.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Environment variable overriding [`DEFAULT_TIMEOUT`] (milliseconds).
+pub const TIMEOUT_ENV: &str = "SCR_THREAD_COMM_TIMEOUT_MS";
+
+/// Default stack of a rank thread: small, so 256+ ranks cost little memory
+/// (only touched pages are resident), yet enough for debug builds of the
+/// library's algorithms, which keep big data on the heap.
+pub const DEFAULT_STACK_BYTES: usize = 512 * 1024;
+
+/// How often a waiting rank re-checks whether the ranks it waits for are gone.
+const LIVENESS_POLL: Duration = Duration::from_millis(10);
+
+/// Settings of one [`ThreadComm::run_with`] job.
+#[derive(Debug, Clone)]
+pub struct ThreadConfig {
+    /// Bound on every single wait (collective round or receive).
+    pub timeout: Duration,
+    /// Stack size of each rank thread in bytes.
+    pub stack_bytes: usize,
+}
+
+impl Default for ThreadConfig {
+    /// [`DEFAULT_TIMEOUT`] (or `SCR_THREAD_COMM_TIMEOUT_MS` when set to a
+    /// number) and [`DEFAULT_STACK_BYTES`].
+    fn default() -> Self {
+        let timeout = std::env::var(TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_TIMEOUT);
+        ThreadConfig {
+            timeout,
+            stack_bytes: DEFAULT_STACK_BYTES,
+        }
+    }
+}
+
+/// Why a [`ThreadComm::run`] job failed as a whole.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// One or more rank closures panicked; `(rank, panic message)` in rank order.
+    #[error("rank(s) panicked: {}", describe_panics(.0))]
+    Panicked(Vec<(usize, String)>),
+    /// The operating system refused to create a rank thread.
+    #[error("could not spawn the thread of rank {rank}: {message}")]
+    Spawn {
+        /// The rank whose thread could not start.
+        rank: usize,
+        /// The OS error.
+        message: String,
+    },
+}
+
+fn describe_panics(p: &[(usize, String)]) -> String {
+    p.iter()
+        .map(|(r, m)| format!("rank {r}: {m}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Runs a closure on `n` in-process ranks, each a thread holding a
+/// [`Comm`] over the world of `n` ranks (SCR's `scr_comm_world`).
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadComm;
+
+impl ThreadComm {
+    /// Run `f` on `n` ranks with [`ThreadConfig::default`]; results in rank
+    /// order. Fails if any rank panicked (naming the ranks).
+    pub fn run<R, F>(n: usize, f: F) -> Result<Vec<R>, RunError>
+    where
+        R: Send,
+        F: Fn(&dyn Comm) -> R + Sync,
+    {
+        Self::run_with(&ThreadConfig::default(), n, f)
+    }
+
+    /// Run `f` on `n` ranks with explicit settings.
+    pub fn run_with<R, F>(config: &ThreadConfig, n: usize, f: F) -> Result<Vec<R>, RunError>
+    where
+        R: Send,
+        F: Fn(&dyn Comm) -> R + Sync,
+    {
+        let world = Arc::new(World {
+            gone: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            timeout: config.timeout,
+        });
+        let ctx = Context::new(world.clone(), (0..n).collect());
+        let mut results: Vec<Option<Result<R, String>>> = (0..n).map(|_| None).collect();
+        let mut spawn_error = None;
+        std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(n);
+            for rank in 0..n {
+                let comm = ThreadRankComm::new(ctx.clone(), rank);
+                let rank_world = world.clone();
+                let f = &f;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("rank{rank}"))
+                    .stack_size(config.stack_bytes)
+                    .spawn_scoped(scope, move || {
+                        let out = catch_unwind(AssertUnwindSafe(|| f(&comm)));
+                        // Mark the rank gone whether it returned or panicked:
+                        // either way it will never take part again.
+                        rank_world.gone[rank].store(true, Ordering::SeqCst);
+                        out.map_err(|p| panic_message(&*p))
+                    });
+                match spawned {
+                    Ok(h) => handles.push((rank, h)),
+                    Err(e) => {
+                        // Ranks that never start are gone, so the started
+                        // ones fail fast with PeerGone instead of timing out.
+                        for g in &world.gone[rank..] {
+                            g.store(true, Ordering::SeqCst);
+                        }
+                        spawn_error = Some(RunError::Spawn {
+                            rank,
+                            message: e.to_string(),
+                        });
+                        break;
+                    }
+                }
+            }
+            for (rank, h) in handles {
+                // The closure's panic was caught inside the thread, so join
+                // only fails if the catch itself failed; record it as a panic.
+                results[rank] = Some(h.join().unwrap_or_else(|p| Err(panic_message(&*p))));
+            }
+        });
+        if let Some(e) = spawn_error {
+            return Err(e);
+        }
+        let mut out = Vec::with_capacity(n);
+        let mut panics = Vec::new();
+        for (rank, r) in results.into_iter().enumerate() {
+            match r {
+                Some(Ok(v)) => out.push(v),
+                Some(Err(m)) => panics.push((rank, m)),
+                None => panics.push((rank, "rank did not run".to_string())),
+            }
+        }
+        if panics.is_empty() {
+            Ok(out)
+        } else {
+            Err(RunError::Panicked(panics))
+        }
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_string()
+    }
+}
+
+/// State shared by all ranks of one job.
+#[derive(Debug)]
+struct World {
+    /// Indexed by world rank: the rank's closure has ended.
+    gone: Vec<AtomicBool>,
+    timeout: Duration,
+}
+
+/// What a rank brings to a collective round.
+#[derive(Debug)]
+enum Payload {
+    None,
+    Bytes(Vec<u8>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Split(Option<u32>, i64),
+    Sparse(BTreeMap<usize, Vec<u8>>),
+}
+
+/// One rank's contribution plus what must agree across ranks.
+#[derive(Debug)]
+struct Contribution {
+    op: &'static str,
+    /// Root rank, or a reduction operator and length: must match everywhere.
+    signature: String,
+    payload: Payload,
+}
+
+#[derive(Debug)]
+struct RoundOutcome {
+    contribs: Vec<Contribution>,
+    /// For split: the new context of each color.
+    subcomms: BTreeMap<u32, Arc<Context>>,
+}
+
+#[derive(Debug, Default)]
+struct Round {
+    contribs: Vec<Option<Contribution>>,
+    arrived: usize,
+    taken: usize,
+    outcome: Option<Result<Arc<RoundOutcome>, CommError>>,
+}
+
+#[derive(Debug, Default)]
+struct Mailbox {
+    /// Messages by source rank, FIFO per source as in MPI.
+    queues: Mutex<BTreeMap<usize, VecDeque<Vec<u8>>>>,
+    cv: Condvar,
+}
+
+/// The message context of one communicator.
+#[derive(Debug)]
+struct Context {
+    world: Arc<World>,
+    /// Local rank -> world rank.
+    members: Vec<usize>,
+    rounds: Mutex<BTreeMap<u64, Round>>,
+    rounds_cv: Condvar,
+    boxes: Vec<Mailbox>,
+}
+
+impl Context {
+    fn new(world: Arc<World>, members: Vec<usize>) -> Arc<Context> {
+        let boxes = members.iter().map(|_| Mailbox::default()).collect();
+        Arc::new(Context {
+            world,
+            members,
+            rounds: Mutex::new(BTreeMap::new()),
+            rounds_cv: Condvar::new(),
+            boxes,
+        })
+    }
+
+    fn is_gone(&self, local: usize) -> bool {
+        self.world.gone[self.members[local]].load(Ordering::SeqCst)
+    }
+}
+
+/// Lock, surviving poisoning: a panicking rank never holds these locks while
+/// running user code, so the data is consistent.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One rank's handle on one communicator.
+struct ThreadRankComm {
+    ctx: Arc<Context>,
+    rank: usize,
+    /// Number of collectives this rank has entered on this communicator.
+    seq: std::cell::Cell<u64>,
+}
+
+impl ThreadRankComm {
+    fn new(ctx: Arc<Context>, rank: usize) -> ThreadRankComm {
+        ThreadRankComm {
+            ctx,
+            rank,
+            seq: std::cell::Cell::new(0),
+        }
+    }
+
+    fn check_rank(&self, op: &'static str, rank: usize) -> CommResult<()> {
+        if rank < self.size() {
+            Ok(())
+        } else {
+            Err(CommError::BadRank {
+                op,
+                rank,
+                size: self.size(),
+            })
+        }
+    }
+
+    /// Enter a collective round; returns every rank's contribution once all
+    /// have arrived.
+    fn collective(
+        &self,
+        op: &'static str,
+        signature: String,
+        payload: Payload,
+    ) -> CommResult<Arc<RoundOutcome>> {
+        let n = self.size();
+        let seq = self.seq.get();
+        self.seq.set(seq + 1);
+        let ctx = &self.ctx;
+        let mut rounds = lock(&ctx.rounds);
+        {
+            let round = rounds.entry(seq).or_default();
+            if round.contribs.is_empty() {
+                round.contribs = (0..n).map(|_| None).collect();
+            }
+            round.contribs[self.rank] = Some(Contribution {
+                op,
+                signature,
+                payload,
+            });
+            round.arrived += 1;
+            if round.arrived == n {
+                round.outcome = Some(complete_round(ctx, &mut round.contribs));
+                ctx.rounds_cv.notify_all();
+            }
+        }
+        let start = Instant::now();
+        loop {
+            let round = rounds.get_mut(&seq).ok_or(CommError::Mismatch {
+                op,
+                detail: "collective round vanished".to_string(),
+            })?;
+            if let Some(outcome) = &round.outcome {
+                let outcome = outcome.clone();
+                round.taken += 1;
+                if round.taken == n {
+                    rounds.remove(&seq);
+                }
+                return outcome;
+            }
+            let missing: Vec<usize> = (0..n).filter(|&r| round.contribs[r].is_none()).collect();
+            if let Some(&peer) = missing.iter().find(|&&r| ctx.is_gone(r)) {
+                return Err(CommError::PeerGone { op, peer });
+            }
+            let waited = start.elapsed();
+            if waited >= ctx.world.timeout {
+                return Err(CommError::Timeout {
+                    op,
+                    rank: self.rank,
+                    peer: missing.first().copied().unwrap_or(self.rank),
+                    waited_ms: waited.as_millis() as u64,
+                });
+            }
+            let slice = (ctx.world.timeout - waited).min(LIVENESS_POLL);
+            rounds = ctx
+                .rounds_cv
+                .wait_timeout(rounds, slice)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Receive the next message from `src` (bounded wait).
+    fn recv_from(&self, op: &'static str, src: usize) -> CommResult<Vec<u8>> {
+        let mailbox = &self.ctx.boxes[self.rank];
+        let mut queues = lock(&mailbox.queues);
+        let start = Instant::now();
+        loop {
+            if let Some(m) = queues.get_mut(&src).and_then(|q| q.pop_front()) {
+                return Ok(m);
+            }
+            if self.ctx.is_gone(src) {
+                return Err(CommError::PeerGone { op, peer: src });
+            }
+            let waited = start.elapsed();
+            if waited >= self.ctx.world.timeout {
+                return Err(CommError::Timeout {
+                    op,
+                    rank: self.rank,
+                    peer: src,
+                    waited_ms: waited.as_millis() as u64,
+                });
+            }
+            let slice = (self.ctx.world.timeout - waited).min(LIVENESS_POLL);
+            queues = mailbox
+                .cv
+                .wait_timeout(queues, slice)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    fn send_to(&self, dest: usize, data: &[u8]) {
+        let mailbox = &self.ctx.boxes[dest];
+        lock(&mailbox.queues)
+            .entry(self.rank)
+            .or_default()
+            .push_back(data.to_vec());
+        mailbox.cv.notify_all();
+    }
+}
+
+/// Called by the last rank to arrive: check that the calls match and build
+/// the shared outcome.
+fn complete_round(
+    ctx: &Arc<Context>,
+    contribs: &mut [Option<Contribution>],
+) -> Result<Arc<RoundOutcome>, CommError> {
+    let all: Vec<Contribution> = contribs.iter_mut().filter_map(Option::take).collect();
+    if all.len() != contribs.len() {
+        return Err(CommError::Mismatch {
+            op: "collective",
+            detail: "a contribution is missing".to_string(),
+        });
+    }
+    let first = &all[0];
+    if let Some((r, c)) = all
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.op != first.op || c.signature != first.signature)
+    {
+        return Err(CommError::Mismatch {
+            op: first.op,
+            detail: format!(
+                "rank 0 called {}({}) but rank {r} called {}({})",
+                first.op, first.signature, c.op, c.signature
+            ),
+        });
+    }
+    let mut subcomms = BTreeMap::new();
+    if first.op == "split" {
+        // Members of each color ordered by (key, old rank), as MPI_Comm_split.
+        let mut by_color: BTreeMap<u32, Vec<(i64, usize)>> = BTreeMap::new();
+        for (r, c) in all.iter().enumerate() {
+            if let Payload::Split(Some(color), key) = c.payload {
+                by_color.entry(color).or_default().push((key, r));
+            }
+        }
+        for (color, mut members) in by_color {
+            members.sort();
+            let world_ranks = members.iter().map(|&(_, r)| ctx.members[r]).collect();
+            subcomms.insert(color, Context::new(ctx.world.clone(), world_ranks));
+        }
+    }
+    Ok(Arc::new(RoundOutcome {
+        contribs: all,
+        subcomms,
+    }))
+}
+
+fn reduce_name(op: ReduceOp) -> &'static str {
+    match op {
+        ReduceOp::Sum => "sum",
+        ReduceOp::Max => "max",
+        ReduceOp::Min => "min",
+    }
+}
+
+impl Comm for ThreadRankComm {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.ctx.members.len()
+    }
+
+    fn barrier(&self) -> CommResult<()> {
+        self.collective("barrier", String::new(), Payload::None)
+            .map(|_| ())
+    }
+
+    fn bcast_bytes(&self, root: usize, buf: &mut Vec<u8>) -> CommResult<()> {
+        self.check_rank("bcast", root)?;
+        // The root copies rather than moves its buffer, so it keeps its
+        // data when the broadcast fails (timeout, mismatch).
+        let payload = if self.rank == root {
+            Payload::Bytes(buf.clone())
+        } else {
+            Payload::None
+        };
+        let out = self.collective("bcast", format!("root {root}"), payload)?;
+        if self.rank != root {
+            if let Payload::Bytes(b) = &out.contribs[root].payload {
+                buf.clear();
+                buf.extend_from_slice(b);
+            }
+        }
+        Ok(())
+    }
+
+    fn allreduce_i64(&self, vals: &mut [i64], op: ReduceOp) -> CommResult<()> {
+        let sig = format!("{} of {}", reduce_name(op), vals.len());
+        let out = self.collective("allreduce_i64", sig, Payload::I64(vals.to_vec()))?;
+        for (i, v) in vals.iter_mut().enumerate() {
+            let column = out.contribs.iter().map(|c| match &c.payload {
+                Payload::I64(x) => x[i],
+                _ => 0,
+            });
+            // Sums wrap like MPI's two's-complement integer sum instead of panicking.
+            *v = match op {
+                ReduceOp::Sum => column.fold(0i64, i64::wrapping_add),
+                ReduceOp::Max => column.max().unwrap_or(*v),
+                ReduceOp::Min => column.min().unwrap_or(*v),
+            };
+        }
+        Ok(())
+    }
+
+    fn allreduce_f64(&self, vals: &mut [f64], op: ReduceOp) -> CommResult<()> {
+        let sig = format!("{} of {}", reduce_name(op), vals.len());
+        let out = self.collective("allreduce_f64", sig, Payload::F64(vals.to_vec()))?;
+        for (i, v) in vals.iter_mut().enumerate() {
+            // Rank order on every rank, so all ranks get bit-identical results.
+            let column = out.contribs.iter().map(|c| match &c.payload {
+                Payload::F64(x) => x[i],
+                _ => 0.0,
+            });
+            *v = match op {
+                ReduceOp::Sum => column.sum(),
+                ReduceOp::Max => column.fold(f64::NEG_INFINITY, f64::max),
+                ReduceOp::Min => column.fold(f64::INFINITY, f64::min),
+            };
+        }
+        Ok(())
+    }
+
+    fn gather_bytes(&self, root: usize, data: &[u8]) -> CommResult<Option<Vec<Vec<u8>>>> {
+        self.check_rank("gather", root)?;
+        let out = self.collective(
+            "gather",
+            format!("root {root}"),
+            Payload::Bytes(data.to_vec()),
+        )?;
+        if self.rank != root {
+            return Ok(None);
+        }
+        Ok(Some(collect_bytes(&out)))
+    }
+
+    fn allgather_bytes(&self, data: &[u8]) -> CommResult<Vec<Vec<u8>>> {
+        let out = self.collective("allgather", String::new(), Payload::Bytes(data.to_vec()))?;
+        Ok(collect_bytes(&out))
+    }
+
+    fn sendrecv_bytes(
+        &self,
+        send: Option<(usize, &[u8])>,
+        recv_from: Option<usize>,
+        recv: &mut Vec<u8>,
+    ) -> CommResult<usize> {
+        if let Some((dest, _)) = send {
+            self.check_rank("sendrecv", dest)?;
+        }
+        if let Some(src) = recv_from {
+            self.check_rank("sendrecv", src)?;
+        }
+        if let Some((dest, data)) = send {
+            self.send_to(dest, data);
+        }
+        match recv_from {
+            Some(src) => {
+                let m = self.recv_from("sendrecv", src)?;
+                recv.clear();
+                recv.extend_from_slice(&m);
+                Ok(m.len())
+            }
+            None => Ok(0),
+        }
+    }
+
+    fn split(&self, color: Option<u32>, key: i64) -> CommResult<Option<Box<dyn Comm>>> {
+        let out = self.collective("split", String::new(), Payload::Split(color, key))?;
+        let Some(color) = color else {
+            return Ok(None);
+        };
+        let ctx = out.subcomms.get(&color).ok_or(CommError::Mismatch {
+            op: "split",
+            detail: format!("no communicator was built for color {color}"),
+        })?;
+        let new_rank = self.rank_in_parent_to_new(ctx)?;
+        Ok(Some(Box::new(ThreadRankComm::new(ctx.clone(), new_rank))))
+    }
+
+    fn exchange_sparse(
+        &self,
+        sends: &BTreeMap<usize, Vec<u8>>,
+    ) -> CommResult<BTreeMap<usize, Vec<u8>>> {
+        // A bad destination is reported to its sender only, after the round,
+        // so the other ranks still complete instead of timing out.
+        let bad = sends.keys().copied().find(|&d| d >= self.size());
+        let valid: BTreeMap<usize, Vec<u8>> = sends
+            .iter()
+            .filter(|(&d, _)| d < self.size())
+            .map(|(&d, v)| (d, v.clone()))
+            .collect();
+        let out = self.collective("exchange_sparse", String::new(), Payload::Sparse(valid))?;
+        if let Some(rank) = bad {
+            return Err(CommError::BadRank {
+                op: "exchange_sparse",
+                rank,
+                size: self.size(),
+            });
+        }
+        let mut received = BTreeMap::new();
+        for (src, c) in out.contribs.iter().enumerate() {
+            if let Payload::Sparse(m) = &c.payload {
+                if let Some(v) = m.get(&self.rank) {
+                    received.insert(src, v.clone());
+                }
+            }
+        }
+        Ok(received)
+    }
+}
+
+impl ThreadRankComm {
+    /// This rank's rank in the new context `ctx` (found by world rank).
+    fn rank_in_parent_to_new(&self, ctx: &Context) -> CommResult<usize> {
+        let me = self.ctx.members[self.rank];
+        ctx.members
+            .iter()
+            .position(|&w| w == me)
+            .ok_or(CommError::Mismatch {
+                op: "split",
+                detail: "this rank is missing from its color's communicator".to_string(),
+            })
+    }
+}
+
+fn collect_bytes(out: &RoundOutcome) -> Vec<Vec<u8>> {
+    out.contribs
+        .iter()
+        .map(|c| match &c.payload {
+            Payload::Bytes(b) => b.clone(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
