@@ -8,6 +8,9 @@
 //!
 //! Modules, bottom up (data flows one way, from the API down to storage):
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
+//! - [`redundancy`]: the arithmetic of the SINGLE/PARTNER/XOR/RS schemes:
+//!   GF(2^8), codecs, chunk layouts, set selection (no communication).
 #![deny(missing_docs)]
 
 pub mod kvtree;
+pub mod redundancy;

@@ -1,0 +1,355 @@
+//! The XOR scheme's arithmetic (xor-scheme.txt): chunk layout, encode and
+//! single-member rebuild over in-memory logical files, the ring schedule of
+//! the reduce-scatter and the plan of pipelined pieces.
+//!
+//! Layout (`scr_reddesc_apply_xor()`): with N members, every logical file is
+//! cut into N − 1 chunks of `chunk = ceil(max_bytes / (N − 1))` bytes and a
+//! zero chunk is inserted at the member's own rank, giving N slots: member r's
+//! chunk i sits in slot i when i < r and in slot i + 1 otherwise. Member j's
+//! XOR chunk is the XOR of slot j over all members (its own slot j is the
+//! zero chunk). Each chunk of data lands in exactly one XOR chunk, held by
+//! another member, so any one member's data and XOR chunk are recomputable
+//! from the others.
+
+use super::gf256::xor_into;
+use super::RedundancyError;
+
+/// SCR_MPI_BUF_SIZE's default: bytes per pipelined piece (1 MiB).
+pub const DEFAULT_PIECE_BYTES: usize = 1 << 20;
+
+fn check_members(members: usize) -> Result<(), RedundancyError> {
+    if members < 2 {
+        return Err(RedundancyError::BadGeometry { members, parity: 1 });
+    }
+    Ok(())
+}
+
+/// Chunk size of an XOR set of `members` members whose largest logical file
+/// has `max_logical_bytes` bytes: ceil(max / (N − 1)) (the CHUNK field of
+/// the XOR file header).
+pub fn chunk_bytes(max_logical_bytes: u64, members: usize) -> Result<u64, RedundancyError> {
+    check_members(members)?;
+    super::chunk_bytes(max_logical_bytes, members - 1)
+}
+
+/// The slot (= the member whose XOR chunk it goes into) of chunk `chunk`
+/// (< N − 1) of `member`'s logical file.
+pub fn slot_of_chunk(member: usize, chunk: usize, members: usize) -> usize {
+    assert!(
+        member < members && chunk + 1 < members,
+        "chunk {chunk} of member {member} in a set of {members}"
+    );
+    if chunk < member {
+        chunk
+    } else {
+        chunk + 1
+    }
+}
+
+/// The chunk of `member`'s logical file in slot `slot`; `None` for the
+/// member's own slot, where the zero chunk is inserted.
+pub fn chunk_of_slot(member: usize, slot: usize, members: usize) -> Option<usize> {
+    assert!(member < members && slot < members);
+    match slot.cmp(&member) {
+        std::cmp::Ordering::Less => Some(slot),
+        std::cmp::Ordering::Equal => None,
+        std::cmp::Ordering::Greater => Some(slot - 1),
+    }
+}
+
+/// The slot `member` reads and adds at step `step` (0..N) of the ring
+/// reduce-scatter in `scr_reddesc_apply_xor()`: (member + N − 1 − step) mod N.
+///
+/// At each step a member XORs its chunk for that slot into the partial sum
+/// received from its left neighbour (nothing at step 0) and sends the result
+/// to its right neighbour; at the last step (N − 1) the slot is its own, its
+/// contribution is the zero chunk, and the received sum is its XOR chunk.
+/// Each step is run piece by piece, see [`pieces`].
+pub fn ring_slot(member: usize, step: usize, members: usize) -> usize {
+    assert!(member < members && step < members);
+    (member + members - 1 - step) % members
+}
+
+/// Bytes `[chunk·c, (chunk+1)·c)` of a logical file, clipped to what exists.
+fn data_chunk(bytes: &[u8], chunk: usize, c: usize) -> &[u8] {
+    let start = (chunk * c).min(bytes.len());
+    let end = ((chunk + 1) * c).min(bytes.len());
+    &bytes[start..end]
+}
+
+/// Computes every member's XOR chunk from the members' logical files (any
+/// lengths, including zero): what the ring reduce-scatter of
+/// `scr_reddesc_apply_xor()` produces, computed in one place.
+pub fn encode_set(members: &[&[u8]]) -> Result<Vec<Vec<u8>>, RedundancyError> {
+    let n = members.len();
+    let max = members.iter().map(|m| m.len()).max().unwrap_or(0);
+    let c = chunk_bytes(max as u64, n)? as usize;
+    let mut chunks = vec![vec![0u8; c]; n];
+    for (slot, xor) in chunks.iter_mut().enumerate() {
+        for (member, bytes) in members.iter().enumerate() {
+            if let Some(chunk) = chunk_of_slot(member, slot, n) {
+                let data = data_chunk(bytes, chunk, c);
+                xor_into(&mut xor[..data.len()], data);
+            }
+        }
+    }
+    assert!(chunks.iter().all(|x| x.len() == c));
+    Ok(chunks)
+}
+
+/// Rebuilds member `lost`'s logical file and XOR chunk from the other
+/// members' logical files and XOR chunks (`scr_reddesc_recover_xor()`, over
+/// memory). Entries at index `lost` are ignored; `lost_size` is its logical
+/// size, which SCR reads from the copy of its file metadata in its right
+/// neighbour's XOR header (the PARTNER key). Returns (logical file, XOR chunk).
+pub fn rebuild_member(
+    lost: usize,
+    members: &[&[u8]],
+    xor_chunks: &[&[u8]],
+    lost_size: u64,
+) -> Result<(Vec<u8>, Vec<u8>), RedundancyError> {
+    let n = members.len();
+    check_members(n)?;
+    if xor_chunks.len() != n {
+        return Err(RedundancyError::CountMismatch {
+            what: "xor chunks",
+            expected: n,
+            actual: xor_chunks.len(),
+        });
+    }
+    if lost >= n {
+        return Err(RedundancyError::MemberOutOfRange {
+            member: lost,
+            members: n,
+        });
+    }
+    let max = (0..n)
+        .filter(|&r| r != lost)
+        .map(|r| members[r].len() as u64)
+        .chain([lost_size])
+        .max()
+        .unwrap_or(0);
+    let c64 = chunk_bytes(max, n)?;
+    for r in (0..n).filter(|&r| r != lost) {
+        if xor_chunks[r].len() as u64 != c64 {
+            return Err(RedundancyError::SizeMismatch {
+                member: r,
+                what: "xor chunk",
+                expected: c64,
+                actual: xor_chunks[r].len() as u64,
+            });
+        }
+    }
+    let c = c64 as usize;
+    // Data chunk i of the lost member is its slot s: the XOR chunk held by
+    // member s with every other member's slot-s chunk XORed back out.
+    let mut data = vec![0u8; (n - 1) * c];
+    if c > 0 {
+        for (chunk, out) in data.chunks_mut(c).enumerate() {
+            let slot = slot_of_chunk(lost, chunk, n);
+            out.copy_from_slice(xor_chunks[slot]);
+            for member in (0..n).filter(|&r| r != lost && r != slot) {
+                if let Some(theirs) = chunk_of_slot(member, slot, n) {
+                    let bytes = data_chunk(members[member], theirs, c);
+                    xor_into(&mut out[..bytes.len()], bytes);
+                }
+            }
+        }
+    }
+    let size = usize::try_from(lost_size)
+        .unwrap_or(usize::MAX)
+        .min(data.len());
+    if lost_size as usize != size || data[size..].iter().any(|&b| b != 0) {
+        return Err(RedundancyError::InconsistentSet { member: lost });
+    }
+    data.truncate(size);
+    // Its XOR chunk: slot `lost` of every other member.
+    let mut xor = vec![0u8; c];
+    for member in (0..n).filter(|&r| r != lost) {
+        if let Some(theirs) = chunk_of_slot(member, lost, n) {
+            let bytes = data_chunk(members[member], theirs, c);
+            xor_into(&mut xor[..bytes.len()], bytes);
+        }
+    }
+    Ok((data, xor))
+}
+
+/// The pieces a chunk is transferred in: (offset in the chunk, length), in
+/// order, each at most the piece size (SCR_MPI_BUF_SIZE), the last shorter.
+/// The ring runs all N steps on one piece before the next piece, so its
+/// working set stays in cache (xor-scheme.txt, goal 4).
+#[derive(Clone, Debug)]
+pub struct Pieces {
+    chunk_bytes: u64,
+    piece_bytes: u64,
+    next: u64,
+}
+
+impl Iterator for Pieces {
+    type Item = (u64, usize);
+
+    fn next(&mut self) -> Option<(u64, usize)> {
+        if self.next >= self.chunk_bytes {
+            return None;
+        }
+        let offset = self.next;
+        let len = self.piece_bytes.min(self.chunk_bytes - offset);
+        self.next += len;
+        Some((offset, len as usize))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = (self.chunk_bytes - self.next.min(self.chunk_bytes)).div_ceil(self.piece_bytes);
+        let left = usize::try_from(left).unwrap_or(usize::MAX);
+        (left, Some(left))
+    }
+}
+
+/// The piece plan for a chunk of `chunk_bytes` bytes transferred
+/// `piece_bytes` at a time (the loop over `SCR_MPI_BUF_SIZE` pieces in
+/// `scr_reddesc_apply_xor()`). An empty chunk has no pieces.
+pub fn pieces(chunk_bytes: u64, piece_bytes: usize) -> Result<Pieces, RedundancyError> {
+    if piece_bytes == 0 {
+        return Err(RedundancyError::ZeroPieceSize);
+    }
+    Ok(Pieces {
+        chunk_bytes,
+        piece_bytes: piece_bytes as u64,
+        next: 0,
+    })
+}
+
+#[cfg(test)]
+// The ring simulation indexes several per-member buffers by rank, as the
+// MPI code does by rank; iterator chains would hide that correspondence.
+#[allow(clippy::needless_range_loop)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn set() -> impl Strategy<Value = Vec<Vec<u8>>> {
+        proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..500), 2..12)
+    }
+
+    proptest! {
+        #[test]
+        fn losing_any_one_member_rebuilds_bit_exact(members in set()) {
+            let n = members.len();
+            let refs: Vec<&[u8]> = members.iter().map(Vec::as_slice).collect();
+            let xors = encode_set(&refs).expect("encode");
+            let max = members.iter().map(Vec::len).max().unwrap_or(0);
+            let c = chunk_bytes(max as u64, n).expect("chunk") as usize;
+            prop_assert!((n - 1) * c >= max && xors.iter().all(|x| x.len() == c));
+            let xor_refs: Vec<&[u8]> = xors.iter().map(Vec::as_slice).collect();
+            for lost in 0..n {
+                let mut damaged = refs.clone();
+                damaged[lost] = &[0xFF; 3];
+                let mut damaged_xor = xor_refs.clone();
+                damaged_xor[lost] = &[];
+                let (data, xor) = rebuild_member(lost, &damaged, &damaged_xor, members[lost].len() as u64)
+                    .expect("rebuild");
+                prop_assert_eq!(&data, &members[lost], "data of {}", lost);
+                prop_assert_eq!(&xor, &xors[lost], "xor chunk of {}", lost);
+            }
+        }
+
+        #[test]
+        fn the_pipelined_ring_computes_encode_set(members in set(), piece in 1usize..64) {
+            // Simulate scr_reddesc_apply_xor(): for each piece, N steps; at each
+            // step every member adds its slot's piece to what its left
+            // neighbour sent and passes it right.
+            let n = members.len();
+            let refs: Vec<&[u8]> = members.iter().map(Vec::as_slice).collect();
+            let want = encode_set(&refs).expect("encode");
+            let c = want[0].len();
+            let mut got = vec![vec![0u8; c]; n];
+            let mut send = vec![vec![0u8; piece]; n];
+            let mut recv = vec![vec![0u8; piece]; n];
+            for (offset, len) in pieces(c as u64, piece).expect("plan") {
+                let offset = offset as usize;
+                for step in 0..n {
+                    for member in 0..n {
+                        let buf = &mut send[member][..len];
+                        if step == 0 { buf.fill(0) } else { buf.copy_from_slice(&recv[member][..len]) }
+                        let slot = ring_slot(member, step, n);
+                        if let Some(chunk) = chunk_of_slot(member, slot, n) {
+                            let bytes = refs[member];
+                            let start = (chunk * c + offset).min(bytes.len());
+                            let end = (chunk * c + offset + len).min(bytes.len());
+                            xor_into(buf, &bytes[start..end]);
+                        } else {
+                            prop_assert_eq!(step, n - 1, "own slot comes last");
+                        }
+                    }
+                    if step + 1 < n {
+                        for member in 0..n {
+                            let right = (member + 1) % n;
+                            recv[right][..len].copy_from_slice(&send[member][..len]);
+                        }
+                    } else {
+                        for member in 0..n {
+                            got[member][offset..offset + len].copy_from_slice(&send[member][..len]);
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn pieces_tile_the_chunk(c in 0u64..5000, piece in 1usize..700) {
+            let plan: Vec<(u64, usize)> = pieces(c, piece).expect("plan").collect();
+            prop_assert_eq!(plan.len() as u64, c.div_ceil(piece as u64));
+            prop_assert_eq!(pieces(c, piece).expect("plan").size_hint().0, plan.len());
+            let mut next = 0;
+            for &(offset, len) in &plan {
+                prop_assert_eq!(offset, next);
+                prop_assert!(len >= 1 && len <= piece);
+                next += len as u64;
+            }
+            prop_assert_eq!(next, c);
+        }
+
+        #[test]
+        fn slots_and_chunks_are_inverse(n in 2usize..64, member_seed: prop::sample::Index) {
+            let member = member_seed.index(n);
+            for chunk in 0..n - 1 {
+                let slot = slot_of_chunk(member, chunk, n);
+                prop_assert_ne!(slot, member);
+                prop_assert_eq!(chunk_of_slot(member, slot, n), Some(chunk));
+            }
+            prop_assert_eq!(chunk_of_slot(member, member, n), None);
+            let steps: std::collections::BTreeSet<usize> = (0..n).map(|s| ring_slot(member, s, n)).collect();
+            prop_assert_eq!(steps.len(), n);
+        }
+    }
+
+    #[test]
+    fn a_set_of_one_and_a_zero_piece_are_refused() {
+        assert!(matches!(
+            encode_set(&[b"x"]),
+            Err(RedundancyError::BadGeometry { .. })
+        ));
+        assert!(matches!(pieces(10, 0), Err(RedundancyError::ZeroPieceSize)));
+        let err = rebuild_member(5, &[b"a", b"b"], &[b"a", b"b"], 1).expect_err("range");
+        assert!(
+            matches!(err, RedundancyError::MemberOutOfRange { .. }),
+            "{err}"
+        );
+        let err =
+            rebuild_member(0, &[b"", b"ab", b"a"], &[b"", b"a", b"abc"], 1).expect_err("chunk");
+        assert!(
+            matches!(err, RedundancyError::SizeMismatch { member: 2, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn all_empty_members_have_empty_chunks() {
+        let xors = encode_set(&[b"", b"", b""]).expect("encode");
+        assert_eq!(xors, vec![Vec::<u8>::new(); 3]);
+        let (data, xor) =
+            rebuild_member(1, &[b"", b"", b""], &[b"", b"", b""], 0).expect("rebuild");
+        assert!(data.is_empty() && xor.is_empty());
+    }
+}
