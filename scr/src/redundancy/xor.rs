@@ -77,24 +77,70 @@ fn data_chunk(bytes: &[u8], chunk: usize, c: usize) -> &[u8] {
     &bytes[start..end]
 }
 
+/// Bytes of the output processed against every source before moving on, so
+/// the output tile stays in L1/L2 instead of streaming through memory once
+/// per source (the role SCR_MPI_BUF_SIZE pieces play in the ring).
+const TILE_BYTES: usize = 16 * 1024;
+
+/// `out = XOR of sources`, each source shorter than `out` counting as zero
+/// padded, computed tile by tile. The first source is copied rather than
+/// XORed into zeros, saving a read of the output.
+fn xor_tiled<'a>(out: &mut [u8], sources: impl Iterator<Item = &'a [u8]> + Clone) {
+    let mut start = 0;
+    while start < out.len() {
+        let end = (start + TILE_BYTES).min(out.len());
+        let mut first = true;
+        for source in sources.clone() {
+            let piece = &source[start.min(source.len())..end.min(source.len())];
+            let (head, tail) = out[start..end].split_at_mut(piece.len());
+            if first {
+                head.copy_from_slice(piece);
+                tail.fill(0);
+                first = false;
+            } else {
+                xor_into(head, piece);
+            }
+        }
+        if first {
+            out[start..end].fill(0);
+        }
+        start = end;
+    }
+}
+
 /// Computes every member's XOR chunk from the members' logical files (any
 /// lengths, including zero): what the ring reduce-scatter of
 /// `scr_reddesc_apply_xor()` produces, computed in one place.
 pub fn encode_set(members: &[&[u8]]) -> Result<Vec<Vec<u8>>, RedundancyError> {
+    let mut chunks = vec![Vec::new(); members.len()];
+    encode_set_into(members, &mut chunks)?;
+    Ok(chunks)
+}
+
+/// [`encode_set`] into caller-owned buffers (`chunks[j]` becomes member j's
+/// XOR chunk), so a caller encoding dataset after dataset reuses the memory
+/// instead of page-faulting fresh allocations each time.
+pub fn encode_set_into(members: &[&[u8]], chunks: &mut [Vec<u8>]) -> Result<(), RedundancyError> {
     let n = members.len();
     let max = members.iter().map(|m| m.len()).max().unwrap_or(0);
     let c = chunk_bytes(max as u64, n)? as usize;
-    let mut chunks = vec![vec![0u8; c]; n];
+    if chunks.len() != n {
+        return Err(RedundancyError::CountMismatch {
+            what: "xor chunk buffers",
+            expected: n,
+            actual: chunks.len(),
+        });
+    }
     for (slot, xor) in chunks.iter_mut().enumerate() {
-        for (member, bytes) in members.iter().enumerate() {
-            if let Some(chunk) = chunk_of_slot(member, slot, n) {
-                let data = data_chunk(bytes, chunk, c);
-                xor_into(&mut xor[..data.len()], data);
-            }
-        }
+        // Every byte is overwritten by xor_tiled: resizing only sets the length.
+        xor.resize(c, 0);
+        let sources = members.iter().enumerate().filter_map(|(member, bytes)| {
+            Some(data_chunk(bytes, chunk_of_slot(member, slot, n)?, c))
+        });
+        xor_tiled(xor, sources);
     }
     assert!(chunks.iter().all(|x| x.len() == c));
-    Ok(chunks)
+    Ok(())
 }
 
 /// Rebuilds member `lost`'s logical file and XOR chunk from the other
@@ -147,13 +193,11 @@ pub fn rebuild_member(
     if c > 0 {
         for (chunk, out) in data.chunks_mut(c).enumerate() {
             let slot = slot_of_chunk(lost, chunk, n);
-            out.copy_from_slice(xor_chunks[slot]);
-            for member in (0..n).filter(|&r| r != lost && r != slot) {
-                if let Some(theirs) = chunk_of_slot(member, slot, n) {
-                    let bytes = data_chunk(members[member], theirs, c);
-                    xor_into(&mut out[..bytes.len()], bytes);
-                }
-            }
+            let sources = (0..n)
+                .filter(|&r| r != lost && r != slot)
+                .filter_map(|r| Some(data_chunk(members[r], chunk_of_slot(r, slot, n)?, c)))
+                .chain([xor_chunks[slot]]);
+            xor_tiled(out, sources);
         }
     }
     let size = usize::try_from(lost_size)
@@ -165,12 +209,10 @@ pub fn rebuild_member(
     data.truncate(size);
     // Its XOR chunk: slot `lost` of every other member.
     let mut xor = vec![0u8; c];
-    for member in (0..n).filter(|&r| r != lost) {
-        if let Some(theirs) = chunk_of_slot(member, lost, n) {
-            let bytes = data_chunk(members[member], theirs, c);
-            xor_into(&mut xor[..bytes.len()], bytes);
-        }
-    }
+    let sources = (0..n)
+        .filter(|&r| r != lost)
+        .filter_map(|r| Some(data_chunk(members[r], chunk_of_slot(r, lost, n)?, c)));
+    xor_tiled(&mut xor, sources);
     Ok((data, xor))
 }
 
@@ -240,6 +282,9 @@ mod tests {
             let max = members.iter().map(Vec::len).max().unwrap_or(0);
             let c = chunk_bytes(max as u64, n).expect("chunk") as usize;
             prop_assert!((n - 1) * c >= max && xors.iter().all(|x| x.len() == c));
+            let mut reused = vec![vec![0xA5u8; 7]; n];
+            encode_set_into(&refs, &mut reused).expect("encode into dirty buffers");
+            prop_assert_eq!(&reused, &xors);
             let xor_refs: Vec<&[u8]> = xors.iter().map(Vec::as_slice).collect();
             for lost in 0..n {
                 let mut damaged = refs.clone();
