@@ -212,6 +212,15 @@ fn main() {
             black_box(rs::encode_set(black_box(&refs), k).expect("encode"));
         }),
     );
+    let mut reused = set_parity.clone();
+    row(
+        "RS set encode_set_into (8 members, k=2, reused buffers), ours",
+        total,
+        ratio_to_memcpy(total, || {
+            rs::encode_set_into(black_box(&refs), k, &mut reused).expect("encode");
+        }),
+    );
+    assert!(reused == set_parity, "same parity");
     let sizes = vec![MEMBER_BYTES as u64; MEMBERS];
     let mut have: Vec<Option<Vec<u8>>> = members.iter().cloned().map(Some).collect();
     let mut have_parity: Vec<Option<Vec<u8>>> = set_parity.into_iter().map(Some).collect();

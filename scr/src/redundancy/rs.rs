@@ -436,13 +436,28 @@ fn data_chunk(bytes: &[u8], chunk: usize, c: usize) -> &[u8] {
 /// `members[r]` is member r's logical file (any lengths, including zero);
 /// returns member r's parity, `k · chunk` bytes, chunk = ceil(max / (N − k)).
 pub fn encode_set(members: &[&[u8]], k: usize) -> Result<Vec<Vec<u8>>, RedundancyError> {
+    let mut parity = vec![Vec::new(); members.len()];
+    encode_set_into(members, k, &mut parity)?;
+    Ok(parity)
+}
+
+/// [`encode_set`] into caller-owned buffers (`parity[r]` becomes member r's
+/// parity; every byte is overwritten), so repeated encodes reuse memory.
+pub fn encode_set_into(
+    members: &[&[u8]],
+    k: usize,
+    parity: &mut [Vec<u8>],
+) -> Result<(), RedundancyError> {
     let set = RsSet::new(members.len(), k)?;
     let n = members.len();
+    check_count("parity buffers", n, parity.len())?;
     let max = members.iter().map(|m| m.len()).max().unwrap_or(0);
     let c = set.chunk_bytes(max as u64) as usize;
-    let mut parity = vec![vec![0u8; k * c]; n];
+    for p in parity.iter_mut() {
+        p.resize(k * c, 0);
+    }
     if c == 0 {
-        return Ok(parity);
+        return Ok(());
     }
     // Hand each parity chunk to the stripe that computes it (each is
     // written by exactly one stripe), so outputs can be borrowed at once.
@@ -464,7 +479,7 @@ pub fn encode_set(members: &[&[u8]], k: usize) -> Result<Vec<Vec<u8>>, Redundanc
         assert_eq!(outs.len(), k, "every parity chunk has one stripe");
         combine(set.codec.kernel, &set.codec.matrix, &inputs, &mut outs);
     }
-    Ok(parity)
+    Ok(())
 }
 
 /// Rebuilds the lost members of an RS set (redset's `redset_recover_rs()`,
@@ -655,6 +670,9 @@ mod tests {
             let n = members.len();
             let refs: Vec<&[u8]> = members.iter().map(Vec::as_slice).collect();
             let parity = encode_set(&refs, k).expect("encode");
+            let mut reused = vec![vec![0x3Cu8; 5]; n];
+            encode_set_into(&refs, k, &mut reused).expect("encode into dirty buffers");
+            prop_assert_eq!(&reused, &parity);
             let max = members.iter().map(Vec::len).max().unwrap_or(0) as u64;
             let c = max.div_ceil((n - k) as u64) as usize;
             prop_assert!(parity.iter().all(|p| p.len() == k * c));
