@@ -74,13 +74,15 @@ pub enum RedundancyError {
         /// Entries given.
         actual: usize,
     },
-    /// A member index outside the set.
-    #[error("member {member} is outside a set of {members}")]
-    MemberOutOfRange {
+    /// An index (member, slot, stripe, chunk, step) outside the set.
+    #[error("{what} {index} is out of range: the set has {limit}")]
+    OutOfRange {
+        /// What the index counts: "member", "slot", "stripe", "chunk", "step", "parity row".
+        what: &'static str,
         /// The index given.
-        member: usize,
-        /// Members in the set.
-        members: usize,
+        index: usize,
+        /// One past the largest valid index.
+        limit: usize,
     },
     /// A rebuilt member's zero padding came out non-zero: the surviving data
     /// or parity do not belong together (corrupt, or from another dataset).
@@ -116,6 +118,18 @@ pub enum RedundancyError {
         /// The operating system's error.
         source: std::io::Error,
     },
+}
+
+/// `Ok(())` when `index < limit`, else [`RedundancyError::OutOfRange`].
+pub(crate) fn check_index(
+    what: &'static str,
+    index: usize,
+    limit: usize,
+) -> Result<(), RedundancyError> {
+    if index >= limit {
+        return Err(RedundancyError::OutOfRange { what, index, limit });
+    }
+    Ok(())
 }
 
 /// Chunk size of a set: the least size such that `data_chunks` chunks hold

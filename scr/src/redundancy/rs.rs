@@ -31,7 +31,7 @@
 //! member's own rank), see [`super::xor`].
 
 use super::gf256::{self, Kernel};
-use super::RedundancyError;
+use super::{check_index, RedundancyError};
 
 /// Bytes of every shard processed together before moving on, so the tile of
 /// each input and output stays in L1/L2 while all products are added.
@@ -374,15 +374,30 @@ impl RsSet {
     }
 
     /// The member storing parity row `row` of stripe `stripe`.
-    pub fn parity_holder(&self, stripe: usize, row: usize) -> usize {
-        assert!(stripe < self.members && row < self.parity);
-        (stripe + row) % self.members
+    pub fn parity_holder(&self, stripe: usize, row: usize) -> Result<usize, RedundancyError> {
+        check_index("stripe", stripe, self.members)?;
+        check_index("parity row", row, self.parity)?;
+        Ok((stripe + row) % self.members)
     }
 
-    /// What `member` holds in `stripe` (both `< N`).
-    pub fn slot(&self, member: usize, stripe: usize) -> Slot {
+    /// What `member` holds in `stripe`.
+    pub fn slot(&self, member: usize, stripe: usize) -> Result<Slot, RedundancyError> {
+        check_index("member", member, self.members)?;
+        check_index("stripe", stripe, self.members)?;
+        Ok(self.slot_at(member, stripe))
+    }
+
+    /// The stripe holding data chunk `chunk` (< N − k) of `member`.
+    pub fn data_stripe(&self, member: usize, chunk: usize) -> Result<usize, RedundancyError> {
+        check_index("member", member, self.members)?;
+        check_index("chunk", chunk, self.members - self.parity)?;
+        Ok(self.data_stripe_at(member, chunk))
+    }
+
+    /// [`RsSet::slot`] for indices already known to be in range.
+    fn slot_at(&self, member: usize, stripe: usize) -> Slot {
         let n = self.members;
-        assert!(member < n && stripe < n);
+        debug_assert!(member < n && stripe < n);
         let t = (member + n - stripe) % n;
         if t < self.parity {
             return Slot::Parity { row: t };
@@ -398,25 +413,18 @@ impl RsSet {
         }
     }
 
-    /// The stripe holding data chunk `chunk` (< N − k) of `member`.
-    pub fn data_stripe(&self, member: usize, chunk: usize) -> usize {
-        assert!(member < self.members && chunk < self.members - self.parity);
+    /// [`RsSet::data_stripe`] for indices already known to be in range.
+    fn data_stripe_at(&self, member: usize, chunk: usize) -> usize {
         let n = self.members;
-        let mut seen = 0;
-        for stripe in 0..n {
-            if (member + n - stripe) % n >= self.parity {
-                if seen == chunk {
-                    return stripe;
-                }
-                seen += 1;
-            }
-        }
-        unreachable!("a member has N − k data stripes")
+        let stripe = (0..n)
+            .filter(|&stripe| (member + n - stripe) % n >= self.parity)
+            .nth(chunk);
+        stripe.expect("a member has N − k data stripes")
     }
 
     /// Codeword position of `member` in `stripe`: data positions first.
     fn position(&self, member: usize, stripe: usize) -> usize {
-        match self.slot(member, stripe) {
+        match self.slot_at(member, stripe) {
             Slot::Data { position, .. } => position,
             Slot::Parity { row } => self.members - self.parity + row,
         }
@@ -471,7 +479,7 @@ pub fn encode_set_into(
     let mut inputs: Vec<&[u8]> = vec![&[]; n - k];
     for (stripe, outs) in outputs.into_iter().enumerate() {
         for (member, bytes) in members.iter().enumerate() {
-            if let Slot::Data { chunk, position } = set.slot(member, stripe) {
+            if let Slot::Data { chunk, position } = set.slot_at(member, stripe) {
                 inputs[position] = data_chunk(bytes, chunk, c);
             }
         }
@@ -553,7 +561,7 @@ pub fn rebuild_set(
         let mut outputs: Vec<Vec<(usize, &mut [u8])>> = (0..n).map(|_| Vec::new()).collect();
         for ((&member, data), par) in lost.iter().zip(&mut rebuilt_data).zip(&mut rebuilt_parity) {
             for (chunk, buf) in data.chunks_mut(c).enumerate() {
-                let stripe = set.data_stripe(member, chunk);
+                let stripe = set.data_stripe_at(member, chunk);
                 outputs[stripe].push((set.position(member, stripe), buf));
             }
             for (row, buf) in par.chunks_mut(c).enumerate() {
@@ -569,7 +577,7 @@ pub fn rebuild_set(
                 present[set.position(member, stripe)] = false;
             }
             for member in (0..n).filter(|r| !lost.contains(r)) {
-                by_position[set.position(member, stripe)] = match set.slot(member, stripe) {
+                by_position[set.position(member, stripe)] = match set.slot_at(member, stripe) {
                     Slot::Data { chunk, .. } => {
                         data_chunk(members[member].as_deref().unwrap_or(&[]), chunk, c)
                     }
@@ -620,6 +628,25 @@ mod tests {
         })
     }
 
+    /// A set, its k, and an arbitrary set of lost members (0..=k+1 of them)
+    /// with, per lost member, which of its files went missing.
+    fn set_k_and_losses() -> impl Strategy<Value = (Vec<Vec<u8>>, usize, Vec<(usize, u8)>)> {
+        set_and_k().prop_flat_map(|(members, k)| {
+            let n = members.len();
+            let lost = subsequence((0..n).collect::<Vec<_>>(), 0..=(k + 1).min(n));
+            (
+                Just(members),
+                Just(k),
+                lost,
+                proptest::collection::vec(0u8..3, n),
+            )
+                .prop_map(|(members, k, lost, what)| {
+                    let losses = lost.into_iter().map(|r| (r, what[r])).collect();
+                    (members, k, losses)
+                })
+        })
+    }
+
     proptest! {
         #[test]
         fn codec_recovers_any_k_lost_shards(
@@ -664,8 +691,7 @@ mod tests {
 
         #[test]
         fn set_rebuilds_any_k_lost_members_bit_exact(
-            (members, k) in set_and_k(),
-            lost_seed in any::<proptest::sample::Index>(),
+            (members, k, losses) in set_k_and_losses(),
         ) {
             let n = members.len();
             let refs: Vec<&[u8]> = members.iter().map(Vec::as_slice).collect();
@@ -676,32 +702,31 @@ mod tests {
             let max = members.iter().map(Vec::len).max().unwrap_or(0) as u64;
             let c = max.div_ceil((n - k) as u64) as usize;
             prop_assert!(parity.iter().all(|p| p.len() == k * c));
+            prop_assert!((n - k) * c >= max as usize, "chunks hold the largest member");
             let sizes: Vec<u64> = members.iter().map(|m| m.len() as u64).collect();
 
-            // Lose `lost_count` members (1..=k+1) starting at a random one,
-            // every other one, so both neighbours and gaps are covered.
-            for lost_count in 1..=k + 1 {
-                let start = lost_seed.index(n);
-                let lost: Vec<usize> = (0..lost_count.min(n)).map(|i| (start + i * 2) % n).collect();
-                let mut have: Vec<Option<Vec<u8>>> = members.iter().cloned().map(Some).collect();
-                let mut have_parity: Vec<Option<Vec<u8>>> = parity.iter().cloned().map(Some).collect();
-                for (i, &r) in lost.iter().enumerate() {
-                    // Losing either file loses the member.
-                    if i % 2 == 0 { have[r] = None } else { have_parity[r] = None }
+            let mut have: Vec<Option<Vec<u8>>> = members.iter().cloned().map(Some).collect();
+            let mut have_parity: Vec<Option<Vec<u8>>> = parity.iter().cloned().map(Some).collect();
+            for &(r, what) in &losses {
+                // Losing either file loses the member (what: 0 data, 1 parity, 2 both).
+                if what != 1 { have[r] = None }
+                if what != 0 { have_parity[r] = None }
+            }
+            let result = rebuild_set(&mut have, &mut have_parity, &sizes, k);
+            if losses.len() <= k {
+                let rebuilt = result.expect("within tolerance");
+                let lost: Vec<usize> = losses.iter().map(|&(r, _)| r).collect();
+                prop_assert_eq!(rebuilt, lost);
+                for r in 0..n {
+                    prop_assert_eq!(have[r].as_ref(), Some(&members[r]), "member {}", r);
+                    prop_assert_eq!(have_parity[r].as_ref(), Some(&parity[r]), "parity {}", r);
                 }
-                let distinct = { let mut l = lost.clone(); l.sort(); l.dedup(); l.len() };
-                let result = rebuild_set(&mut have, &mut have_parity, &sizes, k);
-                if distinct <= k {
-                    let rebuilt = result.expect("within tolerance");
-                    prop_assert_eq!(rebuilt.len(), distinct);
-                    for r in 0..n {
-                        prop_assert_eq!(have[r].as_ref(), Some(&members[r]), "member {}", r);
-                        prop_assert_eq!(have_parity[r].as_ref(), Some(&parity[r]), "parity {}", r);
-                    }
-                } else {
-                    let is_too_many = matches!(result, Err(RedundancyError::TooManyMissing { .. }));
-                    prop_assert!(is_too_many, "{:?}", result);
-                }
+            } else {
+                let is_too_many = matches!(
+                    result,
+                    Err(RedundancyError::TooManyMissing { missing, tolerated }) if missing == k + 1 && tolerated == k
+                );
+                prop_assert!(is_too_many, "{:?}", result);
             }
         }
 
@@ -719,16 +744,18 @@ mod tests {
             for member in 0..n {
                 let mut chunks = Vec::new();
                 for stripe in 0..n {
-                    match set.slot(member, stripe) {
-                        Slot::Parity { row } => prop_assert_eq!(set.parity_holder(stripe, row), member),
+                    match set.slot(member, stripe).expect("in range") {
+                        Slot::Parity { row } => prop_assert_eq!(set.parity_holder(stripe, row).expect("in range"), member),
                         Slot::Data { chunk, .. } => {
-                            prop_assert_eq!(set.data_stripe(member, chunk), stripe);
+                            prop_assert_eq!(set.data_stripe(member, chunk).expect("in range"), stripe);
                             chunks.push(chunk);
                         }
                     }
                 }
                 prop_assert_eq!(chunks, (0..n - k).collect::<Vec<_>>());
             }
+            prop_assert!(set.slot(n, 0).is_err() && set.parity_holder(0, k).is_err());
+            prop_assert!(set.data_stripe(0, n - k).is_err());
             for stripe in 0..n {
                 let mut positions: Vec<usize> = (0..n).map(|m| set.position(m, stripe)).collect();
                 positions.sort_unstable();

@@ -12,7 +12,7 @@
 //! from the others.
 
 use super::gf256::xor_into;
-use super::RedundancyError;
+use super::{check_index, RedundancyError};
 
 /// SCR_MPI_BUF_SIZE's default: bytes per pipelined piece (1 MiB).
 pub const DEFAULT_PIECE_BYTES: usize = 1 << 20;
@@ -34,27 +34,28 @@ pub fn chunk_bytes(max_logical_bytes: u64, members: usize) -> Result<u64, Redund
 
 /// The slot (= the member whose XOR chunk it goes into) of chunk `chunk`
 /// (< N − 1) of `member`'s logical file.
-pub fn slot_of_chunk(member: usize, chunk: usize, members: usize) -> usize {
-    assert!(
-        member < members && chunk + 1 < members,
-        "chunk {chunk} of member {member} in a set of {members}"
-    );
-    if chunk < member {
-        chunk
-    } else {
-        chunk + 1
-    }
+pub fn slot_of_chunk(
+    member: usize,
+    chunk: usize,
+    members: usize,
+) -> Result<usize, RedundancyError> {
+    check_members(members)?;
+    check_index("member", member, members)?;
+    check_index("chunk", chunk, members - 1)?;
+    Ok(slot_of(member, chunk))
 }
 
 /// The chunk of `member`'s logical file in slot `slot`; `None` for the
 /// member's own slot, where the zero chunk is inserted.
-pub fn chunk_of_slot(member: usize, slot: usize, members: usize) -> Option<usize> {
-    assert!(member < members && slot < members);
-    match slot.cmp(&member) {
-        std::cmp::Ordering::Less => Some(slot),
-        std::cmp::Ordering::Equal => None,
-        std::cmp::Ordering::Greater => Some(slot - 1),
-    }
+pub fn chunk_of_slot(
+    member: usize,
+    slot: usize,
+    members: usize,
+) -> Result<Option<usize>, RedundancyError> {
+    check_members(members)?;
+    check_index("member", member, members)?;
+    check_index("slot", slot, members)?;
+    Ok(chunk_in(member, slot))
 }
 
 /// The slot `member` reads and adds at step `step` (0..N) of the ring
@@ -65,9 +66,29 @@ pub fn chunk_of_slot(member: usize, slot: usize, members: usize) -> Option<usize
 /// to its right neighbour; at the last step (N − 1) the slot is its own, its
 /// contribution is the zero chunk, and the received sum is its XOR chunk.
 /// Each step is run piece by piece, see [`pieces`].
-pub fn ring_slot(member: usize, step: usize, members: usize) -> usize {
-    assert!(member < members && step < members);
-    (member + members - 1 - step) % members
+pub fn ring_slot(member: usize, step: usize, members: usize) -> Result<usize, RedundancyError> {
+    check_members(members)?;
+    check_index("member", member, members)?;
+    check_index("step", step, members)?;
+    Ok((member + members - 1 - step) % members)
+}
+
+/// [`slot_of_chunk`] for indices already known to be in range.
+fn slot_of(member: usize, chunk: usize) -> usize {
+    if chunk < member {
+        chunk
+    } else {
+        chunk + 1
+    }
+}
+
+/// [`chunk_of_slot`] for indices already known to be in range.
+fn chunk_in(member: usize, slot: usize) -> Option<usize> {
+    match slot.cmp(&member) {
+        std::cmp::Ordering::Less => Some(slot),
+        std::cmp::Ordering::Equal => None,
+        std::cmp::Ordering::Greater => Some(slot - 1),
+    }
 }
 
 /// Bytes `[chunk·c, (chunk+1)·c)` of a logical file, clipped to what exists.
@@ -134,9 +155,10 @@ pub fn encode_set_into(members: &[&[u8]], chunks: &mut [Vec<u8>]) -> Result<(), 
     for (slot, xor) in chunks.iter_mut().enumerate() {
         // Every byte is overwritten by xor_tiled: resizing only sets the length.
         xor.resize(c, 0);
-        let sources = members.iter().enumerate().filter_map(|(member, bytes)| {
-            Some(data_chunk(bytes, chunk_of_slot(member, slot, n)?, c))
-        });
+        let sources = members
+            .iter()
+            .enumerate()
+            .filter_map(|(member, bytes)| Some(data_chunk(bytes, chunk_in(member, slot)?, c)));
         xor_tiled(xor, sources);
     }
     assert!(chunks.iter().all(|x| x.len() == c));
@@ -163,12 +185,7 @@ pub fn rebuild_member(
             actual: xor_chunks.len(),
         });
     }
-    if lost >= n {
-        return Err(RedundancyError::MemberOutOfRange {
-            member: lost,
-            members: n,
-        });
-    }
+    check_index("member", lost, n)?;
     let max = (0..n)
         .filter(|&r| r != lost)
         .map(|r| members[r].len() as u64)
@@ -192,10 +209,10 @@ pub fn rebuild_member(
     let mut data = vec![0u8; (n - 1) * c];
     if c > 0 {
         for (chunk, out) in data.chunks_mut(c).enumerate() {
-            let slot = slot_of_chunk(lost, chunk, n);
+            let slot = slot_of(lost, chunk);
             let sources = (0..n)
                 .filter(|&r| r != lost && r != slot)
-                .filter_map(|r| Some(data_chunk(members[r], chunk_of_slot(r, slot, n)?, c)))
+                .filter_map(|r| Some(data_chunk(members[r], chunk_in(r, slot)?, c)))
                 .chain([xor_chunks[slot]]);
             xor_tiled(out, sources);
         }
@@ -211,7 +228,7 @@ pub fn rebuild_member(
     let mut xor = vec![0u8; c];
     let sources = (0..n)
         .filter(|&r| r != lost)
-        .filter_map(|r| Some(data_chunk(members[r], chunk_of_slot(r, lost, n)?, c)));
+        .filter_map(|r| Some(data_chunk(members[r], chunk_in(r, lost)?, c)));
     xor_tiled(&mut xor, sources);
     Ok((data, xor))
 }
@@ -316,8 +333,8 @@ mod tests {
                     for member in 0..n {
                         let buf = &mut send[member][..len];
                         if step == 0 { buf.fill(0) } else { buf.copy_from_slice(&recv[member][..len]) }
-                        let slot = ring_slot(member, step, n);
-                        if let Some(chunk) = chunk_of_slot(member, slot, n) {
+                        let slot = ring_slot(member, step, n).expect("in range");
+                        if let Some(chunk) = chunk_of_slot(member, slot, n).expect("in range") {
                             let bytes = refs[member];
                             let start = (chunk * c + offset).min(bytes.len());
                             let end = (chunk * c + offset + len).min(bytes.len());
@@ -359,13 +376,17 @@ mod tests {
         fn slots_and_chunks_are_inverse(n in 2usize..64, member_seed: prop::sample::Index) {
             let member = member_seed.index(n);
             for chunk in 0..n - 1 {
-                let slot = slot_of_chunk(member, chunk, n);
+                let slot = slot_of_chunk(member, chunk, n).expect("in range");
                 prop_assert_ne!(slot, member);
-                prop_assert_eq!(chunk_of_slot(member, slot, n), Some(chunk));
+                prop_assert_eq!(chunk_of_slot(member, slot, n).expect("in range"), Some(chunk));
             }
-            prop_assert_eq!(chunk_of_slot(member, member, n), None);
-            let steps: std::collections::BTreeSet<usize> = (0..n).map(|s| ring_slot(member, s, n)).collect();
+            prop_assert_eq!(chunk_of_slot(member, member, n).expect("in range"), None);
+            let steps: std::collections::BTreeSet<usize> =
+                (0..n).map(|s| ring_slot(member, s, n).expect("in range")).collect();
             prop_assert_eq!(steps.len(), n);
+            let out_of_range = matches!(slot_of_chunk(member, n - 1, n), Err(RedundancyError::OutOfRange { what: "chunk", .. }));
+            prop_assert!(out_of_range);
+            prop_assert!(chunk_of_slot(n, 0, n).is_err() && ring_slot(0, n, n).is_err());
         }
     }
 
@@ -378,7 +399,7 @@ mod tests {
         assert!(matches!(pieces(10, 0), Err(RedundancyError::ZeroPieceSize)));
         let err = rebuild_member(5, &[b"a", b"b"], &[b"a", b"b"], 1).expect_err("range");
         assert!(
-            matches!(err, RedundancyError::MemberOutOfRange { .. }),
+            matches!(err, RedundancyError::OutOfRange { what: "member", .. }),
             "{err}"
         );
         let err =
