@@ -10,6 +10,14 @@
 //! zero chunk). Each chunk of data lands in exactly one XOR chunk, held by
 //! another member, so any one member's data and XOR chunk are recomputable
 //! from the others.
+//!
+//! Seen per slot ([`slot_content`]): member r has its data chunk in every
+//! slot but its own and its XOR chunk in its own, and for every slot the XOR
+//! over all N members of their slot content is zero. Encoding computes the
+//! owner's XOR chunk from the others' contents of its slot; rebuilding a lost
+//! member computes each of its slots' contents from the survivors' contents
+//! of that slot — the reduction to the lost member (the root) in
+//! `scr_reddesc_recover_xor()`.
 
 use super::gf256::xor_into;
 use super::{check_index, RedundancyError};
@@ -71,6 +79,32 @@ pub fn ring_slot(member: usize, step: usize, members: usize) -> Result<usize, Re
     check_index("member", member, members)?;
     check_index("step", step, members)?;
     Ok((member + members - 1 - step) % members)
+}
+
+/// What a member holds in one slot of the XOR layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotContent {
+    /// Chunk `chunk` of its logical file (zero padded past its end).
+    Data {
+        /// Index of the chunk in the member's logical file (0..N−1).
+        chunk: usize,
+    },
+    /// Its XOR chunk (the slot is the member's own).
+    Xor,
+}
+
+/// What `member` holds in `slot`: the operand it contributes when slot
+/// `slot` of a lost member is rebuilt (`scr_reddesc_recover_xor()`: the
+/// member whose slot it is sends its XOR chunk, the others their data chunk).
+pub fn slot_content(
+    member: usize,
+    slot: usize,
+    members: usize,
+) -> Result<SlotContent, RedundancyError> {
+    Ok(match chunk_of_slot(member, slot, members)? {
+        Some(chunk) => SlotContent::Data { chunk },
+        None => SlotContent::Xor,
+    })
 }
 
 /// [`slot_of_chunk`] for indices already known to be in range.
@@ -204,17 +238,17 @@ pub fn rebuild_member(
         }
     }
     let c = c64 as usize;
-    // Data chunk i of the lost member is its slot s: the XOR chunk held by
-    // member s with every other member's slot-s chunk XORed back out.
+    // The lost member's content of slot s is the XOR of every survivor's
+    // content of slot s: data chunks, and the XOR chunk of the slot's owner.
+    let content = |r: usize, slot: usize| match chunk_in(r, slot) {
+        Some(chunk) => data_chunk(members[r], chunk, c),
+        None => xor_chunks[r],
+    };
     let mut data = vec![0u8; (n - 1) * c];
     if c > 0 {
         for (chunk, out) in data.chunks_mut(c).enumerate() {
             let slot = slot_of(lost, chunk);
-            let sources = (0..n)
-                .filter(|&r| r != lost && r != slot)
-                .filter_map(|r| Some(data_chunk(members[r], chunk_in(r, slot)?, c)))
-                .chain([xor_chunks[slot]]);
-            xor_tiled(out, sources);
+            xor_tiled(out, (0..n).filter(|&r| r != lost).map(|r| content(r, slot)));
         }
     }
     let size = usize::try_from(lost_size)
@@ -224,12 +258,11 @@ pub fn rebuild_member(
         return Err(RedundancyError::InconsistentSet { member: lost });
     }
     data.truncate(size);
-    // Its XOR chunk: slot `lost` of every other member.
     let mut xor = vec![0u8; c];
-    let sources = (0..n)
-        .filter(|&r| r != lost)
-        .filter_map(|r| Some(data_chunk(members[r], chunk_in(r, lost)?, c)));
-    xor_tiled(&mut xor, sources);
+    xor_tiled(
+        &mut xor,
+        (0..n).filter(|&r| r != lost).map(|r| content(r, lost)),
+    );
     Ok((data, xor))
 }
 
@@ -316,6 +349,27 @@ mod tests {
         }
 
         #[test]
+        fn every_slot_xors_to_zero_over_all_members(members in set()) {
+            let n = members.len();
+            let refs: Vec<&[u8]> = members.iter().map(Vec::as_slice).collect();
+            let xors = encode_set(&refs).expect("encode");
+            let c = xors[0].len();
+            for slot in 0..n {
+                let mut sum = vec![0u8; c];
+                for member in 0..n {
+                    match slot_content(member, slot, n).expect("in range") {
+                        SlotContent::Xor => {
+                            prop_assert_eq!(member, slot);
+                            xor_into(&mut sum, &xors[member]);
+                        }
+                        SlotContent::Data { chunk } => xor_into(&mut sum, data_chunk(refs[member], chunk, c)),
+                    }
+                }
+                prop_assert!(sum.iter().all(|&b| b == 0), "slot {}", slot);
+            }
+        }
+
+        #[test]
         fn the_pipelined_ring_computes_encode_set(members in set(), piece in 1usize..64) {
             // Simulate scr_reddesc_apply_xor(): for each piece, N steps; at each
             // step every member adds its slot's piece to what its left
@@ -387,6 +441,81 @@ mod tests {
             let out_of_range = matches!(slot_of_chunk(member, n - 1, n), Err(RedundancyError::OutOfRange { what: "chunk", .. }));
             prop_assert!(out_of_range);
             prop_assert!(chunk_of_slot(n, 0, n).is_err() && ring_slot(0, n, n).is_err());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// The whole path on real files: each member's files read as one
+        /// logical file piece by piece (scr_read_pad_n), XOR chunks computed,
+        /// one member's files deleted, rebuilt from the others and written
+        /// back piece by piece (scr_write_pad_n): the files come back exactly.
+        #[test]
+        fn member_files_deleted_then_rebuilt_through_logical_files(
+            sizes in proptest::collection::vec(proptest::collection::vec(0u64..3000, 1..4), 2..6),
+            lost_seed: prop::sample::Index,
+            piece in 1usize..1000,
+            seed: u8,
+        ) {
+            use super::super::logical::LogicalFile;
+            let dir = tempfile::tempdir().expect("tempdir");
+            let n = sizes.len();
+            let files: Vec<Vec<(std::path::PathBuf, u64)>> = sizes
+                .iter()
+                .enumerate()
+                .map(|(r, member)| {
+                    member
+                        .iter()
+                        .enumerate()
+                        .map(|(f, &size)| {
+                            let path = dir.path().join(format!("rank_{r}.{f}.ckpt"));
+                            let bytes: Vec<u8> = (0..size).map(|i| (i as u8).wrapping_mul(31) ^ seed ^ r as u8).collect();
+                            std::fs::write(&path, &bytes).expect("write");
+                            (path, size)
+                        })
+                        .collect()
+                })
+                .collect();
+            let originals: Vec<Vec<Vec<u8>>> = files
+                .iter()
+                .map(|m| m.iter().map(|(p, _)| std::fs::read(p).expect("read")).collect())
+                .collect();
+            let logical_len: Vec<u64> = sizes.iter().map(|m| m.iter().sum()).collect();
+            let c = chunk_bytes(*logical_len.iter().max().expect("members"), n).expect("chunk") as usize;
+            let padded = (n - 1) * c;
+            let read_logical = |r: usize| -> Vec<u8> {
+                let logical = LogicalFile::open(&files[r]).expect("open");
+                let mut bytes = vec![0xEEu8; padded];
+                for (offset, len) in pieces(padded as u64, piece).expect("plan") {
+                    logical.read_at(offset, &mut bytes[offset as usize..offset as usize + len]).expect("read");
+                }
+                bytes.truncate(logical.len() as usize);
+                bytes
+            };
+            let members: Vec<Vec<u8>> = (0..n).map(read_logical).collect();
+            let refs: Vec<&[u8]> = members.iter().map(Vec::as_slice).collect();
+            let xors = encode_set(&refs).expect("encode");
+
+            let lost = lost_seed.index(n);
+            for (path, _) in &files[lost] {
+                std::fs::remove_file(path).expect("remove");
+            }
+            let mut survivors = refs.clone();
+            survivors[lost] = &[];
+            let xor_refs: Vec<&[u8]> = xors.iter().map(Vec::as_slice).collect();
+            let (data, xor) = rebuild_member(lost, &survivors, &xor_refs, logical_len[lost]).expect("rebuild");
+            prop_assert_eq!(&xor, &xors[lost]);
+            let out = LogicalFile::create(&files[lost]).expect("create");
+            let mut with_padding = data.clone();
+            with_padding.resize(padded, 0);
+            for (offset, len) in pieces(padded as u64, piece).expect("plan") {
+                out.write_at(offset, &with_padding[offset as usize..offset as usize + len]).expect("write");
+            }
+            out.sync_all().expect("sync");
+            for ((path, _), original) in files[lost].iter().zip(&originals[lost]) {
+                prop_assert_eq!(&std::fs::read(path).expect("read back"), original);
+            }
         }
     }
 
