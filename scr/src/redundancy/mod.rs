@@ -100,6 +100,9 @@ pub enum RedundancyError {
     /// A set size of zero was requested.
     #[error("SET_SIZE must be at least 1")]
     ZeroSetSize,
+    /// PARTNER with a hop distance of zero would copy every rank onto itself.
+    #[error("HOP_DISTANCE must be at least 1")]
+    ZeroHopDistance,
     /// A file of the logical file has a size other than the recorded one.
     #[error("{path}: file is {actual} bytes but its metadata records {expected}")]
     FileSize {

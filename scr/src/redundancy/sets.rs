@@ -165,10 +165,7 @@ pub fn partner_plan<G: Ord>(
     hop_distance: usize,
 ) -> Result<PartnerPlan, RedundancyError> {
     if hop_distance == 0 {
-        return Err(RedundancyError::BadGeometry {
-            members: groups.len(),
-            parity: 0,
-        });
+        return Err(RedundancyError::ZeroHopDistance);
     }
     // As large as the groups allow: one ring per "rank on node", like SCR.
     let sets = build_sets(groups, usize::MAX, 2)?;
@@ -312,7 +309,10 @@ mod tests {
             build_sets(&groups, 0, 2),
             Err(RedundancyError::ZeroSetSize)
         ));
-        assert!(partner_plan(&groups, 0).is_err());
+        assert!(matches!(
+            partner_plan(&groups, 0),
+            Err(RedundancyError::ZeroHopDistance)
+        ));
         assert_eq!(build_sets::<u8>(&[], 8, 2).expect("empty").sets.len(), 0);
     }
 }
