@@ -540,11 +540,11 @@ pub fn rebuild_set(
                 actual: data.len() as u64,
             });
         }
-        if par.len() as u64 != k as u64 * c64 {
+        if par.len() as u64 != (k as u64).saturating_mul(c64) {
             return Err(RedundancyError::SizeMismatch {
                 member: r,
                 what: "parity",
-                expected: k as u64 * c64,
+                expected: (k as u64).saturating_mul(c64),
                 actual: par.len() as u64,
             });
         }
