@@ -12,10 +12,13 @@
 //! - [`storage`]: node identity, control/cache directories, path handling.
 //! - [`comm`]: the communicator trait (MPI or in-process threads).
 //! - [`config`]: parameters, config files, SCR_Config, descriptors.
+//! - [`redundancy`]: the arithmetic of the SINGLE/PARTNER/XOR/RS schemes:
+//!   GF(2^8), codecs, chunk layouts, set selection (no communication).
 #![deny(missing_docs)]
 
 pub mod comm;
 pub mod config;
 pub mod kvtree;
 pub mod records;
+pub mod redundancy;
 pub mod storage;

@@ -1,0 +1,238 @@
+//! A member's dataset files seen as one logical file: concatenated in order,
+//! zero padded past the end (`scr_read_pad_n()` / `scr_write_pad_n()` in
+//! `scr_io.c`), so the XOR and RS layouts can treat every member as having
+//! exactly one file of the set's padded length.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::RedundancyError;
+
+#[derive(Debug)]
+struct Part {
+    path: PathBuf,
+    /// Offset of the file's first byte in the logical file.
+    start: u64,
+    size: u64,
+    file: File,
+}
+
+/// The logical file over an ordered list of files with recorded sizes. Reads
+/// and writes use positioned I/O (`pread`/`pwrite`), so one open handle per
+/// file serves any order of pieces.
+#[derive(Debug)]
+pub struct LogicalFile {
+    parts: Vec<Part>,
+    len: u64,
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> RedundancyError + '_ {
+    move |source| RedundancyError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl LogicalFile {
+    /// Opens existing files for reading, checking each has its recorded size
+    /// (the SIZE of its file metadata): a truncated file must not be read as
+    /// if zero padded.
+    pub fn open<P: AsRef<Path>>(files: &[(P, u64)]) -> Result<Self, RedundancyError> {
+        Self::build(files, |path, size| {
+            let file = File::open(path).map_err(io_error(path))?;
+            let actual = file.metadata().map_err(io_error(path))?.len();
+            if actual != size {
+                return Err(RedundancyError::FileSize {
+                    path: path.to_path_buf(),
+                    expected: size,
+                    actual,
+                });
+            }
+            Ok(file)
+        })
+    }
+
+    /// Creates (or truncates) the files for writing, each set to its
+    /// recorded size, as the rebuild of a lost member does before it writes
+    /// the recovered logical range with [`LogicalFile::write_at`].
+    pub fn create<P: AsRef<Path>>(files: &[(P, u64)]) -> Result<Self, RedundancyError> {
+        Self::build(files, |path, size| {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(path)
+                .map_err(io_error(path))?;
+            file.set_len(size).map_err(io_error(path))?;
+            Ok(file)
+        })
+    }
+
+    fn build<P: AsRef<Path>>(
+        files: &[(P, u64)],
+        mut open: impl FnMut(&Path, u64) -> Result<File, RedundancyError>,
+    ) -> Result<Self, RedundancyError> {
+        let mut parts = Vec::with_capacity(files.len());
+        let mut start = 0u64;
+        for (path, size) in files {
+            let path = path.as_ref();
+            let file = open(path, *size)?;
+            parts.push(Part {
+                path: path.to_path_buf(),
+                start,
+                size: *size,
+                file,
+            });
+            start = start
+                .checked_add(*size)
+                .ok_or_else(|| RedundancyError::FileSize {
+                    path: path.to_path_buf(),
+                    expected: u64::MAX - start,
+                    actual: *size,
+                })?;
+        }
+        Ok(LogicalFile { parts, len: start })
+    }
+
+    /// Bytes of real data: the sum of the file sizes (before padding).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the files hold no data at all.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Fills `buf` with logical bytes `[offset, offset + buf.len())`: file
+    /// contents where they exist, zeros past the end (`scr_read_pad_n()`).
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<(), RedundancyError> {
+        let end = offset.saturating_add(buf.len() as u64);
+        // Past the data: padding. Zero everything first, then read over it.
+        let data_end = end.min(self.len);
+        if data_end < end {
+            let from = data_end.saturating_sub(offset) as usize;
+            buf[from..].fill(0);
+        }
+        for part in self.overlapping(offset, data_end) {
+            let (lo, hi) = (offset.max(part.start), data_end.min(part.start + part.size));
+            let dst = &mut buf[(lo - offset) as usize..(hi - offset) as usize];
+            part.file
+                .read_exact_at(dst, lo - part.start)
+                .map_err(io_error(&part.path))?;
+        }
+        Ok(())
+    }
+
+    /// Writes logical bytes `[offset, offset + buf.len())` into the files;
+    /// bytes past the end of the data are padding and are dropped
+    /// (`scr_write_pad_n()`).
+    pub fn write_at(&self, offset: u64, buf: &[u8]) -> Result<(), RedundancyError> {
+        let end = offset.saturating_add(buf.len() as u64).min(self.len);
+        for part in self.overlapping(offset, end) {
+            let (lo, hi) = (offset.max(part.start), end.min(part.start + part.size));
+            let src = &buf[(lo - offset) as usize..(hi - offset) as usize];
+            part.file
+                .write_all_at(src, lo - part.start)
+                .map_err(io_error(&part.path))?;
+        }
+        Ok(())
+    }
+
+    /// Flushes every file to stable storage (SCR fsyncs rebuilt files before
+    /// marking them complete in the filemap).
+    pub fn sync_all(&self) -> Result<(), RedundancyError> {
+        for part in &self.parts {
+            part.file.sync_all().map_err(io_error(&part.path))?;
+        }
+        Ok(())
+    }
+
+    /// The files with at least one byte in logical range `[lo, hi)`; found
+    /// by binary search so a piece costs O(log files + files touched).
+    fn overlapping(&self, lo: u64, hi: u64) -> impl Iterator<Item = &Part> {
+        let first = self.parts.partition_point(|p| p.start + p.size <= lo);
+        self.parts[first..]
+            .iter()
+            .take_while(move |p| lo < hi && p.start < hi) // empty or past-the-data range: none
+            .filter(|p| p.size > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn reads_as_concatenation_with_zero_padding_and_writes_back(
+            contents in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 0..6),
+            offset in 0u64..1200,
+            len in 0usize..700,
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let files: Vec<(PathBuf, u64)> = contents
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let path = dir.path().join(format!("rank_{i}.ckpt"));
+                    std::fs::write(&path, c).expect("write");
+                    (path, c.len() as u64)
+                })
+                .collect();
+            let concatenated: Vec<u8> = contents.concat();
+            let logical = LogicalFile::open(&files).expect("open");
+            prop_assert_eq!(logical.len(), concatenated.len() as u64);
+
+            let mut got = vec![0xAAu8; len];
+            logical.read_at(offset, &mut got).expect("read");
+            for (i, b) in got.iter().enumerate() {
+                let want = concatenated.get(offset as usize + i).copied().unwrap_or(0);
+                prop_assert_eq!(*b, want, "logical byte {}", offset as usize + i);
+            }
+
+            // Write the whole padded range into fresh files: the data comes
+            // back, the padding is dropped.
+            let copies: Vec<(PathBuf, u64)> = files
+                .iter()
+                .map(|(p, s)| (p.with_extension("copy"), *s))
+                .collect();
+            let out = LogicalFile::create(&copies).expect("create");
+            let mut padded = concatenated.clone();
+            padded.resize(concatenated.len() + 17, 0);
+            for piece in padded.chunks(7).enumerate() {
+                out.write_at(piece.0 as u64 * 7, piece.1).expect("write");
+            }
+            out.sync_all().expect("sync");
+            for ((copy, _), original) in copies.iter().zip(&contents) {
+                prop_assert_eq!(&std::fs::read(copy).expect("read back"), original);
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_shorter_than_its_metadata_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("rank_0.ckpt");
+        std::fs::write(&path, b"abc").expect("write");
+        let err = LogicalFile::open(&[(&path, 4)]).expect_err("size differs");
+        assert!(
+            matches!(
+                err,
+                RedundancyError::FileSize {
+                    expected: 4,
+                    actual: 3,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = LogicalFile::open(&[(dir.path().join("missing"), 0)]).expect_err("no file");
+        assert!(matches!(err, RedundancyError::Io { .. }), "{err}");
+    }
+}
