@@ -14,11 +14,18 @@
 //! - [`config`]: parameters, config files, SCR_Config, descriptors.
 //! - [`redundancy`]: the arithmetic of the SINGLE/PARTNER/XOR/RS schemes:
 //!   GF(2^8), codecs, chunk layouts, set selection (no communication).
+//! - [`cache`]: datasets in node-local cache, filemaps, restart in place.
+//! - [`api`]: the user API ([`Scr`], phases, [`Flags`]).
 #![deny(missing_docs)]
 
+pub mod api;
+pub mod cache;
 pub mod comm;
 pub mod config;
 pub mod kvtree;
 pub mod records;
 pub mod redundancy;
 pub mod storage;
+
+pub use api::{Flags, InitOptions, OutputPhase, RestartPhase, Scr, MAX_FILENAME, VERSION};
+pub use cache::{ScrError, ScrResult};

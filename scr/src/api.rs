@@ -1,0 +1,878 @@
+//! The user API (user-api.txt, SCR v3): a typed Rust form of SCR_Init,
+//! SCR_Config, SCR_Need_checkpoint, SCR_Start_output / Route_file /
+//! Complete_output, SCR_Have_restart, SCR_Start_restart / Route_file /
+//! Complete_restart, SCR_Should_exit, SCR_Current, SCR_Delete, SCR_Drop,
+//! SCR_Finalize and SCR_Get_version.
+//!
+//! Phases are objects borrowing the [`Scr`] handle mutably, so starting a
+//! phase inside another or routing a file outside a phase cannot compile.
+//! Calls that SCR makes collective are collective here, and every rank gets
+//! the same answer.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), scr::ScrError> {
+//! # let comm: Box<dyn scr::comm::Comm> = unimplemented_comm();
+//! # fn unimplemented_comm() -> Box<dyn scr::comm::Comm> { panic!() }
+//! let mut scr = scr::Scr::init(comm)?;
+//! if let Some(name) = scr.have_restart()? {
+//!     let mut r = scr.start_restart()?;
+//!     let path = r.route_file("ckpt/rank_0.dat")?;
+//!     let ok = std::fs::read(&path).is_ok();
+//!     r.complete(ok)?;
+//!     println!("restarted from {name}");
+//! }
+//! let mut out = scr.start_output(Some("step10"), scr::Flags::CHECKPOINT)?;
+//! let path = out.route_file("ckpt/rank_0.dat")?;
+//! std::fs::write(&path, b"state")?;
+//! out.complete(true)?;
+//! scr.finalize()?;
+//! # Ok(()) }
+//! ```
+
+use std::fs;
+use std::ops::BitOr;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cache::error::io_err;
+use crate::cache::restart::{self, InitReport};
+use crate::cache::{crc_of_file, param, Job, ScrError, ScrResult};
+use crate::comm::Comm;
+use crate::config::{load_collective, Config, Environment, LoadOptions};
+use crate::records::dataset::Dataset;
+use crate::records::halt::{Halt, REASON_FINALIZE_CALLED};
+use crate::records::index::{index_path, Index};
+use crate::records::meta::{FileType, Meta};
+use crate::records::Record;
+use crate::storage::dirs::{self, NodeIdentity};
+use crate::storage::path as spath;
+
+/// `SCR_MAX_FILENAME`: names and paths must be shorter than this.
+pub const MAX_FILENAME: usize = 1024;
+
+/// The version string SCR_Get_version returns.
+pub const VERSION: &str = concat!("v3.1.0-rs", env!("CARGO_PKG_VERSION"));
+
+/// Dataset properties (`SCR_FLAG_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flags(u32);
+
+impl Flags {
+    /// `SCR_FLAG_NONE`.
+    pub const NONE: Flags = Flags(0);
+    /// `SCR_FLAG_CHECKPOINT`: the dataset can restart the application.
+    pub const CHECKPOINT: Flags = Flags(1);
+    /// `SCR_FLAG_OUTPUT`: the dataset must reach the prefix directory.
+    pub const OUTPUT: Flags = Flags(2);
+
+    /// From the C integer.
+    pub fn from_bits(bits: u32) -> Flags {
+        Flags(bits & 3)
+    }
+    /// The C integer.
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+    /// True when every flag of `other` is set.
+    pub fn contains(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, rhs: Flags) -> Flags {
+        Flags(self.0 | rhs.0)
+    }
+}
+
+/// Options of [`Scr::init_with`].
+#[derive(Default)]
+pub struct InitOptions {
+    /// SCR_Config strings applied before init, in order (every rank passes the same).
+    pub configs: Vec<String>,
+    /// Where parameters come from; the process environment when `None`.
+    pub env: Option<Box<dyn Environment>>,
+    /// This process's node; from `SCR_NODE_NAME`/`SCR_NODE_ROOT` or the hostname when `None`.
+    pub node: Option<NodeIdentity>,
+    /// Config file options.
+    pub load: LoadOptions,
+}
+
+/// Timing state behind Need_checkpoint's policies.
+#[derive(Debug, Default)]
+struct NeedState {
+    calls: u64,
+    last_end: Option<Instant>,
+    checkpoints: u64,
+    total_cost_s: f64,
+}
+
+/// An initialised SCR library (between SCR_Init and SCR_Finalize).
+pub struct Scr {
+    job: Option<Job>,
+    report: InitReport,
+    /// Checkpoints available for restart, newest first.
+    candidates: Vec<i64>,
+    need: NeedState,
+    init_at: Instant,
+    finalized: bool,
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn check_name(name: &str) -> ScrResult<()> {
+    if name.len() >= MAX_FILENAME {
+        return Err(ScrError::NameTooLong { len: name.len() });
+    }
+    if name.is_empty() {
+        return Err(ScrError::BadName {
+            name: name.into(),
+            why: "empty",
+        });
+    }
+    if name.contains('\0') {
+        return Err(ScrError::BadName {
+            name: name.into(),
+            why: "contains a NUL byte",
+        });
+    }
+    Ok(())
+}
+
+/// Check that every rank passed the same `value` (rank 0's wins the message).
+fn same_everywhere(comm: &dyn Comm, call: &'static str, value: &str) -> ScrResult<()> {
+    let mut buf = value.as_bytes().to_vec();
+    comm.bcast_bytes(0, &mut buf)?;
+    let same = comm.all_true(buf == value.as_bytes())?;
+    if !same {
+        return Err(ScrError::NotCollective {
+            call,
+            rank0: String::from_utf8_lossy(&buf).into_owned(),
+        });
+    }
+    Ok(())
+}
+
+struct ProcessEnv;
+impl Environment for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+    fn current_dir(&self) -> Option<PathBuf> {
+        std::env::current_dir().ok()
+    }
+}
+
+impl Scr {
+    /// SCR_Init with the process environment. Collective over `comm`
+    /// (SCR duplicates MPI_COMM_WORLD: pass a duplicate).
+    pub fn init(comm: Box<dyn Comm>) -> ScrResult<Scr> {
+        Scr::init_with(comm, InitOptions::default())
+    }
+
+    /// SCR_Init with explicit options. Reads the configuration on rank 0 and
+    /// broadcasts it, prepares the control and cache directories, and
+    /// restarts in place from the cache (rebuilding what redundancy allows)
+    /// unless SCR_DISTRIBUTE=0.
+    pub fn init_with(comm: Box<dyn Comm>, opts: InitOptions) -> ScrResult<Scr> {
+        let env: Box<dyn Environment> = opts.env.unwrap_or_else(|| Box::new(ProcessEnv));
+        let mut cfg: Config = load_collective(comm.as_ref(), env.as_ref(), &opts.load)?;
+        same_everywhere(comm.as_ref(), "SCR_Config", &opts.configs.join("\n"))?;
+        for c in &opts.configs {
+            cfg.apply_scr_config(c)?;
+        }
+        cfg.mark_initialized();
+        let enabled = cfg.get_bool("SCR_ENABLE")?.unwrap_or(true);
+        let mut scr = Scr {
+            job: None,
+            report: InitReport::default(),
+            candidates: Vec::new(),
+            need: NeedState::default(),
+            init_at: Instant::now(),
+            finalized: false,
+        };
+        if !enabled {
+            return Ok(scr);
+        }
+        let node = opts
+            .node
+            .unwrap_or_else(|| NodeIdentity::from_env(|k| std::env::var_os(k)));
+        let mut job = Job::new(comm, cfg, node)?;
+        if job.rank() == 0 && !opts.configs.is_empty() {
+            if let Err(e) = job.cfg.write_app_conf(&job.prefix) {
+                eprintln!("SCR: warning: {e}");
+            }
+        }
+        let distribute = job.cfg.get_bool("SCR_DISTRIBUTE")?.unwrap_or(true);
+        let purge = job.cfg.get_bool("SCR_CACHE_PURGE")?.unwrap_or(false);
+        if distribute && !purge {
+            scr.report = restart::rebuild_cache(&mut job)?;
+        } else {
+            restart::purge_cache(&mut job)?;
+        }
+        let me = job.rank();
+        let mut cands: Vec<i64> = scr
+            .report
+            .available
+            .iter()
+            .copied()
+            .filter(|&d| {
+                job.filemap
+                    .dataset(d, me)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|ds| ds.flag_checkpoint.unwrap_or(ds.ckpt.is_some()))
+            })
+            .collect();
+        cands.sort_unstable_by(|a, b| b.cmp(a));
+        // Every rank must agree on the candidates (they come from collective
+        // decisions, so this checks the bookkeeping, not the user).
+        let text: Vec<String> = cands.iter().map(i64::to_string).collect();
+        same_everywhere(job.world.as_ref(), "SCR_Init", &text.join(","))?;
+        scr.candidates = cands;
+        if let Some(cur) = param(&job.cfg, "SCR_CURRENT") {
+            scr.job = Some(job);
+            scr.current(&cur)?;
+        } else {
+            scr.job = Some(job);
+        }
+        Ok(scr)
+    }
+
+    fn job(&mut self, call: &'static str) -> ScrResult<Option<&mut Job>> {
+        if self.finalized {
+            return Err(ScrError::Finalized { call });
+        }
+        Ok(self.job.as_mut())
+    }
+
+    /// What init found in the cache and did with it (beyond SCR's API:
+    /// lets a test or a launcher tell a restart from cache from a rebuild).
+    pub fn init_report(&self) -> &InitReport {
+        &self.report
+    }
+
+    /// SCR_Config after init: queries only (`KEY` or `CKPT=0 TYPE`); a set
+    /// is [`ScrError::ConfigAfterInit`].
+    pub fn config(&mut self, query: &str) -> ScrResult<Option<String>> {
+        let Some(job) = self.job("SCR_Config")? else {
+            return Ok(None);
+        };
+        let mut cfg = job.cfg.clone();
+        match cfg.apply_scr_config(query) {
+            Ok(v) => Ok(v),
+            Err(crate::config::ConfigError::AfterInit { .. }) => Err(ScrError::ConfigAfterInit),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// SCR_Need_checkpoint: SCR's three policies, first true wins, decided
+    /// on rank 0 and broadcast — every SCR_CHECKPOINT_INTERVAL-th call,
+    /// SCR_CHECKPOINT_SECONDS since the last checkpoint ended, or
+    /// SCR_CHECKPOINT_OVERHEAD percent of time spent checkpointing. With no
+    /// policy set every call answers yes. A pending halt answers yes.
+    pub fn need_checkpoint(&mut self) -> ScrResult<bool> {
+        let halt = self.should_exit_local();
+        let init_at = self.init_at;
+        let need = &mut self.need;
+        need.calls += 1;
+        let calls = need.calls;
+        let since_s = need.last_end.unwrap_or(init_at).elapsed().as_secs_f64();
+        let mean_cost_s =
+            (need.checkpoints > 0).then(|| need.total_cost_s / need.checkpoints as f64);
+        let Some(job) = self.job("SCR_Need_checkpoint")? else {
+            return Ok(false);
+        };
+        let interval = job.cfg.get_u64("SCR_CHECKPOINT_INTERVAL")?.unwrap_or(0);
+        let seconds = job.cfg.get_u64("SCR_CHECKPOINT_SECONDS")?.unwrap_or(0);
+        let overhead = job.cfg.get_f64("SCR_CHECKPOINT_OVERHEAD")?.unwrap_or(0.0);
+        let mut yes = halt?;
+        if interval == 0 && seconds == 0 && overhead <= 0.0 {
+            yes = true;
+        }
+        if interval > 0 && calls.is_multiple_of(interval) {
+            yes = true;
+        }
+        if seconds > 0 && since_s >= seconds as f64 {
+            yes = true;
+        }
+        if overhead > 0.0 {
+            match mean_cost_s {
+                None => yes = true,
+                Some(c) if 100.0 * c / (since_s + c) <= overhead => yes = true,
+                Some(_) => {}
+            }
+        }
+        let mut buf = vec![u8::from(yes)];
+        job.world.bcast_bytes(0, &mut buf)?;
+        Ok(buf.first() == Some(&1))
+    }
+
+    /// SCR_Start_output: begin dataset `name` (a default name when `None`)
+    /// with `flags`. Collective; every rank must pass the same name and
+    /// flags. Deletes the oldest datasets of the chosen store when it is full.
+    pub fn start_output(&mut self, name: Option<&str>, flags: Flags) -> ScrResult<OutputPhase<'_>> {
+        if let Some(n) = name {
+            check_name(n)?;
+        }
+        let started = Instant::now();
+        let Some(job) = self.job("SCR_Start_output")? else {
+            return Ok(OutputPhase {
+                scr: self,
+                dset: 0,
+                dir: PathBuf::new(),
+                completed: false,
+                started,
+            });
+        };
+        same_everywhere(
+            job.world.as_ref(),
+            "SCR_Start_output",
+            &format!("{}\0{}", name.unwrap_or(""), flags.bits()),
+        )?;
+        let is_ckpt = flags.contains(Flags::CHECKPOINT);
+        job.dataset_id += 1;
+        if is_ckpt {
+            job.checkpoint_id += 1;
+        }
+        let dset = job.dataset_id;
+        let di = if is_ckpt {
+            job.desc_for(job.checkpoint_id)
+        } else {
+            0
+        };
+        let store = job.descs[di].store;
+        // Make room: keep fewer than COUNT datasets of this store.
+        let directory = PathBuf::from(&job.descs[di].record.directory);
+        let everywhere = job.datasets_everywhere()?;
+        let me = job.rank();
+        let mut in_store: Vec<i64> = everywhere
+            .into_iter()
+            .filter(|&d| {
+                job.filemap
+                    .desc(d, me)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|r| Path::new(&r.directory) == directory)
+            })
+            .collect();
+        let count = job.stores[store].count.max(1) as usize;
+        let mut evicted = Vec::new();
+        while in_store.len() >= count {
+            let oldest = in_store.remove(0);
+            job.delete_dataset(oldest)?;
+            evicted.push(oldest);
+        }
+        let dir = job.dataset_dir(&directory, dset);
+        let cache_real = job.real(&job.cache_dir(store));
+        let made = dirs::create_private_dirs_below(&cache_real, &job.real(&dir));
+        let ds = Dataset {
+            name: Some(
+                name.map(str::to_owned)
+                    .unwrap_or_else(|| Dataset::default_name(dset)),
+            ),
+            user: Some(job.user.clone()),
+            jobid: Some(job.jobid.clone()),
+            ckpt: is_ckpt.then_some(job.checkpoint_id),
+            complete: Some(false),
+            flag_checkpoint: Some(is_ckpt),
+            flag_output: Some(flags.contains(Flags::OUTPUT)),
+            created_us: Some(now_s() * 1_000_000),
+            ..Dataset::new(dset)
+        };
+        job.filemap.set_dataset(dset, me, &ds);
+        job.filemap.set_desc(dset, me, &job.descs[di].record);
+        job.filemap.set_expected_files(dset, me, 0);
+        let written = job.write_filemap();
+        let ok = job.world.all_true(made.is_ok() && written.is_ok())?;
+        made?;
+        written?;
+        if !ok {
+            return Err(ScrError::Redundancy(format!(
+                "another rank could not create dataset {dset}'s directory"
+            )));
+        }
+        self.candidates.retain(|d| !evicted.contains(d));
+        Ok(OutputPhase {
+            scr: self,
+            dset,
+            dir,
+            completed: false,
+            started,
+        })
+    }
+
+    /// SCR_Have_restart: the name of the checkpoint a restart would load.
+    /// Collective; the same answer on every rank.
+    pub fn have_restart(&mut self) -> ScrResult<Option<String>> {
+        let cand = self.candidates.first().copied();
+        let Some(job) = self.job("SCR_Have_restart")? else {
+            return Ok(None);
+        };
+        Ok(cand.and_then(|d| job.dataset(d)).and_then(|ds| ds.name))
+    }
+
+    /// SCR_Start_restart: begin reading the checkpoint [`Scr::have_restart`]
+    /// named. Collective.
+    pub fn start_restart(&mut self) -> ScrResult<RestartPhase<'_>> {
+        let Some(&dset) = self.candidates.first() else {
+            return Err(ScrError::NoRestart);
+        };
+        let job = self.job("SCR_Start_restart")?.ok_or(ScrError::NoRestart)?;
+        job.world.barrier()?;
+        let name = job
+            .dataset(dset)
+            .and_then(|d| d.name)
+            .unwrap_or_else(|| Dataset::default_name(dset));
+        Ok(RestartPhase {
+            scr: self,
+            dset,
+            name,
+            completed: false,
+        })
+    }
+
+    /// The halt decision on this process's view (rank 0's is broadcast by
+    /// the collective callers).
+    fn should_exit_local(&self) -> ScrResult<bool> {
+        let Some(job) = self.job.as_ref() else {
+            return Ok(false);
+        };
+        if job.world.rank() != 0 {
+            return Ok(false);
+        }
+        let path = job
+            .prefix
+            .join(".scr")
+            .join(crate::records::halt::HALT_FILE);
+        match Halt::read_file(&path) {
+            Ok(h) => Ok(h.halt_reason(now_s()).is_some()),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => {
+                eprintln!("SCR: warning: halt file unreadable: {e}");
+                Ok(false)
+            }
+        }
+    }
+
+    /// SCR_Should_exit: whether the run should stop (a halt condition in
+    /// the halt file). Collective; rank 0 decides.
+    pub fn should_exit(&mut self) -> ScrResult<bool> {
+        let local = self.should_exit_local()?;
+        let Some(job) = self.job("SCR_Should_exit")? else {
+            return Ok(false);
+        };
+        let mut buf = vec![u8::from(local)];
+        job.world.bcast_bytes(0, &mut buf)?;
+        Ok(buf.first() == Some(&1))
+    }
+
+    fn dataset_by_name(&mut self, name: &str) -> ScrResult<Option<i64>> {
+        let Some(job) = self.job.as_ref() else {
+            return Ok(None);
+        };
+        let me = job.rank();
+        let found = job.filemap.list_datasets().into_iter().rev().find(|&d| {
+            job.filemap
+                .dataset(d, me)
+                .ok()
+                .flatten()
+                .and_then(|ds| ds.name)
+                .as_deref()
+                == Some(name)
+        });
+        Ok(found)
+    }
+
+    /// SCR_Current: make `name` the checkpoint to restart from; cached
+    /// datasets newer than it are deleted. Collective.
+    pub fn current(&mut self, name: &str) -> ScrResult<()> {
+        check_name(name)?;
+        if let Some(job) = self.job("SCR_Current")? {
+            same_everywhere(job.world.as_ref(), "SCR_Current", name)?;
+        }
+        let Some(d) = self.dataset_by_name(name)? else {
+            return Err(ScrError::UnknownDataset(name.into()));
+        };
+        let job = self.job.as_mut().expect("checked above");
+        for newer in job.datasets_everywhere()?.into_iter().filter(|&x| x > d) {
+            job.delete_dataset(newer)?;
+        }
+        self.candidates.retain(|&x| x <= d);
+        Ok(())
+    }
+
+    /// SCR_Delete: delete dataset `name` from the cache and its entry from
+    /// the prefix index. Collective.
+    pub fn delete(&mut self, name: &str) -> ScrResult<()> {
+        check_name(name)?;
+        if let Some(job) = self.job("SCR_Delete")? {
+            same_everywhere(job.world.as_ref(), "SCR_Delete", name)?;
+        }
+        if let Some(d) = self.dataset_by_name(name)? {
+            let job = self.job.as_mut().expect("checked above");
+            job.delete_dataset(d)?;
+            self.candidates.retain(|&x| x != d);
+        }
+        self.drop_index_entry(name)
+    }
+
+    /// SCR_Drop: remove dataset `name` from the prefix index only.
+    /// Collective.
+    pub fn drop_dataset(&mut self, name: &str) -> ScrResult<()> {
+        check_name(name)?;
+        if let Some(job) = self.job("SCR_Drop")? {
+            same_everywhere(job.world.as_ref(), "SCR_Drop", name)?;
+        }
+        self.drop_index_entry(name)
+    }
+
+    fn drop_index_entry(&mut self, name: &str) -> ScrResult<()> {
+        let Some(job) = self.job.as_ref() else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        if job.world.rank() == 0 {
+            let path = index_path(&job.prefix);
+            if path.exists() {
+                result = Index::update_file(&path, |idx: &mut Index| {
+                    let dirs: Vec<String> = idx
+                        .datasets
+                        .values()
+                        .flat_map(|m| m.iter())
+                        .filter(|(_, e)| {
+                            e.dataset.as_ref().and_then(|d| d.name.as_deref()) == Some(name)
+                        })
+                        .map(|(dir, _)| dir.clone())
+                        .collect();
+                    for d in dirs {
+                        idx.remove_dir(&d);
+                    }
+                })
+                .map_err(ScrError::from);
+            }
+        }
+        let ok = job.world.all_true(result.is_ok())?;
+        result?;
+        if !ok {
+            return Err(ScrError::Redundancy(
+                "rank 0 could not update the index".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// SCR_Finalize: record in the halt file that the run finalised (so a
+    /// launcher does not relaunch it) and release the job. Collective. Also
+    /// done on drop when not called.
+    pub fn finalize(mut self) -> ScrResult<()> {
+        self.finalize_inner()
+    }
+
+    fn finalize_inner(&mut self) -> ScrResult<()> {
+        if self.finalized {
+            return Ok(());
+        }
+        self.finalized = true;
+        let Some(job) = self.job.take() else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        if job.world.rank() == 0 {
+            let path = job
+                .prefix
+                .join(".scr")
+                .join(crate::records::halt::HALT_FILE);
+            result = Halt::update_file(&path, |h: &mut Halt| {
+                h.exit_reason = Some(REASON_FINALIZE_CALLED.to_owned());
+            })
+            .map_err(ScrError::from);
+        }
+        job.world.barrier()?;
+        result
+    }
+
+    /// SCR_Get_version.
+    pub fn version() -> &'static str {
+        VERSION
+    }
+}
+
+impl Drop for Scr {
+    fn drop(&mut self) {
+        // A collective in drop is only safe when every rank gets here the
+        // same way; during a panic the job is being aborted anyway.
+        if !std::thread::panicking() {
+            if let Err(e) = self.finalize_inner() {
+                eprintln!("SCR: finalize on drop failed: {e}");
+            }
+        }
+    }
+}
+
+/// An output phase (between SCR_Start_output and SCR_Complete_output).
+pub struct OutputPhase<'a> {
+    scr: &'a mut Scr,
+    dset: i64,
+    dir: PathBuf,
+    completed: bool,
+    started: Instant,
+}
+
+impl OutputPhase<'_> {
+    /// The dataset id.
+    pub fn dataset_id(&self) -> i64 {
+        self.dset
+    }
+
+    /// SCR_Route_file within an output phase: register `name` (relative to
+    /// the current directory, or absolute; it must resolve under the prefix
+    /// directory) and return the path in cache to write it at. Directories
+    /// below the prefix are kept, so `ckpt/a` and `other/a` do not collide.
+    /// Not collective.
+    pub fn route_file(&mut self, name: impl AsRef<Path>) -> ScrResult<PathBuf> {
+        let name = name.as_ref();
+        let text = name.to_string_lossy();
+        check_name(&text)?;
+        let Some(job) = self.scr.job("SCR_Route_file")? else {
+            return Ok(name.to_path_buf());
+        };
+        let cwd = std::env::current_dir().map_err(io_err(".", "current directory"))?;
+        let abs = spath::absolute(name, &cwd);
+        if !spath::is_within(&abs, &job.prefix) || abs == job.prefix {
+            return Err(ScrError::OutsidePrefix {
+                path: abs,
+                prefix: job.prefix.clone(),
+            });
+        }
+        let rel = abs.strip_prefix(&job.prefix).unwrap_or(&abs).to_path_buf();
+        let logical = self.dir.join(&rel);
+        let logical_s = logical.to_string_lossy().into_owned();
+        let me = job.rank();
+        let dset = self.dset;
+        if !job.filemap.list_files(dset, me).contains(&logical_s) {
+            let meta = Meta {
+                file: Some(logical_s.clone()),
+                file_type: Some(FileType::Full),
+                complete: Some(false),
+                ckpt: job.filemap.dataset(dset, me)?.and_then(|d| d.ckpt),
+                ranks: Some(job.world.size() as u64),
+                orig: Some(text.into_owned()),
+                orig_path: abs.parent().map(|p| p.to_string_lossy().into_owned()),
+                orig_name: abs.file_name().map(|p| p.to_string_lossy().into_owned()),
+                ..Meta::default()
+            };
+            job.filemap.add_file(dset, me, &logical_s);
+            job.filemap.set_meta(dset, me, &logical_s, &meta);
+            let n = job.filemap.num_files(dset, me) as u64;
+            job.filemap.set_expected_files(dset, me, n);
+            job.write_filemap()?;
+        }
+        let real = job.real(&logical);
+        if let Some(parent) = real.parent() {
+            let top = job.real(&self.dir);
+            dirs::create_private_dirs_below(&top, parent)?;
+        }
+        Ok(real)
+    }
+
+    /// SCR_Complete_output: every rank says whether its files are valid;
+    /// returns true only if all are (the same on every rank). Records size
+    /// and CRC32 of every file, applies the redundancy scheme, and deletes
+    /// the dataset when anything failed. Collective.
+    pub fn complete(mut self, valid: bool) -> ScrResult<bool> {
+        self.finish(valid)
+    }
+
+    fn finish(&mut self, valid: bool) -> ScrResult<bool> {
+        self.completed = true;
+        let dset = self.dset;
+        let started = self.started;
+        let Some(job) = self.scr.job("SCR_Complete_output")? else {
+            return Ok(valid);
+        };
+        let me = job.rank();
+        let mut ok = valid;
+        let mut bytes = 0u64;
+        let files = job.filemap.list_files(dset, me);
+        for f in &files {
+            let mut meta = job.filemap.meta(dset, me, f)?.unwrap_or_default();
+            match crc_of_file(&job.real(Path::new(f))) {
+                Ok((crc, len)) => {
+                    meta.size_bytes = Some(len);
+                    meta.crc32 = Some(crc);
+                    meta.complete = Some(valid);
+                    bytes += len;
+                }
+                Err(_) => {
+                    // A routed file that was never written is not valid.
+                    meta.complete = Some(false);
+                    ok = false;
+                }
+            }
+            job.filemap.set_meta(dset, me, f, &meta);
+        }
+        let all_valid = job.world.all_true(ok)?;
+        let mut applied = Ok(());
+        if all_valid {
+            applied = crate::cache::glue::encode(job, dset);
+        }
+        // all_valid is identical on every rank, so the short circuit keeps
+        // the collective matched.
+        let all_ok = all_valid && job.world.all_true(applied.is_ok())?;
+        let total_bytes = job.sum(bytes as i64)?;
+        let total_files = job.sum(files.len() as i64)?;
+        if let Some(mut ds) = job.filemap.dataset(dset, me)? {
+            ds.complete = Some(all_ok);
+            ds.size_bytes = Some(total_bytes.max(0) as u64);
+            ds.files = Some(total_files.max(0) as u64);
+            job.filemap.set_dataset(dset, me, &ds);
+        }
+        job.write_filemap()?;
+        let is_ckpt = job
+            .filemap
+            .dataset(dset, me)?
+            .is_some_and(|d| d.flag_checkpoint == Some(true));
+        if !all_ok {
+            if let Err(e) = &applied {
+                eprintln!("SCR: rank {me}: dataset {dset}: {e}");
+            }
+            job.delete_dataset(dset)?;
+            return Ok(false);
+        }
+        job.write_master_filemap()?;
+        if is_ckpt {
+            self.scr.candidates.insert(0, dset);
+            let need = &mut self.scr.need;
+            need.checkpoints += 1;
+            need.total_cost_s += started.elapsed().as_secs_f64();
+            need.last_end = Some(Instant::now());
+        }
+        Ok(true)
+    }
+}
+
+impl Drop for OutputPhase<'_> {
+    fn drop(&mut self) {
+        if !self.completed && !std::thread::panicking() {
+            if let Err(e) = self.finish(false) {
+                eprintln!("SCR: output phase dropped without complete: {e}");
+            }
+        }
+    }
+}
+
+/// A restart phase (between SCR_Start_restart and SCR_Complete_restart).
+pub struct RestartPhase<'a> {
+    scr: &'a mut Scr,
+    dset: i64,
+    name: String,
+    completed: bool,
+}
+
+impl RestartPhase<'_> {
+    /// The name of the checkpoint being loaded.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The dataset id being loaded.
+    pub fn dataset_id(&self) -> i64 {
+        self.dset
+    }
+
+    /// SCR_Route_file within a restart: the path in cache of the file this
+    /// rank wrote as `name` (same naming as when it was routed for output;
+    /// a bare file name is looked up by name, as SCR allows). Fails when
+    /// the file is not part of the checkpoint or not readable. Not collective.
+    pub fn route_file(&mut self, name: impl AsRef<Path>) -> ScrResult<PathBuf> {
+        let name = name.as_ref();
+        let text = name.to_string_lossy().into_owned();
+        check_name(&text)?;
+        let dset = self.dset;
+        let job = self
+            .scr
+            .job("SCR_Route_file")?
+            .ok_or_else(|| ScrError::NoSuchRestartFile {
+                name: text.clone(),
+                why: "SCR is disabled".into(),
+            })?;
+        let me = job.rank();
+        let cwd = std::env::current_dir().map_err(io_err(".", "current directory"))?;
+        let abs = spath::absolute(name, &cwd);
+        let mut by_name = None;
+        let mut found = None;
+        for f in job.filemap.list_files(dset, me) {
+            let Some(meta) = job.filemap.meta(dset, me, &f)? else {
+                continue;
+            };
+            if meta.file_type.unwrap_or(FileType::Full) != FileType::Full {
+                continue;
+            }
+            let orig = match (&meta.orig_path, &meta.orig_name) {
+                (Some(p), Some(n)) => Some(Path::new(p).join(n)),
+                _ => None,
+            };
+            if orig.as_deref() == Some(abs.as_path()) {
+                found = Some(f.clone());
+                break;
+            }
+            if meta.orig_name.as_deref() == name.file_name().and_then(|n| n.to_str()) {
+                by_name = Some(f.clone());
+            }
+        }
+        let logical = found
+            .or(by_name)
+            .ok_or_else(|| ScrError::NoSuchRestartFile {
+                name: text.clone(),
+                why: format!("rank {me} wrote no such file in {}", self.name),
+            })?;
+        let real = job.real(Path::new(&logical));
+        fs::File::open(&real).map_err(|e| ScrError::NoSuchRestartFile {
+            name: text,
+            why: format!("{}: {e}", real.display()),
+        })?;
+        Ok(real)
+    }
+
+    /// SCR_Complete_restart: true only if every rank read its files
+    /// successfully. On failure the checkpoint is dropped from the cache and
+    /// the next older one becomes the restart candidate, so the application
+    /// can loop over [`Scr::have_restart`]. Collective.
+    pub fn complete(mut self, valid: bool) -> ScrResult<bool> {
+        self.finish(valid)
+    }
+
+    fn finish(&mut self, valid: bool) -> ScrResult<bool> {
+        self.completed = true;
+        let dset = self.dset;
+        let Some(job) = self.scr.job("SCR_Complete_restart")? else {
+            return Ok(valid);
+        };
+        let all = job.world.all_true(valid)?;
+        if all {
+            // The restart is done: nothing older is a candidate any more.
+            self.scr.candidates.clear();
+        } else {
+            job.delete_dataset(dset)?;
+            self.scr.candidates.retain(|&d| d != dset);
+        }
+        Ok(all)
+    }
+}
+
+impl Drop for RestartPhase<'_> {
+    fn drop(&mut self) {
+        if !self.completed && !std::thread::panicking() {
+            if let Err(e) = self.finish(false) {
+                eprintln!("SCR: restart phase dropped without complete: {e}");
+            }
+        }
+    }
+}

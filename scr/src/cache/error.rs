@@ -1,0 +1,126 @@
+//! Errors of the cache tier and the user API.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::comm::CommError;
+use crate::config::ConfigError;
+use crate::records::RecordError;
+use crate::storage::dirs::DirError;
+
+/// Why an SCR call failed. Misuse of the API is a typed error here (or
+/// impossible by the types of the phase objects).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScrError {
+    /// The configuration could not be loaded or is invalid.
+    #[error("configuration: {0}")]
+    Config(Box<ConfigError>),
+    /// A communication failed.
+    #[error("communication: {0}")]
+    Comm(#[from] CommError),
+    /// A control or cache directory could not be prepared.
+    #[error("directory: {0}")]
+    Dir(#[from] DirError),
+    /// A metadata file could not be read or written.
+    #[error("metadata: {0}")]
+    Record(#[from] RecordError),
+    /// A file operation failed.
+    #[error("{path}: {op}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        op: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The redundancy scheme could not be applied.
+    #[error("redundancy: {0}")]
+    Redundancy(String),
+    /// A dataset name of SCR_MAX_FILENAME (1024) bytes or more.
+    #[error("name of {len} bytes is too long: SCR_MAX_FILENAME is 1024 (names must be shorter)")]
+    NameTooLong {
+        /// Its length.
+        len: usize,
+    },
+    /// A name that contains a NUL byte, a slash or is otherwise unusable.
+    #[error("name {name:?} is not allowed: {why}")]
+    BadName {
+        /// The name.
+        name: String,
+        /// Why.
+        why: &'static str,
+    },
+    /// Ranks passed different values to a collective call.
+    #[error("{call}: ranks passed different values (rank 0 passed {rank0:?}); every rank must pass the same")]
+    NotCollective {
+        /// The call.
+        call: &'static str,
+        /// Rank 0's value.
+        rank0: String,
+    },
+    /// A routed path resolves outside the prefix directory.
+    #[error(
+        "{path}: resolves outside the prefix directory {prefix}; route files under SCR_PREFIX"
+    )]
+    OutsidePrefix {
+        /// The path as resolved.
+        path: PathBuf,
+        /// The prefix.
+        prefix: PathBuf,
+    },
+    /// During a restart, a routed file does not exist or is not readable.
+    #[error("{name}: not part of the loaded checkpoint, or not readable in cache ({why})")]
+    NoSuchRestartFile {
+        /// The name asked for.
+        name: String,
+        /// Why.
+        why: String,
+    },
+    /// `start_restart` without a checkpoint to restart from.
+    #[error("no checkpoint to restart from: call have_restart first")]
+    NoRestart,
+    /// SCR_Config tried to set a parameter after init.
+    #[error("SCR_Config: parameters can only be set before init (query is allowed)")]
+    ConfigAfterInit,
+    /// A call after finalize.
+    #[error("{call}: SCR was already finalized")]
+    Finalized {
+        /// The call.
+        call: &'static str,
+    },
+    /// A dataset was written by a different number of ranks.
+    #[error("dataset {id} was written by {written} ranks but this run has {running}; restart it with {written} ranks")]
+    RankCountMismatch {
+        /// Dataset id.
+        id: i64,
+        /// Ranks that wrote it.
+        written: u64,
+        /// Ranks in this run.
+        running: u64,
+    },
+    /// No dataset of that name is known.
+    #[error("no dataset named {0:?}")]
+    UnknownDataset(String),
+    /// The configured redundancy descriptors cannot be used.
+    #[error("redundancy descriptor: {0}")]
+    Descriptor(String),
+}
+
+impl From<ConfigError> for ScrError {
+    fn from(e: ConfigError) -> ScrError {
+        ScrError::Config(Box::new(e))
+    }
+}
+
+/// Result of an SCR call.
+pub type ScrResult<T> = Result<T, ScrError>;
+
+pub(crate) fn io_err(
+    path: impl Into<PathBuf>,
+    op: &'static str,
+) -> impl FnOnce(io::Error) -> ScrError {
+    let path = path.into();
+    move |source| ScrError::Io { path, op, source }
+}

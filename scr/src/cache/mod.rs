@@ -1,0 +1,570 @@
+//! The cache tier: the job's view of its nodes, stores and redundancy
+//! descriptors, the datasets in node-local cache with their filemaps, and
+//! restart in place (developer guide: "Concepts", "Group descriptors",
+//! "Store descriptors", "Redundancy descriptors", "Filemap"; program flow of
+//! SCR_Init, Start/Complete checkpoint, Route_file).
+//!
+//! Paths recorded in filemaps are *logical* node-local paths
+//! (`/dev/shm/<user>/scr.<jobid>/scr.dataset.<id>/<file>`), exactly what SCR
+//! records on a real cluster. A process opens them through its
+//! [`NodeIdentity`], which maps them into the simulated node's tree when
+//! `SCR_NODE_ROOT` is set; the formats never depend on simulation.
+//!
+//! Invariant kept everywhere (the guide's filemap rule): a file is added to
+//! the filemap, and the filemap file is written, *before* the file is created
+//! in cache; an entry may outlive its file, never the reverse.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::comm::{Comm, ReduceOp};
+use crate::config::{CkptDesc, Config, CopyType as CfgCopyType};
+use crate::kvtree::KvTree;
+use crate::records::dataset::Dataset;
+use crate::records::filemap::{filemap_file_name, Filemap, MasterFilemap, MASTER_FILEMAP_FILE};
+use crate::records::meta::{FileType, Meta};
+use crate::records::reddesc::{CopyType, RedDesc};
+use crate::records::Record;
+use crate::redundancy::sets::{build_sets, partner_plan};
+use crate::storage::dirs::{self, NodeIdentity};
+use crate::storage::path as spath;
+
+pub mod error;
+pub(crate) mod glue;
+pub mod restart;
+
+use error::io_err;
+pub use error::{ScrError, ScrResult};
+
+/// A cache store (`scr_storedesc`): a node-local base directory holding at
+/// most `count` datasets of this job.
+#[derive(Debug, Clone)]
+pub struct Store {
+    /// Logical base path (`STORE=` / `SCR_CACHE_BASE`).
+    pub base: PathBuf,
+    /// Datasets kept at most (`COUNT` / `SCR_CACHE_SIZE`).
+    pub count: u64,
+}
+
+/// A redundancy descriptor at run time (`scr_reddesc`): the configured
+/// CKPT line, the set this process belongs to, and the set communicator.
+pub struct RunDesc {
+    /// The configured descriptor.
+    pub ckpt: CkptDesc,
+    /// Index into [`Job::stores`].
+    pub store: usize,
+    /// The persisted form recorded in filemaps (with set membership).
+    pub record: RedDesc,
+    /// World ranks of this process's set, by set rank.
+    pub members: Vec<i64>,
+    /// The set communicator (`None` for SINGLE).
+    pub comm: Option<Box<dyn Comm>>,
+}
+
+/// Everything a process knows about its job (SCR's globals in `scr_globals.c`).
+pub struct Job {
+    /// `scr_comm_world`.
+    pub world: Box<dyn Comm>,
+    /// Processes on the same node (`scr_comm_node`).
+    pub node_comm: Box<dyn Comm>,
+    /// The effective configuration (identical on every rank).
+    pub cfg: Config,
+    /// This process's node.
+    pub node: NodeIdentity,
+    /// Node name of every world rank.
+    pub node_names: Vec<String>,
+    /// Number of distinct nodes in the run.
+    pub node_count: usize,
+    /// `SCR_USER_NAME`.
+    pub user: String,
+    /// `SCR_JOB_ID`.
+    pub jobid: String,
+    /// The prefix directory (absolute, reduced).
+    pub prefix: PathBuf,
+    /// Logical control directory `<cntl_base>/<user>/scr.<jobid>`.
+    pub cntl: PathBuf,
+    /// Cache stores, in descriptor order.
+    pub stores: Vec<Store>,
+    /// Redundancy descriptors, by CKPT index.
+    pub descs: Vec<RunDesc>,
+    /// This process's filemap.
+    pub filemap: Filemap,
+    /// Last dataset id used (`scr_dataset_id`).
+    pub dataset_id: i64,
+    /// Last checkpoint id used (`scr_checkpoint_id`).
+    pub checkpoint_id: i64,
+    /// SCR_MPI_BUF_SIZE: piece size of redundancy transfers.
+    pub piece_bytes: usize,
+}
+
+/// Parameter value as text, if set anywhere.
+pub(crate) fn param(cfg: &Config, name: &str) -> Option<String> {
+    cfg.get(name).map(|e| e.value).filter(|v| !v.is_empty())
+}
+
+fn param_u64(cfg: &Config, name: &str, default: u64) -> ScrResult<u64> {
+    Ok(cfg.get_u64(name)?.unwrap_or(default))
+}
+
+impl Job {
+    /// Build the job's runtime state (SCR_Init steps 3–20): node layout,
+    /// groups, stores, redundancy descriptors and sets, directories.
+    /// Collective over `world`.
+    pub fn new(world: Box<dyn Comm>, cfg: Config, node: NodeIdentity) -> ScrResult<Job> {
+        let rank = world.rank();
+        let size = world.size();
+        // Node layout: every rank learns every rank's node name.
+        let names_raw = world.allgather_bytes(node.name.as_bytes())?;
+        let node_names: Vec<String> = names_raw
+            .iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect();
+        let mut uniq = node_names.clone();
+        uniq.sort();
+        uniq.dedup();
+        let node_index = uniq.binary_search(&node.name).unwrap_or(0);
+        let node_comm = world
+            .split(Some(node_index as u32), rank as i64)?
+            .ok_or_else(|| ScrError::Descriptor("node communicator missing".into()))?;
+
+        let user = param(&cfg, "SCR_USER_NAME")
+            .unwrap_or_else(|| dirs::user_name(|k| std::env::var_os(k)));
+        let jobid = param(&cfg, "SCR_JOB_ID").unwrap_or_else(|| "defjobid".into());
+        let prefix_raw = param(&cfg, "SCR_PREFIX")
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("."));
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let prefix = spath::absolute(&prefix_raw, &cwd);
+        let cntl_base =
+            PathBuf::from(param(&cfg, "SCR_CNTL_BASE").unwrap_or_else(|| "/dev/shm".into()));
+        let cntl = dirs::job_dir(&cntl_base, &user, &jobid);
+
+        let descs_cfg = cfg.descriptors()?;
+        let mut stores: Vec<Store> = descs_cfg
+            .stores
+            .iter()
+            .filter(|s| s.enabled && s.count > 0)
+            .map(|s| Store {
+                base: PathBuf::from(&s.path),
+                count: s.count,
+            })
+            .collect();
+        if stores.is_empty() {
+            stores.push(Store {
+                base: PathBuf::from(
+                    param(&cfg, "SCR_CACHE_BASE").unwrap_or_else(|| "/dev/shm".into()),
+                ),
+                count: param_u64(&cfg, "SCR_CACHE_SIZE", 1)?.max(1),
+            });
+        }
+
+        // Directories: control dir and each store's job dir on this node.
+        // One process per node creates them, the others wait at the barrier.
+        let mut created: ScrResult<()> = Ok(());
+        if node_comm.rank() == 0 {
+            created = (|| {
+                let real_cntl_base = node.local_path(&cntl_base);
+                fs::create_dir_all(&real_cntl_base)
+                    .map_err(io_err(&real_cntl_base, "create control base"))?;
+                dirs::create_job_dir(&real_cntl_base, &user, &jobid)?;
+                for s in &stores {
+                    let real = node.local_path(&s.base);
+                    fs::create_dir_all(&real).map_err(io_err(&real, "create cache base"))?;
+                    dirs::create_job_dir(&real, &user, &jobid)?;
+                }
+                Ok(())
+            })();
+        }
+        if rank == 0 {
+            let scr_dir = prefix.join(".scr");
+            if let Err(e) = fs::create_dir_all(&scr_dir) {
+                created = created.and(Err(io_err(&scr_dir, "create prefix .scr")(e)));
+            }
+        }
+        let ok = world.all_true(created.is_ok())?;
+        created?;
+        if !ok {
+            return Err(ScrError::Descriptor(
+                "another rank failed to create its control or cache directory (see its error)"
+                    .into(),
+            ));
+        }
+
+        let piece_bytes =
+            param_u64(&cfg, "SCR_MPI_BUF_SIZE", 1 << 20)?.clamp(4096, 1 << 30) as usize;
+        let mut job = Job {
+            world,
+            node_comm,
+            cfg,
+            node,
+            node_names,
+            node_count: uniq.len(),
+            user,
+            jobid,
+            prefix,
+            cntl,
+            stores,
+            descs: Vec::new(),
+            filemap: Filemap::new(),
+            dataset_id: 0,
+            checkpoint_id: 0,
+            piece_bytes,
+        };
+        let mut descs = Vec::new();
+        for ckpt in descs_cfg.ckpts.iter().filter(|c| c.enabled) {
+            descs.push(job.make_desc(ckpt, &descs_cfg.groups, &descs_cfg.stores)?);
+        }
+        if descs.is_empty() {
+            return Err(ScrError::Descriptor("no enabled CKPT descriptor".into()));
+        }
+        if size > 0 && rank == 0 {
+            for d in &descs {
+                if d.ckpt.copy_type != CfgCopyType::Single && d.members.len() < 2 {
+                    eprintln!(
+                        "SCR: warning: CKPT={} {} has a single-member set: it protects nothing beyond SINGLE",
+                        d.ckpt.index,
+                        d.ckpt.copy_type.as_str()
+                    );
+                }
+            }
+        }
+        job.descs = descs;
+        Ok(job)
+    }
+
+    /// Failure group of every world rank for the group name `group`
+    /// (NODE, WORLD, or a GROUPS= name from the configuration).
+    fn failure_groups(
+        &self,
+        group: &str,
+        groups: &[crate::config::GroupDesc],
+    ) -> ScrResult<Vec<String>> {
+        match group {
+            "NODE" => Ok(self.node_names.clone()),
+            "WORLD" => Ok(vec![String::new(); self.world.size()]),
+            name => {
+                let mine = groups
+                    .iter()
+                    .find(|g| g.host == self.node.name)
+                    .and_then(|g| g.groups.get(name))
+                    .cloned()
+                    .unwrap_or_else(|| format!("host:{}", self.node.name));
+                let all = self.world.allgather_bytes(mine.as_bytes())?;
+                Ok(all
+                    .iter()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .collect())
+            }
+        }
+    }
+
+    fn make_desc(
+        &self,
+        ckpt: &CkptDesc,
+        groups: &[crate::config::GroupDesc],
+        store_descs: &[crate::config::StoreDesc],
+    ) -> ScrResult<RunDesc> {
+        let rank = self.world.rank();
+        let fgroups = self.failure_groups(&ckpt.group, groups)?;
+        let store = store_descs
+            .iter()
+            .filter(|s| s.enabled && s.count > 0)
+            .position(|s| s.path == ckpt.store)
+            .unwrap_or(0)
+            .min(self.stores.len() - 1);
+        let copy_type = match ckpt.copy_type {
+            CfgCopyType::Single => CopyType::Single,
+            CfgCopyType::Partner => CopyType::Partner,
+            CfgCopyType::Xor => CopyType::Xor,
+            CfgCopyType::Rs => CopyType::Rs,
+        };
+        let k = ckpt.set_failures.max(1) as usize;
+        let (members, group_id, group_rank, groups_n): (Vec<i64>, i64, u64, u64) = match copy_type {
+            CopyType::Single => (vec![rank as i64], rank as i64, 0, self.world.size() as u64),
+            CopyType::Partner => {
+                let plan =
+                    partner_plan(&fgroups, 1).map_err(|e| ScrError::Descriptor(e.to_string()))?;
+                let (set, pos) = plan.sets.assignment[rank];
+                let m = &plan.sets.sets[set];
+                (
+                    m.iter().map(|&r| r as i64).collect(),
+                    plan.sets.set_id(set).unwrap_or(0) as i64,
+                    pos as u64,
+                    plan.sets.sets.len() as u64,
+                )
+            }
+            CopyType::Xor | CopyType::Rs => {
+                let min_members = if copy_type == CopyType::Rs { k + 1 } else { 2 };
+                let set_size = (ckpt.set_size as usize).max(min_members);
+                let plan = build_sets(&fgroups, set_size, min_members.min(self.world.size()))
+                    .map_err(|e| ScrError::Descriptor(e.to_string()))?;
+                let (set, pos) = plan.assignment[rank];
+                let m = &plan.sets[set];
+                (
+                    m.iter().map(|&r| r as i64).collect(),
+                    plan.set_id(set).unwrap_or(0) as i64,
+                    pos as u64,
+                    plan.sets.len() as u64,
+                )
+            }
+        };
+        let comm = if copy_type == CopyType::Single {
+            None
+        } else {
+            self.world.split(Some(group_id as u32), group_rank as i64)?
+        };
+        let base = self.stores[store].base.clone();
+        let mut extra = KvTree::new();
+        for (g, w) in members.iter().enumerate() {
+            extra.entry("MEMBERS").set_val(g.to_string(), w);
+        }
+        extra.set_int("WORLD_RANKS", self.world.size() as i64);
+        let record = RedDesc {
+            enabled: true,
+            index: i64::from(ckpt.index),
+            interval: ckpt.interval.max(1),
+            base: base.to_string_lossy().into_owned(),
+            directory: dirs::job_dir(&base, &self.user, &self.jobid)
+                .to_string_lossy()
+                .into_owned(),
+            copy_type,
+            hop_distance: Some(1),
+            set_size: Some(ckpt.set_size),
+            set_failures: (copy_type == CopyType::Rs).then_some(k as u64),
+            groups: groups_n,
+            group_id,
+            group_size: members.len() as u64,
+            group_rank,
+            extra,
+        };
+        Ok(RunDesc {
+            ckpt: ckpt.clone(),
+            store,
+            record,
+            members,
+            comm,
+        })
+    }
+
+    /// This process's world rank.
+    pub fn rank(&self) -> i64 {
+        self.world.rank() as i64
+    }
+
+    /// The descriptor for checkpoint `ckpt_id`: the one with the largest
+    /// INTERVAL dividing it (`scr_reddesc_for_checkpoint`).
+    pub fn desc_for(&self, ckpt_id: i64) -> usize {
+        let id = ckpt_id.max(1) as u64;
+        let mut best = 0;
+        let mut best_interval = 0;
+        for (i, d) in self.descs.iter().enumerate() {
+            let iv = d.record.interval.max(1);
+            if id.is_multiple_of(iv) && iv > best_interval {
+                best = i;
+                best_interval = iv;
+            }
+        }
+        best
+    }
+
+    /// Logical cache job directory of store `store`.
+    pub fn cache_dir(&self, store: usize) -> PathBuf {
+        dirs::job_dir(&self.stores[store].base, &self.user, &self.jobid)
+    }
+
+    /// Logical dataset directory: `<cache>/<user>/scr.<jobid>/scr.dataset.<id>`.
+    pub fn dataset_dir(&self, directory: &Path, id: i64) -> PathBuf {
+        directory.join(Dataset::default_name(id))
+    }
+
+    /// Real path of a logical node-local path on this node.
+    pub fn real(&self, logical: &Path) -> PathBuf {
+        self.node.local_path(logical)
+    }
+
+    /// Path of this process's filemap file (real).
+    pub fn filemap_path(&self) -> PathBuf {
+        self.real(
+            &self
+                .cntl
+                .join(filemap_file_name(self.node_comm.rank() as u32)),
+        )
+    }
+
+    /// Persist this process's filemap, and on the node master the master
+    /// filemap listing every local filemap file. Not collective.
+    pub fn write_filemap(&self) -> ScrResult<()> {
+        self.filemap.write_file(self.filemap_path())?;
+        Ok(())
+    }
+
+    /// Write the node's master filemap (collective over the node).
+    pub fn write_master_filemap(&self) -> ScrResult<()> {
+        let mine = self.filemap_path().to_string_lossy().into_owned();
+        let all = self.node_comm.gather_bytes(0, mine.as_bytes())?;
+        if let Some(all) = all {
+            let master = MasterFilemap {
+                files: all
+                    .iter()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .collect(),
+            };
+            master.write_file(self.real(&self.cntl.join(MASTER_FILEMAP_FILE)))?;
+        }
+        Ok(())
+    }
+
+    /// Delete every file this process's filemap lists for `dset` (any
+    /// rank key), then the entries, then rewrite the filemap; remove the
+    /// dataset directory when empty. Not collective.
+    pub fn delete_dataset_local(&mut self, dset: i64) -> ScrResult<()> {
+        let mut dirs_seen = Vec::new();
+        for r in self.filemap.list_ranks_by_dataset(dset) {
+            for f in self.filemap.list_files(dset, r) {
+                let real = self.real(Path::new(&f));
+                let _ = fs::remove_file(&real);
+                if let Some(p) = real.parent() {
+                    dirs_seen.push(p.to_path_buf());
+                }
+            }
+            if let Ok(Some(desc)) = self.filemap.desc(dset, r) {
+                dirs_seen.push(self.real(&self.dataset_dir(Path::new(&desc.directory), dset)));
+            }
+        }
+        self.filemap.remove_dataset(dset);
+        self.write_filemap()?;
+        dirs_seen.sort();
+        dirs_seen.dedup();
+        // Deepest first, so nested subdirectories go before their parents.
+        dirs_seen.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in dirs_seen {
+            let _ = fs::remove_dir(&d);
+        }
+        Ok(())
+    }
+
+    /// Delete dataset `dset` on every rank (collective).
+    pub fn delete_dataset(&mut self, dset: i64) -> ScrResult<()> {
+        let local = self.delete_dataset_local(dset);
+        let ok = self.world.all_true(local.is_ok())?;
+        local?;
+        if !ok {
+            return Err(ScrError::Redundancy(format!(
+                "another rank failed to delete dataset {dset}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Dataset ids in cache on any rank, ascending (collective).
+    pub fn datasets_everywhere(&self) -> ScrResult<Vec<i64>> {
+        let mine: Vec<u8> = self
+            .filemap
+            .list_datasets()
+            .iter()
+            .flat_map(|d| d.to_be_bytes())
+            .collect();
+        let all = self.world.allgather_bytes(&mine)?;
+        let mut ids: Vec<i64> = all
+            .iter()
+            .flat_map(|b| {
+                b.chunks_exact(8)
+                    .map(|c| i64::from_be_bytes(c.try_into().expect("8 bytes")))
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// The dataset descriptor of `dset` as this rank recorded it.
+    pub fn dataset(&self, dset: i64) -> Option<Dataset> {
+        self.filemap.dataset(dset, self.rank()).ok().flatten()
+    }
+
+    /// Files this rank owns in `dset` with their meta (type FULL).
+    pub fn app_files(&self, dset: i64) -> Vec<(String, Meta)> {
+        let r = self.rank();
+        self.filemap
+            .list_files(dset, r)
+            .into_iter()
+            .filter_map(|f| {
+                let m = self.filemap.meta(dset, r, &f).ok().flatten()?;
+                (m.file_type.unwrap_or(FileType::Full) == FileType::Full).then_some((f, m))
+            })
+            .collect()
+    }
+
+    /// Redundancy files this rank holds in `dset` with their meta.
+    pub fn redundancy_files(&self, dset: i64) -> Vec<(String, Meta)> {
+        let r = self.rank();
+        self.filemap
+            .list_files(dset, r)
+            .into_iter()
+            .filter_map(|f| {
+                let m = self.filemap.meta(dset, r, &f).ok().flatten()?;
+                (m.file_type.unwrap_or(FileType::Full) != FileType::Full).then_some((f, m))
+            })
+            .collect()
+    }
+
+    /// Sum of `v` over all ranks.
+    pub fn sum(&self, v: i64) -> ScrResult<i64> {
+        let mut x = [v];
+        self.world.allreduce_i64(&mut x, ReduceOp::Sum)?;
+        Ok(x[0])
+    }
+
+    /// Maximum of `v` over all ranks.
+    pub fn max(&self, v: i64) -> ScrResult<i64> {
+        let mut x = [v];
+        self.world.allreduce_i64(&mut x, ReduceOp::Max)?;
+        Ok(x[0])
+    }
+}
+
+/// CRC32 and length of a file, read in 1 MiB pieces.
+pub fn crc_of_file(path: &Path) -> std::io::Result<(u32, u64)> {
+    use std::io::Read;
+    let mut f = fs::File::open(path)?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n_total = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        n_total += n as u64;
+    }
+    Ok((h.finalize(), n_total))
+}
+
+/// Check one cached file against its meta: exists, complete, size and CRC
+/// match. `Err` says what is wrong.
+pub fn verify_file(real: &Path, meta: &Meta) -> Result<(), String> {
+    if !meta.is_complete() {
+        return Err("marked incomplete".into());
+    }
+    let (crc, len) = crc_of_file(real).map_err(|e| format!("{}: {e}", real.display()))?;
+    if !meta.size_matches(len) {
+        return Err(format!(
+            "{}: size {len}, meta says {:?}",
+            real.display(),
+            meta.size_bytes
+        ));
+    }
+    match meta.crc32 {
+        Some(c) if c != crc => Err(format!(
+            "{}: CRC32 {crc:#x}, meta says {c:#x}",
+            real.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Dataset descriptors found for a set of datasets: id → descriptor.
+pub type DatasetMap = BTreeMap<i64, Dataset>;

@@ -1,0 +1,442 @@
+//! Restart in place (program flow of SCR_Init: scr_scatter_filemaps,
+//! scr_cache_rebuild, scr_distribute_datasets, scr_distribute_reddescs,
+//! scr_distribute_files, scr_reddesc_recover).
+//!
+//! 1. Each node's master reads every filemap in its control directory (the
+//!    master filemap's list, and a scan of the directory so a deleted master
+//!    filemap loses nothing) and hands each rank's entries to that rank when
+//!    it runs on this node, or to some local process otherwise.
+//! 2. For each dataset, oldest first: the dataset and redundancy descriptors
+//!    reach every rank (a lost rank learns its set from any surviving member,
+//!    since each descriptor records the whole set); files move to the node of
+//!    their owner rank; every rank verifies its files (size and CRC32 against
+//!    the meta data recorded at complete); each redundancy set rebuilds what
+//!    its scheme can; a dataset that cannot be made whole on every rank is
+//!    deleted everywhere — never offered for restart with wrong bytes.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::error::io_err;
+use super::{verify_file, Job, ScrError, ScrResult};
+use crate::kvtree::KvTree;
+use crate::records::dataset::Dataset;
+use crate::records::filemap::{Filemap, MasterFilemap, MASTER_FILEMAP_FILE};
+use crate::records::meta::Meta;
+use crate::records::reddesc::RedDesc;
+use crate::records::Record;
+use crate::storage::dirs;
+
+/// What SCR_Init found and did with the cache.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InitReport {
+    /// Dataset ids found in cache on any node.
+    pub found: Vec<i64>,
+    /// Datasets usable after init (whole on every rank), ascending.
+    pub available: Vec<i64>,
+    /// Of those, the ones that needed a rebuild (some rank lost files).
+    pub rebuilt: Vec<i64>,
+    /// Datasets deleted because they could not be made whole, and why.
+    pub lost: Vec<(i64, String)>,
+    /// Datasets written by a different number of ranks (kept, not used).
+    pub skipped: Vec<(i64, String)>,
+    /// Files moved between nodes to reach their owner rank.
+    pub moved_files: u64,
+}
+
+fn world_ranks_of(desc: &RedDesc) -> Vec<i64> {
+    let mut v: Vec<(u64, i64)> = desc
+        .extra
+        .get("MEMBERS")
+        .map(|m| {
+            m.iter()
+                .filter_map(|(g, c)| Some((g.parse().ok()?, c.keys().next()?.parse().ok()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v.into_iter().map(|(_, w)| w).collect()
+}
+
+/// Read every filemap of this node (master only) into one filemap; names
+/// the files read so they can be replaced afterwards.
+fn read_node_filemaps(job: &Job) -> (Filemap, Vec<PathBuf>) {
+    let cntl = job.real(&job.cntl);
+    let mut paths: Vec<PathBuf> = Vec::new();
+    match MasterFilemap::read_file(cntl.join(MASTER_FILEMAP_FILE)) {
+        Ok(m) => paths.extend(m.files.iter().map(PathBuf::from)),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => eprintln!(
+            "SCR: warning: master filemap unreadable, scanning the control directory: {e}"
+        ),
+    }
+    if let Ok(rd) = fs::read_dir(&cntl) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("filemap_") && name.ends_with(".scrinfo") {
+                paths.push(e.path());
+            }
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    let mut merged = Filemap::new();
+    for p in &paths {
+        match Filemap::read_file(p) {
+            Ok(fm) => merged.merge(&fm),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => eprintln!("SCR: warning: skipping damaged filemap: {e}"),
+        }
+    }
+    (merged, paths)
+}
+
+/// Step 1: node masters hand out their node's filemap entries.
+fn scatter_filemaps(job: &mut Job) -> ScrResult<()> {
+    let local_world: Vec<i64> = job
+        .node_comm
+        .allgather_bytes(&job.rank().to_be_bytes())?
+        .iter()
+        .map(|b| i64::from_be_bytes(b.as_slice().try_into().unwrap_or([0xff; 8])))
+        .collect();
+    let mut sends: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+    if job.node_comm.rank() == 0 {
+        let (mut merged, _) = read_node_filemaps(job);
+        let mut per_dest: BTreeMap<usize, Filemap> = BTreeMap::new();
+        let mut rr = 0usize;
+        for r in merged.list_ranks() {
+            let part = merged.extract_rank(r);
+            let dest = match local_world.iter().position(|&w| w == r) {
+                Some(i) => i,
+                None => {
+                    rr = (rr + 1) % local_world.len();
+                    rr
+                }
+            };
+            per_dest.entry(dest).or_default().merge(&part);
+        }
+        for (dest, fm) in per_dest {
+            sends.insert(dest, fm.to_tree().pack());
+        }
+    }
+    let received = job.node_comm.exchange_sparse(&sends)?;
+    let mut mine = Filemap::new();
+    for bytes in received.values() {
+        let tree = KvTree::unpack_exact(bytes)
+            .map_err(|e| ScrError::Redundancy(format!("scattered filemap: {e}")))?;
+        mine.merge(&Filemap::from_tree(&tree)?);
+    }
+    job.filemap = mine;
+    job.write_filemap()?;
+    job.write_master_filemap()?;
+    // Filemap files of processes that no longer exist on this node would
+    // be read again next time: drop any the master filemap does not list.
+    if job.node_comm.rank() == 0 {
+        let cntl = job.real(&job.cntl);
+        let listed = MasterFilemap::read_file(cntl.join(MASTER_FILEMAP_FILE))
+            .map(|m| m.files)
+            .unwrap_or_default();
+        if let Ok(rd) = fs::read_dir(&cntl) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let p = e.path().to_string_lossy().into_owned();
+                if name.starts_with("filemap_")
+                    && name.ends_with(".scrinfo")
+                    && !listed.contains(&p)
+                {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+    job.node_comm.barrier()?;
+    Ok(())
+}
+
+/// A rank's descriptors for one dataset: dataset, redundancy, and the
+/// number of files it wrote when a holder of its own entries knew it.
+type Descs = (Dataset, RedDesc, Option<u64>);
+
+/// Step 2a: every rank obtains its dataset and redundancy descriptors for
+/// `dset`. Returns them, or `None` when no surviving process knew them.
+fn distribute_descriptors(job: &mut Job, dset: i64) -> ScrResult<Option<Descs>> {
+    let size = job.world.size();
+    let mut out: BTreeMap<usize, KvTree> = BTreeMap::new();
+    for r in job.filemap.list_ranks_by_dataset(dset) {
+        let (Ok(Some(ds)), Ok(Some(rd))) =
+            (job.filemap.dataset(dset, r), job.filemap.desc(dset, r))
+        else {
+            continue;
+        };
+        let members = world_ranks_of(&rd);
+        let mut targets: Vec<(i64, u64)> = vec![(r, rd.group_rank)];
+        for (g, &m) in members.iter().enumerate() {
+            if m != r {
+                targets.push((m, g as u64));
+            }
+        }
+        for (target, grank) in targets {
+            if target < 0 || target as usize >= size {
+                continue;
+            }
+            let mut d = rd.clone();
+            d.group_rank = grank;
+            let entry = out.entry(target as usize).or_default();
+            // Own entries (target == r) are preferred by the receiver.
+            let slot = entry.entry(if target == r { "OWN" } else { "PEER" });
+            if slot.is_empty() {
+                slot.set("DATADESC", ds.to_tree());
+                slot.set("REDDESC", d.to_tree());
+                if target == r {
+                    if let Some(n) = job.filemap.expected_files(dset, r) {
+                        slot.set_bytecount("FILES", n);
+                    }
+                }
+            }
+        }
+    }
+    let sends: BTreeMap<usize, Vec<u8>> = out.into_iter().map(|(k, t)| (k, t.pack())).collect();
+    let received = job.world.exchange_sparse(&sends)?;
+    let mut own = None;
+    let mut peer = None;
+    for bytes in received.values() {
+        let Ok(tree) = KvTree::unpack_exact(bytes) else {
+            continue;
+        };
+        for (kind, slot) in [("OWN", &mut own), ("PEER", &mut peer)] {
+            if slot.is_some() {
+                continue;
+            }
+            if let Some(t) = tree.get(kind) {
+                let ds = t.get("DATADESC").map(Dataset::from_tree);
+                let rd = t.get("REDDESC").map(RedDesc::from_tree);
+                if let (Some(Ok(ds)), Some(Ok(rd))) = (ds, rd) {
+                    let files = t.get_bytecount("FILES").ok().flatten();
+                    *slot = Some((ds, rd, files));
+                }
+            }
+        }
+    }
+    Ok(own.or(peer))
+}
+
+/// Step 2b: move files of `dset` held for other ranks to those ranks, one
+/// file per process per round. Returns the number of files this process sent.
+fn distribute_files(job: &mut Job, dset: i64, dir_logical: &Path) -> ScrResult<u64> {
+    let me = job.rank();
+    let mut pending: Vec<(i64, String)> = Vec::new();
+    for r in job.filemap.list_ranks_by_dataset(dset) {
+        if r != me {
+            for f in job.filemap.list_files(dset, r) {
+                pending.push((r, f));
+            }
+        }
+    }
+    let mut sent = 0u64;
+    let max_rounds = job.max(pending.len() as i64)?;
+    for _ in 0..max_rounds.max(0) {
+        let mut sends = BTreeMap::new();
+        let mut this_round = None;
+        if let Some((r, f)) = pending.pop() {
+            let meta = job.filemap.meta(dset, r, &f)?.unwrap_or_default();
+            let real = job.real(Path::new(&f));
+            let mut header = KvTree::new();
+            header.set_int("RANK", r);
+            header.set_str("FILE", &f);
+            header.set("META", meta.to_tree());
+            // A missing file still travels as an entry: the owner then
+            // knows it existed and counts it as lost.
+            let data = fs::read(&real).ok();
+            header.set_int("PRESENT", i64::from(data.is_some()));
+            let h = header.pack();
+            let mut msg = Vec::with_capacity(4 + h.len() + data.as_ref().map_or(0, Vec::len));
+            msg.extend_from_slice(&(h.len() as u32).to_be_bytes());
+            msg.extend_from_slice(&h);
+            if let Some(d) = &data {
+                msg.extend_from_slice(d);
+            }
+            if r >= 0 && (r as usize) < job.world.size() {
+                sends.insert(r as usize, msg);
+            }
+            this_round = Some((r, f, real));
+        }
+        let received = job.world.exchange_sparse(&sends)?;
+        if let Some((r, f, real)) = this_round {
+            // The owner has it now; this node's copy and entry go.
+            let _ = fs::remove_file(&real);
+            job.filemap.remove_file(dset, r, &f);
+            sent += 1;
+        }
+        for msg in received.values() {
+            receive_file(job, dset, dir_logical, msg)?;
+        }
+    }
+    // Entries for other ranks without files (descriptors only) go too.
+    for r in job.filemap.list_ranks_by_dataset(dset) {
+        if r != me {
+            job.filemap.remove_rank_by_dataset(dset, r);
+        }
+    }
+    job.write_filemap()?;
+    Ok(sent)
+}
+
+fn receive_file(job: &mut Job, dset: i64, dir_logical: &Path, msg: &[u8]) -> ScrResult<()> {
+    let bad = |why: &str| ScrError::Redundancy(format!("file transfer for dataset {dset}: {why}"));
+    let hlen = msg
+        .get(..4)
+        .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize)
+        .ok_or_else(|| bad("short message"))?;
+    let hbytes = msg.get(4..4 + hlen).ok_or_else(|| bad("short header"))?;
+    let header = KvTree::unpack_exact(hbytes).map_err(|e| bad(&e.to_string()))?;
+    let file = header.val("FILE").ok_or_else(|| bad("no FILE"))?.to_owned();
+    let meta = header
+        .get("META")
+        .map(Meta::from_tree)
+        .transpose()?
+        .unwrap_or_default();
+    let me = job.rank();
+    // Entry first, then the file (the filemap rule).
+    job.filemap.add_file(dset, me, &file);
+    job.filemap.set_meta(dset, me, &file, &meta);
+    job.write_filemap()?;
+    if header.get_int("PRESENT").ok().flatten() == Some(1) {
+        let real = job.real(Path::new(&file));
+        let cache_real = job.real(dir_logical.parent().unwrap_or(dir_logical));
+        if let Some(parent) = real.parent() {
+            dirs::create_private_dirs_below(&cache_real, parent)?;
+        }
+        let data = &msg[4 + hlen..];
+        write_synced(&real, data)?;
+    }
+    Ok(())
+}
+
+/// Write a whole file and fsync it.
+pub(crate) fn write_synced(path: &Path, data: &[u8]) -> ScrResult<()> {
+    use std::io::Write;
+    let mut f = fs::File::create(path).map_err(io_err(path, "create"))?;
+    f.write_all(data).map_err(io_err(path, "write"))?;
+    f.sync_all().map_err(io_err(path, "fsync"))?;
+    Ok(())
+}
+
+/// Does this rank hold every file of `dset` it should, intact?
+fn check_own_files(job: &Job, dset: i64) -> Result<(), String> {
+    let me = job.rank();
+    let files = job.filemap.list_files(dset, me);
+    let expected = job.filemap.expected_files(dset, me);
+    match expected {
+        None => return Err("no record of this rank's files".into()),
+        Some(n) if n != files.len() as u64 => {
+            return Err(format!(
+                "expected {n} files, found entries for {}",
+                files.len()
+            ))
+        }
+        _ => {}
+    }
+    for f in files {
+        let meta = job
+            .filemap
+            .meta(dset, me, &f)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{f}: no meta data"))?;
+        verify_file(&job.real(Path::new(&f)), &meta)?;
+    }
+    Ok(())
+}
+
+/// Restart in place: scatter filemaps, then distribute, verify and rebuild
+/// every cached dataset. Collective.
+pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
+    let mut report = InitReport::default();
+    scatter_filemaps(job)?;
+    let ids = job.datasets_everywhere()?;
+    report.found = ids.clone();
+    let mut max_dset = 0i64;
+    let mut max_ckpt = 0i64;
+    for dset in ids {
+        max_dset = max_dset.max(dset);
+        let descs = distribute_descriptors(job, dset)?;
+        let have = job.world.all_true(descs.is_some())?;
+        let Some((ds, rd, files)) = descs.filter(|_| have) else {
+            report.lost.push((
+                dset,
+                "some rank's descriptors were lost with every copy".into(),
+            ));
+            job.delete_dataset(dset)?;
+            continue;
+        };
+        max_ckpt = max_ckpt.max(ds.ckpt.unwrap_or(0));
+        let written = rd.extra.get_int("WORLD_RANKS").ok().flatten().unwrap_or(-1);
+        let running = job.world.size() as i64;
+        let same_count = job.world.all_true(written == running)?;
+        if !same_count {
+            let e = ScrError::RankCountMismatch {
+                id: dset,
+                written: written.max(0) as u64,
+                running: running as u64,
+            };
+            if job.rank() == 0 {
+                eprintln!("SCR: {e}");
+            }
+            report.skipped.push((dset, e.to_string()));
+            continue;
+        }
+        let me = job.rank();
+        job.filemap.set_dataset(dset, me, &ds);
+        job.filemap.set_desc(dset, me, &rd);
+        if let Some(n) = files {
+            job.filemap.set_expected_files(dset, me, n);
+        }
+        let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
+        report.moved_files += distribute_files(job, dset, &dir_logical)? as u64;
+        let own = check_own_files(job, dset);
+        let lost_here = own.is_err();
+        let any_lost = job.world.any_true(lost_here)?;
+        let mut outcome: Result<(), String> = Ok(());
+        if any_lost {
+            outcome = super::glue::rebuild_dataset(job, dset, &ds, &rd, lost_here);
+        }
+        let all_ok = job.world.all_true(outcome.is_ok())?;
+        if all_ok {
+            if any_lost {
+                report.rebuilt.push(dset);
+            }
+            report.available.push(dset);
+            job.write_filemap()?;
+        } else {
+            let mine = match (&outcome, &own) {
+                (Err(e), _) | (Ok(()), Err(e)) => e.clone(),
+                _ => String::new(),
+            };
+            let reasons = job.world.allgather_bytes(mine.as_bytes())?;
+            let why = reasons
+                .iter()
+                .enumerate()
+                .find(|(_, r)| !r.is_empty())
+                .map(|(i, r)| format!("rank {i}: {}", String::from_utf8_lossy(r)))
+                .unwrap_or_else(|| "rebuild failed".into());
+            report.lost.push((dset, why));
+            job.delete_dataset(dset)?;
+        }
+    }
+    job.dataset_id = job.max(max_dset)?;
+    job.checkpoint_id = job.max(max_ckpt)?;
+    job.write_master_filemap()?;
+    Ok(report)
+}
+
+/// Remove everything this job has in cache on this node (SCR_DISTRIBUTE=0
+/// or SCR_CACHE_PURGE): every dataset listed in this node's filemaps.
+/// Collective over the node.
+pub fn purge_cache(job: &mut Job) -> ScrResult<()> {
+    scatter_filemaps(job)?;
+    for d in job.filemap.list_datasets() {
+        job.delete_dataset_local(d)?;
+    }
+    job.write_master_filemap()?;
+    Ok(())
+}

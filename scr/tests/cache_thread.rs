@@ -1,0 +1,259 @@
+//! The cache tier end to end with the thread communicator: ranks as threads,
+//! simulated nodes as directory trees. Checkpoint, "kill" nodes by removing
+//! their trees, restart with a new rank→node mapping, and check every byte.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use scr::comm::thread::ThreadComm;
+use scr::comm::Comm;
+use scr::config::MapEnv;
+use scr::storage::dirs::NodeIdentity;
+use scr::{Flags, InitOptions, Scr};
+
+struct Cluster {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    prefix: PathBuf,
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        let prefix = root.join("prefix");
+        std::fs::create_dir_all(&prefix).unwrap();
+        Cluster {
+            _tmp: tmp,
+            root,
+            prefix,
+        }
+    }
+
+    fn node(&self, n: usize) -> NodeIdentity {
+        NodeIdentity {
+            name: format!("n{n}"),
+            root: Some(self.root.join(format!("n{n}"))),
+        }
+    }
+
+    fn kill_node(&self, n: usize) {
+        std::fs::remove_dir_all(self.root.join(format!("n{n}"))).unwrap();
+    }
+
+    fn opts(&self, node: NodeIdentity, extra: &[(&str, &str)]) -> InitOptions {
+        let prefix = self.prefix.to_string_lossy().into_owned();
+        let mut vars: BTreeMap<String, String> = [
+            ("SCR_PREFIX", prefix.as_str()),
+            ("SCR_JOB_ID", "77"),
+            ("USER", "tester"),
+            ("SCR_CACHE_BASE", "/dev/shm"),
+            ("SCR_CNTL_BASE", "/dev/shm"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in extra {
+            vars.insert(k.to_string(), v.to_string());
+        }
+        InitOptions {
+            env: Some(Box::new(MapEnv::new(vars).with_cwd(&self.prefix))),
+            node: Some(node),
+            ..InitOptions::default()
+        }
+    }
+}
+
+fn data(seed: u64, rank: usize, ckpt: usize, file: usize) -> Vec<u8> {
+    // Sizes differ across ranks; some ranks write zero bytes.
+    let len = (seed as usize * 7 + rank * 1013 + ckpt * 37 + file * 11) % 5000;
+    (0..len)
+        .map(|i| (i as u64 ^ seed ^ (rank as u64) << 8 ^ (ckpt as u64) << 16) as u8)
+        .collect()
+}
+
+fn write_ckpts(scr: &mut Scr, comm: &dyn Comm, prefix: &Path, seed: u64, n: usize) {
+    let rank = comm.rank();
+    for c in 1..=n {
+        let mut out = scr
+            .start_output(Some(&format!("ckpt.{c}")), Flags::CHECKPOINT)
+            .unwrap();
+        let files = if rank % 3 == 2 { 0 } else { 1 + rank % 2 };
+        for f in 0..files {
+            let p = out
+                .route_file(prefix.join(format!("ckpt.{c}/rank{rank}.f{f}")))
+                .unwrap();
+            std::fs::write(&p, data(seed, rank, c, f)).unwrap();
+        }
+        assert!(out.complete(true).unwrap(), "checkpoint {c} complete");
+    }
+}
+
+/// Restart and return (name restarted from, all bytes verified).
+fn restart_and_verify(scr: &mut Scr, comm: &dyn Comm, prefix: &Path, seed: u64) -> Option<String> {
+    let rank = comm.rank();
+    let name = scr.have_restart().unwrap()?;
+    let c: usize = name.trim_start_matches("ckpt.").parse().unwrap();
+    let mut r = scr.start_restart().unwrap();
+    let files = if rank % 3 == 2 { 0 } else { 1 + rank % 2 };
+    let mut ok = true;
+    for f in 0..files {
+        let p = r
+            .route_file(prefix.join(format!("ckpt.{c}/rank{rank}.f{f}")))
+            .unwrap();
+        ok &= std::fs::read(&p).unwrap() == data(seed, rank, c, f);
+    }
+    assert!(ok, "rank {rank}: bytes of {name} match");
+    assert!(r.complete(ok).unwrap());
+    Some(name)
+}
+
+fn run(
+    cl: &Cluster,
+    nranks: usize,
+    node_of: impl Fn(usize) -> usize + Sync,
+    extra: &[(&str, &str)],
+    body: impl Fn(&mut Scr, &dyn Comm) -> Option<String> + Sync,
+) -> Vec<Option<String>> {
+    ThreadComm::run(nranks, |comm| {
+        let opts = cl.opts(cl.node(node_of(comm.rank())), extra);
+        let world = comm.split(Some(0), comm.rank() as i64).unwrap().unwrap();
+        let mut scr = Scr::init_with(world, opts).unwrap();
+        let r = body(&mut scr, comm);
+        scr.finalize().unwrap();
+        r
+    })
+    .unwrap()
+}
+
+#[test]
+fn single_restart_in_place_same_nodes() {
+    let cl = Cluster::new();
+    let extra = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_CACHE_SIZE", "2")];
+    run(
+        &cl,
+        8,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 5, 3);
+            None
+        },
+    );
+    let got = run(
+        &cl,
+        8,
+        |r| r / 2,
+        &extra,
+        |scr, c| restart_and_verify(scr, c, &cl.prefix, 5),
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.3")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn single_moves_files_to_the_new_node_of_each_rank() {
+    let cl = Cluster::new();
+    let extra = [("SCR_COPY_TYPE", "SINGLE")];
+    run(
+        &cl,
+        8,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 9, 1);
+            None
+        },
+    );
+    // Same nodes, shuffled placement: rank r now runs on node (r+1)%4.
+    let got = run(
+        &cl,
+        8,
+        |r| (r / 2 + 1) % 4,
+        &extra,
+        |scr, c| restart_and_verify(scr, c, &cl.prefix, 9),
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn single_loses_the_checkpoint_with_a_node() {
+    let cl = Cluster::new();
+    let extra = [("SCR_COPY_TYPE", "SINGLE")];
+    run(
+        &cl,
+        8,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 3, 1);
+            None
+        },
+    );
+    cl.kill_node(1);
+    let got = run(
+        &cl,
+        8,
+        |r| if r / 2 == 1 { 4 } else { r / 2 },
+        &extra,
+        |scr, c| restart_and_verify(scr, c, &cl.prefix, 3),
+    );
+    assert!(
+        got.iter().all(Option::is_none),
+        "nothing to restart from: {got:?}"
+    );
+}
+
+#[test]
+fn misuse_is_a_typed_error() {
+    let cl = Cluster::new();
+    let prefix = cl.prefix.clone();
+    run(
+        &cl,
+        2,
+        |r| r,
+        &[("SCR_COPY_TYPE", "SINGLE")],
+        |scr, _c| {
+            let long = "x".repeat(1024);
+            assert!(matches!(
+                scr.start_output(Some(&long), Flags::CHECKPOINT),
+                Err(scr::ScrError::NameTooLong { .. })
+            ));
+            let mut out = scr.start_output(Some("a"), Flags::CHECKPOINT).unwrap();
+            let outside = Path::new("/etc/passwd");
+            assert!(matches!(
+                out.route_file(outside),
+                Err(scr::ScrError::OutsidePrefix { .. })
+            ));
+            assert!(matches!(
+                out.route_file(prefix.join("../escape")),
+                Err(scr::ScrError::OutsidePrefix { .. })
+            ));
+            drop(out);
+            assert!(matches!(scr.start_restart(), Err(scr::ScrError::NoRestart)));
+            None
+        },
+    );
+    // Names that differ across ranks.
+    let res = ThreadComm::run(2, |comm| {
+        let opts = cl.opts(cl.node(comm.rank()), &[("SCR_COPY_TYPE", "SINGLE")]);
+        let world = comm.split(Some(0), comm.rank() as i64).unwrap().unwrap();
+        let mut scr = Scr::init_with(world, opts).unwrap();
+        let r = scr
+            .start_output(Some(&format!("n{}", comm.rank())), Flags::CHECKPOINT)
+            .err()
+            .map(|e| e.to_string());
+        r
+    })
+    .unwrap();
+    assert!(
+        res.iter()
+            .all(|r| r.as_deref().is_some_and(|m| m.contains("different values"))),
+        "{res:?}"
+    );
+}
