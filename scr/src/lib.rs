@@ -9,7 +9,10 @@
 //! Modules, bottom up (data flows one way, from the API down to storage):
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
 //! - [`storage`]: node identity, control/cache directories, path handling.
+//! - [`fault`]: injection points for the testbed, compiled in only with the
+//!   `fault-injection` feature.
 #![deny(missing_docs)]
 
+pub mod fault;
 pub mod kvtree;
 pub mod storage;
