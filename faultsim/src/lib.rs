@@ -2,5 +2,6 @@
 //! jobs running under failures.
 #![deny(missing_docs)]
 
+pub mod inject;
 pub mod plan;
 pub mod seed;
