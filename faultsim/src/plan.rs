@@ -1285,6 +1285,23 @@ when = { at = "point", point = "fetch.file", repeat = true, rank = 3 }
     }
 
     #[test]
+    fn example_plans_in_the_repo_are_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).expect("faultsim/plans") {
+            let path = entry.expect("entry").path();
+            let plan = Plan::read(&path).unwrap_or_else(|e| panic!("{e}"));
+            let warnings = plan
+                .validate(&topo())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_eq!(warnings, [], "{}", path.display());
+            assert!(!plan.faults.is_empty(), "{}", path.display());
+            read += 1;
+        }
+        assert!(read >= 2, "example plans missing from {}", dir.display());
+    }
+
+    #[test]
     fn roles_follow_the_scr_layout() {
         let cases = [
             ("scr.dataset.3/rank_0.ckpt", Some(Role::AppFile)),
