@@ -16,12 +16,15 @@
 //!   GF(2^8), codecs, chunk layouts, set selection (no communication).
 //! - [`cache`]: datasets in node-local cache, filemaps, restart in place.
 //! - [`api`]: the user API ([`Scr`], phases, [`Flags`]).
+//! - [`fault`]: injection points for the testbed, compiled in only with the
+//!   `fault-injection` feature.
 #![deny(missing_docs)]
 
 pub mod api;
 pub mod cache;
 pub mod comm;
 pub mod config;
+pub mod fault;
 pub mod kvtree;
 pub mod records;
 pub mod redundancy;
