@@ -8,6 +8,10 @@
 //!
 //! Modules, bottom up (data flows one way, from the API down to storage):
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
+//! - [`log`]: SCR's text log (parser; the writer comes with the cache tier).
+//! - [`interval`]: checkpoint interval models and their estimators.
 #![deny(missing_docs)]
 
+pub mod interval;
 pub mod kvtree;
+pub mod log;
