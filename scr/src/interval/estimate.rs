@@ -343,6 +343,32 @@ pub struct LogEstimates {
     pub mtbf: Option<MtbfEstimate>,
     /// Weibull fit, with enough failures.
     pub weibull: Option<WeibullFit>,
+    /// Of the failed runs relaunched in the same job, the fraction whose
+    /// relaunch fetched from the prefix (`FETCH` transfer): the share of
+    /// failures the cache did not survive. None without such relaunches.
+    pub prefix_restart_fraction: Option<f64>,
+}
+
+/// Fraction of failed runs whose relaunch (same job) fetched from the prefix.
+pub fn prefix_restart_fraction(records: &[Record], runs: &[Run]) -> Option<f64> {
+    let mut relaunched = 0usize;
+    let mut fetched = 0usize;
+    for pair in runs.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.end != RunEnd::Failed || a.jobid != b.jobid {
+            continue;
+        }
+        relaunched += 1;
+        let end = b.start_s + b.duration_s;
+        if records.iter().any(|r| {
+            r.is_transfer("FETCH")
+                && r.jobid.as_deref().unwrap_or_default() == b.jobid
+                && (b.start_s..=end).contains(&r.time_s)
+        }) {
+            fetched += 1;
+        }
+    }
+    (relaunched > 0).then(|| fetched as f64 / relaunched as f64)
 }
 
 /// Estimate costs and MTBF from records (one or more logs, any jobs).
@@ -394,6 +420,7 @@ pub fn estimate(records: &[Record], level: f64) -> LogEstimates {
         restart: CostStats::of(&restart, level),
         mtbf: mtbf(&runs, level),
         weibull: weibull(&runs),
+        prefix_restart_fraction: prefix_restart_fraction(records, &runs),
     }
 }
 
@@ -575,6 +602,11 @@ mod tests {
         assert_eq!(e.sync_flush.unwrap().mean_s, 40.0);
         assert_eq!(e.async_flush.unwrap().mean_s, 100.0);
         assert!(e.weibull.is_none(), "too few failures for a shape");
+        assert_eq!(
+            e.prefix_restart_fraction,
+            Some(0.0),
+            "the relaunch restarted from cache"
+        );
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub enum LogError {
         source: std::io::Error,
     },
     /// A line could not be parsed (strict mode).
-    #[error("{path}:{line}: {error} (run without --strict to skip bad lines)")]
+    #[error("{path}:{line}: {error}")]
     Line {
         /// The file.
         path: PathBuf,
