@@ -1,3 +1,5 @@
 //! faultsim: seeded, replayable fault plans and a Monte Carlo simulator of
 //! jobs running under failures.
 #![deny(missing_docs)]
+
+pub mod sim;
