@@ -204,7 +204,14 @@ fn interval(args: IntervalArgs) -> Result<(), String> {
             .map(|l| parse_level(l))
             .collect::<Result<Vec<_>, _>>()?
     } else {
-        levels_from(est.as_ref(), args.cost, args.mtbf, args.restart)?
+        {
+            let overrides = scr::interval::Overrides {
+                checkpoint_cost_s: args.cost,
+                mtbf_s: args.mtbf,
+                restart_cost_s: args.restart,
+            };
+            scr::interval::levels_from(est.as_ref(), &overrides).map_err(|e| e.to_string())?
+        }
     };
     let advice = scr::interval::advise(&levels).map_err(|e| e.to_string())?;
     if args.json {
@@ -242,82 +249,6 @@ fn interval(args: IntervalArgs) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn levels_from(
-    est: Option<&estimate::LogEstimates>,
-    cost: Option<f64>,
-    mtbf: Option<f64>,
-    restart: Option<f64>,
-) -> Result<Vec<Level>, String> {
-    let need = "give --cost and --mtbf, --level, or --log files with checkpoint costs and runs";
-    let bad = |what: &str, v: f64| {
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            Err(format!(
-                "--{what} must be a positive number of seconds, got {v}"
-            ))
-        }
-    };
-    let mtbf_s = match (mtbf, est.and_then(|e| e.mtbf.as_ref())) {
-        (Some(m), _) => bad("mtbf", m)?,
-        (None, Some(m)) => m.mtbf_s.ok_or_else(|| {
-            format!("no failure in {:.0} s of runs: the MTBF is above {:.0} s (95 %); give --mtbf to ask what if", m.exposure_s, m.mtbf_ci_s.0)
-        })?,
-        (None, None) => return Err(need.into()),
-    };
-    let restart_log = est.and_then(|e| e.restart.as_ref()).map(|r| r.mean_s);
-    if let Some(c) = cost {
-        let c = bad("cost", c)?;
-        let r = match restart {
-            Some(r) => bad("restart", r)?,
-            None => restart_log.unwrap_or(c),
-        };
-        return Ok(vec![Level {
-            checkpoint_cost_s: c,
-            restart_cost_s: r,
-            failure_rate_per_s: 1.0 / mtbf_s,
-        }]);
-    }
-    let e = est.ok_or(need)?;
-    let cache = e.cache_checkpoint.as_ref().map(|c| c.mean_s);
-    let flush = e.sync_flush.as_ref().map(|c| c.mean_s);
-    let restart = match restart {
-        Some(r) => Some(bad("restart", r)?),
-        None => restart_log,
-    };
-    let rate = 1.0 / mtbf_s;
-    match (cache, flush, e.prefix_restart_fraction) {
-        (Some(c), Some(f), Some(frac)) => {
-            let r = restart.unwrap_or(c);
-            Ok(vec![
-                Level {
-                    checkpoint_cost_s: c,
-                    restart_cost_s: r,
-                    failure_rate_per_s: rate * (1.0 - frac),
-                },
-                Level {
-                    checkpoint_cost_s: c + f,
-                    restart_cost_s: r.max(c + f),
-                    failure_rate_per_s: rate * frac,
-                },
-            ])
-        }
-        (c, f, _) => {
-            let cost = c.unwrap_or(0.0) + f.unwrap_or(0.0);
-            if cost <= 0.0 {
-                return Err(format!(
-                    "the logs hold no checkpoint or flush costs: {need}"
-                ));
-            }
-            Ok(vec![Level {
-                checkpoint_cost_s: cost,
-                restart_cost_s: restart.unwrap_or(cost),
-                failure_rate_per_s: rate,
-            }])
-        }
-    }
 }
 
 fn print_estimates(e: &estimate::LogEstimates, skipped: usize) {

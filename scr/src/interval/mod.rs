@@ -125,6 +125,122 @@ pub fn advise(levels: &[Level]) -> Result<Advice, ModelError> {
     })
 }
 
+/// Figures given directly (`--cost`, `--mtbf`, `--restart`), overriding the
+/// logs' estimates.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Overrides {
+    /// Checkpoint cost: makes the model single-level.
+    pub checkpoint_cost_s: Option<f64>,
+    /// Mean time between failures (all severities).
+    pub mtbf_s: Option<f64>,
+    /// Restart cost.
+    pub restart_cost_s: Option<f64>,
+}
+
+/// Why the model's inputs could not be formed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// Neither figures nor usable logs.
+    #[error("give --cost and --mtbf, --level, or --log files with checkpoint costs and runs")]
+    Missing,
+    /// A given figure is not a positive finite number.
+    #[error("--{what} must be a positive number of seconds, got {value}")]
+    NotPositive {
+        /// Which figure.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// The logs show no failure, so only a lower bound on the MTBF.
+    #[error("no failure in {exposure_s:.0} s of runs: the MTBF is above {lower_s:.0} s (95 %); give --mtbf to ask what if")]
+    NoFailures {
+        /// Time observed.
+        exposure_s: f64,
+        /// Lower confidence bound of the MTBF.
+        lower_s: f64,
+    },
+    /// The logs hold no checkpoint or flush costs.
+    #[error("the logs hold no checkpoint or flush costs: give --cost")]
+    NoCosts,
+}
+
+fn positive(what: &'static str, value: Option<f64>) -> Result<Option<f64>, InputError> {
+    match value {
+        Some(v) if !(v.is_finite() && v > 0.0) => Err(InputError::NotPositive { what, value: v }),
+        other => Ok(other),
+    }
+}
+
+/// The model's levels from log estimates and figures given directly.
+///
+/// With `--cost`: one level, the given cost. Otherwise from the logs: when
+/// they show cache checkpoints, synchronous flushes and relaunches after
+/// failures, two levels — level 1 the cache checkpoint (write + encode),
+/// level 2 the cache checkpoint plus the flush — with the failure rate split
+/// by the fraction of relaunches that fetched from the prefix; else one level
+/// whose cost is the cache checkpoint plus the flush, whichever are logged.
+/// Restart costs default to the logged restart time, else the checkpoint
+/// cost (at least the level's cost for level 2).
+pub fn levels_from(
+    est: Option<&estimate::LogEstimates>,
+    given: &Overrides,
+) -> Result<Vec<Level>, InputError> {
+    let cost = positive("cost", given.checkpoint_cost_s)?;
+    let restart = positive("restart", given.restart_cost_s)?;
+    let mtbf_s = match (
+        positive("mtbf", given.mtbf_s)?,
+        est.and_then(|e| e.mtbf.as_ref()),
+    ) {
+        (Some(m), _) => m,
+        (None, Some(m)) => m.mtbf_s.ok_or(InputError::NoFailures {
+            exposure_s: m.exposure_s,
+            lower_s: m.mtbf_ci_s.0,
+        })?,
+        (None, None) => return Err(InputError::Missing),
+    };
+    let rate = 1.0 / mtbf_s;
+    let restart = restart.or_else(|| est.and_then(|e| e.restart.as_ref()).map(|r| r.mean_s));
+    if let Some(c) = cost {
+        return Ok(vec![Level {
+            checkpoint_cost_s: c,
+            restart_cost_s: restart.unwrap_or(c),
+            failure_rate_per_s: rate,
+        }]);
+    }
+    let e = est.ok_or(InputError::Missing)?;
+    let cache = e.cache_checkpoint.as_ref().map(|c| c.mean_s);
+    let flush = e.sync_flush.as_ref().map(|c| c.mean_s);
+    match (cache, flush, e.prefix_restart_fraction) {
+        (Some(c), Some(f), Some(frac)) => {
+            let r = restart.unwrap_or(c);
+            Ok(vec![
+                Level {
+                    checkpoint_cost_s: c,
+                    restart_cost_s: r,
+                    failure_rate_per_s: rate * (1.0 - frac),
+                },
+                Level {
+                    checkpoint_cost_s: c + f,
+                    restart_cost_s: r.max(c + f),
+                    failure_rate_per_s: rate * frac,
+                },
+            ])
+        }
+        (c, f, _) => {
+            let cost = c.unwrap_or(0.0) + f.unwrap_or(0.0);
+            if cost <= 0.0 {
+                return Err(InputError::NoCosts);
+            }
+            Ok(vec![Level {
+                checkpoint_cost_s: cost,
+                restart_cost_s: restart.unwrap_or(cost),
+                failure_rate_per_s: rate,
+            }])
+        }
+    }
+}
+
 /// The single-level model curve: `(interval_s, expected efficiency)` at
 /// `points` intervals spaced logarithmically over `[lo_s, hi_s]`.
 pub fn efficiency_curve(

@@ -643,4 +643,66 @@ mod tests {
             .unwrap();
         assert!((e - 0.9).abs() < 1e-12, "{e}");
     }
+
+    #[test]
+    fn three_levels_reduce_to_two_when_the_middle_level_never_runs_alone() {
+        // Counts [n, 1]: every level-2 position is a level-3 one, so the
+        // middle level's cost never applies and its failures (none) never
+        // happen: the model must equal the two-level model of levels 1, 3.
+        let l1 = Level {
+            checkpoint_cost_s: 10.0,
+            restart_cost_s: 12.0,
+            failure_rate_per_s: 2e-5,
+        };
+        let l2 = Level {
+            checkpoint_cost_s: 99.0,
+            restart_cost_s: 99.0,
+            failure_rate_per_s: 0.0,
+        };
+        let l3 = Level {
+            checkpoint_cost_s: 300.0,
+            restart_cost_s: 350.0,
+            failure_rate_per_s: 3e-6,
+        };
+        let three = MultiLevelModel::new(vec![l1, l2, l3]).unwrap();
+        let two = MultiLevelModel::new(vec![l1, l3]).unwrap();
+        for n in [1, 4, 9] {
+            let a = three
+                .expected_pattern_time_s(&Pattern {
+                    interval_s: 900.0,
+                    counts: vec![n, 1],
+                })
+                .unwrap();
+            let b = two
+                .expected_pattern_time_s(&Pattern {
+                    interval_s: 900.0,
+                    counts: vec![n],
+                })
+                .unwrap();
+            assert!((a - b).abs() < 1e-9 * b, "n = {n}: {a} vs {b}");
+        }
+        // And a real three-level optimum beats the best two-level one.
+        let l2 = Level {
+            checkpoint_cost_s: 40.0,
+            restart_cost_s: 40.0,
+            failure_rate_per_s: 1e-5,
+        };
+        let (_, e3) = MultiLevelModel::new(vec![l1, l2, l3])
+            .unwrap()
+            .optimum()
+            .unwrap();
+        let l1_merged = Level {
+            failure_rate_per_s: l1.failure_rate_per_s,
+            ..l1
+        };
+        let l3_merged = Level {
+            failure_rate_per_s: l2.failure_rate_per_s + l3.failure_rate_per_s,
+            ..l3
+        };
+        let (_, e2) = MultiLevelModel::new(vec![l1_merged, l3_merged])
+            .unwrap()
+            .optimum()
+            .unwrap();
+        assert!(e3 > e2, "{e3} vs {e2}");
+    }
 }

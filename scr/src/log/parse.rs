@@ -458,4 +458,23 @@ mod tests {
             Err(LogError::Io { .. })
         ));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_lines_never_panic(line in "\\PC{0,120}") {
+            let _ = parse_line(&line);
+        }
+
+        #[test]
+        fn near_valid_lines_never_panic(
+            stamp in "[0-9T:+Z. -]{0,30}",
+            fields in proptest::collection::vec(("[a-z]{1,6}", "[ -~]{0,12}"), 0..6),
+        ) {
+            let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let line = format!("{stamp}: {}", body.join(", "));
+            if let Ok(r) = parse_line(&line) {
+                proptest::prop_assert!(r.time_s.is_finite());
+            }
+        }
+    }
 }
