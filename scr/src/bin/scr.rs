@@ -281,6 +281,19 @@ fn print_estimates(e: &estimate::LogEstimates, skipped: usize) {
         ),
         None => println!("  MTBF                   no runs"),
     }
+    if e.per_job.len() > 1 {
+        for (job, m) in &e.per_job {
+            println!(
+                "    job {job:<18} {} failures in {:.0} s, MTBF {}",
+                m.failures,
+                m.exposure_s,
+                m.mtbf_s
+                    .map_or(format!("> {:.0} s (95 %)", m.mtbf_ci_s.0), |v| format!(
+                        "{v:.0} s"
+                    ))
+            );
+        }
+    }
     if let Some(w) = &e.weibull {
         println!("  Weibull                shape {:.2} scale {:.0} s ({} failures; shape < 1: failures cluster early in runs)", w.shape, w.scale_s, w.failures);
     }

@@ -343,6 +343,8 @@ pub struct LogEstimates {
     pub mtbf: Option<MtbfEstimate>,
     /// Weibull fit, with enough failures.
     pub weibull: Option<WeibullFit>,
+    /// Exponential MTBF per job id (across jobs is [`LogEstimates::mtbf`]).
+    pub per_job: BTreeMap<String, MtbfEstimate>,
     /// Of the failed runs relaunched in the same job, the fraction whose
     /// relaunch fetched from the prefix (`FETCH` transfer): the share of
     /// failures the cache did not survive. None without such relaunches.
@@ -421,6 +423,16 @@ pub fn estimate(records: &[Record], level: f64) -> LogEstimates {
         mtbf: mtbf(&runs, level),
         weibull: weibull(&runs),
         prefix_restart_fraction: prefix_restart_fraction(records, &runs),
+        per_job: {
+            let mut by_job: BTreeMap<String, Vec<Run>> = BTreeMap::new();
+            for r in &runs {
+                by_job.entry(r.jobid.clone()).or_default().push(r.clone());
+            }
+            by_job
+                .into_iter()
+                .filter_map(|(j, rs)| mtbf(&rs, level).map(|m| (j, m)))
+                .collect()
+        },
     }
 }
 
