@@ -347,7 +347,8 @@ pub struct LogEstimates {
     pub per_job: BTreeMap<String, MtbfEstimate>,
     /// Of the failed runs relaunched in the same job, the fraction whose
     /// relaunch fetched from the prefix (`FETCH` transfer): the share of
-    /// failures the cache did not survive. None without such relaunches.
+    /// failures the cache did not survive, by Laplace's rule
+    /// `(fetched + 1) / (relaunched + 2)`. None without such relaunches.
     pub prefix_restart_fraction: Option<f64>,
 }
 
@@ -370,7 +371,9 @@ pub fn prefix_restart_fraction(records: &[Record], runs: &[Run]) -> Option<f64> 
             fetched += 1;
         }
     }
-    (relaunched > 0).then(|| fetched as f64 / relaunched as f64)
+    // Laplace's rule of succession: a handful of relaunches that all (or
+    // none) fetched must not make the model declare a level useless.
+    (relaunched > 0).then(|| (fetched as f64 + 1.0) / (relaunched as f64 + 2.0))
 }
 
 /// Estimate costs and MTBF from records (one or more logs, any jobs).
@@ -616,8 +619,8 @@ mod tests {
         assert!(e.weibull.is_none(), "too few failures for a shape");
         assert_eq!(
             e.prefix_restart_fraction,
-            Some(0.0),
-            "the relaunch restarted from cache"
+            Some(1.0 / 3.0),
+            "the one relaunch restarted from cache: (0 + 1) / (1 + 2)"
         );
     }
 

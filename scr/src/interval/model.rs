@@ -445,12 +445,17 @@ impl MultiLevelModel {
         };
         let mut counts = Vec::new();
         let mut block_s = t;
+        let mut len = 1u64;
         for &p in &periods[1..] {
+            // A level without failures of its own is worth taking only at
+            // the end of the longest pattern evaluated.
+            let cap = 4096u64.min(MAX_PATTERN_LEN / len).max(1) as f64;
             let c = if p.is_finite() {
-                (p / block_s).round().clamp(1.0, 4096.0)
+                (p / block_s).round().clamp(1.0, cap)
             } else {
-                1.0
+                cap
             };
+            len *= c as u64;
             counts.push(c as u32);
             block_s *= c;
         }
