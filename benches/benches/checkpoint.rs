@@ -53,7 +53,7 @@ fn run_scheme(root: &Path, scheme: &str, size: usize, reps: usize) -> (f64, f64)
     let times = ThreadComm::run(RANKS, |comm| {
         let rank = comm.rank();
         let data: Vec<u8> = (0..size)
-            .map(|i| (i as u64 * 2654435761 ^ rank as u64) as u8)
+            .map(|i| ((i as u64 * 2654435761) ^ rank as u64) as u8)
             .collect();
         let node_root = root.join(format!("n{rank}"));
         let raw_dir = node_root.join("dev/shm/raw");
