@@ -634,6 +634,9 @@ fn sizes(ctx: &Ctx, files: &[FileEntry]) -> Result<Vec<u64>, ApplyError> {
     files
         .iter()
         .map(|f| {
+            if f.meta.file.is_none() {
+                return Err(ctx.input(format!("{}: its meta records no FILE", f.path.display())));
+            }
             f.meta
                 .size_bytes
                 .ok_or_else(|| ctx.input(format!("{}: its meta records no SIZE", f.path.display())))
@@ -667,6 +670,19 @@ fn unpack_member(ctx: &Ctx, bytes: &[u8], member: usize) -> Result<XorMember, Ap
         world_rank: ctx.world_rank,
         source,
     })
+}
+
+/// [`unpack_member`], also checking it names the member's world rank.
+fn checked_member(ctx: &Ctx, bytes: &[u8], member: usize) -> Result<XorMember, ApplyError> {
+    let m = unpack_member(ctx, bytes, member)?;
+    let want = ctx.set.world_ranks[member];
+    if m.rank != want {
+        return Err(ctx.inconsistent(format!(
+            "member {member} lists the files of rank {} but the set map says rank {want}",
+            m.rank
+        )));
+    }
+    Ok(m)
 }
 
 fn metas(files: &[FileEntry]) -> Vec<Meta> {
@@ -980,21 +996,13 @@ fn copy_metas(owner_files: &[Meta]) -> Vec<Meta> {
         .collect()
 }
 
-fn copy_paths(
-    ctx: &Ctx,
-    dir: &Path,
-    owner: i64,
-    files: &[Meta],
-) -> Result<Vec<PathBuf>, ApplyError> {
+fn copy_paths(dir: &Path, owner: i64, files: &[Meta]) -> Vec<PathBuf> {
     files
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let logical = m
-                .file
-                .as_deref()
-                .ok_or_else(|| ctx.input(format!("a file of rank {owner} records no FILE")))?;
-            Ok(dir.join(partner_copy_name(logical, owner, i)))
+            let logical = m.file.clone().unwrap_or_else(|| format!("file.{i}"));
+            dir.join(partner_copy_name(&logical, owner, i))
         })
         .collect()
 }
@@ -1011,16 +1019,22 @@ fn encode_partner(
     let tree = member_tree(ctx.world_rank, &metas(&mine.files));
     let ((my_sizes, lf), all) = ctx.agree(prep, |_| tree.pack())?;
     let (left, right) = (ctx.left(1), ctx.right(1));
-    let left_member = unpack_member(ctx, &all[left], left)?;
+    // Every member checks every list, so a bad one stops all alike.
+    let mut members = all
+        .iter()
+        .enumerate()
+        .map(|(m, b)| checked_member(ctx, b, m))
+        .collect::<Result<Vec<_>, _>>()?;
+    let left_member = std::mem::replace(
+        &mut members[left],
+        XorMember {
+            rank: 0,
+            files: Vec::new(),
+        },
+    );
     let owner = ctx.set.world_ranks[left];
-    if left_member.rank != owner {
-        return Err(ctx.inconsistent(format!(
-            "member {left} says it is rank {} but the set map says {owner}",
-            left_member.rank
-        )));
-    }
     let copies = copy_metas(&left_member.files);
-    let paths = copy_paths(ctx, dir, owner, &copies)?;
+    let paths = copy_paths(dir, owner, &copies);
     let mut latched = None;
     let my_len: u64 = my_sizes.iter().sum();
     let mut my_crc = SegmentCrc::new(&my_sizes, my_len);
@@ -1101,28 +1115,40 @@ fn rebuild_partner(
             source,
         })
     };
+    // Every member checks the lists of every lost member the same way
+    // before any data moves, so a bad list stops the whole set alike.
+    let n = ctx.n;
+    let mut own_lists = vec![Vec::new(); n];
+    let mut left_lists = vec![Vec::new(); n];
+    for l in (0..n).filter(|&l| lost[l]) {
+        let (r, lft) = ((l + 1) % n, (l + n - 1) % n);
+        let own = listed(r, "COPY")?;
+        let left_self = listed(lft, "SELF")?;
+        let (want_own, want_left) = (ctx.set.world_ranks[l], ctx.set.world_ranks[lft]);
+        if own.rank != want_own || left_self.rank != want_left {
+            return Err(ctx.inconsistent(format!(
+                "member {r} holds copies of rank {} (expected {want_own}) and member {lft} \
+                 lists rank {} (expected {want_left})",
+                own.rank, left_self.rank
+            )));
+        }
+        own_lists[l] = own.files;
+        left_lists[l] = left_self.files;
+    }
     let me_lost = lost[ctx.me];
     let mut latched = None;
     let mut rebuilt = Rebuilt::default();
     let (mut out, mut inc) = (Vec::new(), Vec::new());
     // Phase A, right to left: lost members get their own files back.
     if me_lost {
-        let own = listed(right, "COPY")?;
-        if own.rank != ctx.world_rank {
-            return Err(ctx.inconsistent(format!(
-                "member {right} holds copies of rank {} where rank {} was expected",
-                own.rank, ctx.world_rank
-            )));
-        }
-        let files: Vec<Meta> = own
-            .files
+        let files: Vec<Meta> = own_lists[ctx.me]
             .iter()
             .map(|m| Meta {
                 file_type: Some(FileType::Full),
                 ..m.clone()
             })
             .collect();
-        let paths = app_paths(ctx, dir, &files)?;
+        let paths = app_paths(dir, &files);
         rebuilt.app_files = receive_files(
             ctx,
             ctx.world_rank,
@@ -1136,7 +1162,7 @@ fn rebuild_partner(
             (&mut out, &mut inc),
         )?;
     } else if lost[left] {
-        let len = logical_len(&listed(ctx.me, "COPY")?.files);
+        let len = logical_len(&own_lists[left]);
         stream(
             ctx,
             Some((left, copy_lf.as_ref(), len)),
@@ -1150,10 +1176,9 @@ fn rebuild_partner(
     }
     // Phase B, left to right: lost members re-create the copies they held.
     if me_lost {
-        let owner_files = listed(left, "SELF")?;
         let owner = ctx.set.world_ranks[left];
-        let copies = copy_metas(&owner_files.files);
-        let paths = copy_paths(ctx, dir, owner, &copies)?;
+        let copies = copy_metas(&left_lists[ctx.me]);
+        let paths = copy_paths(dir, owner, &copies);
         rebuilt.redundancy_files = receive_files(
             ctx,
             owner,
@@ -1167,7 +1192,7 @@ fn rebuild_partner(
             (&mut out, &mut inc),
         )?;
     } else if lost[right] {
-        let len = logical_len(&listed(ctx.me, "SELF")?.files);
+        let len = logical_len(&left_lists[right]);
         stream(
             ctx,
             Some((right, own_lf.as_ref(), len)),
@@ -1185,15 +1210,13 @@ fn rebuild_partner(
 
 /// Where a lost member's application files are rebuilt: `dir` joined with
 /// the basename of each recorded FILE.
-fn app_paths(ctx: &Ctx, dir: &Path, files: &[Meta]) -> Result<Vec<PathBuf>, ApplyError> {
+fn app_paths(dir: &Path, files: &[Meta]) -> Vec<PathBuf> {
+    // encode refuses files without FILE, so the fallback only names files
+    // whose headers were written by something else.
     files
         .iter()
-        .map(|m| {
-            m.file
-                .as_deref()
-                .map(|f| dir.join(basename(f)))
-                .ok_or_else(|| ctx.input("a recorded file has no FILE".into()))
-        })
+        .enumerate()
+        .map(|(i, m)| dir.join(m.file.as_deref().map_or(format!("file.{i}"), basename)))
         .collect()
 }
 
@@ -1471,6 +1494,18 @@ fn ring(
     let w = t.width;
     assert!(t.dests.len() == n && t.mine.len() == n && t.sinks.len() == n);
     let (mut acc, mut inc, mut read, mut out) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Who sends what to whom in each delivery round is the same for every
+    // piece: work it out once, so the piece loop allocates nothing.
+    let rounds: Vec<(usize, Vec<usize>, Vec<usize>)> = t
+        .rounds
+        .iter()
+        .map(|&d| {
+            let (to, from) = (ctx.right(d), ctx.left(d));
+            let sends = (0..w).filter(|&q| t.dests[me][q] == to).collect();
+            let recvs = (0..w).filter(|&q| t.dests[from][q] == me).collect();
+            (d, sends, recvs)
+        })
+        .collect();
     let pieces = xor::pieces(chunk, ctx.set.piece_bytes).map_err(ctx.red_err(None))?;
     for (off, len) in pieces {
         acc.clear();
@@ -1506,13 +1541,10 @@ fn ring(
             }
         }
         // acc now holds the finished outputs of stripe `me`; deliver them.
-        for &d in &t.rounds {
-            let to = ctx.right(d);
-            let from = ctx.left(d);
-            let sends: Vec<usize> = (0..w).filter(|&q| t.dests[me][q] == to).collect();
-            let recvs: Vec<usize> = (0..w).filter(|&q| t.dests[from][q] == me).collect();
-            if d == 0 {
-                for &q in &sends {
+        for (d, sends, recvs) in &rounds {
+            let (to, from) = (ctx.right(*d), ctx.left(*d));
+            if *d == 0 {
+                for &q in sends {
                     if latched.is_none() {
                         let r = io.write(ctx, t.sinks[me], off, &acc[q * len..(q + 1) * len]);
                         latch(latched, r);
@@ -1769,9 +1801,9 @@ fn rebuild_coded(
         verify_files(ctx, std::slice::from_ref(*red), &mut buf)?;
         let lf = open_logical(ctx, &mine.files)?;
         let f = File::open(&red.path).map_err(ctx.io_err(&red.path, None))?;
-        Ok(Some((header, lf, (f, red.path.clone(), hlen))))
+        Ok(Some((header, lf, Some((f, red.path.clone(), hlen)))))
     });
-    let (prep, all) = ctx.agree(prep, |p| {
+    let (mut prep, all) = ctx.agree(prep, |p| {
         p.as_ref()
             .map_or_else(Vec::new, |(h, _, _)| h.to_tree().pack())
     })?;
@@ -1809,7 +1841,7 @@ fn rebuild_coded(
     let mut created = None;
     if lost[me] {
         let files: Vec<Meta> = members[me].files.clone();
-        let paths = app_paths(ctx, dir, &files)?;
+        let paths = app_paths(dir, &files);
         for (p, m) in paths.iter().zip(&files) {
             let reg = Meta {
                 complete: Some(false),
@@ -1871,17 +1903,13 @@ fn rebuild_coded(
         mine: mine_t,
         sinks,
     };
-    let mut io = match (&prep, &mut created) {
-        (Some((_, lf, (f, path, hlen))), _) => MemberIo {
+    let mut io = match (&mut prep, &mut created) {
+        (Some((_, lf, red)), _) => MemberIo {
             chunk,
             logical: Some(lf),
             logical_len: lf.len(),
             data_crc: None,
-            red_read: Some((
-                f.try_clone().map_err(ctx.io_err(path, None))?,
-                path.clone(),
-                *hlen,
-            )),
+            red_read: red.take(),
             red_write: None,
         },
         (None, Some((files, _, lf, red))) => {
