@@ -1395,19 +1395,59 @@ struct Tables {
     mine: Vec<Option<(Src, Vec<u8>)>>,
     /// sinks[stripe]: where this member stores an output of the stripe.
     sinks: Vec<Src>,
-    /// Delivery distances d with some output of stripe x going to x + d.
+    /// At step t member m adds its share of stripe (m − start − t) mod N.
+    start: usize,
+    /// Ring steps (1..=N): N − k at encode, where only data members need to
+    /// see a stripe's bundle; N at rebuild, where any survivor may.
+    steps: usize,
+    /// Delivery distances d: the member finishing a stripe's bundle sends
+    /// some output of it to the member d places to its right.
     rounds: Vec<usize>,
 }
 
 impl Tables {
-    fn rounds(n: usize, dests: &[Vec<usize>]) -> Vec<usize> {
+    fn new(
+        n: usize,
+        start: usize,
+        steps: usize,
+        width: usize,
+        dests: Vec<Vec<usize>>,
+        mine: Vec<Option<(Src, Vec<u8>)>>,
+        sinks: Vec<Src>,
+    ) -> Self {
+        assert!(start <= n && (1..=n).contains(&steps));
+        let mut t = Tables {
+            width,
+            dests,
+            mine,
+            sinks,
+            start,
+            steps,
+            rounds: Vec::new(),
+        };
         let mut used = vec![false; n];
-        for (s, ds) in dests.iter().enumerate() {
+        for (s, ds) in t.dests.iter().enumerate() {
             for &d in ds {
-                used[(d + n - s) % n] = true;
+                used[(d + n - t.finisher(s, n)) % n] = true;
             }
         }
-        (0..n).filter(|&d| used[d]).collect()
+        t.rounds = (0..n).filter(|&d| used[d]).collect();
+        t
+    }
+
+    /// The stripe member `m` works on at ring step `step`.
+    fn stripe(&self, m: usize, step: usize, n: usize) -> usize {
+        (m + 2 * n - self.start - step) % n
+    }
+
+    /// The stripe whose bundle member `m` holds after the last step.
+    fn finished(&self, m: usize, n: usize) -> usize {
+        self.stripe(m, self.steps - 1, n)
+    }
+
+    /// The member holding stripe `s`'s bundle after the last step.
+    fn finisher(&self, s: usize, n: usize) -> usize {
+        (s + self.start + self.steps - 1) % n
     }
 }
 
@@ -1496,14 +1536,17 @@ fn ring(
     let (mut acc, mut inc, mut read, mut out) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // Who sends what to whom in each delivery round is the same for every
     // piece: work it out once, so the piece loop allocates nothing.
-    let rounds: Vec<(usize, Vec<usize>, Vec<usize>)> = t
+    let mine_fin = t.finished(me, n);
+    assert_eq!(t.finisher(mine_fin, n), me);
+    let rounds: Vec<(usize, Vec<usize>, usize, Vec<usize>)> = t
         .rounds
         .iter()
         .map(|&d| {
             let (to, from) = (ctx.right(d), ctx.left(d));
-            let sends = (0..w).filter(|&q| t.dests[me][q] == to).collect();
-            let recvs = (0..w).filter(|&q| t.dests[from][q] == me).collect();
-            (d, sends, recvs)
+            let from_fin = t.finished(from, n);
+            let sends = (0..w).filter(|&q| t.dests[mine_fin][q] == to).collect();
+            let recvs = (0..w).filter(|&q| t.dests[from_fin][q] == me).collect();
+            (d, sends, from_fin, recvs)
         })
         .collect();
     let pieces = xor::pieces(chunk, ctx.set.piece_bytes).map_err(ctx.red_err(None))?;
@@ -1511,7 +1554,7 @@ fn ring(
         acc.clear();
         acc.resize(w * len, 0);
         read.resize(len, 0);
-        for step in 0..n {
+        for step in 0..t.steps {
             if step > 0 {
                 ctx.set
                     .comm
@@ -1526,7 +1569,9 @@ fn ring(
                 }
                 std::mem::swap(&mut acc, &mut inc);
             }
-            let stripe = xor::ring_slot(me, step, n).map_err(ctx.red_err(None))?;
+            let stripe = t.stripe(me, step, n);
+            // XOR encode is exactly scr_reddesc_apply_xor()'s schedule.
+            debug_assert!(t.start != 1 || xor::ring_slot(me, step, n).ok() == Some(stripe));
             let Some((src, coefs)) = &t.mine[stripe] else {
                 continue;
             };
@@ -1540,13 +1585,13 @@ fn ring(
                 gf256::mul_add_into(&mut acc[q * len..(q + 1) * len], &read, c);
             }
         }
-        // acc now holds the finished outputs of stripe `me`; deliver them.
-        for (d, sends, recvs) in &rounds {
+        // acc now holds the finished outputs of stripe `mine_fin`; deliver them.
+        for (d, sends, from_fin, recvs) in &rounds {
             let (to, from) = (ctx.right(*d), ctx.left(*d));
             if *d == 0 {
                 for &q in sends {
                     if latched.is_none() {
-                        let r = io.write(ctx, t.sinks[me], off, &acc[q * len..(q + 1) * len]);
+                        let r = io.write(ctx, t.sinks[mine_fin], off, &acc[q * len..(q + 1) * len]);
                         latch(latched, r);
                     }
                 }
@@ -1584,7 +1629,7 @@ fn ring(
             }
             for (i, _) in recvs.iter().enumerate() {
                 if latched.is_none() {
-                    let r = io.write(ctx, t.sinks[from], off, &inc[i * len..(i + 1) * len]);
+                    let r = io.write(ctx, t.sinks[*from_fin], off, &inc[i * len..(i + 1) * len]);
                     latch(latched, r);
                 }
             }
@@ -1735,13 +1780,9 @@ fn encode_coded(
         .map(|s| layout.slot(me, s).map(Src::from))
         .collect::<Result<Vec<_>, _>>()
         .map_err(ctx.red_err(None))?;
-    let tables = Tables {
-        width: k,
-        rounds: Tables::rounds(n, &dests),
-        dests,
-        mine: mine_t,
-        sinks,
-    };
+    // A stripe's bundle starts at its first data member (s + k) and only
+    // passes the N − k data members; the last one hands row j to s + j.
+    let tables = Tables::new(n, k, n - k, k, dests, mine_t, sinks);
     let my_len: u64 = my_sizes.iter().sum();
     let mut io = MemberIo {
         chunk,
@@ -1896,13 +1937,9 @@ fn rebuild_coded(
     }
     let width = lost.iter().filter(|l| **l).count();
     assert!(dests.iter().all(|d| d.len() == width));
-    let tables = Tables {
-        width,
-        rounds: Tables::rounds(n, &dests),
-        dests,
-        mine: mine_t,
-        sinks,
-    };
+    // The survivors a stripe is decoded from can sit anywhere in the set,
+    // so its bundle goes all the way round and ends at member s.
+    let tables = Tables::new(n, 1, n, width, dests, mine_t, sinks);
     let mut io = match (&mut prep, &mut created) {
         (Some((_, lf, red)), _) => MemberIo {
             chunk,

@@ -677,3 +677,62 @@ proptest! {
         prop_assert!(r.is_ok(), "{}", r.err().unwrap_or_default());
     }
 }
+
+/// Rough encode cost as a ratio to a raw write + fsync of the same bytes
+/// (4 ranks × 64 MiB in /dev/shm, 1 MiB pieces); prints, asserts nothing
+/// about time. Run with
+/// `cargo test --release -p scr --lib apply::tests::encode_ratio -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a test"]
+fn encode_ratio_to_raw_write() {
+    const BYTES: usize = 64 << 20;
+    let base = if Path::new("/dev/shm").is_dir() {
+        tempfile::tempdir_in("/dev/shm")
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("tempdir");
+    for scheme in [Scheme::Partner, Scheme::Xor, Scheme::Rs { k: 2 }] {
+        let out = ThreadComm::run(4, |comm| {
+            let dir = base.path().join(format!("{scheme:?}{}", comm.rank()));
+            std::fs::create_dir_all(&dir).expect("dir");
+            let bytes = content(1, comm.rank(), 0, BYTES);
+            let path = dir.join("data");
+            comm.barrier().expect("barrier");
+            let t0 = std::time::Instant::now();
+            {
+                use std::io::Write;
+                let mut f = File::create(&path).expect("create");
+                f.write_all(&bytes).expect("write");
+                f.sync_all().expect("sync");
+            }
+            comm.barrier().expect("barrier");
+            let raw = t0.elapsed().as_secs_f64();
+            let mine = MemberFiles {
+                files: vec![FileEntry {
+                    path,
+                    meta: app_meta(comm.rank(), 0, &bytes),
+                }],
+            };
+            let set = SetInfo {
+                comm,
+                group_id: 0,
+                world_ranks: vec![0, 1, 2, 3],
+                world_size: 4,
+                dataset: Dataset::new(1),
+                scheme,
+                piece_bytes: 1 << 20,
+            };
+            let t1 = std::time::Instant::now();
+            encode(&set, &mine, &dir, &mut |_, _, _| Ok(())).expect("encode");
+            comm.barrier().expect("barrier");
+            (raw, t1.elapsed().as_secs_f64())
+        })
+        .expect("no panic");
+        let (raw, enc) = out[0];
+        println!(
+            "{scheme:?}: raw write {raw:.3} s, encode {enc:.3} s, checkpoint/raw ratio {:.2}",
+            raw / (raw + enc)
+        );
+    }
+}
