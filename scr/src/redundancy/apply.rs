@@ -1551,7 +1551,7 @@ fn ring(
         .collect();
     let pieces = xor::pieces(chunk, ctx.set.piece_bytes).map_err(ctx.red_err(None))?;
     for (off, len) in pieces {
-        acc.clear();
+        // Only the length is set here: step 0 overwrites every byte.
         acc.resize(w * len, 0);
         read.resize(len, 0);
         for step in 0..t.steps {
@@ -1572,17 +1572,37 @@ fn ring(
             let stripe = t.stripe(me, step, n);
             // XOR encode is exactly scr_reddesc_apply_xor()'s schedule.
             debug_assert!(t.start != 1 || xor::ring_slot(me, step, n).ok() == Some(stripe));
-            let Some((src, coefs)) = &t.mine[stripe] else {
+            let share = t.mine[stripe].as_ref().filter(|_| latched.is_none());
+            let Some((src, coefs)) = share else {
+                if step == 0 {
+                    acc.fill(0);
+                }
                 continue;
             };
-            if latched.is_some() {
+            if step == 0 && coefs.as_slice() == [1] {
+                // The XOR case: the first share is the bundle itself, so it
+                // is read straight into it (no zeroing, no copy, no XOR).
+                if latch(latched, io.read(ctx, *src, off, &mut acc)).is_none() {
+                    acc.fill(0);
+                }
                 continue;
             }
             if latch(latched, io.read(ctx, *src, off, &mut read)).is_none() {
+                if step == 0 {
+                    acc.fill(0);
+                }
                 continue;
             }
             for (q, &c) in coefs.iter().enumerate() {
-                gf256::mul_add_into(&mut acc[q * len..(q + 1) * len], &read, c);
+                let row = &mut acc[q * len..(q + 1) * len];
+                match (step, c) {
+                    (0, 1) => row.copy_from_slice(&read),
+                    (0, _) => {
+                        row.fill(0);
+                        gf256::mul_add_into(row, &read, c);
+                    }
+                    _ => gf256::mul_add_into(row, &read, c),
+                }
             }
         }
         // acc now holds the finished outputs of stripe `mine_fin`; deliver them.
