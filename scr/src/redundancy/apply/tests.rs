@@ -20,6 +20,8 @@ struct SetRun {
     sizes: Vec<Vec<usize>>,
     lost: Vec<bool>,
     flip: bool,
+    /// Flip the bit in the target's redundancy file instead (XOR and RS).
+    flip_red: bool,
 }
 
 /// What one rank saw: rebuilt (and verified) or the kind of error returned.
@@ -60,7 +62,12 @@ fn flip_target(run: &SetRun) -> Option<usize> {
         return None;
     }
     (0..n).find(|&m| {
-        let has_data = run.sizes[m].iter().any(|&s| s > 0);
+        // A redundancy file has chunk bytes to flip when anyone has data.
+        let has_data = if run.red_flipped() {
+            run.sizes.iter().flatten().any(|&s| s > 0)
+        } else {
+            run.sizes[m].iter().any(|&s| s > 0)
+        };
         let used = match run.scheme {
             Scheme::Partner => run.lost[(m + 1) % n],
             _ => true,
@@ -172,6 +179,18 @@ fn rank_body(
         }
         saved.push((f.path.clone(), bytes));
     }
+    if run.scheme == Scheme::Xor {
+        // The XOR file is the spec's: readable as an XorHeader whose PARTNER
+        // is the left neighbour and CURRENT this member.
+        let (h, _) = XorHeader::read_from(&red[0].path).map_err(|e| e.to_string())?;
+        let left = ranks[(mi + ranks.len() - 1) % ranks.len()] as i64;
+        if h.current.rank != w as i64
+            || h.partner.rank != left
+            || h.current.files != metas(&mine.files)
+        {
+            return Err(format!("XOR header CURRENT/PARTNER wrong: {h:?}"));
+        }
+    }
     if let Some(parity) = reference_parity(run, ranks, mi, seed) {
         let (_, hlen) =
             CodedHeader::read_from(&red[0].path, run.scheme_k()).map_err(|e| e.to_string())?;
@@ -192,13 +211,22 @@ fn rank_body(
         ));
     }
     if flip_target(run) == Some(mi) {
-        let f = mine
-            .files
-            .iter()
-            .find(|f| f.meta.size_bytes > Some(0))
-            .ok_or("no file to flip")?;
+        let f = if run.red_flipped() {
+            &red[0]
+        } else {
+            mine.files
+                .iter()
+                .find(|f| f.meta.size_bytes > Some(0))
+                .ok_or("no file to flip")?
+        };
         let mut bytes = std::fs::read(&f.path).map_err(|e| e.to_string())?;
-        let at = bytes.len() / 2;
+        // In a redundancy file, a byte of the parity (the header has its
+        // own CRC and would fail as a Header error instead).
+        let at = if run.red_flipped() {
+            bytes.len() - 1
+        } else {
+            bytes.len() / 2
+        };
         bytes[at] ^= 0x10;
         std::fs::write(&f.path, &bytes).map_err(|e| e.to_string())?;
     }
@@ -270,6 +298,10 @@ fn rank_body(
 }
 
 impl SetRun {
+    fn red_flipped(&self) -> bool {
+        self.flip_red && matches!(self.scheme, Scheme::Xor | Scheme::Rs { .. })
+    }
+
     fn scheme_k(&self) -> usize {
         match self.scheme {
             Scheme::Rs { k } => k,
@@ -384,6 +416,7 @@ fn exhaustive(
                 sizes: layout(&mut rng, n, 3000),
                 lost,
                 flip: false,
+                flip_red: false,
             });
         }
     }
@@ -441,6 +474,7 @@ fn a_flipped_bit_in_a_survivor_is_reported_as_crc_on_every_member() {
                 sizes,
                 lost,
                 flip: true,
+                flip_red: false,
             });
         }
     }
@@ -448,6 +482,74 @@ fn a_flipped_bit_in_a_survivor_is_reported_as_crc_on_every_member() {
         .iter()
         .all(|r| expected(r) == Outcome::Failed(FailureKind::Crc)));
     run_batched(runs, 256, 3, 200);
+}
+
+#[test]
+fn a_flipped_bit_in_a_survivors_xor_or_rs_file_is_reported_as_crc_on_every_member() {
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let runs: Vec<SetRun> = [Scheme::Xor, Scheme::Rs { k: 2 }, Scheme::Rs { k: 3 }]
+        .into_iter()
+        .map(|scheme| SetRun {
+            scheme,
+            sizes: layout(&mut rng, 6, 2000),
+            lost: vec![false, false, true, false, false, false],
+            flip: true,
+            flip_red: true,
+        })
+        .collect();
+    assert!(runs
+        .iter()
+        .all(|r| expected(r) == Outcome::Failed(FailureKind::Crc)));
+    run_job(&runs, 128, 8).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_member_that_dies_before_encode_ends_the_others_with_a_comm_error_not_a_hang() {
+    let config = ThreadConfig {
+        timeout: Duration::from_secs(20),
+        ..ThreadConfig::default()
+    };
+    for scheme in [Scheme::Partner, Scheme::Xor, Scheme::Rs { k: 2 }] {
+        let out = ThreadComm::run_with(&config, 4, |comm| {
+            if comm.rank() == 3 {
+                return None;
+            }
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("f");
+            std::fs::write(&path, b"abcdef").expect("write");
+            let mine = MemberFiles {
+                files: vec![FileEntry {
+                    path,
+                    meta: app_meta(comm.rank(), 0, b"abcdef"),
+                }],
+            };
+            let set = SetInfo {
+                comm,
+                group_id: 0,
+                world_ranks: vec![0, 1, 2, 3],
+                world_size: 4,
+                dataset: Dataset::new(1),
+                scheme,
+                piece_bytes: 2,
+            };
+            Some(
+                encode(&set, &mine, dir.path(), &mut |_, _, _| Ok(()))
+                    .map(|_| ())
+                    .map_err(|e| e.kind()),
+            )
+        })
+        .expect("no panic");
+        assert_eq!(
+            out,
+            vec![
+                Some(Err(FailureKind::Comm)),
+                Some(Err(FailureKind::Comm)),
+                Some(Err(FailureKind::Comm)),
+                None
+            ],
+            "{scheme:?}"
+        );
+    }
 }
 
 #[test]
@@ -461,6 +563,7 @@ fn a_piece_of_one_byte_and_pieces_larger_than_chunks_both_work() {
                 sizes: layout(&mut rng, 5, 300),
                 lost: vec![false, true, false, false, true],
                 flip: false,
+                flip_red: false,
             })
             .collect();
         run_job(&runs, piece, 21).unwrap_or_else(|e| panic!("{e}"));
@@ -487,6 +590,7 @@ fn two_hundred_forty_ranks_in_twenty_sets_of_mixed_schemes() {
                 sizes: layout(&mut rng, 12, 5000),
                 lost,
                 flip: false,
+                flip_red: false,
             }
         })
         .collect();
@@ -660,6 +764,7 @@ fn random_job(seed: u64) -> (Vec<SetRun>, usize) {
                 sizes: layout(&mut rng, n, 6000),
                 lost,
                 flip: rng.gen_bool(0.25),
+                flip_red: rng.gen_bool(0.5),
             }
         })
         .collect();
