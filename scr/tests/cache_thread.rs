@@ -353,3 +353,42 @@ fn xor_detects_a_flipped_bit_and_rebuilds() {
         "{got:?}"
     );
 }
+
+#[test]
+fn a_different_rank_count_is_reported_not_misassigned() {
+    let cl = Cluster::new();
+    let e = [("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")];
+    run(
+        &cl,
+        8,
+        |r| r / 2,
+        &e,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 8, 1);
+            None
+        },
+    );
+    let got = ThreadComm::run(4, |comm| {
+        let opts = cl.opts(cl.node(comm.rank()), &e);
+        let world = comm.split(Some(0), comm.rank() as i64).unwrap().unwrap();
+        let mut scr = Scr::init_with(world, opts).unwrap();
+        let skipped = scr.init_report().skipped.clone();
+        let have = scr.have_restart().unwrap();
+        scr.finalize().unwrap();
+        (skipped, have)
+    })
+    .unwrap();
+    for (skipped, have) in got {
+        assert_eq!(
+            have, None,
+            "never restart 4 ranks from an 8-rank checkpoint"
+        );
+        assert_eq!(skipped.len(), 1);
+        assert!(
+            skipped[0]
+                .1
+                .contains("written by 8 ranks but this run has 4"),
+            "{skipped:?}"
+        );
+    }
+}
