@@ -9,6 +9,10 @@
 //! time (a checkpoint is done when every rank is). Ratio = raw / SCR, so 1.0
 //! means SCR costs nothing beyond the write itself.
 //!
+//! Second table: restart with one of the 4 nodes lost, SCR_Init (distribute
+//! and rebuild onto a spare) against reading the dataset once
+//! (`BENCH_RESTART_MIB`, default 64).
+//!
 //! Run: `cargo bench -p benches --bench checkpoint` (env `BENCH_SIZES_MIB`,
 //! default "64,256"; `BENCH_REPS`, default 3; `BENCH_SCHEMES`, default
 //! "SINGLE,PARTNER,XOR,RS").
@@ -115,6 +119,75 @@ fn run_scheme(root: &Path, scheme: &str, size: usize, reps: usize) -> (f64, f64)
     times[0]
 }
 
+/// Restart with one node lost: write one checkpoint with `scheme`, remove
+/// node n1's tree, and time SCR_Init on n0, n2, n3 plus a spare n4 (the
+/// distribute + rebuild) against reading the whole dataset once.
+fn restart_one_node_lost(root: &Path, scheme: &str, size: usize) -> (f64, f64) {
+    let prefix = root.join("prefix");
+    std::fs::create_dir_all(&prefix).expect("prefix");
+    let init = |comm: &dyn Comm, node: usize| {
+        let vars = [
+            ("SCR_PREFIX", prefix.to_string_lossy().into_owned()),
+            ("SCR_JOB_ID", "bench-restart".into()),
+            ("USER", "bench".into()),
+            ("SCR_COPY_TYPE", scheme.into()),
+            ("SCR_SET_FAILURES", "2".into()),
+        ];
+        let opts = InitOptions {
+            env: Some(Box::new(MapEnv::new(vars).with_cwd(&prefix))),
+            node: Some(NodeIdentity {
+                name: format!("n{node}"),
+                root: Some(root.join(format!("n{node}"))),
+            }),
+            ..InitOptions::default()
+        };
+        let world = comm
+            .split(Some(0), comm.rank() as i64)
+            .expect("split")
+            .expect("world");
+        Scr::init_with(world, opts).expect("init")
+    };
+    let files = ThreadComm::run(RANKS, |comm| {
+        let rank = comm.rank();
+        let data: Vec<u8> = (0..size)
+            .map(|i| ((i as u64 * 40503) ^ rank as u64) as u8)
+            .collect();
+        let mut scr = init(comm, rank);
+        let mut out = scr
+            .start_output(Some("c"), Flags::CHECKPOINT)
+            .expect("start");
+        let p = out
+            .route_file(prefix.join(format!("rank{rank}.ckpt")))
+            .expect("route");
+        write_fsync(&p, &data);
+        assert!(out.complete(true).expect("complete"));
+        scr.finalize().expect("finalize");
+        p
+    })
+    .expect("write ranks");
+    // Reading the dataset once (every rank its own file, page cache warm
+    // as it is for SCR too).
+    let read_s = ThreadComm::run(RANKS, |comm| {
+        let f = files[comm.rank()].clone();
+        timed(comm, || {
+            std::hint::black_box(std::fs::read(&f).expect("read"));
+        })
+    })
+    .expect("read ranks")[0];
+    std::fs::remove_dir_all(root.join("n1")).expect("kill n1");
+    let rebuild_s = ThreadComm::run(RANKS, |comm| {
+        let node = if comm.rank() == 1 { 4 } else { comm.rank() };
+        let mut scr = None;
+        let t = timed(comm, || scr = Some(init(comm, node)));
+        let scr = scr.expect("initialised");
+        assert_eq!(scr.init_report().rebuilt, vec![1], "rebuilt the checkpoint");
+        scr.finalize().expect("finalize");
+        t
+    })
+    .expect("restart ranks")[0];
+    (rebuild_s, read_s)
+}
+
 fn main() {
     let sizes: Vec<usize> = std::env::var("BENCH_SIZES_MIB")
         .unwrap_or_else(|_| "64,256".into())
@@ -145,5 +218,21 @@ fn main() {
             );
             let _ = std::fs::remove_dir_all(&dir);
         }
+    }
+    println!();
+    println!("| size per rank | scheme | SCR_Init with one node lost (s) | read dataset once (s) | rebuild / read |");
+    println!("| --- | --- | --- | --- | --- |");
+    let size_mib: usize = std::env::var("BENCH_RESTART_MIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64);
+    for scheme in schemes.split(',').map(str::trim).filter(|s| *s != "SINGLE") {
+        let dir = root.path().join(format!("restart-{scheme}"));
+        let (rebuild, read) = restart_one_node_lost(&dir, scheme, size_mib << 20);
+        println!(
+            "| {size_mib} MiB | {scheme} | {rebuild:.3} | {read:.3} | {:.1} |",
+            rebuild / read
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
