@@ -773,7 +773,10 @@ fn random_job(seed: u64) -> (Vec<SetRun>, usize) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    // PROPTEST_CASES raises the count for a longer soak.
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24)
+    ))]
 
     #[test]
     fn rebuild_succeeds_exactly_when_recoverable_and_then_every_byte_matches(seed in any::<u64>()) {
