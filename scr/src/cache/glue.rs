@@ -196,8 +196,20 @@ pub fn rebuild_dataset(
             return Err(e.to_string());
         }
     }
-    let mine = (!lost_here).then(|| member_files(job, dset));
-    let red = (!lost_here).then(|| redundancy_entries(job, dset));
+    // Survivors' files were verified (size and CRC32) just before this
+    // call, so their CRCs are left out: the set operations then skip a
+    // second full read. Rebuilt files are still checked against the CRCs
+    // recorded in the redundancy headers.
+    let unverified = |mut v: Vec<FileEntry>| {
+        for fe in &mut v {
+            fe.meta.crc32 = None;
+        }
+        v
+    };
+    let mine = (!lost_here).then(|| MemberFiles {
+        files: unverified(member_files(job, dset).files),
+    });
+    let red = (!lost_here).then(|| unverified(redundancy_entries(job, dset)));
     let set = SetInfo {
         comm: set_comm.as_ref(),
         group_id: rd.group_id,
