@@ -5,9 +5,11 @@
 //! `ckpt.2` and `ckpt.3` stay cached) and crashes; then nodes are lost
 //! (their trees removed) or a cached byte is damaged; run 2 relaunches with
 //! the same 8 ranks, a lost node's ranks on a spare (`n4`, `n5`, …), verifies
-//! every byte of what it restarts from and writes one more checkpoint. The
-//! expected outcome follows from the scheme's tolerance; wrong bytes are a
-//! failure in every scenario.
+//! every byte of what it restarts from and writes one more checkpoint. In
+//! the one-node scenarios a third run then loses another node, so the
+//! checkpoint written after the rebuild (on the new layout) is tested too.
+//! The expected outcome follows from the scheme's tolerance; wrong bytes are
+//! a failure in every scenario.
 //!
 //! Run with `ci/tests.d/cache-tier.sh` (builds `scr_app` first), or:
 //! `cargo build -p testing --bin scr_app && cargo test -p harness --test
@@ -88,8 +90,8 @@ fn ckpt_bytes(seed: u64, ckpt: u64) -> u64 {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
-    /// Restart from ckpt.3, rebuilt.
-    Rebuilt3,
+    /// Restart from this checkpoint, rebuilt.
+    Rebuilt(u64),
     /// Restart from this checkpoint as found in cache.
     Cache(u64),
     /// Nothing left to restart from.
@@ -101,6 +103,8 @@ struct Scenario {
     lose: Vec<usize>,
     flip_bit: bool,
     expect: Expect,
+    /// After run 2: lose node at this index of its layout, expect this.
+    then_lose: Option<(usize, Expect)>,
 }
 
 const SINGLE: &[(&str, &str)] = &[("SCR_COPY_TYPE", "SINGLE")];
@@ -196,52 +200,81 @@ fn run_scenario(name: &str, sc: Scenario) {
 
     // Same ranks; each lost node's ranks on a spare.
     let mut spare = NODES;
-    let relaunch: Vec<String> = (0..NODES)
-        .map(|i| {
-            if sc.lose.contains(&i) {
-                spare += 1;
-                format!("n{}", spare - 1)
+    let nodes2 = replace_lost(&nodes, &sc.lose, &mut spare);
+    let run2 = run_and_check(&cl, &nodes2, &common(1), seed, sc.expect, &damage, &run1);
+    report(name, &damage, &run1, &run2);
+
+    // A second loss after the restart: what run 2 wrote (on the new
+    // layout, with redundancy reapplied) must survive it too.
+    if let Some((n, expect)) = sc.then_lose {
+        cl.remove_node(&nodes2[n]).expect("remove node tree");
+        let damage3 = vec![format!("then lost {}", nodes2[n])];
+        let nodes3 = replace_lost(&nodes2, &[n], &mut spare);
+        let run3 = run_and_check(&cl, &nodes3, &common(1), seed, expect, &damage3, &run2);
+        report(name, &damage3, &run2, &run3);
+    }
+}
+
+/// `nodes` with the lost ones replaced by the next spares (`n<spare>`, …).
+fn replace_lost(nodes: &[String], lost: &[usize], spare: &mut usize) -> Vec<String> {
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            if lost.contains(&i) {
+                *spare += 1;
+                format!("n{}", *spare - 1)
             } else {
-                nodes[i].clone()
+                n.clone()
             }
         })
-        .collect();
-    let names2: Vec<&str> = relaunch.iter().map(String::as_str).collect();
-    let run2 = cl
-        .run(&names2, &common(1))
-        .expect("run 2 launches and ends in time");
+        .collect()
+}
+
+/// Run `scr_app` (writing one checkpoint) on `nodes` and check its restart
+/// against `expect`; wrong bytes always fail.
+fn run_and_check(
+    cl: &SimCluster,
+    nodes: &[String],
+    args: &[String],
+    seed: u64,
+    expect: Expect,
+    damage: &[String],
+    before: &AppRun,
+) -> AppRun {
+    let names: Vec<&str> = nodes.iter().map(String::as_str).collect();
+    let run = cl
+        .run(&names, args)
+        .expect("relaunch starts and ends in time");
     let context = format!(
-        "scenario {name}, seed {seed}, {} then relaunch on {:?}\n{}\n{}",
+        "seed {seed}, {} then relaunch on {:?}\n{}\n{}",
         damage.join(", "),
-        names2,
-        fmt_run("run 1", &run1),
-        fmt_run("run 2", &run2)
+        names,
+        fmt_run("previous run", before),
+        fmt_run("relaunch", &run)
     );
     assert!(
-        run2.mismatch_lines().is_empty(),
+        run.mismatch_lines().is_empty(),
         "WRONG BYTES after restart:\n{context}"
     );
-    let s = run2
+    let s = run
         .summary
         .clone()
-        .unwrap_or_else(|| panic!("run 2 printed no summary line\n{context}"));
+        .unwrap_or_else(|| panic!("the relaunch printed no summary line\n{context}"));
     assert_eq!(s.status, "ok", "{context}");
-    assert!(run2.output.success(), "{context}");
+    assert!(run.output.success(), "{context}");
     assert_eq!(s.checkpoints_written, 1, "{context}");
-    match sc.expect {
-        Expect::Rebuilt3 => {
-            assert_eq!(
-                (s.restart.as_deref(), s.source.as_str()),
-                (Some("ckpt.3"), "rebuilt"),
-                "{context}"
-            );
-            assert_eq!(s.verified_bytes, ckpt_bytes(seed, 3), "{context}");
-        }
-        Expect::Cache(c) => {
+    match expect {
+        Expect::Rebuilt(c) | Expect::Cache(c) => {
             let want = format!("ckpt.{c}");
+            let source = if matches!(expect, Expect::Rebuilt(_)) {
+                "rebuilt"
+            } else {
+                "cache"
+            };
             assert_eq!(
                 (s.restart.as_deref(), s.source.as_str()),
-                (Some(want.as_str()), "cache"),
+                (Some(want.as_str()), source),
                 "{context}"
             );
             assert_eq!(s.verified_bytes, ckpt_bytes(seed, c), "{context}");
@@ -254,17 +287,21 @@ fn run_scenario(name: &str, sc: Scenario) {
             );
         }
     }
-    let init = run2
+    run
+}
+
+fn report(name: &str, damage: &[String], before: &AppRun, run: &AppRun) {
+    let init = run
         .app_lines()
         .into_iter()
         .find(|l| l.starts_with("SCR_APP init"))
         .unwrap_or("");
     eprintln!(
-        "{name}: {} → {init} → {} (run 1 {:.1} s, run 2 {:.1} s)",
+        "{name}: {} → {init} → {} (before {:.1} s, relaunch {:.1} s)",
         damage.join(", "),
-        run2.app_lines().last().copied().unwrap_or(""),
-        run1.output.elapsed.as_secs_f64(),
-        run2.output.elapsed.as_secs_f64()
+        run.app_lines().last().copied().unwrap_or(""),
+        before.output.elapsed.as_secs_f64(),
+        run.output.elapsed.as_secs_f64()
     );
 }
 
@@ -297,13 +334,14 @@ fn xor_pair_nodes() -> (usize, usize) {
 
 #[test]
 #[ignore = "MPI jobs: run by ci/tests.d/cache-tier.sh"]
-fn single_loses_the_checkpoints_of_a_lost_node() {
+fn single_loses_the_checkpoints_of_a_lost_node_then_of_another() {
     run_scenario(
         "single-lose-n1",
         Scenario {
             scheme: SINGLE,
             lose: lose(&[1]),
             flip_bit: false,
+            then_lose: Some((2, Expect::NoRestart)),
             expect: Expect::NoRestart,
         },
     );
@@ -311,42 +349,45 @@ fn single_loses_the_checkpoints_of_a_lost_node() {
 
 #[test]
 #[ignore = "MPI jobs: run by ci/tests.d/cache-tier.sh"]
-fn partner_rebuilds_a_lost_node_on_a_spare() {
+fn partner_rebuilds_a_lost_node_on_a_spare_then_another() {
     run_scenario(
         "partner-lose-n1",
         Scenario {
             scheme: PARTNER,
             lose: lose(&[1]),
             flip_bit: false,
-            expect: Expect::Rebuilt3,
+            then_lose: Some((2, Expect::Rebuilt(4))),
+            expect: Expect::Rebuilt(3),
         },
     );
 }
 
 #[test]
 #[ignore = "MPI jobs: run by ci/tests.d/cache-tier.sh"]
-fn xor_rebuilds_a_lost_node_on_a_spare() {
+fn xor_rebuilds_a_lost_node_on_a_spare_then_another() {
     run_scenario(
         "xor-lose-n1",
         Scenario {
             scheme: XOR,
             lose: lose(&[1]),
             flip_bit: false,
-            expect: Expect::Rebuilt3,
+            then_lose: Some((2, Expect::Rebuilt(4))),
+            expect: Expect::Rebuilt(3),
         },
     );
 }
 
 #[test]
 #[ignore = "MPI jobs: run by ci/tests.d/cache-tier.sh"]
-fn rs2_rebuilds_a_lost_node_on_a_spare() {
+fn rs2_rebuilds_a_lost_node_on_a_spare_then_another() {
     run_scenario(
         "rs2-lose-n1",
         Scenario {
             scheme: RS2,
             lose: lose(&[1]),
             flip_bit: false,
-            expect: Expect::Rebuilt3,
+            then_lose: Some((2, Expect::Rebuilt(4))),
+            expect: Expect::Rebuilt(3),
         },
     );
 }
@@ -361,7 +402,8 @@ fn xor_rebuilds_two_lost_nodes_in_different_sets() {
             scheme: XOR_PAIRS,
             lose: lose(&[1, different]),
             flip_bit: false,
-            expect: Expect::Rebuilt3,
+            then_lose: None,
+            expect: Expect::Rebuilt(3),
         },
     );
 }
@@ -376,6 +418,7 @@ fn xor_loses_the_checkpoint_when_two_nodes_of_one_set_are_lost() {
             scheme: XOR_PAIRS,
             lose: lose(&[1, same]),
             flip_bit: false,
+            then_lose: None,
             expect: Expect::NoRestart,
         },
     );
@@ -398,7 +441,8 @@ fn rs2_rebuilds_two_lost_nodes() {
             scheme: RS2,
             lose: lose(&[1, 2]),
             flip_bit: false,
-            expect: Expect::Rebuilt3,
+            then_lose: None,
+            expect: Expect::Rebuilt(3),
         },
     );
 }
@@ -412,6 +456,7 @@ fn rs2_loses_the_checkpoint_when_three_nodes_are_lost() {
             scheme: RS2,
             lose: lose(&[1, 2, 3]),
             flip_bit: false,
+            then_lose: None,
             expect: Expect::NoRestart,
         },
     );
@@ -429,6 +474,7 @@ fn partner_loses_the_checkpoint_when_a_node_and_its_partner_are_lost() {
             scheme: PARTNER,
             lose: lose(&[1, partner_node]),
             flip_bit: false,
+            then_lose: None,
             expect: Expect::NoRestart,
         },
     );
@@ -443,7 +489,8 @@ fn xor_rebuilds_a_file_with_a_flipped_bit() {
             scheme: XOR,
             lose: Vec::new(),
             flip_bit: true,
-            expect: Expect::Rebuilt3,
+            then_lose: None,
+            expect: Expect::Rebuilt(3),
         },
     );
 }
@@ -457,6 +504,7 @@ fn single_drops_a_checkpoint_with_a_flipped_bit_and_uses_the_older() {
             scheme: SINGLE,
             lose: Vec::new(),
             flip_bit: true,
+            then_lose: None,
             expect: Expect::Cache(2),
         },
     );
