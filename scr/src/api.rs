@@ -336,6 +336,17 @@ impl Scr {
             "SCR_Start_output",
             &format!("{}\0{}", name.unwrap_or(""), flags.bits()),
         )?;
+        let rank = job.world.rank() as u32;
+        // An injected error on one rank fails the call on every rank (never
+        // leaves the others waiting in a collective).
+        let injected = crate::fault_point!("api.start_output", rank = rank);
+        let all_clear = job.world.all_true(injected.is_ok())?;
+        injected.map_err(|e| ScrError::injected("api.start_output", e))?;
+        if !all_clear {
+            return Err(ScrError::Redundancy(
+                "another rank failed in Start_output".into(),
+            ));
+        }
         let is_ckpt = flags.contains(Flags::CHECKPOINT);
         job.dataset_id += 1;
         if is_ckpt {
@@ -670,7 +681,7 @@ impl OutputPhase<'_> {
             };
             job.filemap.add_file(dset, me, &logical_s);
             job.filemap.set_meta(dset, me, &logical_s, &meta);
-            let n = job.filemap.num_files(dset, me) as u64;
+            let n = job.app_files(dset).len() as u64;
             job.filemap.set_expected_files(dset, me, n);
             job.write_filemap()?;
         }
@@ -698,7 +709,9 @@ impl OutputPhase<'_> {
             return Ok(valid);
         };
         let me = job.rank();
-        let mut ok = valid;
+        // An injected error here makes this rank's files invalid, which the
+        // collective validity vote below turns into a failed output.
+        let mut ok = valid && crate::fault_point!("api.complete_output", rank = me as u32).is_ok();
         let mut bytes = 0u64;
         let files = job.filemap.list_files(dset, me);
         for f in &files {
@@ -747,6 +760,14 @@ impl OutputPhase<'_> {
             return Ok(false);
         }
         job.write_master_filemap()?;
+        // Kill and delay faults act here; an injected error has nothing
+        // left to fail (the dataset is complete), so it is only reported.
+        if let Err(e) = crate::fault_point!("api.complete_output.done", rank = me as u32) {
+            eprintln!(
+                "SCR: rank {me}: {}",
+                ScrError::injected("api.complete_output.done", e)
+            );
+        }
         if is_ckpt {
             self.scr.candidates.insert(0, dset);
             let need = &mut self.scr.need;

@@ -114,6 +114,17 @@ impl From<ConfigError> for ScrError {
     }
 }
 
+impl ScrError {
+    /// An injected fault (testbed builds only) as the I/O error it stands for.
+    pub(crate) fn injected(point: &'static str, e: crate::fault::Injected) -> ScrError {
+        ScrError::Io {
+            path: PathBuf::from(point),
+            op: "injected fault",
+            source: e.into(),
+        }
+    }
+}
+
 /// Result of an SCR call.
 pub type ScrResult<T> = Result<T, ScrError>;
 

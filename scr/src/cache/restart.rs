@@ -45,7 +45,8 @@ pub struct InitReport {
     pub moved_files: u64,
 }
 
-fn world_ranks_of(desc: &RedDesc) -> Vec<i64> {
+/// World ranks of a descriptor's set, by set rank (recorded under MEMBERS).
+pub(crate) fn world_ranks_of(desc: &RedDesc) -> Vec<i64> {
     let mut v: Vec<(u64, i64)> = desc
         .extra
         .get("MEMBERS")
@@ -322,22 +323,19 @@ pub(crate) fn write_synced(path: &Path, data: &[u8]) -> ScrResult<()> {
     Ok(())
 }
 
-/// Does this rank hold every file of `dset` it should, intact?
+/// Does this rank hold every file of `dset` it should, intact? The expected
+/// count is of application files; redundancy files are verified too.
 fn check_own_files(job: &Job, dset: i64) -> Result<(), String> {
     let me = job.rank();
-    let files = job.filemap.list_files(dset, me);
-    let expected = job.filemap.expected_files(dset, me);
-    match expected {
+    let apps = job.app_files(dset).len() as u64;
+    match job.filemap.expected_files(dset, me) {
         None => return Err("no record of this rank's files".into()),
-        Some(n) if n != files.len() as u64 => {
-            return Err(format!(
-                "expected {n} files, found entries for {}",
-                files.len()
-            ))
+        Some(n) if n != apps => {
+            return Err(format!("expected {n} files, found entries for {apps}"))
         }
         _ => {}
     }
-    for f in files {
+    for f in job.filemap.list_files(dset, me) {
         let meta = job
             .filemap
             .meta(dset, me, &f)
@@ -358,6 +356,16 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
     let mut max_dset = 0i64;
     let mut max_ckpt = 0i64;
     for dset in ids {
+        // Kill and delay faults act here (a crash during rebuild at init);
+        // an injected error is reported and counts as this rank's files lost.
+        let injected_loss =
+            match crate::fault_point!("rebuild.init", rank = job.world.rank() as u32) {
+                Ok(()) => false,
+                Err(e) => {
+                    eprintln!("SCR: {}", ScrError::injected("rebuild.init", e));
+                    true
+                }
+            };
         max_dset = max_dset.max(dset);
         let descs = distribute_descriptors(job, dset)?;
         let have = job.world.all_true(descs.is_some())?;
@@ -394,7 +402,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
         let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
         report.moved_files += distribute_files(job, dset, &dir_logical)? as u64;
         let own = check_own_files(job, dset);
-        let lost_here = own.is_err();
+        let lost_here = own.is_err() || injected_loss;
         let any_lost = job.world.any_true(lost_here)?;
         let mut outcome: Result<(), String> = Ok(());
         if any_lost {
