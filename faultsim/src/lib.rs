@@ -5,3 +5,4 @@
 pub mod inject;
 pub mod plan;
 pub mod seed;
+pub mod sim;

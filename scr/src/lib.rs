@@ -18,6 +18,8 @@
 //! - [`api`]: the user API ([`Scr`], phases, [`Flags`]).
 //! - [`fault`]: injection points for the testbed, compiled in only with the
 //!   `fault-injection` feature.
+//! - [`log`]: SCR's text log (parser; the writer comes with the cache tier).
+//! - [`interval`]: checkpoint interval models and their estimators.
 #![deny(missing_docs)]
 
 pub mod api;
@@ -25,7 +27,9 @@ pub mod cache;
 pub mod comm;
 pub mod config;
 pub mod fault;
+pub mod interval;
 pub mod kvtree;
+pub mod log;
 pub mod records;
 pub mod redundancy;
 pub mod storage;

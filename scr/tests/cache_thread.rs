@@ -257,3 +257,99 @@ fn misuse_is_a_typed_error() {
         "{res:?}"
     );
 }
+
+fn scheme_survives_one_node(scheme: &str, extra: &[(&str, &str)]) {
+    let cl = Cluster::new();
+    let mut e: Vec<(&str, &str)> = vec![
+        ("SCR_COPY_TYPE", scheme),
+        ("SCR_CACHE_SIZE", "2"),
+        ("SCR_MPI_BUF_SIZE", "4096"),
+    ];
+    e.extend_from_slice(extra);
+    run(
+        &cl,
+        8,
+        |r| r / 2,
+        &e,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 21, 2);
+            None
+        },
+    );
+    cl.kill_node(1);
+    let got = run(
+        &cl,
+        8,
+        |r| if r / 2 == 1 { 4 } else { r / 2 },
+        &e,
+        |scr, c| {
+            assert_eq!(
+                scr.init_report().rebuilt.len(),
+                2,
+                "both cached checkpoints rebuilt"
+            );
+            restart_and_verify(scr, c, &cl.prefix, 21)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.2")),
+        "{scheme}: {got:?}"
+    );
+}
+
+#[test]
+fn partner_rebuilds_a_lost_node_on_a_spare() {
+    scheme_survives_one_node("PARTNER", &[]);
+}
+
+#[test]
+fn xor_rebuilds_a_lost_node_on_a_spare() {
+    scheme_survives_one_node("XOR", &[("SCR_SET_SIZE", "4")]);
+}
+
+#[test]
+fn rs_rebuilds_a_lost_node_on_a_spare() {
+    scheme_survives_one_node("RS", &[("SCR_SET_SIZE", "4"), ("SCR_SET_FAILURES", "2")]);
+}
+
+#[test]
+fn xor_detects_a_flipped_bit_and_rebuilds() {
+    let cl = Cluster::new();
+    let e = [("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")];
+    run(
+        &cl,
+        8,
+        |r| r / 2,
+        &e,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 4, 1);
+            None
+        },
+    );
+    // Flip one bit in rank 0's first file (it writes 1 + 0 % 2 = 1 file).
+    let f = cl
+        .root
+        .join("n0/dev/shm/tester/scr.77/scr.dataset.1/ckpt.1/rank0.f0");
+    let mut bytes = std::fs::read(&f).unwrap();
+    assert!(!bytes.is_empty());
+    bytes[0] ^= 0x10;
+    std::fs::write(&f, bytes).unwrap();
+    let got = run(
+        &cl,
+        8,
+        |r| r / 2,
+        &e,
+        |scr, c| {
+            assert_eq!(
+                scr.init_report().rebuilt,
+                vec![1],
+                "the damaged file was rebuilt"
+            );
+            restart_and_verify(scr, c, &cl.prefix, 4)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+}

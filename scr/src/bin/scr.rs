@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use scr::interval::estimate;
+use scr::interval::model::Level;
 
 /// Inspect and manage SCR checkpoint metadata.
 #[derive(Parser)]
@@ -43,6 +45,52 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compute checkpoint intervals (Young, Daly, the SC10 multi-level
+    /// optimum) from SCR logs or from figures given directly.
+    ///
+    /// Inputs: one or more `--log` files (SCR text logs, `<prefix>/.scr/log`,
+    /// LLNL's or ours; any jobs), and/or figures that override them:
+    /// `--cost`/`--mtbf`/`--restart` for one level, or `--level` repeated for
+    /// several, cheapest first. A level is `COST:MTBF[:RESTART]` in seconds,
+    /// where MTBF is the mean time between failures that need this level
+    /// (survived by it and higher levels, by no lower one); write
+    /// `COST:rate=R[:RESTART]` to give the rate per second instead. RESTART
+    /// defaults to COST. Example (the SC10 Coastal system):
+    /// `scr interval --level 15:rate=8.54e-7 --level 1835:rate=2.01e-7`.
+    ///
+    /// From logs: level 1 is the cache checkpoint (write + encode), level 2
+    /// adds the synchronous flush; the failure rate is split between them by
+    /// how many relaunches fetched from the prefix. MTBF is the censored
+    /// maximum-likelihood estimate: runs that finished or whose allocation
+    /// ended are not failures.
+    #[command(verbatim_doc_comment)]
+    Interval {
+        /// SCR text log files.
+        #[arg(long = "log", value_name = "FILE", num_args = 1..)]
+        logs: Vec<PathBuf>,
+        /// Checkpoint cost in seconds (single level; overrides the logs).
+        #[arg(long, value_name = "SECONDS")]
+        cost: Option<f64>,
+        /// Mean time between failures in seconds (overrides the logs).
+        #[arg(long, value_name = "SECONDS")]
+        mtbf: Option<f64>,
+        /// Restart cost in seconds (default: the logs' or the checkpoint cost).
+        #[arg(long, value_name = "SECONDS")]
+        restart: Option<f64>,
+        /// A level COST:MTBF[:RESTART] or COST:rate=R[:RESTART]; repeat,
+        /// cheapest first.
+        #[arg(long = "level", value_name = "COST:MTBF[:RESTART]")]
+        levels: Vec<String>,
+        /// Stop at the first malformed log line instead of skipping it.
+        #[arg(long)]
+        strict: bool,
+        /// Also print the single-level model curve (efficiency against interval).
+        #[arg(long)]
+        table: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A failure with its exit code.
@@ -58,6 +106,13 @@ impl From<String> for Failure {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` must end the tool quietly, as for any Unix
+    // filter, instead of panicking in println! on EPIPE.
+    // SAFETY: called before any other thread exists; restores the default
+    // disposition of SIGPIPE, which Rust's runtime set to ignore.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -80,6 +135,25 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Config { key, json } => config(key.as_deref(), json),
+        Command::Interval {
+            logs,
+            cost,
+            mtbf,
+            restart,
+            levels,
+            strict,
+            table,
+            json,
+        } => Ok(interval(IntervalArgs {
+            logs,
+            cost,
+            mtbf,
+            restart,
+            levels,
+            strict,
+            table,
+            json,
+        })?),
     }
 }
 
@@ -123,4 +197,244 @@ fn config(key: Option<&str>, json: bool) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+struct IntervalArgs {
+    logs: Vec<PathBuf>,
+    cost: Option<f64>,
+    mtbf: Option<f64>,
+    restart: Option<f64>,
+    levels: Vec<String>,
+    strict: bool,
+    table: bool,
+    json: bool,
+}
+
+fn positive(what: &str, text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "{what} {text:?} is not a positive number of seconds"
+        )),
+    }
+}
+
+fn parse_level(text: &str) -> Result<Level, String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return Err(format!(
+            "--level {text:?}: expected COST:MTBF[:RESTART] or COST:rate=R[:RESTART]"
+        ));
+    }
+    let cost = positive("level cost", parts[0])?;
+    let rate = match parts[1].trim().strip_prefix("rate=") {
+        Some(r) => match r.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => v,
+            _ => {
+                return Err(format!(
+                    "--level {text:?}: rate {r:?} is not a non-negative number"
+                ))
+            }
+        },
+        None => 1.0 / positive("level MTBF", parts[1])?,
+    };
+    let restart = match parts.get(2) {
+        Some(r) => positive("level restart", r)?,
+        None => cost,
+    };
+    Ok(Level {
+        checkpoint_cost_s: cost,
+        restart_cost_s: restart,
+        failure_rate_per_s: rate,
+    })
+}
+
+fn interval(args: IntervalArgs) -> Result<(), String> {
+    let mut records = Vec::new();
+    let mut skipped = 0;
+    for path in &args.logs {
+        let parsed = scr::log::read_log(path, args.strict).map_err(|e| match e {
+            scr::log::LogError::Line { .. } => {
+                format!("{e} (run without --strict to skip bad lines)")
+            }
+            _ => e.to_string(),
+        })?;
+        for e in &parsed.first_errors {
+            eprintln!("scr interval: skipped: {e}");
+        }
+        skipped += parsed.skipped;
+        records.extend(parsed.records);
+    }
+    let est = (!args.logs.is_empty()).then(|| estimate::estimate(&records, 0.95));
+    let levels = if !args.levels.is_empty() {
+        if args.cost.is_some() || args.mtbf.is_some() {
+            return Err("give either --level (repeated) or --cost/--mtbf, not both".into());
+        }
+        args.levels
+            .iter()
+            .map(|l| parse_level(l))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        {
+            let overrides = scr::interval::Overrides {
+                checkpoint_cost_s: args.cost,
+                mtbf_s: args.mtbf,
+                restart_cost_s: args.restart,
+            };
+            scr::interval::levels_from(est.as_ref(), &overrides).map_err(|e| e.to_string())?
+        }
+    };
+    let advice = scr::interval::advise(&levels).map_err(|e| e.to_string())?;
+    if args.json {
+        let out = serde_json::json!({
+            "checkpoint_cost_s": advice.checkpoint_cost_s,
+            "mtbf_s": advice.mtbf_s,
+            "young_s": advice.young_s,
+            "daly_s": advice.daly_s,
+            "advice": advice,
+            "log_estimates": est,
+            "log_lines_skipped": skipped,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    if let Some(e) = &est {
+        print_estimates(e, skipped);
+    }
+    print_advice(&advice);
+    if args.table {
+        let lo = advice.optimum_s / 10.0;
+        println!("\nmodel curve (single level): interval_s  efficiency");
+        for (t, e) in scr::interval::efficiency_curve(
+            advice.checkpoint_cost_s,
+            advice.restart_cost_s,
+            advice.mtbf_s,
+            lo,
+            lo * 100.0,
+            21,
+        ) {
+            println!("  {t:>12.0}  {:>6.2} %", 100.0 * e);
+        }
+    }
+    Ok(())
+}
+
+fn print_estimates(e: &estimate::LogEstimates, skipped: usize) {
+    println!(
+        "from the logs ({} runs, {skipped} malformed lines skipped):",
+        e.runs
+    );
+    let cost = |name: &str, c: &Option<estimate::CostStats>| {
+        match c {
+        Some(c) => println!(
+            "  {name:<22} mean {:>9.2} s  sd {:>8.2} s  95 % CI of mean [{:.2}, {:.2}]  ({} samples)",
+            c.mean_s, c.sd_s, c.mean_ci_s.0, c.mean_ci_s.1, c.samples
+        ),
+        None => println!("  {name:<22} not logged"),
+    }
+    };
+    cost("checkpoint (cache)", &e.cache_checkpoint);
+    cost("flush (sync)", &e.sync_flush);
+    cost("flush (async)", &e.async_flush);
+    cost("restart", &e.restart);
+    match &e.mtbf {
+        Some(m) => println!(
+            "  MTBF                   {}  95 % CI [{:.0}, {:.0}] s  ({} failures, {} censored runs, {:.0} s exposure)",
+            m.mtbf_s.map_or("none observed".to_string(), |v| format!("{v:.0} s")),
+            m.mtbf_ci_s.0,
+            m.mtbf_ci_s.1,
+            m.failures,
+            m.censored,
+            m.exposure_s
+        ),
+        None => println!("  MTBF                   no runs"),
+    }
+    if e.per_job.len() > 1 {
+        for (job, m) in &e.per_job {
+            println!(
+                "    job {job:<18} {} failures in {:.0} s, MTBF {}",
+                m.failures,
+                m.exposure_s,
+                m.mtbf_s
+                    .map_or(format!("> {:.0} s (95 %)", m.mtbf_ci_s.0), |v| format!(
+                        "{v:.0} s"
+                    ))
+            );
+        }
+    }
+    if let Some(w) = &e.weibull {
+        println!("  Weibull                shape {:.2} scale {:.0} s ({} failures; shape < 1: failures cluster early in runs)", w.shape, w.scale_s, w.failures);
+    }
+    if let Some(f) = e.prefix_restart_fraction {
+        println!(
+            "  restarts from prefix   {:.0} % of relaunches after a failure",
+            100.0 * f
+        );
+    }
+    println!();
+}
+
+fn print_advice(a: &scr::interval::Advice) {
+    println!(
+        "single level: checkpoint {:.1} s, restart {:.1} s, MTBF {:.0} s",
+        a.checkpoint_cost_s, a.restart_cost_s, a.mtbf_s
+    );
+    println!(
+        "  Young   sqrt(2 d M)     {:>12.0} s  efficiency {:>6.2} %",
+        a.young_s,
+        100.0 * a.young_efficiency
+    );
+    println!(
+        "  Daly    higher order    {:>12.0} s  efficiency {:>6.2} %",
+        a.daly_s,
+        100.0 * a.daly_efficiency
+    );
+    println!(
+        "  model   exact optimum   {:>12.0} s  efficiency {:>6.2} %  (within 1 %: {:.0}..{:.0} s)",
+        a.optimum_s,
+        100.0 * a.optimum_efficiency,
+        a.flat_region_s.0,
+        a.flat_region_s.1
+    );
+    if let Some(m) = &a.multi_level {
+        println!(
+            "multi-level (Moody et al. SC10 model), {} levels:",
+            m.levels.len()
+        );
+        for (i, (l, t)) in m.levels.iter().zip(&m.level_intervals_s).enumerate() {
+            println!(
+                "  level {}: cost {:.1} s, restart {:.1} s, failure rate {:.3e}/s, checkpoint every {:.0} s of compute",
+                i + 1,
+                l.checkpoint_cost_s,
+                l.restart_cost_s,
+                l.failure_rate_per_s,
+                t
+            );
+        }
+        if let Some(n) = m.level1_per_level2 {
+            println!("  {n} level-1 checkpoints per level-2 one");
+        }
+        println!("  expected efficiency {:.2} %", 100.0 * m.efficiency);
+        println!(
+            "  first order (Benoit et al. 2017): every {:.0} s, counts {:?}, efficiency {:.2} %",
+            m.first_order_pattern.interval_s,
+            m.first_order_pattern.counts,
+            100.0 * m.first_order_efficiency
+        );
+    }
+    println!("SCR_CHECKPOINT_SECONDS={}", a.scr_checkpoint_seconds);
+    println!(
+        "SCR_CHECKPOINT_OVERHEAD={:.2}",
+        a.scr_checkpoint_overhead_percent
+    );
+    if let Some(m) = &a.multi_level {
+        if let Some(&c) = m.pattern.counts.first() {
+            println!(
+                "# one checkpoint in every {c} at level 2 (checkpoint descriptor INTERVAL={c})"
+            );
+        }
+    }
 }

@@ -1,26 +1,145 @@
 //! Applying and recovering redundancy for a dataset: the bridge between the
-//! cache tier's bookkeeping (filemaps, logical paths) and the collective
-//! set operations of [`crate::redundancy`].
+//! cache tier's bookkeeping (filemaps, logical paths) and the collective set
+//! operations of [`crate::redundancy::apply`].
 
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::restart::world_ranks_of;
 use super::{Job, ScrError};
+use crate::comm::Comm;
 use crate::records::dataset::Dataset;
+use crate::records::meta::Meta;
 use crate::records::reddesc::{CopyType, RedDesc};
+use crate::redundancy::apply::{self, ApplyError, FileEntry, MemberFiles, Scheme, SetInfo};
+use crate::storage::dirs;
+
+fn scheme_of(rd: &RedDesc) -> Scheme {
+    match rd.copy_type {
+        CopyType::Single => Scheme::Single,
+        CopyType::Partner => Scheme::Partner,
+        CopyType::Xor => Scheme::Xor,
+        CopyType::Rs => Scheme::Rs {
+            k: rd.set_failures.unwrap_or(2).max(1) as usize,
+        },
+    }
+}
+
+/// This rank's application files of `dset` as the set operations want them.
+fn member_files(job: &Job, dset: i64) -> MemberFiles {
+    MemberFiles {
+        files: job
+            .app_files(dset)
+            .into_iter()
+            .map(|(f, meta)| FileEntry {
+                path: job.real(Path::new(&f)),
+                meta,
+            })
+            .collect(),
+    }
+}
+
+fn redundancy_entries(job: &Job, dset: i64) -> Vec<FileEntry> {
+    job.redundancy_files(dset)
+        .into_iter()
+        .map(|(f, meta)| FileEntry {
+            path: job.real(Path::new(&f)),
+            meta,
+        })
+        .collect()
+}
+
+/// The logical path of a file the set operations created at `real` in the
+/// dataset directory whose logical path is `dir_logical` and real path
+/// `dir_real`.
+fn logical_of(real: &Path, dir_real: &Path, dir_logical: &Path) -> String {
+    match real.strip_prefix(dir_real) {
+        Ok(rel) => dir_logical.join(rel).to_string_lossy().into_owned(),
+        Err(_) => real.to_string_lossy().into_owned(),
+    }
+}
+
+/// Record a redundancy file in this rank's filemap (under this rank: the
+/// file stays with whoever plays this rank) before it is created.
+fn register_into(
+    job: &mut Job,
+    dset: i64,
+    dir_real: &Path,
+    dir_logical: &Path,
+    real: &Path,
+    meta: &Meta,
+) -> Result<(), ApplyError> {
+    let me = job.rank();
+    let logical = logical_of(real, dir_real, dir_logical);
+    let mut m = meta.clone();
+    m.file = Some(logical.clone());
+    job.filemap.add_file(dset, me, &logical);
+    job.filemap.set_meta(dset, me, &logical, &m);
+    job.write_filemap().map_err(|e| ApplyError::Register {
+        world_rank: me,
+        path: PathBuf::from(&logical),
+        detail: e.to_string(),
+    })
+}
 
 /// Apply the dataset's redundancy scheme at complete (collective over the
 /// world: every rank calls it when every rank's files are valid).
 pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
     let me = job.rank();
-    let Some(rd) = job.filemap.desc(dset, me)? else {
-        return Err(ScrError::Redundancy(format!(
-            "dataset {dset}: no redundancy descriptor"
-        )));
-    };
-    match rd.copy_type {
-        CopyType::Single => Ok(()),
-        other => Err(ScrError::Redundancy(format!(
-            "{other} not available in this build"
-        ))),
+    let rd = job
+        .filemap
+        .desc(dset, me)?
+        .ok_or_else(|| ScrError::Redundancy(format!("dataset {dset}: no redundancy descriptor")))?;
+    let scheme = scheme_of(&rd);
+    if scheme == Scheme::Single {
+        return Ok(());
     }
+    let di = job
+        .descs
+        .iter()
+        .position(|d| d.record.index == rd.index)
+        .ok_or_else(|| {
+            ScrError::Redundancy(format!(
+                "dataset {dset}: descriptor {} not in this run",
+                rd.index
+            ))
+        })?;
+    let dataset = job
+        .dataset(dset)
+        .ok_or_else(|| ScrError::Redundancy(format!("dataset {dset}: no dataset descriptor")))?;
+    let mine = member_files(job, dset);
+    let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
+    let dir_real = job.real(&dir_logical);
+    let members = job.descs[di].members.clone();
+    let comm = job.descs[di]
+        .comm
+        .take()
+        .ok_or_else(|| ScrError::Redundancy("set communicator missing".into()))?;
+    let result = {
+        let set = SetInfo {
+            comm: comm.as_ref(),
+            group_id: rd.group_id,
+            world_ranks: members,
+            world_size: job.world.size() as u64,
+            dataset,
+            scheme,
+            piece_bytes: job.piece_bytes,
+        };
+        let mut reg = |_owner: i64, real: &Path, meta: &Meta| {
+            register_into(job, dset, &dir_real, &dir_logical, real, meta)
+        };
+        apply::encode(&set, &mine, &dir_real, &mut reg)
+    };
+    job.descs[di].comm = Some(comm);
+    let written = result.map_err(|e| ScrError::Redundancy(e.to_string()))?;
+    // Final meta (size, CRC) of every redundancy file.
+    for fe in written {
+        let logical = logical_of(&fe.path, &dir_real, &dir_logical);
+        let mut m = fe.meta.clone();
+        m.file = Some(logical.clone());
+        job.filemap.set_meta(dset, me, &logical, &m);
+    }
+    job.write_filemap()
 }
 
 /// Rebuild what the scheme allows after some rank lost files of `dset`
@@ -29,16 +148,112 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
 pub fn rebuild_dataset(
     job: &mut Job,
     dset: i64,
-    _ds: &Dataset,
+    ds: &Dataset,
     rd: &RedDesc,
     lost_here: bool,
 ) -> Result<(), String> {
-    let _ = (job, dset);
-    match rd.copy_type {
-        CopyType::Single if lost_here => {
-            Err("SINGLE keeps no redundancy: this rank's files are gone".into())
-        }
-        CopyType::Single => Ok(()),
-        other => Err(format!("{other} not available in this build")),
+    let scheme = scheme_of(rd);
+    // Every rank splits the world the same way: color = set id.
+    let set_comm: Box<dyn Comm> = match job
+        .world
+        .split(Some(rd.group_id as u32), rd.group_rank as i64)
+    {
+        Ok(Some(c)) => c,
+        Ok(None) => return Err("no set communicator".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let flags = set_comm
+        .allgather_bytes(&[u8::from(lost_here)])
+        .map_err(|e| e.to_string())?;
+    let lost: Vec<bool> = flags.iter().map(|f| f.first() == Some(&1)).collect();
+    if !lost.iter().any(|&l| l) {
+        return Ok(());
     }
+    if scheme == Scheme::Single {
+        return Err(if lost_here {
+            "SINGLE keeps no redundancy: this rank's files are gone".into()
+        } else {
+            String::new()
+        });
+    }
+    let me = job.rank();
+    let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
+    let dir_real = job.real(&dir_logical);
+    let cache_real = job.real(Path::new(&rd.directory));
+    fs::create_dir_all(&cache_real)
+        .map_err(|e| e.to_string())
+        .and_then(|_| {
+            dirs::create_private_dirs_below(&cache_real, &dir_real).map_err(|e| e.to_string())
+        })?;
+    if lost_here {
+        // Start the lost member from a clean slate: whatever partial
+        // entries it has are unusable.
+        for f in job.filemap.list_files(dset, me) {
+            let _ = fs::remove_file(job.real(Path::new(&f)));
+            job.filemap.remove_file(dset, me, &f);
+        }
+        if let Err(e) = job.write_filemap() {
+            return Err(e.to_string());
+        }
+    }
+    let mine = (!lost_here).then(|| member_files(job, dset));
+    let red = (!lost_here).then(|| redundancy_entries(job, dset));
+    let set = SetInfo {
+        comm: set_comm.as_ref(),
+        group_id: rd.group_id,
+        world_ranks: world_ranks_of(rd),
+        world_size: job.world.size() as u64,
+        dataset: ds.clone(),
+        scheme,
+        piece_bytes: job.piece_bytes,
+    };
+    let result = {
+        let mut reg = |_owner: i64, real: &Path, meta: &Meta| {
+            register_into(job, dset, &dir_real, &dir_logical, real, meta)
+        };
+        apply::rebuild(
+            &set,
+            &lost,
+            mine.as_ref(),
+            red.as_deref(),
+            &dir_real,
+            &mut reg,
+        )
+    };
+    let rebuilt = result.map_err(|e| e.to_string())?;
+    if !lost_here {
+        return Ok(());
+    }
+    // Rebuilt application files are written at dir/<basename>; move each
+    // to where its recorded logical path says it lives.
+    let mut count = 0u64;
+    for fe in rebuilt.app_files {
+        let logical =
+            fe.meta.file.clone().ok_or_else(|| {
+                format!("rebuilt file {} has no recorded name", fe.path.display())
+            })?;
+        let target = job.real(Path::new(&logical));
+        // Entry first, then the file.
+        let stray = logical_of(&fe.path, &dir_real, &dir_logical);
+        job.filemap.remove_file(dset, me, &stray);
+        job.filemap.add_file(dset, me, &logical);
+        job.filemap.set_meta(dset, me, &logical, &fe.meta);
+        job.write_filemap().map_err(|e| e.to_string())?;
+        if target != fe.path {
+            if let Some(parent) = target.parent() {
+                dirs::create_private_dirs_below(&dir_real, parent).map_err(|e| e.to_string())?;
+            }
+            fs::rename(&fe.path, &target).map_err(|e| format!("{}: {e}", target.display()))?;
+        }
+        count += 1;
+    }
+    for fe in rebuilt.redundancy_files {
+        let logical = logical_of(&fe.path, &dir_real, &dir_logical);
+        let mut m = fe.meta.clone();
+        m.file = Some(logical.clone());
+        job.filemap.set_meta(dset, me, &logical, &m);
+    }
+    job.filemap.set_expected_files(dset, me, count);
+    job.write_filemap().map_err(|e| e.to_string())?;
+    Ok(())
 }

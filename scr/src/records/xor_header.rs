@@ -66,7 +66,7 @@ pub fn parse_xor_file_name(name: &str) -> Option<(u64, u64, i64)> {
 }
 
 impl XorMember {
-    fn to_tree(&self) -> KvTree {
+    pub(crate) fn to_tree(&self) -> KvTree {
         let mut t = KvTree::new();
         t.set_int("RANK", self.rank);
         t.set_val("FILES", self.files.len());
@@ -76,7 +76,7 @@ impl XorMember {
         t
     }
 
-    fn from_node(n: &Node<'_>) -> Result<Self, RecordError> {
+    pub(crate) fn from_node(n: &Node<'_>) -> Result<Self, RecordError> {
         let rank = n.req_i64("RANK")?;
         let count = n.req_u64("FILES")?;
         let entries = n.int_keyed_under("FILE")?;

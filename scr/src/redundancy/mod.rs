@@ -6,6 +6,9 @@
 //! `scr_reddesc_apply_xor()`); everything here is deterministic and testable
 //! without MPI.
 //!
+//! - [`apply`]: the collective layer: applying PARTNER/XOR/RS to a set over a
+//!   communicator and rebuilding lost members (`scr_reddesc_apply()`,
+//!   `scr_reddesc_recover()`).
 //! - [`gf256`]: GF(2^8) arithmetic and region kernels (`xor_into`, `mul_add_into`).
 //! - [`rs`]: systematic Reed–Solomon erasure codec and the RS set layout.
 //! - [`xor`]: the XOR set layout, encode and single-member rebuild, the ring
@@ -17,6 +20,7 @@
 
 use std::path::PathBuf;
 
+pub mod apply;
 pub mod gf256;
 pub mod logical;
 pub mod rs;

@@ -48,15 +48,18 @@ pub struct ReedSolomon {
     kernel: Kernel,
 }
 
-/// Which missing positions are computed from which survivors, and how.
+/// Which missing positions are computed from which survivors, and how
+/// (the decoding matrix of redset's `redset_recover_rs()`); the distributed
+/// rebuild in [`super::apply`] sends each survivor's share of it around the
+/// set instead of gathering the shards.
 #[derive(Clone, Debug)]
-struct DecodePlan {
+pub struct DecodePlan {
     /// The n codeword positions read (increasing).
-    survivors: Vec<usize>,
+    pub survivors: Vec<usize>,
     /// The positions written (increasing).
-    missing: Vec<usize>,
+    pub missing: Vec<usize>,
     /// missing × n coefficients, row-major, over `survivors`.
-    coefs: Vec<u8>,
+    pub coefs: Vec<u8>,
 }
 
 impl ReedSolomon {
@@ -175,9 +178,13 @@ impl ReedSolomon {
     /// first n present positions, then express every missing position (data:
     /// a row of the inverse; parity: its coding row times the inverse) over
     /// those survivors.
-    fn decode_plan(&self, present: &[bool]) -> Result<DecodePlan, RedundancyError> {
+    ///
+    /// Fails with [`RedundancyError::CountMismatch`] when `present` does not
+    /// have n + k flags and [`RedundancyError::TooManyMissing`] when fewer
+    /// than n are present.
+    pub fn decode_plan(&self, present: &[bool]) -> Result<DecodePlan, RedundancyError> {
         let (n, total) = (self.data, self.data + self.parity);
-        assert_eq!(present.len(), total);
+        check_count("presence flags", total, present.len())?;
         let present_count = present.iter().filter(|p| **p).count();
         if present_count < n {
             return Err(RedundancyError::TooManyMissing {

@@ -1,0 +1,242 @@
+//! Checks of the Monte Carlo simulator against the closed-form models.
+
+use faultsim::sim::{campaign, simulate, FailureDist, Job, Policy, SimError, SimLevel};
+use scr::interval::model::{daly_expected_wall_s, daly_s, Level, MultiLevelModel, Pattern};
+
+const MTBF_S: f64 = 10_000.0;
+const COST_S: f64 = 200.0;
+
+fn single_job(segments: f64, interval_s: f64, failures: FailureDist) -> Job {
+    Job {
+        work_s: segments * interval_s,
+        levels: vec![SimLevel {
+            checkpoint_cost_s: COST_S,
+            restart_cost_s: COST_S,
+            failures: Some(failures),
+        }],
+        checkpoint_at_end: true,
+    }
+}
+
+fn fixed(interval_s: f64) -> Policy {
+    Policy::Fixed {
+        interval_s,
+        counts: vec![],
+    }
+}
+
+#[test]
+fn exponential_failures_agree_with_dalys_expected_wall_time_within_1_percent() {
+    let daly = daly_s(COST_S, MTBF_S);
+    for (seed, factor) in [(1u64, 0.5), (2, 1.0), (3, 2.0)] {
+        let t = daly * factor;
+        let job = single_job(40.0, t, FailureDist::Exponential { mtbf_s: MTBF_S });
+        let s = simulate(&job, &fixed(t), 3000, seed).unwrap();
+        let expected = daly_expected_wall_s(job.work_s, t, COST_S, COST_S, MTBF_S);
+        let rel = (s.wall_s.mean - expected).abs() / expected;
+        let half = (s.wall_s.hi - s.wall_s.lo) / 2.0 / s.wall_s.mean;
+        eprintln!("seed {seed}: t = {t:.0} s, simulated {:.0} s (±{:.2} %), Daly {expected:.0} s, off by {:.3} %", s.wall_s.mean, 100.0 * half, 100.0 * rel);
+        assert!(
+            half < 0.005,
+            "seed {seed}: the interval must be tight enough to test 1 %: ±{half}"
+        );
+        assert!(
+            rel < 0.01,
+            "seed {seed}: simulated {} vs Daly {expected} at t = {t}",
+            s.wall_s.mean
+        );
+    }
+}
+
+#[test]
+fn simulated_optimum_lies_in_the_models_flat_region() {
+    let seed = 42;
+    let model = MultiLevelModel::new(vec![Level {
+        checkpoint_cost_s: COST_S,
+        restart_cost_s: COST_S,
+        failure_rate_per_s: 1.0 / MTBF_S,
+    }])
+    .unwrap();
+    let (opt, _) = model.optimum().unwrap();
+    let (lo, hi) = model.flat_region_s(&opt, 0.01).unwrap();
+    let mut best = (0.0, 0.0);
+    for i in 0..13 {
+        // From a third to three times the optimum, same seed for each
+        // (common random numbers sharpen the comparison).
+        let t = opt.interval_s * (1.0f64 / 3.0) * 9f64.powf(i as f64 / 12.0);
+        let job = single_job(
+            (400_000.0 / t).ceil(),
+            t,
+            FailureDist::Exponential { mtbf_s: MTBF_S },
+        );
+        let s = simulate(&job, &fixed(t), 1000, seed).unwrap();
+        if s.efficiency_of_means > best.1 {
+            best = (t, s.efficiency_of_means);
+        }
+    }
+    eprintln!("seed {seed}: simulated best {:.0} s ({:.4}), model optimum {:.0} s, flat region {lo:.0}..{hi:.0} s", best.0, best.1, opt.interval_s);
+    assert!(
+        lo <= best.0 && best.0 <= hi,
+        "seed {seed}: simulated optimum {} outside {lo}..{hi}",
+        best.0
+    );
+}
+
+#[test]
+fn two_level_simulation_agrees_with_the_sc10_model() {
+    let seed = 7;
+    // Coastal with ten times the failure rate and level-2 cost.
+    let (r1, r2, c1, c2) = (8.54e-6, 2.01e-6, 15.0, 18_350.0);
+    let model = MultiLevelModel::new(vec![
+        Level {
+            checkpoint_cost_s: c1,
+            restart_cost_s: c1,
+            failure_rate_per_s: r1,
+        },
+        Level {
+            checkpoint_cost_s: c2,
+            restart_cost_s: c2,
+            failure_rate_per_s: r2,
+        },
+    ])
+    .unwrap();
+    let pattern = Pattern {
+        interval_s: 1640.0,
+        counts: vec![77],
+    };
+    let predicted = model.efficiency(&pattern).unwrap();
+    let job = Job {
+        work_s: 4.0 * pattern.len() as f64 * pattern.interval_s,
+        levels: vec![
+            SimLevel {
+                checkpoint_cost_s: c1,
+                restart_cost_s: c1,
+                failures: Some(FailureDist::Exponential { mtbf_s: 1.0 / r1 }),
+            },
+            SimLevel {
+                checkpoint_cost_s: c2,
+                restart_cost_s: c2,
+                failures: Some(FailureDist::Exponential { mtbf_s: 1.0 / r2 }),
+            },
+        ],
+        checkpoint_at_end: true,
+    };
+    let policy = Policy::Fixed {
+        interval_s: pattern.interval_s,
+        counts: pattern.counts.clone(),
+    };
+    let s = simulate(&job, &policy, 30000, seed).unwrap();
+    let rel = (s.efficiency_of_means - predicted).abs() / predicted;
+    eprintln!(
+        "seed {seed}: simulated {:.4}, model {predicted:.4}, wall ±{:.2} %",
+        s.efficiency_of_means,
+        50.0 * (s.wall_s.hi - s.wall_s.lo) / s.wall_s.mean
+    );
+    assert!(
+        rel < 0.01,
+        "seed {seed}: simulated {} vs model {predicted}",
+        s.efficiency_of_means
+    );
+}
+
+#[test]
+fn weibull_shape_one_is_exponential_and_runs_are_deterministic() {
+    let t = daly_s(COST_S, MTBF_S);
+    let e = single_job(20.0, t, FailureDist::Exponential { mtbf_s: MTBF_S });
+    let w = single_job(
+        20.0,
+        t,
+        FailureDist::Weibull {
+            shape: 1.0,
+            scale_s: MTBF_S,
+        },
+    );
+    let a = simulate(&e, &fixed(t), 200, 5).unwrap();
+    let b = simulate(&w, &fixed(t), 200, 5).unwrap();
+    let c = simulate(&e, &fixed(t), 200, 5).unwrap();
+    assert!(
+        (a.wall_s.mean - b.wall_s.mean).abs() < 1e-6 * a.wall_s.mean,
+        "seed 5: {a:?} vs {b:?}"
+    );
+    assert_eq!(a, c, "seed 5: same seed, same result");
+    let d = simulate(&e, &fixed(t), 200, 6).unwrap();
+    assert_ne!(a.wall_s.mean, d.wall_s.mean, "seeds 5 and 6 differ");
+    let k = FailureDist::Weibull {
+        shape: 0.5,
+        scale_s: 1000.0,
+    };
+    assert!((k.mean_s() - 2000.0).abs() < 1e-6, "Γ(3) = 2");
+}
+
+#[test]
+fn adaptive_policy_learns_the_mtbf_across_a_campaign() {
+    let seed = 9;
+    let truth_s = 7_200.0;
+    let job = single_job(1.0, 86_400.0, FailureDist::Exponential { mtbf_s: truth_s });
+    let policy = Policy::AdaptiveDaly {
+        prior_mtbf_s: 86_400.0,
+        prior_failures: 1.0,
+    };
+    let (adaptive, state) = campaign(&job, &policy, 20, seed).unwrap();
+    let est = state.mtbf_estimate_s().unwrap();
+    assert!(
+        (est / truth_s - 1.0).abs() < 0.2,
+        "seed {seed}: estimate {est} vs {truth_s} after {} failures",
+        state.failures
+    );
+    let (hourly, _) = campaign(&job, &fixed(3600.0), 20, seed).unwrap();
+    assert!(
+        adaptive > hourly,
+        "seed {seed}: adaptive {adaptive} vs hourly {hourly}"
+    );
+}
+
+#[test]
+fn bad_parameters_are_errors() {
+    let good = single_job(2.0, 100.0, FailureDist::Exponential { mtbf_s: 1000.0 });
+    let cases = [
+        (
+            Job {
+                work_s: -1.0,
+                ..good.clone()
+            },
+            fixed(100.0),
+        ),
+        (
+            Job {
+                levels: vec![],
+                ..good.clone()
+            },
+            fixed(100.0),
+        ),
+        (good.clone(), fixed(f64::NAN)),
+        (
+            good.clone(),
+            Policy::Fixed {
+                interval_s: 10.0,
+                counts: vec![2],
+            },
+        ),
+        (
+            single_job(
+                2.0,
+                100.0,
+                FailureDist::Weibull {
+                    shape: 0.0,
+                    scale_s: 1.0,
+                },
+            ),
+            fixed(100.0),
+        ),
+    ];
+    for (job, policy) in cases {
+        assert!(
+            matches!(
+                simulate(&job, &policy, 1, 0),
+                Err(SimError::BadParameter(_))
+            ),
+            "{job:?} {policy:?}"
+        );
+    }
+    assert!(simulate(&good, &fixed(100.0), 0, 0).is_err());
+}

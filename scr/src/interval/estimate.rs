@@ -1,0 +1,672 @@
+//! Estimators from SCR logs: checkpoint, flush and restart costs, and the
+//! mean time between failures by maximum likelihood with right-censoring.
+//!
+//! Runs. Our run loop logs `RUN_START` and `RUN_END` (with a note saying how
+//! the run ended). A run ended by a failure counts as a failure; one that
+//! finished, was halted, or whose allocation ended is right-censored: it
+//! contributes its duration to the exposure but no failure (SCR's
+//! `scr_ckpt_interval.py` counts every run start as a failure, which biases
+//! the MTBF low). LLNL logs have only `START`: a run then lasts until the
+//! next `START` of the same job or the job's last record; it counts as failed
+//! when a later `START` of the same job follows without a `HALT` (the job
+//! script relaunched it), and as censored otherwise.
+//!
+//! MTBF. With `r` failures in total exposure `T` (exponential failures), the
+//! likelihood is `λ^r e^{−λT}`, the MLE `λ̂ = r/T`; the confidence interval
+//! is the likelihood-ratio one, `{λ : 2(ℓ(λ̂) − ℓ(λ)) ≤ χ²₁(level)}`. With
+//! enough failures a Weibull shape is fitted (censored MLE), to say whether
+//! the failure rate rises or falls with run age.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use statrs::distribution::{ChiSquared, ContinuousCDF, StudentsT};
+
+use crate::log::Record;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum RunEnd {
+    /// A failure ended it (counts as a failure).
+    Failed,
+    /// It finished, halted, or its allocation ended (censored).
+    Censored,
+}
+
+/// One run of a job: a launch of the application.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Run {
+    /// Job id (`jobid=`), empty if absent.
+    pub jobid: String,
+    /// Start time, seconds since the epoch.
+    pub start_s: f64,
+    /// Duration.
+    pub duration_s: f64,
+    /// How it ended.
+    pub end: RunEnd,
+}
+
+/// Whether a `RUN_END` note describes a failure. Notes containing `fail`,
+/// `crash`, `killed` or `lost` are failures; `finished`, `halt`,
+/// `allocation-ended`, `time-limit` and the rest are not.
+pub fn note_is_failure(note: &str) -> bool {
+    let n = note.to_ascii_lowercase();
+    ["fail", "crash", "killed", "lost"]
+        .iter()
+        .any(|w| n.contains(w))
+}
+
+/// Split records into runs, per job (records of a job in time order).
+pub fn runs(records: &[Record]) -> Vec<Run> {
+    let mut by_job: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        by_job
+            .entry(r.jobid.clone().unwrap_or_default())
+            .or_default()
+            .push(r);
+    }
+    let mut out = Vec::new();
+    for (jobid, mut recs) in by_job {
+        recs.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
+        let ours = recs.iter().any(|r| r.is_event("RUN_START"));
+        let mut open: Option<(f64, bool, bool)> = None; // start, node_fail seen, halt seen
+        let last_time = recs.last().map_or(0.0, |r| r.time_s);
+        for r in &recs {
+            if ours {
+                if r.is_event("RUN_START") {
+                    if let Some((start, nf, _)) = open.take() {
+                        // A run without RUN_END: the loop died with it.
+                        let end = if nf { RunEnd::Failed } else { RunEnd::Censored };
+                        out.push(Run {
+                            jobid: jobid.clone(),
+                            start_s: start,
+                            duration_s: r.time_s - start,
+                            end,
+                        });
+                    }
+                    open = Some((r.time_s, false, false));
+                } else if r.is_event("NODE_FAIL") {
+                    if let Some(o) = open.as_mut() {
+                        o.1 = true;
+                    }
+                } else if r.is_event("RUN_END") {
+                    if let Some((start, nf, _)) = open.take() {
+                        let failed = nf || r.note.as_deref().is_some_and(note_is_failure);
+                        let end = if failed {
+                            RunEnd::Failed
+                        } else {
+                            RunEnd::Censored
+                        };
+                        out.push(Run {
+                            jobid: jobid.clone(),
+                            start_s: start,
+                            duration_s: r.time_s - start,
+                            end,
+                        });
+                    }
+                }
+            } else if r.is_event("START") {
+                if let Some((start, nf, halted)) = open.take() {
+                    let end = if nf || !halted {
+                        RunEnd::Failed
+                    } else {
+                        RunEnd::Censored
+                    };
+                    out.push(Run {
+                        jobid: jobid.clone(),
+                        start_s: start,
+                        duration_s: r.time_s - start,
+                        end,
+                    });
+                }
+                open = Some((r.time_s, false, false));
+            } else if let Some(o) = open.as_mut() {
+                if r.is_event("NODE_FAIL") {
+                    o.1 = true;
+                } else if r.is_event("HALT") {
+                    o.2 = true;
+                }
+            }
+        }
+        if let Some((start, nf, _)) = open {
+            let end = if nf { RunEnd::Failed } else { RunEnd::Censored };
+            out.push(Run {
+                jobid: jobid.clone(),
+                start_s: start,
+                duration_s: (last_time - start).max(0.0),
+                end,
+            });
+        }
+    }
+    out
+}
+
+/// Mean, spread and a confidence interval of a cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostStats {
+    /// Number of samples.
+    pub samples: usize,
+    /// Sample mean.
+    pub mean_s: f64,
+    /// Sample standard deviation (0 for one sample).
+    pub sd_s: f64,
+    /// Student-t confidence interval of the mean (equal to the mean for one
+    /// sample).
+    pub mean_ci_s: (f64, f64),
+}
+
+impl CostStats {
+    /// Statistics of `samples` (None when empty) with a `level` (e.g. 0.95)
+    /// confidence interval of the mean.
+    pub fn of(samples: &[f64], level: f64) -> Option<CostStats> {
+        let n = samples.len();
+        if n == 0 {
+            return None;
+        }
+        let mean = samples.iter().sum::<f64>() / n as f64;
+        let sd = if n > 1 {
+            (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let half = match StudentsT::new(0.0, 1.0, (n.max(2) - 1) as f64) {
+            Ok(t) if n > 1 => t.inverse_cdf(0.5 + level / 2.0) * sd / (n as f64).sqrt(),
+            _ => 0.0,
+        };
+        Some(CostStats {
+            samples: n,
+            mean_s: mean,
+            sd_s: sd,
+            mean_ci_s: (mean - half, mean + half),
+        })
+    }
+}
+
+/// Exponential MTBF estimate with right-censoring.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MtbfEstimate {
+    /// Failures observed.
+    pub failures: u64,
+    /// Runs that did not end in failure.
+    pub censored: u64,
+    /// Total time at risk.
+    pub exposure_s: f64,
+    /// Maximum-likelihood MTBF `T/r` (None with no failure: only the lower
+    /// bound is known).
+    pub mtbf_s: Option<f64>,
+    /// Confidence interval of the MTBF (upper is infinite with no failure).
+    pub mtbf_ci_s: (f64, f64),
+    /// Confidence level of the interval.
+    pub level: f64,
+}
+
+/// Likelihood-ratio interval for the rate of a Poisson process with `r`
+/// events in exposure `t` (the censored exponential likelihood).
+pub fn rate_interval_per_s(failures: u64, exposure_s: f64, level: f64) -> (f64, f64) {
+    let crit = ChiSquared::new(1.0)
+        .map(|c| c.inverse_cdf(level))
+        .unwrap_or(3.841);
+    let r = failures as f64;
+    // Deviance D(λ) = 2(λT − r − r ln(λT/r)), with D = 2λT for r = 0.
+    let dev = |lam: f64| {
+        let m = lam * exposure_s;
+        if failures == 0 {
+            2.0 * m
+        } else {
+            2.0 * (m - r - r * (m / r).ln())
+        }
+    };
+    let mle = r / exposure_s;
+    let solve = |mut inside: f64, mut outside: f64| {
+        for _ in 0..200 {
+            let mid = 0.5 * (inside + outside);
+            if dev(mid) <= crit {
+                inside = mid;
+            } else {
+                outside = mid;
+            }
+        }
+        0.5 * (inside + outside)
+    };
+    let lower = if failures == 0 { 0.0 } else { solve(mle, 0.0) };
+    let mut hi = (r + 1.0) / exposure_s;
+    for _ in 0..200 {
+        if dev(hi) > crit {
+            break;
+        }
+        hi *= 2.0;
+    }
+    (lower, solve(mle, hi))
+}
+
+/// MTBF from runs, with a `level` confidence interval.
+pub fn mtbf(runs: &[Run], level: f64) -> Option<MtbfEstimate> {
+    let exposure: f64 = runs.iter().map(|r| r.duration_s).sum();
+    if runs.is_empty() || exposure <= 0.0 {
+        return None;
+    }
+    let failures = runs.iter().filter(|r| r.end == RunEnd::Failed).count() as u64;
+    let (lo, hi) = rate_interval_per_s(failures, exposure, level);
+    Some(MtbfEstimate {
+        failures,
+        censored: runs.len() as u64 - failures,
+        exposure_s: exposure,
+        mtbf_s: (failures > 0).then(|| exposure / failures as f64),
+        mtbf_ci_s: (1.0 / hi, if lo > 0.0 { 1.0 / lo } else { f64::INFINITY }),
+        level,
+    })
+}
+
+/// Weibull fit (censored maximum likelihood) of run lifetimes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WeibullFit {
+    /// Shape `k` (1: exponential; < 1: failures come early in a run).
+    pub shape: f64,
+    /// Scale `η`.
+    pub scale_s: f64,
+    /// Failures it rests on.
+    pub failures: u64,
+}
+
+/// Fewest failures for which [`weibull`] fits a shape.
+pub const WEIBULL_MIN_FAILURES: u64 = 5;
+
+/// Censored Weibull MLE of run lifetimes (each run starts a fresh life), or
+/// None with fewer than [`WEIBULL_MIN_FAILURES`] failures.
+pub fn weibull(runs: &[Run]) -> Option<WeibullFit> {
+    let failures = runs.iter().filter(|r| r.end == RunEnd::Failed).count() as u64;
+    let times: Vec<(f64, bool)> = runs
+        .iter()
+        .filter(|r| r.duration_s > 0.0)
+        .map(|r| (r.duration_s, r.end == RunEnd::Failed))
+        .collect();
+    if failures < WEIBULL_MIN_FAILURES {
+        return None;
+    }
+    let r = times.iter().filter(|t| t.1).count() as f64;
+    if r < WEIBULL_MIN_FAILURES as f64 {
+        return None;
+    }
+    // Scale times for numerical range; the shape is scale-free.
+    let tmax = times.iter().map(|t| t.0).fold(0.0, f64::max);
+    let xs: Vec<(f64, bool)> = times.iter().map(|&(t, f)| (t / tmax, f)).collect();
+    let mean_log_fail = xs.iter().filter(|x| x.1).map(|x| x.0.ln()).sum::<f64>() / r;
+    // Profile score g(k) = Σ x^k ln x / Σ x^k − 1/k − mean ln x_fail: increasing in k.
+    let g = |k: f64| {
+        let (mut a, mut b) = (0.0, 0.0);
+        for &(x, _) in &xs {
+            let p = x.powf(k);
+            a += p * x.ln();
+            b += p;
+        }
+        a / b - 1.0 / k - mean_log_fail
+    };
+    let (mut lo, mut hi) = (0.01, 100.0);
+    if g(lo) > 0.0 || g(hi) < 0.0 {
+        return None;
+    }
+    for _ in 0..200 {
+        let mid = (lo * hi).sqrt();
+        if g(mid) < 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let k = (lo * hi).sqrt();
+    let sum: f64 = xs.iter().map(|x| x.0.powf(k)).sum();
+    let scale = (sum / r).powf(1.0 / k) * tmax;
+    Some(WeibullFit {
+        shape: k,
+        scale_s: scale,
+        failures,
+    })
+}
+
+/// Everything the logs say about checkpointing costs and failures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogEstimates {
+    /// Runs found.
+    pub runs: usize,
+    /// Write + encode of a checkpoint to the cache, per dataset (a
+    /// `CHECKPOINT` transfer if logged, else the sum of `WRITE` and
+    /// `ENCODE` transfers of that dataset).
+    pub cache_checkpoint: Option<CostStats>,
+    /// Synchronous flush to the prefix (`FLUSH_SYNC` transfers).
+    pub sync_flush: Option<CostStats>,
+    /// Asynchronous flush (`FLUSH_ASYNC` transfers).
+    pub async_flush: Option<CostStats>,
+    /// Restart (`RESTART_SUCCESS` secs if logged, else `FETCH` transfers
+    /// plus the mean `REBUILD_END` secs).
+    pub restart: Option<CostStats>,
+    /// Exponential MTBF.
+    pub mtbf: Option<MtbfEstimate>,
+    /// Weibull fit, with enough failures.
+    pub weibull: Option<WeibullFit>,
+    /// Exponential MTBF per job id (across jobs is [`LogEstimates::mtbf`]).
+    pub per_job: BTreeMap<String, MtbfEstimate>,
+    /// Of the failed runs relaunched in the same job, the fraction whose
+    /// relaunch fetched from the prefix (`FETCH` transfer): the share of
+    /// failures the cache did not survive, by Laplace's rule
+    /// `(fetched + 1) / (relaunched + 2)`. None without such relaunches.
+    pub prefix_restart_fraction: Option<f64>,
+}
+
+/// Fraction of failed runs whose relaunch (same job) fetched from the prefix.
+pub fn prefix_restart_fraction(records: &[Record], runs: &[Run]) -> Option<f64> {
+    let mut relaunched = 0usize;
+    let mut fetched = 0usize;
+    for pair in runs.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.end != RunEnd::Failed || a.jobid != b.jobid {
+            continue;
+        }
+        relaunched += 1;
+        let end = b.start_s + b.duration_s;
+        if records.iter().any(|r| {
+            r.is_transfer("FETCH")
+                && r.jobid.as_deref().unwrap_or_default() == b.jobid
+                && (b.start_s..=end).contains(&r.time_s)
+        }) {
+            fetched += 1;
+        }
+    }
+    // Laplace's rule of succession: a handful of relaunches that all (or
+    // none) fetched must not make the model declare a level useless.
+    (relaunched > 0).then(|| (fetched as f64 + 1.0) / (relaunched as f64 + 2.0))
+}
+
+/// Estimate costs and MTBF from records (one or more logs, any jobs).
+pub fn estimate(records: &[Record], level: f64) -> LogEstimates {
+    let secs_of = |pred: &dyn Fn(&Record) -> bool| -> Vec<f64> {
+        records
+            .iter()
+            .filter(|r| pred(r))
+            .filter_map(|r| r.secs)
+            .collect()
+    };
+    // Cache checkpoint cost per (job, dataset).
+    let mut explicit: BTreeMap<(String, u64), f64> = BTreeMap::new();
+    let mut pieces: BTreeMap<(String, u64), f64> = BTreeMap::new();
+    for r in records {
+        let (Some(d), Some(s)) = (r.dset, r.secs) else {
+            continue;
+        };
+        let key = (r.jobid.clone().unwrap_or_default(), d);
+        if r.is_transfer("CHECKPOINT") {
+            *explicit.entry(key).or_default() += s;
+        } else if r.is_transfer("WRITE") || r.is_transfer("ENCODE") {
+            *pieces.entry(key).or_default() += s;
+        }
+    }
+    for (k, v) in pieces {
+        explicit.entry(k).or_insert(v);
+    }
+    let ckpt: Vec<f64> = explicit.into_values().collect();
+    let mut restart = secs_of(&|r| r.is_event("RESTART_SUCCESS"));
+    if restart.is_empty() {
+        let rebuild = secs_of(&|r| r.is_event("REBUILD_END"));
+        let rebuild_mean = if rebuild.is_empty() {
+            0.0
+        } else {
+            rebuild.iter().sum::<f64>() / rebuild.len() as f64
+        };
+        restart = secs_of(&|r| r.is_transfer("FETCH"))
+            .into_iter()
+            .map(|s| s + rebuild_mean)
+            .collect();
+    }
+    let runs = runs(records);
+    LogEstimates {
+        runs: runs.len(),
+        cache_checkpoint: CostStats::of(&ckpt, level),
+        sync_flush: CostStats::of(&secs_of(&|r| r.is_transfer("FLUSH_SYNC")), level),
+        async_flush: CostStats::of(&secs_of(&|r| r.is_transfer("FLUSH_ASYNC")), level),
+        restart: CostStats::of(&restart, level),
+        mtbf: mtbf(&runs, level),
+        weibull: weibull(&runs),
+        prefix_restart_fraction: prefix_restart_fraction(records, &runs),
+        per_job: {
+            let mut by_job: BTreeMap<String, Vec<Run>> = BTreeMap::new();
+            for r in &runs {
+                by_job.entry(r.jobid.clone()).or_default().push(r.clone());
+            }
+            by_job
+                .into_iter()
+                .filter_map(|(j, rs)| mtbf(&rs, level).map(|m| (j, m)))
+                .collect()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::parse::parse_text;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+    use std::fmt::Write as _;
+    use std::path::Path;
+
+    fn stamp(t: f64) -> String {
+        // Our style: Unix seconds are accepted as timestamps too, but write
+        // ISO-8601 with a zone to exercise the full path.
+        let days = (t / 86400.0).floor() as i64;
+        let rem = t - days as f64 * 86400.0;
+        // 1970-01-01 + days, good enough for synthetic logs within one year.
+        let (mut y, mut d) = (1970i64, days);
+        loop {
+            let len = if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 {
+                366
+            } else {
+                365
+            };
+            if d < len {
+                break;
+            }
+            d -= len;
+            y += 1;
+        }
+        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let months = [
+            31,
+            if leap { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
+        let mut m = 0;
+        while d >= months[m] {
+            d -= months[m];
+            m += 1;
+        }
+        let h = (rem / 3600.0).floor();
+        let mi = ((rem - h * 3600.0) / 60.0).floor();
+        let s = rem - h * 3600.0 - mi * 60.0;
+        format!(
+            "{y:04}-{:02}-{:02}T{h:02}:{mi:02}:{s:06.3}+00:00",
+            m + 1,
+            d + 1
+        )
+    }
+
+    /// A synthetic log of `n_runs` runs on a machine with exponential
+    /// failures of mean `mtbf_s`, each run cut by an allocation limit.
+    fn synthetic_log(seed: u64, n_runs: usize, mtbf_s: f64) -> String {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut out = String::new();
+        let mut t = 1.7e9;
+        for run in 0..n_runs {
+            let limit = rng.gen_range(2.0..24.0) * 3600.0;
+            let fail = -mtbf_s * (1.0 - rng.gen::<f64>()).ln();
+            let job = run / 4;
+            writeln!(out, "{}: host=n0, jobid={job}, event=RUN_START", stamp(t)).unwrap();
+            writeln!(
+                out,
+                "{}: host=n0, jobid={job}, xfer=WRITE, dset={run}, secs={:.3}",
+                stamp(t + 60.0),
+                30.0 + rng.gen_range(-5.0..5.0)
+            )
+            .unwrap();
+            writeln!(
+                out,
+                "{}: host=n0, jobid={job}, xfer=ENCODE, dset={run}, secs=2.5",
+                stamp(t + 95.0)
+            )
+            .unwrap();
+            let (dur, note) = if fail < limit {
+                (fail, "failed: node lost")
+            } else {
+                (limit, "allocation-ended")
+            };
+            writeln!(
+                out,
+                "{}: host=n0, jobid={job}, event=RUN_END, note=\"{note}\"",
+                stamp(t + dur)
+            )
+            .unwrap();
+            t += dur + 600.0;
+        }
+        out
+    }
+
+    #[test]
+    fn mtbf_interval_covers_truth_93_to_97_percent() {
+        let truth_s = 10.0 * 3600.0;
+        let trials = 1000u64;
+        let mut covered = 0;
+        for seed in 0..trials {
+            let text = synthetic_log(seed, 30, truth_s);
+            let parsed = parse_text(Path::new("synthetic"), &text, true)
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            let est = mtbf(&runs(&parsed.records), 0.95)
+                .unwrap_or_else(|| panic!("seed {seed}: no estimate"));
+            if est.mtbf_ci_s.0 <= truth_s && truth_s <= est.mtbf_ci_s.1 {
+                covered += 1;
+            }
+        }
+        let coverage = covered as f64 / trials as f64;
+        eprintln!("MTBF 95% interval coverage: {coverage} over seeds 0..{trials}");
+        assert!(
+            (0.93..=0.97).contains(&coverage),
+            "coverage {coverage} over seeds 0..{trials}"
+        );
+    }
+
+    #[test]
+    fn finished_and_allocation_ended_runs_are_censored_not_failures() {
+        let text = synthetic_log(7, 200, 10.0 * 3600.0);
+        let parsed = parse_text(Path::new("synthetic"), &text, true).unwrap();
+        let rs = runs(&parsed.records);
+        assert_eq!(rs.len(), 200);
+        let est = mtbf(&rs, 0.95).unwrap();
+        let naive = est.exposure_s / rs.len() as f64; // every start a failure
+        assert_eq!(est.failures + est.censored, 200);
+        assert!(est.censored > 0 && est.failures > 0);
+        let m = est.mtbf_s.unwrap();
+        assert!((m / 36_000.0 - 1.0).abs() < 0.2, "seed 7: MTBF {m}");
+        assert!(
+            naive < 0.8 * m,
+            "counting every start as a failure biases low: {naive} vs {m}"
+        );
+        let e = estimate(&parsed.records, 0.95);
+        let c = e.cache_checkpoint.unwrap();
+        assert_eq!(c.samples, 200);
+        assert!((c.mean_s - 32.5).abs() < 1.0, "write+encode {c:?}");
+        assert!(c.mean_ci_s.0 < c.mean_s && c.mean_s < c.mean_ci_s.1);
+    }
+
+    #[test]
+    fn llnl_start_only_logs() {
+        let text = "\
+2026-11-22T00:00:00: host=a, jobid=1, event=START, procs=8, nodes=2
+2026-11-22T00:10:00: host=a, jobid=1, xfer=FLUSH_SYNC, dset=1, secs=40
+2026-11-22T01:00:00: host=a, jobid=1, event=START, procs=8, nodes=2
+2026-11-22T01:00:30: host=a, jobid=1, event=RESTART_SUCCESS, dset=1, secs=30
+2026-11-22T03:00:00: host=a, jobid=1, event=HALT
+2026-11-22T04:00:00: host=b, jobid=2, event=START, procs=8, nodes=2
+2026-11-22T05:00:00: host=b, jobid=2, event=HALT
+2026-11-22T05:00:01: host=b, jobid=2, event=START, procs=8, nodes=2
+2026-11-22T06:00:00: host=b, jobid=2, xfer=FLUSH_ASYNC, dset=4, secs=100
+";
+        let parsed = parse_text(Path::new("llnl"), text, true).unwrap();
+        let rs = runs(&parsed.records);
+        let ends: Vec<RunEnd> = rs.iter().map(|r| r.end).collect();
+        // Relaunched without HALT: failed; halted then relaunched: not; last runs: censored.
+        assert_eq!(
+            ends,
+            vec![
+                RunEnd::Failed,
+                RunEnd::Censored,
+                RunEnd::Censored,
+                RunEnd::Censored
+            ]
+        );
+        let e = estimate(&parsed.records, 0.95);
+        let m = e.mtbf.unwrap();
+        assert_eq!(m.failures, 1);
+        assert_eq!(m.exposure_s, 3600.0 + 7200.0 + 3601.0 + 3599.0);
+        assert_eq!(e.restart.unwrap().mean_s, 30.0);
+        assert_eq!(e.sync_flush.unwrap().mean_s, 40.0);
+        assert_eq!(e.async_flush.unwrap().mean_s, 100.0);
+        assert!(e.weibull.is_none(), "too few failures for a shape");
+        assert_eq!(
+            e.prefix_restart_fraction,
+            Some(1.0 / 3.0),
+            "the one relaunch restarted from cache: (0 + 1) / (1 + 2)"
+        );
+    }
+
+    #[test]
+    fn weibull_shape_is_recovered_with_censoring() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let (shape, scale) = (0.7, 20_000.0);
+        let rs: Vec<Run> = (0..2000)
+            .map(|_| {
+                let u: f64 = rng.gen();
+                let life = scale * (-(1.0 - u).ln()).powf(1.0 / shape);
+                let limit = rng.gen_range(5_000.0..60_000.0);
+                let (d, end) = if life < limit {
+                    (life, RunEnd::Failed)
+                } else {
+                    (limit, RunEnd::Censored)
+                };
+                Run {
+                    jobid: String::new(),
+                    start_s: 0.0,
+                    duration_s: d,
+                    end,
+                }
+            })
+            .collect();
+        let w = weibull(&rs).expect("seed 11: fit");
+        assert!((w.shape / shape - 1.0).abs() < 0.1, "seed 11: {w:?}");
+        assert!((w.scale_s / scale - 1.0).abs() < 0.15, "seed 11: {w:?}");
+    }
+
+    #[test]
+    fn no_failures_gives_lower_bound_only() {
+        let rs = vec![Run {
+            jobid: "j".into(),
+            start_s: 0.0,
+            duration_s: 1000.0,
+            end: RunEnd::Censored,
+        }];
+        let m = mtbf(&rs, 0.95).unwrap();
+        assert_eq!(m.mtbf_s, None);
+        assert!(m.mtbf_ci_s.1.is_infinite());
+        assert!(
+            (m.mtbf_ci_s.0 - 1000.0 / 1.9207).abs() < 1.0,
+            "{:?}",
+            m.mtbf_ci_s
+        );
+        assert!(mtbf(&[], 0.95).is_none());
+    }
+}
