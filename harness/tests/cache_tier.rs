@@ -509,3 +509,104 @@ fn single_drops_a_checkpoint_with_a_flipped_bit_and_uses_the_older() {
         },
     );
 }
+
+#[test]
+#[ignore = "MPI jobs: run by ci/tests.d/cache-tier.sh"]
+fn partner_rebuilds_two_lost_nodes_that_hold_no_copy_of_each_other() {
+    let plan = partner_plan(&groups(), 1).expect("partners");
+    let pair = |a: usize, b: usize| {
+        (0..RANKS).any(|r| {
+            let (from, to) = (node_of(r), node_of(plan.rhs[r]));
+            (from == a && to == b) || (from == b && to == a)
+        })
+    };
+    let other = (2..NODES)
+        .find(|&n| !pair(1, n))
+        .expect("some node among n2, n3 holds no copy of n1's ranks and n1 none of its");
+    run_scenario(
+        "partner-lose-two-unrelated",
+        Scenario {
+            scheme: PARTNER,
+            lose: lose(&[1, other]),
+            flip_bit: false,
+            then_lose: None,
+            expect: Expect::Rebuilt(3),
+        },
+    );
+}
+
+#[test]
+#[ignore = "MPI jobs: run by ci/tests.d/cache-tier.sh"]
+fn rs2_rebuilds_when_rank_0s_node_is_one_of_two_lost() {
+    run_scenario(
+        "rs2-lose-n0-n3",
+        Scenario {
+            scheme: RS2,
+            lose: lose(&[0, 3]),
+            flip_bit: false,
+            then_lose: None,
+            expect: Expect::Rebuilt(3),
+        },
+    );
+}
+
+/// A relaunch with 6 ranks (3 nodes) cannot use 8-rank checkpoints: SCR
+/// must say so (skipped) and offer no restart, never hand out files.
+#[test]
+#[ignore = "MPI jobs: run by ci/tests.d/cache-tier.sh"]
+fn xor_restart_with_fewer_ranks_is_skipped_not_misassigned() {
+    let name = "xor-fewer-ranks";
+    if let Some(why) = mpirun_missing() {
+        eprintln!("SKIP {name}: {why}");
+        return;
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("cache-tier-{name}-"))
+        .tempdir()
+        .expect("temp dir");
+    let mut cl = SimCluster::new(tmp.path(), app_bin()).expect("cluster dirs");
+    cl.set("SCR_CACHE_SIZE", "2");
+    for (k, v) in XOR {
+        cl.set(k, v);
+    }
+    let seed = pick_seed();
+    let args = |n: u64| -> Vec<String> {
+        [
+            "--seed".to_string(),
+            seed.to_string(),
+            "--mean-bytes".to_string(),
+            MEAN_BYTES.to_string(),
+            "--checkpoints".to_string(),
+            n.to_string(),
+        ]
+        .into()
+    };
+    let mut a1 = args(3);
+    a1.extend(["--fail-after".to_string(), "3".to_string()]);
+    let run1 = cl.run(&["n0", "n1", "n2", "n3"], &a1).expect("run 1");
+    assert_eq!(run1.crashed_after, Some(3), "{}", fmt_run("run 1", &run1));
+    let run2 = cl.run(&["n0", "n1", "n2"], &args(1)).expect("run 2");
+    let context = format!(
+        "{}\n{}",
+        fmt_run("run 1", &run1),
+        fmt_run("run 2 (6 ranks)", &run2)
+    );
+    assert!(run2.mismatch_lines().is_empty(), "WRONG BYTES:\n{context}");
+    let s = run2.summary.clone().expect(&context);
+    assert_eq!(
+        (s.restart.as_deref(), s.status.as_str()),
+        (None, "ok"),
+        "{context}"
+    );
+    let init = run2
+        .app_lines()
+        .into_iter()
+        .find(|l| l.starts_with("SCR_APP init"))
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        !init.contains("skipped_ids=-"),
+        "the 8-rank checkpoints are reported as skipped: {init}\n{context}"
+    );
+    report(name, &["relaunch with 6 ranks".to_string()], &run1, &run2);
+}
