@@ -1,22 +1,15 @@
 #!/usr/bin/env bash
-# The demonstration proper (ci/demo installs and builds first).
-# Until the cache tier lands, the most meaningful thing that exists: a
-# simulated 4-rank job's SCR metadata written through the library's records
-# on 2 simulated nodes and a prefix directory, read back and CRC-verified,
-# then printed with `scr print` exactly as scr_print_hash_file shows them.
+# The demonstration proper (ci/demo installs and builds first): scr_app with
+# 8 ranks on 4 simulated nodes writes XOR-protected checkpoints and crashes,
+# node n1's tree is removed, and the job is relaunched on the 3 survivors
+# plus a spare; every byte restored is verified against the data plan.
+# Exits non-zero unless the newest checkpoint came back bit-exact; the last
+# line says what happened. The older metadata demo is ci/demo-metadata.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. ci/env.sh
 bin=target/release
-work=target/demo/metadata
-"$bin/metadata_demo" "$work" | tee target/demo/metadata.log
-echo
-for f in "$work/prefix/.scr/index.scr" \
-         "$work/prefix/scr.dataset.1/.scr/summary.scr" \
-         "$work/node0/dev/shm/demo/scr.4242/filemap.scrinfo" \
-         "$work/node0/dev/shm/demo/scr.4242/filemap_0.scrinfo" \
-         "$work/prefix/.scr/halt.scr"; do
-  echo "== scr print ${f#$work/}"
-  "$bin/scr" print "$f"
-  echo
-done
-tail -n 1 target/demo/metadata.log
+mkdir -p target/demo
+"$bin/cache-demo" --app "$bin/scr_app" --work target/demo/cache \
+  --scheme XOR --checkpoints 3 --lose n1 --timeout-s 120 2>&1 | tee target/demo/cache.log
+exit "${PIPESTATUS[0]}"

@@ -1,4 +1,5 @@
 //! harness: runs real MPI jobs on simulated nodes.
 #![deny(missing_docs)]
 
+pub mod app;
 pub mod launch;

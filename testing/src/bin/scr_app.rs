@@ -1,0 +1,460 @@
+//! `scr_app`: the test application. It uses only `scr`'s public API, as a
+//! user's MPI application would: restart from the newest checkpoint SCR
+//! offers (verifying every byte), then write more checkpoints.
+//!
+//! ```text
+//! mpirun -np 8 scr_app --seed 7 --checkpoints 3 --mean-bytes 65536 \
+//!     [--prefix DIR] [--fail-after K] [--expect-restart NAME|none|any]
+//! ```
+//!
+//! What rank `r` writes in checkpoint `c` is `testing::data::file_plan(seed,
+//! r, c, mean_bytes)`: several files per rank, sizes differing, some ranks
+//! writing nothing, every byte derived from `(seed, r, c)`. Files are routed
+//! as `<prefix>/ckpt.<c>/<file>` and the checkpoint is named `ckpt.<c>`.
+//!
+//! At start, while SCR has a restart candidate: read every planned file
+//! through `route_file`, check its size and every byte, and complete the
+//! restart with the result; on failure SCR offers the next older one.
+//! Then write `--checkpoints` more, numbered after the restarted one.
+//!
+//! With `--fail-after K` the run ends abruptly after its K-th checkpoint of
+//! this run completed on every rank: exit code 42, no SCR_Finalize, no
+//! MPI_Finalize (a crash, so a launcher can remove a node and relaunch).
+//!
+//! Rank 0 prints machine-readable lines starting with `SCR_APP `:
+//! `SCR_APP init ...` (what SCR found in cache), `SCR_APP restart_attempt
+//! ...`, `SCR_APP checkpoint ...`, `SCR_APP MISMATCH rank=R ckpt=C file=F
+//! offset=O ...` for every wrong byte found, `SCR_APP crash ...`, and last
+//! `SCR_APP restart=<name|none> source=<cache|rebuilt|none>
+//! verified_bytes=<N> checkpoints_written=<K> status=<ok|MISMATCH|UNEXPECTED|error>`.
+//!
+//! Exit codes: 0 ok; 2 some byte read back was wrong (never hidden); 3 the
+//! restart differed from `--expect-restart`; 42 simulated crash; 1 an SCR
+//! or MPI error (the job is aborted); 64 bad usage.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use scr::comm::mpi::{abort_job, install_abort_on_panic, MpiComm, MpiEnv};
+use scr::comm::{Comm, ReduceOp};
+use scr::config::Environment;
+use scr::{Flags, InitOptions, Scr};
+use testing::data::{file_plan, fill, first_mismatch, FileSpec};
+
+/// Largest piece generated or verified at once.
+const PIECE_BYTES: usize = 1 << 20;
+/// Bound on restart attempts (each failed one drops a candidate anyway).
+const MAX_RESTART_ATTEMPTS: usize = 1000;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "scr_app",
+    about = "SCR test application: verify the restart checkpoint byte by byte, then write checkpoints"
+)]
+struct Args {
+    /// Seed of the deterministic data (must be the same across runs).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Checkpoints to write in this run (ids continue after the restarted one).
+    #[arg(long, default_value_t = 3)]
+    checkpoints: u64,
+    /// Mean file size in bytes (files range from 0 to twice this).
+    #[arg(long, default_value_t = 65536)]
+    mean_bytes: u64,
+    /// Prefix directory (default: SCR_PREFIX, else the current directory).
+    #[arg(long)]
+    prefix: Option<PathBuf>,
+    /// Crash (exit 42 without finalize) after this many checkpoints of this run.
+    #[arg(long)]
+    fail_after: Option<u64>,
+    /// Check the restart: a checkpoint name, `none`, or `any`.
+    #[arg(long)]
+    expect_restart: Option<String>,
+}
+
+/// The process environment with SCR_PREFIX overridden by `--prefix`.
+struct AppEnv {
+    prefix: PathBuf,
+}
+
+impl Environment for AppEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        if name == "SCR_PREFIX" {
+            return Some(self.prefix.to_string_lossy().into_owned());
+        }
+        std::env::var(name).ok()
+    }
+    fn current_dir(&self) -> Option<PathBuf> {
+        std::env::current_dir().ok()
+    }
+}
+
+/// Wrong bytes (or a wrong size) found in one file.
+struct Mismatch {
+    ckpt: u64,
+    file: String,
+    offset: u64,
+    why: String,
+}
+
+/// The outcome of one restart attempt on this rank.
+#[derive(Default)]
+struct ReadResult {
+    verified_bytes: u64,
+    unreadable: Vec<String>,
+    mismatches: Vec<Mismatch>,
+}
+
+fn main() -> ExitCode {
+    install_abort_on_panic();
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            // Help and version go to stdout with success; misuse exits 64.
+            let code = if e.use_stderr() { 64 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let env = MpiEnv::init();
+    let app = world_or_abort();
+    let rank = app.rank();
+    let prefix = match &args.prefix {
+        Some(p) => p.clone(),
+        None => std::env::var_os("SCR_PREFIX")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(".")),
+    };
+    let prefix = match std::path::absolute(&prefix) {
+        Ok(p) => p,
+        Err(e) => fail(rank, "prefix", &e),
+    };
+    if let Err(e) = fs::create_dir_all(&prefix) {
+        fail(rank, "creating the prefix directory", &e)
+    }
+    let code = run(&args, &app, &prefix);
+    drop(app);
+    drop(env);
+    code
+}
+
+fn world_or_abort() -> MpiComm {
+    match MpiComm::world() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("scr_app: {e}");
+            abort_job(1)
+        }
+    }
+}
+
+/// Report an error that leaves the ranks out of step and end the job.
+fn fail(rank: usize, what: &str, e: &dyn std::fmt::Display) -> ! {
+    eprintln!("scr_app: rank {rank}: {what}: {e}");
+    if rank == 0 {
+        println!(
+            "SCR_APP error rank=0 during={what:?} message={:?}",
+            e.to_string()
+        );
+        println!(
+            "SCR_APP restart=unknown source=unknown verified_bytes=0 checkpoints_written=0 status=error"
+        );
+        let _ = std::io::stdout().flush();
+    }
+    abort_job(1)
+}
+
+fn ok_or_fail<T, E: std::fmt::Display>(rank: usize, what: &str, r: Result<T, E>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => fail(rank, what, &e),
+    }
+}
+
+fn ckpt_path(prefix: &Path, ckpt: u64, spec: &FileSpec) -> PathBuf {
+    prefix.join(format!("ckpt.{ckpt}")).join(&spec.name)
+}
+
+fn ids(v: &[i64]) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    v.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
+    let rank = app.rank();
+    let size = app.size();
+    let world = ok_or_fail(rank, "MpiComm::world", MpiComm::world());
+    let opts = InitOptions {
+        env: Some(Box::new(AppEnv {
+            prefix: prefix.to_path_buf(),
+        })),
+        ..InitOptions::default()
+    };
+    let mut scr = ok_or_fail(rank, "SCR_Init", Scr::init_with(Box::new(world), opts));
+    let report = scr.init_report().clone();
+    if rank == 0 {
+        let lost: Vec<String> = report
+            .lost
+            .iter()
+            .map(|(d, why)| format!("{d}:{why}"))
+            .collect();
+        println!(
+            "SCR_APP init ranks={size} found={} available={} rebuilt={} lost_ids={} skipped_ids={} moved_files={}",
+            ids(&report.found),
+            ids(&report.available),
+            ids(&report.rebuilt),
+            ids(&report.lost.iter().map(|l| l.0).collect::<Vec<_>>()),
+            ids(&report.skipped.iter().map(|l| l.0).collect::<Vec<_>>()),
+            report.moved_files
+        );
+        for l in &lost {
+            println!("SCR_APP lost {l}");
+        }
+    }
+
+    // Restart: newest candidate first; SCR drops a failed one and offers
+    // the next older.
+    let mut restarted: Option<(String, u64, &'static str)> = None;
+    let mut verified_total = 0u64;
+    let mut mismatches_total = 0i64;
+    for _ in 0..MAX_RESTART_ATTEMPTS {
+        let Some(name) = ok_or_fail(rank, "SCR_Have_restart", scr.have_restart()) else {
+            break;
+        };
+        let mut phase = ok_or_fail(rank, "SCR_Start_restart", scr.start_restart());
+        let dset = phase.dataset_id();
+        let ckpt = name
+            .strip_prefix("ckpt.")
+            .and_then(|s| s.parse::<u64>().ok());
+        let mut res = ReadResult::default();
+        match ckpt {
+            Some(c) => {
+                for spec in file_plan(args.seed, rank as u32, c, args.mean_bytes) {
+                    read_and_verify(&mut phase, prefix, c, &spec, &mut res);
+                }
+            }
+            None => res
+                .unreadable
+                .push(format!("checkpoint name {name:?} is not ckpt.<id>")),
+        }
+        let local_ok = res.unreadable.is_empty() && res.mismatches.is_empty();
+        let all_ok = ok_or_fail(rank, "SCR_Complete_restart", phase.complete(local_ok));
+        // Every rank's wrong bytes reach rank 0's output: never hidden.
+        let mut counts = [
+            res.mismatches.len() as i64,
+            res.unreadable.len() as i64,
+            res.verified_bytes as i64,
+        ];
+        ok_or_fail(
+            rank,
+            "allreduce",
+            app.allreduce_i64(&mut counts, ReduceOp::Sum),
+        );
+        let mut lines = String::new();
+        for m in &res.mismatches {
+            eprintln!(
+                "scr_app: rank {rank}: MISMATCH in {name} file {} at offset {}: {}",
+                m.file, m.offset, m.why
+            );
+            lines.push_str(&format!(
+                "SCR_APP MISMATCH rank={rank} ckpt={} file={} offset={} why={:?}\n",
+                m.ckpt, m.file, m.offset, m.why
+            ));
+        }
+        for u in &res.unreadable {
+            eprintln!("scr_app: rank {rank}: unreadable in {name}: {u}");
+            lines.push_str(&format!(
+                "SCR_APP unreadable rank={rank} name={name} why={u:?}\n"
+            ));
+        }
+        let gathered = ok_or_fail(rank, "gather", app.gather_bytes(0, lines.as_bytes()));
+        if let Some(all) = gathered {
+            for l in all {
+                print!("{}", String::from_utf8_lossy(&l));
+            }
+            println!(
+                "SCR_APP restart_attempt name={name} dataset={dset} ok={all_ok} verified_bytes={} mismatches={} unreadable={}",
+                counts[2], counts[0], counts[1]
+            );
+        }
+        mismatches_total += counts[0];
+        if all_ok {
+            let source = if report.rebuilt.contains(&dset) {
+                "rebuilt"
+            } else {
+                "cache"
+            };
+            verified_total = counts[2] as u64;
+            restarted = Some((name, ckpt.unwrap_or(0), source));
+            break;
+        }
+    }
+
+    let unexpected = match args.expect_restart.as_deref() {
+        None | Some("any") => None,
+        Some("none") => restarted.as_ref().map(|r| r.0.clone()),
+        Some(want) => match &restarted {
+            Some(r) if r.0 == want => None,
+            Some(r) => Some(r.0.clone()),
+            None => Some("none".into()),
+        },
+    };
+
+    // Checkpoints after the restarted one.
+    let first = restarted.as_ref().map_or(1, |r| r.1 + 1);
+    let mut written = 0u64;
+    for c in first..first + args.checkpoints {
+        let name = format!("ckpt.{c}");
+        let mut out = ok_or_fail(
+            rank,
+            "SCR_Start_output",
+            scr.start_output(Some(&name), Flags::CHECKPOINT),
+        );
+        let mut ok = true;
+        for spec in file_plan(args.seed, rank as u32, c, args.mean_bytes) {
+            let path = ok_or_fail(
+                rank,
+                "SCR_Route_file",
+                out.route_file(ckpt_path(prefix, c, &spec)),
+            );
+            if let Err(e) = write_file(&path, &spec) {
+                eprintln!("scr_app: rank {rank}: writing {}: {e}", path.display());
+                ok = false;
+            }
+        }
+        let complete = ok_or_fail(rank, "SCR_Complete_output", out.complete(ok));
+        if rank == 0 {
+            println!("SCR_APP checkpoint name={name} complete={complete}");
+        }
+        if !complete {
+            fail(rank, "SCR_Complete_output", &format!("{name} is not valid"));
+        }
+        written += 1;
+        if args.fail_after == Some(written) {
+            // Everyone completed the checkpoint before anyone dies.
+            ok_or_fail(rank, "barrier", app.barrier());
+            if rank == 0 {
+                println!("SCR_APP crash after_checkpoints={written} last={name}");
+                let _ = std::io::stdout().flush();
+            }
+            ok_or_fail(rank, "barrier", app.barrier());
+            std::process::exit(42);
+        }
+    }
+
+    ok_or_fail(rank, "SCR_Finalize", scr.finalize());
+    let status = if mismatches_total > 0 {
+        "MISMATCH"
+    } else if unexpected.is_some() {
+        "UNEXPECTED"
+    } else {
+        "ok"
+    };
+    if rank == 0 {
+        if let Some(got) = &unexpected {
+            println!(
+                "SCR_APP expected_restart={} got={got}",
+                args.expect_restart.as_deref().unwrap_or("any")
+            );
+        }
+        let (name, source) = restarted
+            .as_ref()
+            .map_or(("none", "none"), |r| (r.0.as_str(), r.2));
+        println!(
+            "SCR_APP restart={name} source={source} verified_bytes={verified_total} checkpoints_written={written} status={status}"
+        );
+    }
+    match status {
+        "ok" => ExitCode::SUCCESS,
+        "MISMATCH" => ExitCode::from(2),
+        _ => ExitCode::from(3),
+    }
+}
+
+/// Route one planned file of checkpoint `ckpt`, check its size and every
+/// byte, and record what was found.
+fn read_and_verify(
+    phase: &mut scr::RestartPhase<'_>,
+    prefix: &Path,
+    ckpt: u64,
+    spec: &FileSpec,
+    res: &mut ReadResult,
+) {
+    let path = match phase.route_file(ckpt_path(prefix, ckpt, spec)) {
+        Ok(p) => p,
+        Err(e) => {
+            res.unreadable.push(format!("{}: {e}", spec.name));
+            return;
+        }
+    };
+    let mut f = match fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            res.unreadable
+                .push(format!("{} ({}): {e}", spec.name, path.display()));
+            return;
+        }
+    };
+    let mut buf = vec![0u8; PIECE_BYTES];
+    let mut offset = 0u64;
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                res.unreadable
+                    .push(format!("{} ({}): {e}", spec.name, path.display()));
+                return;
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        let valid = n.min(spec.size_bytes.saturating_sub(offset) as usize);
+        if let Some(at) = first_mismatch(spec.key, offset, &buf[..valid]) {
+            res.mismatches.push(Mismatch {
+                ckpt,
+                file: spec.name.clone(),
+                offset: at,
+                why: "wrong byte".into(),
+            });
+            return;
+        }
+        if valid < n {
+            res.mismatches.push(Mismatch {
+                ckpt,
+                file: spec.name.clone(),
+                offset: spec.size_bytes,
+                why: format!("longer than the {} bytes written", spec.size_bytes),
+            });
+            return;
+        }
+        offset += n as u64;
+        res.verified_bytes += n as u64;
+    }
+    if offset < spec.size_bytes {
+        res.mismatches.push(Mismatch {
+            ckpt,
+            file: spec.name.clone(),
+            offset,
+            why: format!("truncated: {offset} of {} bytes", spec.size_bytes),
+        });
+    }
+}
+
+fn write_file(path: &Path, spec: &FileSpec) -> std::io::Result<()> {
+    let mut f = fs::File::create(path)?;
+    let mut buf = vec![0u8; PIECE_BYTES.min(spec.size_bytes as usize)];
+    let mut offset = 0u64;
+    while offset < spec.size_bytes {
+        let n = buf.len().min((spec.size_bytes - offset) as usize);
+        fill(spec.key, offset, &mut buf[..n]);
+        f.write_all(&buf[..n])?;
+        offset += n as u64;
+    }
+    f.sync_all()
+}
