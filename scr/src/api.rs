@@ -10,10 +10,11 @@
 //! the same answer.
 //!
 //! ```no_run
-//! # fn main() -> Result<(), scr::ScrError> {
-//! # let comm: Box<dyn scr::comm::Comm> = unimplemented_comm();
-//! # fn unimplemented_comm() -> Box<dyn scr::comm::Comm> { panic!() }
-//! let mut scr = scr::Scr::init(comm)?;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let _mpi = scr::comm::mpi::MpiEnv::init(); // MPI_Init (the application's)
+//! scr::comm::mpi::install_abort_on_panic();
+//! let world = scr::comm::mpi::MpiComm::world()?; // a duplicate of MPI_COMM_WORLD
+//! let mut scr = scr::Scr::init(Box::new(world))?;
 //! if let Some(name) = scr.have_restart()? {
 //!     let mut r = scr.start_restart()?;
 //!     let path = r.route_file("ckpt/rank_0.dat")?;
