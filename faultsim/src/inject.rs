@@ -1186,6 +1186,12 @@ mod tests {
         let me = std::process::id();
         let mut want = vec![a.id() as i32, b.id() as i32];
         want.sort_unstable();
+        // A child's /proc/<pid>/environ shows its own variables only once it
+        // has exec'd: wait (bounded) for both to get there.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while node_processes(&node, Some(me)) != want && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(node_processes(&node, Some(me)), want);
         let rec = kill_node(&node, Some(me)).expect("kill node");
         assert_eq!(
