@@ -1,5 +1,10 @@
 /* SCR_Configf: printf-style SCR_Config. C-variadic functions cannot be
- * defined in stable Rust, so this formats in C and calls SCR_Config (Rust). */
+ * defined in stable Rust, so this formats in C and calls SCR_Config (Rust).
+ *
+ * The exported symbol SCR_Configf is a Rust naked function that jumps here
+ * (src/lib.rs): rustc exports only Rust-defined symbols from a cdylib, so a C
+ * definition of SCR_Configf would be missing from libscr.so. A tail jump
+ * leaves the variadic arguments in place. Hidden: not part of the ABI. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +13,8 @@
 /* Prints the error with the rank SCR_Init recorded (Rust side). */
 void scr_capi_report_error(const char* call, const char* message);
 
-const char* SCR_Configf(const char* format, ...)
+__attribute__((visibility("hidden")))
+const char* scr_capi_configf_impl(const char* format, ...)
 {
   if (format == NULL) {
     scr_capi_report_error("SCR_Configf", "format is NULL");

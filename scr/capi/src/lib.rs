@@ -286,6 +286,37 @@ pub unsafe extern "C" fn SCR_Config(config: *const c_char) -> *const c_char {
     }
 }
 
+unsafe extern "C" {
+    /// The C body of SCR_Configf (csrc/configf.c).
+    fn scr_capi_configf_impl(format: *const c_char, ...) -> *const c_char;
+}
+
+/// `const char* SCR_Configf(const char* format, ...)`: SCR_Config with a
+/// printf-style format. Defined in C (a C-variadic function cannot be
+/// defined in stable Rust); this naked function only tail-jumps there, so
+/// that the symbol is exported from libscr.so (rustc exports only Rust
+/// definitions from a cdylib) with every variadic argument untouched.
+///
+/// # Safety
+/// As `printf`: `format` is NULL or a format string matching the arguments.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn SCR_Configf() {
+    core::arch::naked_asm!("jmp {0}", sym scr_capi_configf_impl)
+}
+
+/// See the x86_64 definition.
+///
+/// # Safety
+/// As `printf`: `format` is NULL or a format string matching the arguments.
+#[cfg(target_arch = "aarch64")]
+#[unsafe(naked)]
+#[no_mangle]
+pub unsafe extern "C" fn SCR_Configf() {
+    core::arch::naked_asm!("b {0}", sym scr_capi_configf_impl)
+}
+
 /// Called by the C side of SCR_Configf to report its own errors.
 ///
 /// # Safety
