@@ -223,6 +223,24 @@ impl Scr {
             .node
             .unwrap_or_else(|| NodeIdentity::from_env(|k| std::env::var_os(k)));
         let mut job = Job::new(comm, cfg, node)?;
+        if job.rank() == 0 {
+            // A new run of a job whose previous run finalised: that reason
+            // is no longer a reason to halt (SCR_Init does the same).
+            let path = job
+                .prefix
+                .join(".scr")
+                .join(crate::records::halt::HALT_FILE);
+            if path.exists() {
+                let cleared = Halt::update_file(&path, |h: &mut Halt| {
+                    if h.exit_reason.as_deref() == Some(REASON_FINALIZE_CALLED) {
+                        h.exit_reason = None;
+                    }
+                });
+                if let Err(e) = cleared {
+                    eprintln!("SCR: warning: halt file: {e}");
+                }
+            }
+        }
         if job.rank() == 0 && !opts.configs.is_empty() {
             if let Err(e) = job.cfg.write_app_conf(&job.prefix) {
                 eprintln!("SCR: warning: {e}");
