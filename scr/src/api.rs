@@ -118,6 +118,23 @@ pub struct Scr {
     need: NeedState,
     init_at: Instant,
     finalized: bool,
+    /// The phase opened by the non-borrowing `*_dyn` calls (C API).
+    phase: Option<DynPhase>,
+}
+
+/// The state of a phase kept inside [`Scr`] by the `*_dyn` calls, for
+/// callers (the C API) that cannot hold a borrowing phase object.
+#[derive(Debug)]
+enum DynPhase {
+    Output {
+        dset: i64,
+        dir: PathBuf,
+        started: Instant,
+    },
+    Restart {
+        dset: i64,
+        name: String,
+    },
 }
 
 fn now_s() -> i64 {
@@ -197,6 +214,7 @@ impl Scr {
             need: NeedState::default(),
             init_at: Instant::now(),
             finalized: false,
+            phase: None,
         };
         if !enabled {
             return Ok(scr);
@@ -205,6 +223,24 @@ impl Scr {
             .node
             .unwrap_or_else(|| NodeIdentity::from_env(|k| std::env::var_os(k)));
         let mut job = Job::new(comm, cfg, node)?;
+        if job.rank() == 0 {
+            // A new run of a job whose previous run finalised: that reason
+            // is no longer a reason to halt (SCR_Init does the same).
+            let path = job
+                .prefix
+                .join(".scr")
+                .join(crate::records::halt::HALT_FILE);
+            if path.exists() {
+                let cleared = Halt::update_file(&path, |h: &mut Halt| {
+                    if h.exit_reason.as_deref() == Some(REASON_FINALIZE_CALLED) {
+                        h.exit_reason = None;
+                    }
+                });
+                if let Err(e) = cleared {
+                    eprintln!("SCR: warning: halt file: {e}");
+                }
+            }
+        }
         if job.rank() == 0 && !opts.configs.is_empty() {
             if let Err(e) = job.cfg.write_app_conf(&job.prefix) {
                 eprintln!("SCR: warning: {e}");
@@ -591,6 +627,21 @@ impl Scr {
         if self.finalized {
             return Ok(());
         }
+        // A phase left open by the `*_dyn` calls ends as a dropped phase
+        // object would: invalid.
+        match self.phase {
+            Some(DynPhase::Output { .. }) => {
+                if let Err(e) = self.complete_output_dyn(false) {
+                    eprintln!("SCR: output phase open at finalize: {e}");
+                }
+            }
+            Some(DynPhase::Restart { .. }) => {
+                if let Err(e) = self.complete_restart_dyn(false) {
+                    eprintln!("SCR: restart phase open at finalize: {e}");
+                }
+            }
+            None => {}
+        }
         self.finalized = true;
         let Some(job) = self.job.take() else {
             return Ok(());
@@ -608,6 +659,136 @@ impl Scr {
         }
         job.world.barrier()?;
         result
+    }
+
+    fn no_phase(&self, call: &'static str) -> ScrResult<()> {
+        match self.phase {
+            None => Ok(()),
+            Some(DynPhase::Output { .. }) => Err(ScrError::PhaseMisuse {
+                call,
+                why: "called inside an output phase (SCR_Complete_output first)",
+            }),
+            Some(DynPhase::Restart { .. }) => Err(ScrError::PhaseMisuse {
+                call,
+                why: "called inside a restart phase (SCR_Complete_restart first)",
+            }),
+        }
+    }
+
+    /// Whether a `*_dyn` phase is open: `Some(true)` output, `Some(false)` restart.
+    pub fn dyn_phase_is_output(&self) -> Option<bool> {
+        self.phase
+            .as_ref()
+            .map(|p| matches!(p, DynPhase::Output { .. }))
+    }
+
+    /// [`Scr::start_output`] keeping the phase inside `self` (for the C
+    /// API). Starting a phase inside another is [`ScrError::PhaseMisuse`].
+    pub fn start_output_dyn(&mut self, name: Option<&str>, flags: Flags) -> ScrResult<()> {
+        self.no_phase("SCR_Start_output")?;
+        let mut p = self.start_output(name, flags)?;
+        // The phase now lives in `self.phase`; the object must not finish it.
+        p.completed = true;
+        let state = DynPhase::Output {
+            dset: p.dset,
+            dir: std::mem::take(&mut p.dir),
+            started: p.started,
+        };
+        drop(p);
+        self.phase = Some(state);
+        Ok(())
+    }
+
+    /// [`Scr::start_restart`] keeping the phase inside `self`; returns the
+    /// checkpoint's name.
+    pub fn start_restart_dyn(&mut self) -> ScrResult<String> {
+        self.no_phase("SCR_Start_restart")?;
+        let mut p = self.start_restart()?;
+        p.completed = true;
+        let (dset, name) = (p.dset, std::mem::take(&mut p.name));
+        drop(p);
+        self.phase = Some(DynPhase::Restart {
+            dset,
+            name: name.clone(),
+        });
+        Ok(name)
+    }
+
+    /// SCR_Route_file against the open `*_dyn` phase; outside any phase
+    /// the name comes back unchanged (as SCR does).
+    pub fn route_file_dyn(&mut self, name: &str) -> ScrResult<PathBuf> {
+        check_name(name)?;
+        match self.phase.take() {
+            None => Ok(PathBuf::from(name)),
+            Some(DynPhase::Output { dset, dir, started }) => {
+                let mut p = OutputPhase {
+                    scr: self,
+                    dset,
+                    dir,
+                    completed: true,
+                    started,
+                };
+                let r = p.route_file(name);
+                let dir = std::mem::take(&mut p.dir);
+                drop(p);
+                self.phase = Some(DynPhase::Output { dset, dir, started });
+                r
+            }
+            Some(DynPhase::Restart { dset, name: dname }) => {
+                let mut p = RestartPhase {
+                    scr: self,
+                    dset,
+                    name: dname,
+                    completed: true,
+                };
+                let r = p.route_file(name);
+                let dname = std::mem::take(&mut p.name);
+                drop(p);
+                self.phase = Some(DynPhase::Restart { dset, name: dname });
+                r
+            }
+        }
+    }
+
+    /// [`OutputPhase::complete`] for the phase [`Scr::start_output_dyn`] opened.
+    pub fn complete_output_dyn(&mut self, valid: bool) -> ScrResult<bool> {
+        match self.phase.take() {
+            Some(DynPhase::Output { dset, dir, started }) => OutputPhase {
+                scr: self,
+                dset,
+                dir,
+                completed: false,
+                started,
+            }
+            .complete(valid),
+            other => {
+                self.phase = other;
+                Err(ScrError::PhaseMisuse {
+                    call: "SCR_Complete_output",
+                    why: "no output phase is open (SCR_Start_output first)",
+                })
+            }
+        }
+    }
+
+    /// [`RestartPhase::complete`] for the phase [`Scr::start_restart_dyn`] opened.
+    pub fn complete_restart_dyn(&mut self, valid: bool) -> ScrResult<bool> {
+        match self.phase.take() {
+            Some(DynPhase::Restart { dset, name }) => RestartPhase {
+                scr: self,
+                dset,
+                name,
+                completed: false,
+            }
+            .complete(valid),
+            other => {
+                self.phase = other;
+                Err(ScrError::PhaseMisuse {
+                    call: "SCR_Complete_restart",
+                    why: "no restart phase is open (SCR_Start_restart first)",
+                })
+            }
+        }
     }
 
     /// SCR_Get_version.

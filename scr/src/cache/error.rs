@@ -106,6 +106,15 @@ pub enum ScrError {
     /// The configured redundancy descriptors cannot be used.
     #[error("redundancy descriptor: {0}")]
     Descriptor(String),
+    /// A call out of order in the dynamic (C API) phase state: e.g.
+    /// SCR_Complete_output with no output phase, or SCR_Start_output inside one.
+    #[error("{call}: {why}")]
+    PhaseMisuse {
+        /// The call.
+        call: &'static str,
+        /// What was wrong.
+        why: &'static str,
+    },
 }
 
 impl From<ConfigError> for ScrError {

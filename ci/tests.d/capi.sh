@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The C API (issue 7): install libscr + scr.h + scr.pc into a temporary
+# prefix (ci/install-capi), build the C programs of testing/c with mpicc and
+# pkg-config, and run them under mpirun -np 4 on four simulated nodes
+# (SCR_NODE_NAME=n<i>, SCR_NODE_ROOT=<tmp>/nodes/n<i>). Ends with
+# "N passed, M failed"; exits non-zero when any failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+repo="$(pwd)"
+. ci/env.sh
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/scr-capi.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+install="$work/install"
+
+echo "-- installing the C API into $install"
+ci/install-capi "$install" >/dev/null || { echo "install-capi failed"; echo "0 passed, 1 failed"; exit 1; }
+cargo build -p testing --bin scr_halt_file --quiet || { echo "0 passed, 1 failed"; exit 1; }
+halt_helper="${CARGO_TARGET_DIR:-$repo/target}/debug/scr_halt_file"
+
+export PKG_CONFIG_PATH="$install/lib/pkgconfig"
+flags="$(pkg-config --cflags --libs scr)"
+mkdir -p "$work/bin"
+for src in testing/c/*.c; do
+  prog="$(basename "$src" .c)"
+  # shellcheck disable=SC2086
+  if ! mpicc -std=c99 -Wall -Wextra -Werror -O1 -o "$work/bin/$prog" "$src" -Itesting/c $flags; then
+    echo "build of $src failed"; echo "0 passed, 1 failed"; exit 1
+  fi
+done
+# One program linked statically against libscr.a, to check the .pc's Libs.
+# shellcheck disable=SC2086
+mpicc -std=c99 -O1 -o "$work/bin/ckpt_restart_static" testing/c/ckpt_restart.c -Itesting/c \
+  $(pkg-config --cflags scr) "$install/lib/libscr.a" -lgcc_s -lutil -lrt -lpthread -ldl -lm \
+  || { echo "static link failed"; echo "0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+
+# run CASE PROG ARGS...: one mpirun of 4 ranks on nodes n0..n3 of case CASE,
+# run in its prefix directory (the application's working directory).
+run() {
+  local case="$1"; shift
+  local prefix="$work/$case/prefix" nodes="$work/$case/nodes"
+  mkdir -p "$prefix" "$nodes"
+  local ctx=() i
+  for i in 0 1 2 3; do
+    [ "$i" -gt 0 ] && ctx+=(:)
+    ctx+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$nodes/n$i" "$@")
+  done
+  (cd "$prefix" && SCR_PREFIX="$prefix" SCR_JOB_ID="capi-$case" \
+    timeout 60 mpirun --oversubscribe -x SCR_PREFIX -x SCR_JOB_ID \
+      -x SCR_COPY_TYPE -x SCR_SET_SIZE -x SCR_CACHE_SIZE "${ctx[@]}")
+}
+
+# check NAME COMMAND...: run a step, count it.
+check() {
+  local name="$1"; shift
+  local log="$work/log.$passed.$failed"
+  local rc=0
+  "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1)); echo "PASS $name"
+  else
+    failed=$((failed + 1)); echo "FAIL $name (exit $rc)"; sed 's/^/    /' "$log" | tail -30
+  fi
+}
+
+b="$work/bin"
+export SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_CACHE_SIZE=1
+
+check "checkpoint (Need_checkpoint x3)"       run restart "$b/ckpt_restart" write
+check "restart bit-exact in a second run"     run restart "$b/ckpt_restart" read
+
+check "checkpoint before node loss"           run nodeloss "$b/ckpt_restart" write
+rm -rf "$work/nodeloss/nodes/n2"
+check "restart after losing node n2 (XOR)"    run nodeloss "$b/ckpt_restart" read
+
+check "static libscr.a: checkpoint"           run static "$b/ckpt_restart_static" write
+check "static libscr.a: restart"              run static "$b/ckpt_restart_static" read
+
+check "config set/query/unset + misuse"       run config "$b/config"
+
+SCR_CACHE_SIZE=4 check "output datasets"     run output "$b/output" write
+SCR_CACHE_SIZE=4 check "output: restart"     run output "$b/output" read
+
+SCR_CACHE_SIZE=4 check "Current/Delete/Drop" run current "$b/current" write
+SCR_CACHE_SIZE=4 check "Current: restart"    run current "$b/current" read
+
+SCR_CACHE_SIZE=2 check "restart loop: write" run loop "$b/restart_loop" write
+SCR_CACHE_SIZE=2 check "restart loop over Complete_restart(0)" run loop "$b/restart_loop" read
+
+check "Should_exit 0 normally"                run halt "$b/should_exit" normal
+check "Should_exit 0 after a finalised run"   run halt "$b/should_exit" normal
+check "write halt file"                       "$halt_helper" "$work/halt/prefix" CAPI_TEST
+check "Should_exit 1 with a halt file"        run halt "$b/should_exit" halted
+
+echo "capi: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
