@@ -30,6 +30,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::{Config, ConfigError};
@@ -492,6 +493,7 @@ pub struct Logger {
     jobid: String,
     txt: Option<(PathBuf, File)>,
     syslog: bool,
+    warned: AtomicBool,
 }
 
 impl Logger {
@@ -523,6 +525,7 @@ impl Logger {
             jobid: jobid.to_owned(),
             txt,
             syslog: settings.syslog,
+            warned: AtomicBool::new(false),
         })
     }
 
@@ -538,6 +541,16 @@ impl Logger {
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
         self.log_at(now, e)
+    }
+
+    /// Write `e`; a failure is printed as a warning the first time and
+    /// otherwise ignored (logging never fails the application's call).
+    pub fn log_or_warn(&self, e: &Entry) {
+        if let Err(err) = self.log(e) {
+            if !self.warned.swap(true, Ordering::Relaxed) {
+                eprintln!("SCR: warning: {err} (further log errors not shown)");
+            }
+        }
     }
 
     /// Write `e` stamped with `unix_s` (local time with its offset).
