@@ -40,6 +40,7 @@ use crate::cache::restart::{self, InitReport};
 use crate::cache::{crc_of_file, param, Job, ScrError, ScrResult};
 use crate::comm::Comm;
 use crate::config::{load_collective, Config, Environment, LoadOptions};
+use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset;
 use crate::records::halt::{Halt, REASON_FINALIZE_CALLED};
 use crate::records::index::{index_path, Index};
@@ -118,6 +119,10 @@ pub struct Scr {
     need: NeedState,
     init_at: Instant,
     finalized: bool,
+    /// When the current compute phase began (for COMPUTE_END's secs).
+    compute_at: Option<Instant>,
+    /// HALT is logged once, the first time Should_exit says yes.
+    halt_logged: bool,
     /// The phase opened by the non-borrowing `*_dyn` calls (C API).
     phase: Option<DynPhase>,
 }
@@ -134,6 +139,7 @@ enum DynPhase {
     Restart {
         dset: i64,
         name: String,
+        started: Instant,
     },
 }
 
@@ -215,6 +221,8 @@ impl Scr {
             init_at: Instant::now(),
             finalized: false,
             phase: None,
+            compute_at: None,
+            halt_logged: false,
         };
         if !enabled {
             return Ok(scr);
@@ -241,6 +249,11 @@ impl Scr {
                 }
             }
         }
+        job.open_log();
+        job.log(
+            Entry::event(EventType::Start)
+                .procs_nodes(job.world.size() as u64, job.node_count as u64),
+        );
         if job.rank() == 0 && !opts.configs.is_empty() {
             if let Err(e) = job.cfg.write_app_conf(&job.prefix) {
                 eprintln!("SCR: warning: {e}");
@@ -273,13 +286,28 @@ impl Scr {
         let text: Vec<String> = cands.iter().map(i64::to_string).collect();
         same_everywhere(job.world.as_ref(), "SCR_Init", &text.join(","))?;
         scr.candidates = cands;
-        if let Some(cur) = param(&job.cfg, "SCR_CURRENT") {
-            scr.job = Some(job);
+        let current = param(&job.cfg, "SCR_CURRENT");
+        scr.job = Some(job);
+        if let Some(cur) = current {
             scr.current(&cur)?;
-        } else {
-            scr.job = Some(job);
         }
+        scr.compute_start();
         Ok(scr)
+    }
+
+    /// Log COMPUTE_START and start timing the compute phase.
+    fn compute_start(&mut self) {
+        if let Some(job) = &self.job {
+            self.compute_at = Some(Instant::now());
+            job.log(Entry::event(EventType::ComputeStart));
+        }
+    }
+
+    /// Log COMPUTE_END with the compute phase's duration, if one is open.
+    fn compute_end(&mut self) {
+        if let (Some(job), Some(t)) = (&self.job, self.compute_at.take()) {
+            job.log(Entry::event(EventType::ComputeEnd).secs(t.elapsed().as_secs_f64()));
+        }
     }
 
     fn job(&mut self, call: &'static str) -> ScrResult<Option<&mut Job>> {
@@ -359,6 +387,9 @@ impl Scr {
             check_name(n)?;
         }
         let started = Instant::now();
+        if !self.finalized {
+            self.compute_end();
+        }
         let Some(job) = self.job("SCR_Start_output")? else {
             return Ok(OutputPhase {
                 scr: self,
@@ -446,6 +477,16 @@ impl Scr {
                 "another rank could not create dataset {dset}'s directory"
             )));
         }
+        let start_event = if is_ckpt {
+            EventType::CheckpointStart
+        } else {
+            EventType::OutputStart
+        };
+        job.log(
+            Entry::event(start_event)
+                .dset(dset)
+                .name(ds.name.clone().unwrap_or_default()),
+        );
         self.candidates.retain(|d| !evicted.contains(d));
         Ok(OutputPhase {
             scr: self,
@@ -472,6 +513,10 @@ impl Scr {
         let Some(&dset) = self.candidates.first() else {
             return Err(ScrError::NoRestart);
         };
+        if self.job.is_some() && !self.finalized {
+            self.compute_end();
+        }
+        let started = Instant::now();
         let job = self.job("SCR_Start_restart")?.ok_or(ScrError::NoRestart)?;
         job.world.barrier()?;
         let name = job
@@ -483,28 +528,34 @@ impl Scr {
             dset,
             name,
             completed: false,
+            started,
         })
     }
 
     /// The halt decision on this process's view (rank 0's is broadcast by
     /// the collective callers).
     fn should_exit_local(&self) -> ScrResult<bool> {
+        Ok(self.halt_reason_local()?.is_some())
+    }
+
+    /// Why the run should stop, on rank 0 (`None` elsewhere).
+    fn halt_reason_local(&self) -> ScrResult<Option<String>> {
         let Some(job) = self.job.as_ref() else {
-            return Ok(false);
+            return Ok(None);
         };
         if job.world.rank() != 0 {
-            return Ok(false);
+            return Ok(None);
         }
         let path = job
             .prefix
             .join(".scr")
             .join(crate::records::halt::HALT_FILE);
         match Halt::read_file(&path) {
-            Ok(h) => Ok(h.halt_reason(now_s()).is_some()),
-            Err(e) if e.is_not_found() => Ok(false),
+            Ok(h) => Ok(h.halt_reason(now_s()).map(|r| r.to_string())),
+            Err(e) if e.is_not_found() => Ok(None),
             Err(e) => {
                 eprintln!("SCR: warning: halt file unreadable: {e}");
-                Ok(false)
+                Ok(None)
             }
         }
     }
@@ -512,13 +563,19 @@ impl Scr {
     /// SCR_Should_exit: whether the run should stop (a halt condition in
     /// the halt file). Collective; rank 0 decides.
     pub fn should_exit(&mut self) -> ScrResult<bool> {
-        let local = self.should_exit_local()?;
+        let reason = self.halt_reason_local()?;
+        let first = !self.halt_logged;
         let Some(job) = self.job("SCR_Should_exit")? else {
             return Ok(false);
         };
-        let mut buf = vec![u8::from(local)];
+        let mut buf = vec![u8::from(reason.is_some())];
         job.world.bcast_bytes(0, &mut buf)?;
-        Ok(buf.first() == Some(&1))
+        let yes = buf.first() == Some(&1);
+        if let Some(reason) = reason.filter(|_| first) {
+            job.log(Entry::event(EventType::Halt).note(reason));
+        }
+        self.halt_logged |= yes;
+        Ok(yes)
     }
 
     fn dataset_by_name(&mut self, name: &str) -> ScrResult<Option<i64>> {
@@ -642,6 +699,7 @@ impl Scr {
             }
             None => {}
         }
+        self.compute_end();
         self.finalized = true;
         let Some(job) = self.job.take() else {
             return Ok(());
@@ -705,11 +763,12 @@ impl Scr {
         self.no_phase("SCR_Start_restart")?;
         let mut p = self.start_restart()?;
         p.completed = true;
-        let (dset, name) = (p.dset, std::mem::take(&mut p.name));
+        let (dset, name, started) = (p.dset, std::mem::take(&mut p.name), p.started);
         drop(p);
         self.phase = Some(DynPhase::Restart {
             dset,
             name: name.clone(),
+            started,
         });
         Ok(name)
     }
@@ -734,17 +793,26 @@ impl Scr {
                 self.phase = Some(DynPhase::Output { dset, dir, started });
                 r
             }
-            Some(DynPhase::Restart { dset, name: dname }) => {
+            Some(DynPhase::Restart {
+                dset,
+                name: dname,
+                started,
+            }) => {
                 let mut p = RestartPhase {
                     scr: self,
                     dset,
                     name: dname,
                     completed: true,
+                    started,
                 };
                 let r = p.route_file(name);
                 let dname = std::mem::take(&mut p.name);
                 drop(p);
-                self.phase = Some(DynPhase::Restart { dset, name: dname });
+                self.phase = Some(DynPhase::Restart {
+                    dset,
+                    name: dname,
+                    started,
+                });
                 r
             }
         }
@@ -774,11 +842,16 @@ impl Scr {
     /// [`RestartPhase::complete`] for the phase [`Scr::start_restart_dyn`] opened.
     pub fn complete_restart_dyn(&mut self, valid: bool) -> ScrResult<bool> {
         match self.phase.take() {
-            Some(DynPhase::Restart { dset, name }) => RestartPhase {
+            Some(DynPhase::Restart {
+                dset,
+                name,
+                started,
+            }) => RestartPhase {
                 scr: self,
                 dset,
                 name,
                 completed: false,
+                started,
             }
             .complete(valid),
             other => {
@@ -884,12 +957,21 @@ impl OutputPhase<'_> {
     }
 
     fn finish(&mut self, valid: bool) -> ScrResult<bool> {
+        let result = self.finish_inner(valid);
+        if !self.scr.finalized {
+            self.scr.compute_start();
+        }
+        result
+    }
+
+    fn finish_inner(&mut self, valid: bool) -> ScrResult<bool> {
         self.completed = true;
         let dset = self.dset;
         let started = self.started;
         let Some(job) = self.scr.job("SCR_Complete_output")? else {
             return Ok(valid);
         };
+        let write_s = started.elapsed().as_secs_f64();
         let me = job.rank();
         // An injected error here makes this rank's files invalid, which the
         // collective validity vote below turns into a failed output.
@@ -915,12 +997,15 @@ impl OutputPhase<'_> {
         }
         let all_valid = job.world.all_true(ok)?;
         let mut applied = Ok(());
+        let encode_at = Instant::now();
         if all_valid {
             applied = crate::cache::glue::encode(job, dset);
         }
         // all_valid is identical on every rank, so the short circuit keeps
         // the collective matched.
         let all_ok = all_valid && job.world.all_true(applied.is_ok())?;
+        // Measured after the vote, so rank 0's figure covers the slowest set.
+        let encode_s = encode_at.elapsed().as_secs_f64();
         let total_bytes = job.sum(bytes as i64)?;
         let total_files = job.sum(files.len() as i64)?;
         if let Some(mut ds) = job.filemap.dataset(dset, me)? {
@@ -934,6 +1019,45 @@ impl OutputPhase<'_> {
             .filemap
             .dataset(dset, me)?
             .is_some_and(|d| d.flag_checkpoint == Some(true));
+        if job.log.is_some() {
+            let name = job
+                .dataset(dset)
+                .and_then(|d| d.name)
+                .unwrap_or_else(|| Dataset::default_name(dset));
+            let (bytes, files) = (total_bytes.max(0) as u64, total_files.max(0) as u64);
+            let xfer = |t: XferType, secs: f64| {
+                Entry::xfer(t)
+                    .dset(dset)
+                    .name(name.as_str())
+                    .secs(secs)
+                    .bytes(bytes)
+                    .files(files)
+            };
+            let to = self.dir.to_string_lossy().into_owned();
+            if all_ok && is_ckpt {
+                job.log(xfer(XferType::Write, write_s).to(to));
+                job.log(xfer(XferType::Encode, encode_s));
+            } else if all_ok {
+                job.log(xfer(XferType::Output, write_s + encode_s).to(to));
+            }
+            let end = if is_ckpt {
+                EventType::CheckpointEnd
+            } else {
+                EventType::OutputEnd
+            };
+            let mut e = Entry::event(end)
+                .dset(dset)
+                .name(name.as_str())
+                .secs(started.elapsed().as_secs_f64());
+            if !all_valid {
+                e = e.note("failed: a rank's files were invalid");
+            } else if let Err(err) = &applied {
+                e = e.note(format!("failed: {err}"));
+            } else if !all_ok {
+                e = e.note("failed: redundancy failed on another rank");
+            }
+            job.log(e);
+        }
         if !all_ok {
             if let Err(e) = &applied {
                 eprintln!("SCR: rank {me}: dataset {dset}: {e}");
@@ -977,6 +1101,7 @@ pub struct RestartPhase<'a> {
     dset: i64,
     name: String,
     completed: bool,
+    started: Instant,
 }
 
 impl RestartPhase<'_> {
@@ -1059,12 +1184,27 @@ impl RestartPhase<'_> {
             return Ok(valid);
         };
         let all = job.world.all_true(valid)?;
+        let event = if all {
+            EventType::RestartSuccess
+        } else {
+            EventType::RestartFail
+        };
+        job.log(
+            Entry::event(event)
+                .dset(dset)
+                .name(self.name.as_str())
+                .secs(self.started.elapsed().as_secs_f64()),
+        );
         if all {
             // The restart is done: nothing older is a candidate any more.
             self.scr.candidates.clear();
         } else {
             job.delete_dataset(dset)?;
             self.scr.candidates.retain(|&d| d != dset);
+        }
+        // Compute resumes unless the application may try an older one.
+        if all || self.scr.candidates.is_empty() {
+            self.scr.compute_start();
         }
         Ok(all)
     }

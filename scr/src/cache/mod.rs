@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use crate::comm::{Comm, ReduceOp};
 use crate::config::{CkptDesc, Config, CopyType as CfgCopyType};
 use crate::kvtree::KvTree;
+use crate::log::writer::{Entry, LogSettings, Logger};
 use crate::records::dataset::Dataset;
 use crate::records::filemap::{filemap_file_name, Filemap, MasterFilemap, MASTER_FILEMAP_FILE};
 use crate::records::meta::{FileType, Meta};
@@ -96,6 +97,9 @@ pub struct Job {
     pub checkpoint_id: i64,
     /// SCR_MPI_BUF_SIZE: piece size of redundancy transfers.
     pub piece_bytes: usize,
+    /// The event log; open on rank 0 only (when SCR_LOG_ENABLE=1), so a
+    /// collective event is written once.
+    pub log: Option<Logger>,
 }
 
 /// Parameter value as text, if set anywhere.
@@ -211,6 +215,7 @@ impl Job {
             dataset_id: 0,
             checkpoint_id: 0,
             piece_bytes,
+            log: None,
         };
         let mut descs = Vec::new();
         for ckpt in descs_cfg.ckpts.iter().filter(|c| c.enabled) {
@@ -346,6 +351,29 @@ impl Job {
             members,
             comm,
         })
+    }
+
+    /// Open the event log on rank 0 when the configuration asks for one.
+    /// A log that cannot be opened is a warning, never a failed init.
+    pub fn open_log(&mut self) {
+        if self.rank() != 0 {
+            return;
+        }
+        let opened = LogSettings::from_config(&self.cfg).and_then(|s| {
+            s.map(|s| Logger::open(&self.prefix, &self.node.name, &self.jobid, s))
+                .transpose()
+        });
+        match opened {
+            Ok(l) => self.log = l,
+            Err(e) => eprintln!("SCR: warning: logging disabled: {e}"),
+        }
+    }
+
+    /// Write `entry` to the event log, if this process has one (rank 0).
+    pub fn log(&self, entry: Entry) {
+        if let Some(l) = &self.log {
+            l.log_or_warn(&entry);
+        }
     }
 
     /// This process's world rank.

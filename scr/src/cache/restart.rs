@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use super::error::io_err;
 use super::{verify_file, Job, ScrError, ScrResult};
 use crate::kvtree::KvTree;
+use crate::log::writer::{Entry, EventType};
 use crate::records::dataset::Dataset;
 use crate::records::filemap::{Filemap, MasterFilemap, MASTER_FILEMAP_FILE};
 use crate::records::meta::Meta;
@@ -356,6 +357,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
     let mut max_dset = 0i64;
     let mut max_ckpt = 0i64;
     for dset in ids {
+        let started = std::time::Instant::now();
         // Kill and delay faults act here (a crash during rebuild at init);
         // an injected error is reported and counts as this rank's files lost.
         let injected_loss =
@@ -370,13 +372,24 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
         let descs = distribute_descriptors(job, dset)?;
         let have = job.world.all_true(descs.is_some())?;
         let Some((ds, rd, files)) = descs.filter(|_| have) else {
-            report.lost.push((
-                dset,
-                "some rank's descriptors were lost with every copy".into(),
-            ));
+            let why = "some rank's descriptors were lost with every copy";
+            job.log(Entry::event(EventType::RebuildStart).dset(dset));
+            job.log(
+                Entry::event(EventType::RebuildFail)
+                    .dset(dset)
+                    .secs(started.elapsed().as_secs_f64())
+                    .note(why),
+            );
+            report.lost.push((dset, why.into()));
             job.delete_dataset(dset)?;
             continue;
         };
+        let name = ds
+            .name
+            .clone()
+            .unwrap_or_else(|| Dataset::default_name(dset));
+        let event = |t: EventType| Entry::event(t).dset(dset).name(name.as_str());
+        job.log(event(EventType::RebuildStart));
         max_ckpt = max_ckpt.max(ds.ckpt.unwrap_or(0));
         let written = rd.extra.get_int("WORLD_RANKS").ok().flatten().unwrap_or(-1);
         let running = job.world.size() as i64;
@@ -390,6 +403,11 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
             if job.rank() == 0 {
                 eprintln!("SCR: {e}");
             }
+            job.log(
+                event(EventType::RebuildFail)
+                    .secs(started.elapsed().as_secs_f64())
+                    .note(format!("kept, not used: {e}")),
+            );
             report.skipped.push((dset, e.to_string()));
             continue;
         }
@@ -410,6 +428,11 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
         }
         let all_ok = job.world.all_true(outcome.is_ok())?;
         if all_ok {
+            job.log(
+                event(EventType::RebuildSuccess)
+                    .secs(started.elapsed().as_secs_f64())
+                    .note(if any_lost { "rebuilt" } else { "intact" }),
+            );
             if any_lost {
                 report.rebuilt.push(dset);
             }
@@ -427,6 +450,11 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
                 .find(|(_, r)| !r.is_empty())
                 .map(|(i, r)| format!("rank {i}: {}", String::from_utf8_lossy(r)))
                 .unwrap_or_else(|| "rebuild failed".into());
+            job.log(
+                event(EventType::RebuildFail)
+                    .secs(started.elapsed().as_secs_f64())
+                    .note(why.as_str()),
+            );
             report.lost.push((dset, why));
             job.delete_dataset(dset)?;
         }

@@ -337,7 +337,7 @@ pub struct LogEstimates {
     /// Asynchronous flush (`FLUSH_ASYNC` transfers).
     pub async_flush: Option<CostStats>,
     /// Restart (`RESTART_SUCCESS` secs if logged, else `FETCH` transfers
-    /// plus the mean `REBUILD_END` secs).
+    /// plus the mean `REBUILD_SUCCESS` secs; `REBUILD_END` is read too).
     pub restart: Option<CostStats>,
     /// Exponential MTBF.
     pub mtbf: Option<MtbfEstimate>,
@@ -405,7 +405,7 @@ pub fn estimate(records: &[Record], level: f64) -> LogEstimates {
     let ckpt: Vec<f64> = explicit.into_values().collect();
     let mut restart = secs_of(&|r| r.is_event("RESTART_SUCCESS"));
     if restart.is_empty() {
-        let rebuild = secs_of(&|r| r.is_event("REBUILD_END"));
+        let rebuild = secs_of(&|r| r.is_event("REBUILD_SUCCESS") || r.is_event("REBUILD_END"));
         let rebuild_mean = if rebuild.is_empty() {
             0.0
         } else {
@@ -581,6 +581,17 @@ mod tests {
         assert_eq!(c.samples, 200);
         assert!((c.mean_s - 32.5).abs() < 1.0, "write+encode {c:?}");
         assert!(c.mean_ci_s.0 < c.mean_s && c.mean_s < c.mean_ci_s.1);
+    }
+
+    #[test]
+    fn restart_without_restart_events_is_fetch_plus_rebuild() {
+        let text = "\
+2026-11-22T00:00:00Z: jobid=1, event=REBUILD_SUCCESS, dset=3, secs=2
+2026-11-22T00:00:01Z: jobid=1, xfer=FETCH, dset=3, secs=10
+";
+        let parsed = parse_text(Path::new("x"), text, true).unwrap();
+        let est = estimate(&parsed.records, 0.95);
+        assert_eq!(est.restart.map(|r| r.mean_s), Some(12.0));
     }
 
     #[test]

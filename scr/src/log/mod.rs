@@ -1,6 +1,8 @@
-//! SCR's text log (`<prefix>/.scr/log`): its record types and the parser.
-//! The writer will live here too, so both ends share one definition.
+//! SCR's text log (`<prefix>/.scr/log`): its record types, the parser and
+//! the writer, so both ends share one definition of the format.
 
 pub mod parse;
+pub mod writer;
 
 pub use parse::{parse_line, read_log, LineError, LogError, Parsed, Record, RecordKind};
+pub use writer::{Entry, EventType, LogSettings, LogWriteError, Logger, XferType};
