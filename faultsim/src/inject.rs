@@ -237,7 +237,7 @@ impl Record {
                 ..
             } => {
                 if let Some(from) = moved_to {
-                    fs::remove_file(path).map_err(io_err(path, "remove placeholder"))?;
+                    fs::remove_file(path).map_err(io_err(path, "remove stand-in file"))?;
                     fs::rename(from, path).map_err(io_err(from, "rename back"))?;
                 }
                 if let Some(mode) = old_mode {
@@ -518,7 +518,7 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// The placeholder path a directory is moved to by `replace-with-file`.
+/// The stand-in path a directory is moved to by `replace-with-file`.
 pub fn moved_aside(dir: &Path) -> PathBuf {
     let name = dir
         .file_name()
@@ -557,9 +557,9 @@ pub fn make_unreachable(
                 });
             }
             fs::rename(dir, &aside).map_err(io_err(dir, "rename aside"))?;
-            let mut f = File::create(dir).map_err(io_err(dir, "create placeholder"))?;
+            let mut f = File::create(dir).map_err(io_err(dir, "create stand-in file"))?;
             f.write_all(b"faultsim: this directory is unreachable (simulated outage)\n")
-                .map_err(io_err(dir, "write placeholder"))?;
+                .map_err(io_err(dir, "write stand-in file"))?;
             Ok(Record::Unreachable {
                 path: dir.to_path_buf(),
                 method,

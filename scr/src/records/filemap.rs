@@ -505,7 +505,7 @@ mod tests {
     use crate::records::testutil::tempdir;
     use crate::records::{meta, reddesc};
 
-    /// The guide's "Example filemap hash" with its placeholders filled in
+    /// The guide's "Example filemap hash" with its angle-bracket slots filled in
     /// by the guide's other examples.
     fn example() -> Filemap {
         let mut m = Filemap::new();
