@@ -75,11 +75,17 @@ pub struct FlushEntry {
     pub output: Option<bool>,
     /// `DSETDESC`: the dataset descriptor.
     pub dataset: Option<Dataset>,
+    /// `ORIGDIR` (this project): the directory, relative to the prefix, the
+    /// application routed the files to, when it differs from `DIR` (files
+    /// routed straight into the prefix are flushed to `scr.dataset.<id>`).
+    pub orig_dir: Option<String>,
     /// Fields this version does not interpret, kept verbatim.
     pub extra: KvTree,
 }
 
-const KNOWN: &[&str] = &["LOCATION", "DIR", "NAME", "CKPT", "OUTPUT", "DSETDESC"];
+const KNOWN: &[&str] = &[
+    "LOCATION", "DIR", "NAME", "CKPT", "OUTPUT", "DSETDESC", "ORIGDIR",
+];
 
 /// The flush file (`scr_flush_file_*`).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -150,6 +156,7 @@ impl Record for FlushFile {
             if let Some(ds) = &e.dataset {
                 d.set("DSETDESC", ds.to_tree());
             }
+            set_opt(d, "ORIGDIR", e.orig_dir.as_deref());
         }
         t
     }
@@ -181,6 +188,7 @@ impl Record for FlushFile {
                     checkpoint: d.opt_bool("CKPT")?,
                     output: d.opt_bool("OUTPUT")?,
                     dataset,
+                    orig_dir: d.opt_str("ORIGDIR")?,
                     extra: d.extra(KNOWN),
                 },
             );

@@ -33,6 +33,10 @@ pub struct Summary {
     pub dataset: Dataset,
     /// `RANK2FILE`: the rank-to-file map, when kept in the summary.
     pub rank2file: Option<Rank2File>,
+    /// `ORIGDIR` (this project): the directory, relative to the prefix, the
+    /// application routed the files to, when it differs from the dataset
+    /// directory; a fetch gives files back their routed paths from it.
+    pub orig_dir: Option<String>,
 }
 
 impl Summary {
@@ -43,6 +47,7 @@ impl Summary {
             complete,
             dataset,
             rank2file: None,
+            orig_dir: None,
         }
     }
 }
@@ -57,6 +62,9 @@ impl Record for Summary {
         t.set("DSET", self.dataset.to_tree());
         if let Some(m) = &self.rank2file {
             t.set("RANK2FILE", m.body_tree());
+        }
+        if let Some(d) = &self.orig_dir {
+            t.set_str("ORIGDIR", d);
         }
         t
     }
@@ -78,6 +86,7 @@ impl Record for Summary {
                 .child("RANK2FILE")
                 .map(|c| Rank2File::from_body(&c))
                 .transpose()?,
+            orig_dir: root.opt_str("ORIGDIR")?,
         })
     }
 }
