@@ -19,6 +19,8 @@
 //! - [`fault`]: injection points for the testbed, compiled in only with the
 //!   `fault-injection` feature.
 //! - [`log`]: SCR's text log (parser; the writer comes with the cache tier).
+//! - [`scavenge`]: the serial commands that save a dataset from cache after
+//!   the last run (`scr copy`, `scr index`, `scr postrun`).
 //! - [`interval`]: checkpoint interval models and their estimators.
 #![deny(missing_docs)]
 
@@ -32,6 +34,7 @@ pub mod kvtree;
 pub mod log;
 pub mod records;
 pub mod redundancy;
+pub mod scavenge;
 pub mod storage;
 
 pub use api::{Flags, InitOptions, OutputPhase, RestartPhase, Scr, MAX_FILENAME, VERSION};

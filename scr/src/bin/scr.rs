@@ -2,11 +2,16 @@
 //!
 //! Exit codes: 0 success, 1 the operation failed (the message says why;
 //! for configuration errors it names the file and line), 2 usage error.
+//! The scavenge commands add 3 (ran, but something stayed incomplete) and,
+//! for `scr copy`, 4 (the dataset is not in this node's cache).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+#[path = "scr_cli/scavenge.rs"]
+mod scavenge;
 use scr::interval::estimate;
 use scr::interval::model::Level;
 
@@ -91,6 +96,34 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Copy a dataset from this node's cache to the prefix directory
+    /// (SCR's scr_copy; one node, no MPI), writing <D>/.scr/<rank>.scrfilemap
+    /// per rank and comparing CRC32s on the way. Reports the PARTNER copies
+    /// held here; `--partner` restores them for ranks not yet saved.
+    ///
+    /// Exit codes: 0 every file copied; 3 some file not copied (listed; its
+    /// rank will be rebuilt or marked missing by `scr index`); 4 the dataset
+    /// is not in this node's cache; 1 error; 2 usage.
+    Copy(scavenge::CopyArgs),
+    /// Check, repair and index dataset directories in the prefix (SCR's
+    /// scr_index): --list, --current NAME, --drop NAME, --drop-after NAME,
+    /// --add DIR (scan rank filemaps, rebuild missing ranks from XOR/RS
+    /// parity in the directory, write summary and rank2file, index it),
+    /// --rebuild (a damaged index is moved aside and rebuilt).
+    ///
+    /// Exit codes: 0 done; 3 --add/--rebuild indexed something as
+    /// incomplete; 1 error (a damaged index is reported, not touched,
+    /// except by --rebuild); 2 usage.
+    Index(scavenge::IndexArgs),
+    /// After the last run of an allocation: scavenge the newest checkpoint
+    /// (and pending output) that the flush file says is only in cache, from
+    /// every node that is up, rebuild what lost nodes held, index it and
+    /// make it current (SCR's scr_postrun). Nodes: --node-root for simulated
+    /// nodes, --launch for real ones, or this machine alone.
+    ///
+    /// Exit codes: 0 nothing to do, or every dataset saved whole; 3 some
+    /// dataset incomplete or failed (see the report); 1 error; 2 usage.
+    Postrun(scavenge::PostrunArgs),
 }
 
 /// A failure with its exit code.
@@ -135,6 +168,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Config { key, json } => config(key.as_deref(), json),
+        Command::Copy(a) => scavenge::copy(a),
+        Command::Index(a) => scavenge::index(a),
+        Command::Postrun(a) => scavenge::postrun(a),
         Command::Interval {
             logs,
             cost,

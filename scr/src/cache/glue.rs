@@ -82,6 +82,38 @@ fn register_into(
     })
 }
 
+/// Tag name under which a PARTNER holder records the node of the rank
+/// whose copies it holds (SCR's filemap `PARTNER` tag), so a scavenge that
+/// cannot reach that node knows to ask this one (`scr copy --partner`).
+pub const PARTNER_NODE_TAG: &str = "PARTNER";
+
+/// Record, for the PARTNER scheme, the node of the rank whose copies this
+/// rank holds (its left neighbour in the set). Written with the filemap
+/// by the caller. Returns whether a tag was set.
+fn record_partner_node(job: &mut Job, dset: i64, rd: &RedDesc) -> bool {
+    if rd.copy_type != CopyType::Partner {
+        return false;
+    }
+    let members = world_ranks_of(rd);
+    let n = members.len() as u64;
+    if n < 2 {
+        return false;
+    }
+    let owner = members[((rd.group_rank + n - 1) % n) as usize];
+    let Some(node) = usize::try_from(owner)
+        .ok()
+        .and_then(|o| job.node_names.get(o))
+        .cloned()
+    else {
+        return false;
+    };
+    let me = job.rank();
+    // The tag name is not one of the filemap's own keys, so this cannot fail.
+    job.filemap
+        .set_tag(dset, me, PARTNER_NODE_TAG, &node)
+        .is_ok()
+}
+
 /// Apply the dataset's redundancy scheme at complete (collective over the
 /// world: every rank calls it when every rank's files are valid).
 pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
@@ -132,6 +164,7 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
     };
     job.descs[di].comm = Some(comm);
     let written = result.map_err(|e| ScrError::Redundancy(e.to_string()))?;
+    record_partner_node(job, dset, &rd);
     // Final meta (size, CRC) of every redundancy file.
     for fe in written {
         let logical = logical_of(&fe.path, &dir_real, &dir_logical);
@@ -233,8 +266,14 @@ pub fn rebuild_dataset(
         )
     };
     let rebuilt = result.map_err(|e| e.to_string())?;
+    // The owner of this rank's copies may now run on another node.
+    let tagged = record_partner_node(job, dset, rd);
     if !lost_here {
-        return Ok(());
+        return if tagged {
+            job.write_filemap().map_err(|e| e.to_string())
+        } else {
+            Ok(())
+        };
     }
     // Rebuilt application files are written at dir/<basename>; move each
     // to where its recorded logical path says it lives.

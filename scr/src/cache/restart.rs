@@ -64,16 +64,29 @@ pub(crate) fn world_ranks_of(desc: &RedDesc) -> Vec<i64> {
 /// Read every filemap of this node (master only) into one filemap; names
 /// the files read so they can be replaced afterwards.
 fn read_node_filemaps(job: &Job) -> (Filemap, Vec<PathBuf>) {
-    let cntl = job.real(&job.cntl);
+    let (merged, paths, warnings) = read_filemaps_in(&job.real(&job.cntl));
+    for w in warnings {
+        eprintln!("SCR: warning: {w}");
+    }
+    (merged, paths)
+}
+
+/// Every filemap of a node's control directory `cntl` (a real path) merged
+/// into one: the files the master filemap lists and every
+/// `filemap_*.scrinfo` in the directory, so a deleted or damaged master
+/// filemap loses nothing. Returns the merged map, the files read, and a
+/// warning for each file that could not be used (also read by `scr copy`).
+pub(crate) fn read_filemaps_in(cntl: &Path) -> (Filemap, Vec<PathBuf>, Vec<String>) {
+    let mut warnings = Vec::new();
     let mut paths: Vec<PathBuf> = Vec::new();
     match MasterFilemap::read_file(cntl.join(MASTER_FILEMAP_FILE)) {
         Ok(m) => paths.extend(m.files.iter().map(PathBuf::from)),
         Err(e) if e.is_not_found() => {}
-        Err(e) => eprintln!(
-            "SCR: warning: master filemap unreadable, scanning the control directory: {e}"
-        ),
+        Err(e) => warnings.push(format!(
+            "master filemap unreadable, scanning the control directory: {e}"
+        )),
     }
-    if let Ok(rd) = fs::read_dir(&cntl) {
+    if let Ok(rd) = fs::read_dir(cntl) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.starts_with("filemap_") && name.ends_with(".scrinfo") {
@@ -88,10 +101,10 @@ fn read_node_filemaps(job: &Job) -> (Filemap, Vec<PathBuf>) {
         match Filemap::read_file(p) {
             Ok(fm) => merged.merge(&fm),
             Err(e) if e.is_not_found() => {}
-            Err(e) => eprintln!("SCR: warning: skipping damaged filemap: {e}"),
+            Err(e) => warnings.push(format!("skipping damaged filemap: {e}")),
         }
     }
-    (merged, paths)
+    (merged, paths, warnings)
 }
 
 /// Step 1: node masters hand out their node's filemap entries.

@@ -27,6 +27,11 @@ pub struct RankFilemap {
     pub expected_files: u64,
     /// `FILE/<relative name>/META`: meta data of each copied file.
     pub files: BTreeMap<String, Meta>,
+    /// `ORIGDIR` (this project, as in the flush file and summary): the
+    /// directory, relative to the prefix, the files were routed to when it
+    /// is not the dataset directory, so `scr index` can give rebuilt files
+    /// their keys without the flush file.
+    pub orig_dir: Option<String>,
 }
 
 impl RankFilemap {
@@ -46,6 +51,9 @@ impl Record for RankFilemap {
         let rd = t.set_kv_int("RANK", self.rank).set_kv_int("DSET", dset);
         rd.set("DSETDESC", self.dataset.to_tree());
         rd.set_val("FILES", self.expected_files);
+        if let Some(o) = &self.orig_dir {
+            rd.set_str("ORIGDIR", o);
+        }
         for (name, meta) in &self.files {
             rd.entry("FILE")
                 .entry(name.clone())
@@ -105,6 +113,7 @@ impl Record for RankFilemap {
             dataset,
             expected_files: rd.req_u64("FILES")?,
             files,
+            orig_dir: rd.opt_str("ORIGDIR")?,
         })
     }
 }
@@ -221,6 +230,7 @@ RANK
             dataset: example6(),
             expected_files: 2,
             files,
+            orig_dir: None,
         }
     }
 
@@ -239,6 +249,20 @@ RANK
         assert!(path.ends_with("2.scrfilemap"));
         example().write_file(&path).unwrap();
         assert_eq!(RankFilemap::read_file(&path).unwrap(), example());
+    }
+
+    #[test]
+    fn orig_dir_roundtrips_beside_the_files() {
+        let mut m = example();
+        m.orig_dir = Some(".".into());
+        let t = m.to_tree();
+        assert_eq!(
+            t.get_kv_int("RANK", 2)
+                .and_then(|r| r.get_kv_int("DSET", 6))
+                .and_then(|d| d.val("ORIGDIR")),
+            Some(".")
+        );
+        assert_eq!(RankFilemap::from_tree(&t).unwrap(), m);
     }
 
     #[test]

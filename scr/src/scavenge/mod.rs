@@ -1,0 +1,209 @@
+//! Scavenge: the serial commands that save a dataset from node-local cache
+//! to the prefix directory after the last run of an allocation, when the
+//! library could not flush it (developer guide "Scavenge" and "Program
+//! Flow > Scavenge"; scavenge-and-index.txt). No MPI: each piece runs on
+//! one node or on the machine that sees the prefix directory.
+//!
+//! - [`copy`] (`scr copy`, SCR's `scr_copy`): on one node, copy every file a
+//!   dataset has in that node's cache to the prefix dataset directory,
+//!   checking CRC32s, and write a rank filemap per rank; report the PARTNER
+//!   copies held there so a second round can fetch a lost node's files from
+//!   its partner.
+//! - [`index`] (`scr index`, SCR's `scr_index`): scan a dataset directory's
+//!   rank filemaps, find missing ranks, rebuild them from XOR/RS parity in
+//!   the directory (in-process, the set's members as threads), write the
+//!   summary and rank2file map and add the dataset to the index; list and
+//!   edit the index; rebuild a damaged index from the dataset directories.
+//! - [`postrun`] (`scr postrun`, SCR's `scr_postrun` + `scr_scavenge`):
+//!   after the last run, find the newest checkpoint (and pending output)
+//!   the flush file says is in cache but not in the prefix, copy it from
+//!   every node that is up (second round from partners), index it and mark
+//!   it current.
+//!
+//! The prefix layout is docs/formats.md, "The prefix directory" ([`layout`]).
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::records::RecordError;
+
+pub mod copy;
+pub mod index;
+pub mod layout;
+pub mod postrun;
+
+/// Why a scavenge command failed. Messages name the file and say what to
+/// do next.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScavengeError {
+    /// A file operation failed.
+    #[error("{path}: {op}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done.
+        op: &'static str,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// A metadata file could not be read or written.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The index file exists but cannot be read; nothing was written to it.
+    #[error("{path}: the index is damaged ({source}); run `scr index --rebuild` to rebuild it from the dataset directories (the damaged file is kept beside it)")]
+    DamagedIndex {
+        /// The index file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: Box<RecordError>,
+    },
+    /// The node's cache holds nothing of the dataset.
+    #[error("dataset {id} is not in the cache of node {node} (control directory {cntl})")]
+    NotInCache {
+        /// The dataset id.
+        id: i64,
+        /// The node.
+        node: String,
+        /// The control directory read (real path).
+        cntl: PathBuf,
+    },
+    /// Where the dataset goes in the prefix is not known.
+    #[error("dataset {id}: {why}")]
+    NoPlacement {
+        /// The dataset id.
+        id: i64,
+        /// Why (names the flush file).
+        why: String,
+    },
+    /// A name given on the command line matches nothing in the index.
+    #[error("{what} {name:?} is not in the index {index}")]
+    UnknownName {
+        /// What was looked up ("dataset").
+        what: &'static str,
+        /// The name.
+        name: String,
+        /// The index file.
+        index: PathBuf,
+    },
+    /// The directory holds neither a summary nor rank filemaps.
+    #[error("{dir}: not a dataset directory (no .scr/summary.scr and no .scr/<rank>.scrfilemap)")]
+    NotADataset {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A request that cannot be served as given (bad directory name, …).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Result of the scavenge commands.
+pub type ScavengeResult<T> = Result<T, ScavengeError>;
+
+pub(crate) fn io_err<'a>(
+    path: &'a Path,
+    op: &'static str,
+) -> impl FnOnce(io::Error) -> ScavengeError + 'a {
+    move |source| ScavengeError::Io {
+        path: path.to_path_buf(),
+        op,
+        source,
+    }
+}
+
+/// Progress of a long copy, for a progress bar. The library reports bytes;
+/// the command-line tool draws (only when stderr is a terminal).
+pub trait Progress {
+    /// A copy of `total_bytes` begins; `label` says what (a node, a dataset).
+    fn start(&self, label: &str, total_bytes: u64);
+    /// `bytes` more were copied.
+    fn advance(&self, bytes: u64);
+    /// The copy ended.
+    fn finish(&self);
+}
+
+/// No progress display.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _: &str, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+/// Default copy buffer (SCR_FILE_BUF_SIZE's default, 1 MiB).
+pub const COPY_BUF_BYTES: usize = 1 << 20;
+
+/// Copy `src` to `dst` (created or truncated, fsynced), computing the
+/// CRC32 of the bytes as they pass when `crc` is set. Returns the CRC (0
+/// when not computed) and the length.
+pub(crate) fn copy_file(
+    src: &Path,
+    dst: &Path,
+    crc: bool,
+    buf: &mut [u8],
+    progress: &dyn Progress,
+) -> ScavengeResult<(u32, u64)> {
+    let mut from = fs::File::open(src).map_err(io_err(src, "open"))?;
+    let mut to = fs::File::create(dst).map_err(io_err(dst, "create"))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut len = 0u64;
+    loop {
+        let n = match from.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(src, "read")(e)),
+        };
+        if crc {
+            h.update(&buf[..n]);
+        }
+        to.write_all(&buf[..n]).map_err(io_err(dst, "write"))?;
+        len += n as u64;
+        progress.advance(n as u64);
+    }
+    to.sync_all().map_err(io_err(dst, "fsync"))?;
+    Ok((if crc { h.finalize() } else { 0 }, len))
+}
+
+/// Create `dir` and its parents.
+pub(crate) fn create_dirs(dir: &Path) -> ScavengeResult<()> {
+    fs::create_dir_all(dir).map_err(io_err(dir, "create directory"))
+}
+
+/// Seconds since the epoch, now.
+pub(crate) fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_file_copies_and_checksums() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("a");
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+        fs::write(&src, &data).unwrap();
+        let dst = dir.path().join("b");
+        let mut buf = vec![0u8; 1000];
+        let (crc, len) = copy_file(&src, &dst, true, &mut buf, &NoProgress).unwrap();
+        assert_eq!((crc, len), (crc32fast::hash(&data), 5000));
+        assert_eq!(fs::read(&dst).unwrap(), data);
+        let e = copy_file(
+            &dir.path().join("missing"),
+            &dst,
+            true,
+            &mut buf,
+            &NoProgress,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("missing: open"), "{e}");
+    }
+}

@@ -1,0 +1,701 @@
+//! `scr postrun` (SCR's `scr_postrun` and `scr_scavenge`): after the last
+//! run of an allocation, save to the prefix what only the cache holds.
+//!
+//! 1. Read the flush file. The newest checkpoint is scavenged when it is in
+//!    cache and not in the prefix (`LOCATION` CACHE without PFS); so is
+//!    every output dataset in that state (output must reach the prefix).
+//!    An older checkpoint is never scavenged in place of a newer one that
+//!    is already safe.
+//! 2. Round 1: on every node that is up, [`copy`](super::copy) copies the
+//!    originals it holds. Round 2: for ranks round 1 did not save, the
+//!    nodes that reported holding their PARTNER copies restore them.
+//! 3. [`index::add_dir`](super::index::add_dir) checks the directory,
+//!    rebuilds missing ranks from XOR/RS parity and indexes it; a complete
+//!    checkpoint becomes CURRENT, and the flush file records it in the
+//!    prefix (PFS) so it is not scavenged twice.
+//!
+//! How nodes are reached ([`NodeAccess`]):
+//! - simulated nodes (one directory tree per node, `SCR_NODE_ROOT`): node
+//!   `n`'s tree is found from a template and copied in this process;
+//! - this machine alone (real node-local paths), in this process;
+//! - real clusters: a launcher argument vector (`ssh {node}`, `srun -N1 -w
+//!   {node}`, `pdsh -w {node}`) runs `scr copy … --json` on each node and
+//!   its report is read back. Arguments are passed as a vector; `{node}`
+//!   is replaced in each. The prefix must be visible from where postrun
+//!   runs (it indexes the directory itself).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::copy::{copy_dataset, CopyOptions, CopyReport};
+use super::index::{self, AddReport, RebuildIndexReport};
+use super::layout::{Placement, META_DIR};
+use super::{Progress, ScavengeError, ScavengeResult};
+use crate::log::writer::{Entry, EventType, Logger};
+use crate::records::flush::{FlushEntry, FlushFile, Location, FLUSH_FILE};
+use crate::records::index::index_path;
+use crate::records::{Index, Record};
+use crate::storage::dirs::NodeIdentity;
+
+/// The placeholder replaced by a node's name in templates and launcher
+/// arguments.
+pub const NODE_PLACEHOLDER: &str = "{node}";
+
+/// How postrun reaches each node's cache.
+#[derive(Debug, Clone)]
+pub enum NodeAccess {
+    /// Node `n`'s node-local paths live below a directory named by this
+    /// template: `{node}` is replaced by the node name; a template without
+    /// `{node}` is a directory holding one tree per node (`<dir>/<node>`,
+    /// the layout of the harness's simulated clusters). Copies run here.
+    Roots(String),
+    /// This machine is the only node, with real node-local paths.
+    Local,
+    /// Run `scr copy` on each node through a launcher.
+    Launch(Launcher),
+}
+
+/// A launcher running one command on one node.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// Launcher program and arguments before the command, `{node}` replaced
+    /// in each (e.g. `["ssh", "{node}"]`).
+    pub argv: Vec<String>,
+    /// The `scr` binary as the node sees it.
+    pub scr: PathBuf,
+    /// Bound on each remote copy.
+    pub timeout: Duration,
+}
+
+impl NodeAccess {
+    /// The real root of node `node`'s node-local paths (`Roots` only).
+    pub fn root_of(template: &str, node: &str) -> PathBuf {
+        if template.contains(NODE_PLACEHOLDER) {
+            PathBuf::from(template.replace(NODE_PLACEHOLDER, node))
+        } else {
+            Path::new(template).join(node)
+        }
+    }
+}
+
+/// What `scr postrun` is asked to do.
+#[derive(Debug, Clone)]
+pub struct PostrunOptions {
+    /// The prefix directory (absolute, as the job saw it).
+    pub prefix: PathBuf,
+    /// Every node of the allocation.
+    pub nodes: Vec<String>,
+    /// Nodes known to be down (skipped).
+    pub down: BTreeSet<String>,
+    /// How nodes are reached.
+    pub access: NodeAccess,
+    /// The job's control directory (logical, `<cntl_base>/<user>/scr.<jobid>`).
+    pub cntl_dir: PathBuf,
+    /// CRC32 while copying (SCR_CRC_ON_FLUSH).
+    pub crc: bool,
+}
+
+/// One `scr copy` on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeCopy {
+    /// The node.
+    pub node: String,
+    /// `originals` or `partner`.
+    pub round: String,
+    /// Its report, when it ran.
+    pub report: Option<CopyReport>,
+    /// The dataset is not in this node's cache (not an error by itself).
+    pub not_cached: bool,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+}
+
+/// What happened to one dataset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DatasetScavenge {
+    /// Dataset id.
+    pub id: i64,
+    /// Its name.
+    pub name: Option<String>,
+    /// `checkpoint` or `output`.
+    pub kind: String,
+    /// Where it went.
+    pub placement: Option<Placement>,
+    /// Every copy, both rounds.
+    pub copies: Vec<NodeCopy>,
+    /// The index step.
+    pub index: Option<AddReport>,
+    /// Complete in the prefix now.
+    pub complete: bool,
+    /// Made CURRENT.
+    pub current: bool,
+    /// Why the dataset could not be scavenged at all.
+    pub error: Option<String>,
+}
+
+/// What `scr postrun` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PostrunReport {
+    /// Nodes copied from.
+    pub up_nodes: Vec<String>,
+    /// Nodes skipped.
+    pub down_nodes: Vec<String>,
+    /// Datasets handled.
+    pub datasets: Vec<DatasetScavenge>,
+    /// Why there was nothing to do, when so.
+    pub nothing_to_do: Option<String>,
+    /// The index was damaged and rebuilt on the way.
+    pub index_rebuilt: Option<RebuildIndexReport>,
+}
+
+impl PostrunReport {
+    /// Every dataset handled is complete in the prefix.
+    pub fn all_complete(&self) -> bool {
+        self.datasets.iter().all(|d| d.complete)
+    }
+}
+
+fn is_checkpoint(e: &FlushEntry) -> bool {
+    e.checkpoint
+        .or_else(|| {
+            e.dataset
+                .as_ref()
+                .map(|d| d.flag_checkpoint.unwrap_or(d.ckpt.is_some()))
+        })
+        .unwrap_or(e.output != Some(true))
+}
+
+fn is_output(e: &FlushEntry) -> bool {
+    e.output
+        .or_else(|| e.dataset.as_ref().and_then(|d| d.flag_output))
+        .unwrap_or(false)
+}
+
+/// The datasets to scavenge, ascending: the newest checkpoint when it
+/// needs it, and every output dataset that needs it. `Err` says why none.
+fn targets(ff: &FlushFile) -> Result<Vec<i64>, String> {
+    let mut out = BTreeSet::new();
+    let newest_ckpt = ff
+        .datasets
+        .iter()
+        .rev()
+        .find(|(_, e)| is_checkpoint(e))
+        .map(|(id, _)| *id);
+    if let Some(id) = newest_ckpt {
+        if ff.need_flush(id) {
+            out.insert(id);
+        }
+    }
+    for (id, e) in &ff.datasets {
+        if is_output(e) && ff.need_flush(*id) {
+            out.insert(*id);
+        }
+    }
+    if out.is_empty() {
+        return Err(match newest_ckpt {
+            Some(id) if ff.location_test(id, Location::Pfs) => format!(
+                "the newest checkpoint (dataset {id}) is already in the prefix and no output is pending"
+            ),
+            Some(id) => format!(
+                "the newest checkpoint (dataset {id}) is not in cache and no output is pending"
+            ),
+            None => "the flush file lists no checkpoint and no pending output".into(),
+        });
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Run one copy on `node`.
+fn copy_on(
+    opts: &PostrunOptions,
+    node: &str,
+    id: i64,
+    pl: &Placement,
+    partner: Option<&BTreeSet<i64>>,
+    progress: &dyn Progress,
+) -> NodeCopy {
+    let round = if partner.is_some() {
+        "partner"
+    } else {
+        "originals"
+    };
+    let mut out = NodeCopy {
+        node: node.to_string(),
+        round: round.into(),
+        report: None,
+        not_cached: false,
+        error: None,
+    };
+    let identity = match &opts.access {
+        NodeAccess::Roots(t) => {
+            let root = NodeAccess::root_of(t, node);
+            if !root.is_dir() {
+                out.error = Some(format!(
+                    "{}: the node's tree is gone (node lost?)",
+                    root.display()
+                ));
+                return out;
+            }
+            NodeIdentity {
+                name: node.to_string(),
+                root: Some(root),
+            }
+        }
+        NodeAccess::Local => NodeIdentity {
+            name: node.to_string(),
+            root: None,
+        },
+        NodeAccess::Launch(l) => {
+            match launch_copy(opts, l, node, id, pl, partner) {
+                Ok(Some(r)) => out.report = Some(r),
+                Ok(None) => out.not_cached = true,
+                Err(e) => out.error = Some(e),
+            }
+            return out;
+        }
+    };
+    let copy = CopyOptions {
+        cntl_dir: opts.cntl_dir.clone(),
+        node: identity,
+        dataset: id,
+        prefix: opts.prefix.clone(),
+        placement: Some(pl.clone()),
+        partner: partner.is_some(),
+        ranks: partner.cloned(),
+        crc: opts.crc,
+    };
+    match copy_dataset(&copy, progress) {
+        Ok(r) => out.report = Some(r),
+        Err(ScavengeError::NotInCache { .. }) => out.not_cached = true,
+        Err(e) => out.error = Some(e.to_string()),
+    }
+    out
+}
+
+/// Exit code of `scr copy` when the dataset is not in the node's cache.
+pub const COPY_EXIT_NOT_CACHED: i32 = 4;
+/// Exit code of `scr copy` when some file was not copied.
+pub const COPY_EXIT_PARTIAL: i32 = 3;
+
+/// The argument vector of `scr copy` for one node.
+pub fn copy_argv(
+    scr: &Path,
+    cntl_dir: &Path,
+    prefix: &Path,
+    id: i64,
+    pl: &Placement,
+    partner: Option<&BTreeSet<i64>>,
+    crc: bool,
+) -> Vec<String> {
+    let mut v = vec![
+        scr.to_string_lossy().into_owned(),
+        "copy".into(),
+        "--cntldir".into(),
+        cntl_dir.to_string_lossy().into_owned(),
+        "--id".into(),
+        id.to_string(),
+        "--prefix".into(),
+        prefix.to_string_lossy().into_owned(),
+        "--dir".into(),
+        pl.dir.clone(),
+    ];
+    if let Some(o) = &pl.orig_dir {
+        v.push("--origdir".into());
+        v.push(o.clone());
+    }
+    if let Some(ranks) = partner {
+        v.push("--partner".into());
+        if !ranks.is_empty() {
+            v.push("--ranks".into());
+            v.push(
+                ranks
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+        }
+    }
+    if !crc {
+        v.push("--no-crc".into());
+    }
+    v.push("--json".into());
+    v
+}
+
+/// Run `scr copy` on `node` through the launcher. `Ok(None)`: the dataset
+/// is not cached there.
+fn launch_copy(
+    opts: &PostrunOptions,
+    l: &Launcher,
+    node: &str,
+    id: i64,
+    pl: &Placement,
+    partner: Option<&BTreeSet<i64>>,
+) -> Result<Option<CopyReport>, String> {
+    let Some((prog, pre)) = l.argv.split_first() else {
+        return Err("the launcher is empty".into());
+    };
+    let sub = |a: &String| a.replace(NODE_PLACEHOLDER, node);
+    let args: Vec<String> = pre
+        .iter()
+        .map(sub)
+        .chain(copy_argv(
+            &l.scr,
+            &opts.cntl_dir,
+            &opts.prefix,
+            id,
+            pl,
+            partner,
+            opts.crc,
+        ))
+        .collect();
+    let mut child = Command::new(sub(prog))
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: cannot start: {e}", sub(prog)))?;
+    // Drain both pipes on threads so a chatty child cannot block.
+    let mut so = child.stdout.take().expect("piped");
+    let mut se = child.stderr.take().expect("piped");
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = so.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = se.read_to_string(&mut s);
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if started.elapsed() > l.timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "scr copy on {node} did not finish within {} s; killed",
+                    l.timeout.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("waiting for scr copy on {node}: {e}")),
+        }
+    };
+    let stdout = out_t.join().unwrap_or_default();
+    let stderr = err_t.join().unwrap_or_default();
+    let code = status.code();
+    if code == Some(COPY_EXIT_NOT_CACHED) {
+        return Ok(None);
+    }
+    if code == Some(0) || code == Some(COPY_EXIT_PARTIAL) {
+        return serde_json::from_str::<CopyReport>(stdout.trim())
+            .map(Some)
+            .map_err(|e| format!("scr copy on {node}: unreadable report ({e}): {stdout}"));
+    }
+    let tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+    Err(format!(
+        "scr copy on {node} failed ({}): {tail}",
+        code.map_or("killed by a signal".to_string(), |c| format!(
+            "exit code {c}"
+        ))
+    ))
+}
+
+/// Ranks saved whole by the copies so far.
+fn saved_ranks(copies: &[NodeCopy]) -> BTreeSet<i64> {
+    copies
+        .iter()
+        .filter_map(|c| c.report.as_ref())
+        .flat_map(|r| r.ranks.iter())
+        .filter(|r| r.complete)
+        .map(|r| r.rank)
+        .collect()
+}
+
+fn update_flush_file(prefix: &Path, f: impl FnOnce(&mut FlushFile)) -> ScavengeResult<()> {
+    let path = prefix.join(META_DIR).join(FLUSH_FILE);
+    FlushFile::update_file(&path, f)?;
+    Ok(())
+}
+
+/// Scavenge one dataset: both copy rounds, index, CURRENT, flush file.
+fn scavenge_one(
+    opts: &PostrunOptions,
+    up: &[String],
+    id: i64,
+    entry: &FlushEntry,
+    progress: &dyn Progress,
+    index_rebuilt: &mut Option<RebuildIndexReport>,
+) -> DatasetScavenge {
+    let checkpoint = is_checkpoint(entry);
+    let mut d = DatasetScavenge {
+        id,
+        name: entry
+            .name
+            .clone()
+            .or_else(|| entry.dataset.as_ref().and_then(|x| x.name.clone())),
+        kind: if checkpoint { "checkpoint" } else { "output" }.into(),
+        placement: None,
+        copies: Vec::new(),
+        index: None,
+        complete: false,
+        current: false,
+        error: None,
+    };
+    let Some(dir) = entry.dir.clone() else {
+        d.error = Some(format!(
+            "the flush file records no DIR for dataset {id}; copy it by hand with `scr copy --dir`"
+        ));
+        return d;
+    };
+    let pl = Placement {
+        dir,
+        orig_dir: entry.orig_dir.clone(),
+    };
+    if let Err(e) = super::copy::check_placement(&pl) {
+        d.error = Some(format!("flush file: {e}"));
+        return d;
+    }
+    d.placement = Some(pl.clone());
+    for node in up {
+        d.copies.push(copy_on(opts, node, id, &pl, None, progress));
+    }
+    // Round 2: partner copies of ranks round 1 did not save.
+    let saved = saved_ranks(&d.copies);
+    let mut by_node: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+    for c in &d.copies {
+        for p in c.report.iter().flat_map(|r| r.partners.iter()) {
+            if !saved.contains(&p.owner_rank) {
+                by_node
+                    .entry(c.node.clone())
+                    .or_default()
+                    .insert(p.owner_rank);
+            }
+        }
+    }
+    for (node, owners) in &by_node {
+        d.copies
+            .push(copy_on(opts, node, id, &pl, Some(owners), progress));
+    }
+    if d.copies.iter().all(|c| c.report.is_none()) {
+        d.error = Some(format!(
+            "no node that is up holds dataset {id} (or every copy failed)"
+        ));
+        return d;
+    }
+    let mut added = index::add_dir(&opts.prefix, &pl.dir);
+    if let Err(ScavengeError::DamagedIndex { .. }) = &added {
+        // At the end of an allocation nobody is there to run --rebuild:
+        // move the damaged index aside and rebuild it (reported).
+        match index::rebuild_index(&opts.prefix) {
+            Ok(r) => {
+                *index_rebuilt = Some(r);
+                added = index::add_dir(&opts.prefix, &pl.dir);
+            }
+            Err(e) => added = Err(e),
+        }
+    }
+    match added {
+        Ok(a) => {
+            d.complete = a.complete;
+            d.index = Some(a);
+        }
+        Err(e) => {
+            d.error = Some(format!("indexing {}: {e}", pl.dir));
+            return d;
+        }
+    }
+    if d.complete {
+        if checkpoint {
+            let set = Index::update_file(index_path(&opts.prefix), |idx| idx.set_current(&pl.dir));
+            match set {
+                Ok(()) => d.current = true,
+                Err(e) => d.error = Some(format!("setting CURRENT: {e}")),
+            }
+        }
+        if let Err(e) = update_flush_file(&opts.prefix, |ff| {
+            ff.location_set(id, Location::Pfs);
+        }) {
+            d.error = Some(format!("recording the dataset in the flush file: {e}"));
+        }
+    }
+    d
+}
+
+/// `scr postrun`: see the module documentation. `Err` only when nothing
+/// could be attempted (unreadable flush file, no node up).
+pub fn postrun(
+    opts: &PostrunOptions,
+    progress: &dyn Progress,
+    log: Option<&Logger>,
+) -> ScavengeResult<PostrunReport> {
+    let up: Vec<String> = opts
+        .nodes
+        .iter()
+        .filter(|n| !opts.down.contains(*n))
+        .cloned()
+        .collect();
+    let mut report = PostrunReport {
+        up_nodes: up.clone(),
+        down_nodes: opts.down.iter().cloned().collect(),
+        datasets: Vec::new(),
+        nothing_to_do: None,
+        index_rebuilt: None,
+    };
+    let path = opts.prefix.join(META_DIR).join(FLUSH_FILE);
+    let ff = match FlushFile::read_file(&path) {
+        Ok(f) => f,
+        Err(e) if e.is_not_found() => {
+            report.nothing_to_do = Some(format!(
+                "{} does not exist: no run recorded a dataset in cache",
+                path.display()
+            ));
+            return Ok(report);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let ids = match targets(&ff) {
+        Ok(ids) => ids,
+        Err(why) => {
+            report.nothing_to_do = Some(why);
+            return Ok(report);
+        }
+    };
+    if up.is_empty() {
+        return Err(ScavengeError::Invalid(format!(
+            "datasets {ids:?} need a scavenge but no node is up"
+        )));
+    }
+    for id in ids {
+        let entry = &ff.datasets[&id];
+        let started = Instant::now();
+        let name = entry.name.clone().unwrap_or_default();
+        if let Some(l) = log {
+            l.log_or_warn(
+                &Entry::event(EventType::ScavengeStart)
+                    .dset(id)
+                    .name(name.as_str()),
+            );
+        }
+        let d = scavenge_one(opts, &up, id, entry, progress, &mut report.index_rebuilt);
+        if let Some(l) = log {
+            let bytes: u64 = d
+                .copies
+                .iter()
+                .filter_map(|c| c.report.as_ref())
+                .map(|r| r.bytes_copied)
+                .sum();
+            let note = match (&d.error, d.complete) {
+                (Some(e), _) => format!("failed: {e}"),
+                (None, true) => format!("complete, {bytes} bytes copied"),
+                (None, false) => format!("incomplete, {bytes} bytes copied"),
+            };
+            l.log_or_warn(
+                &Entry::event(EventType::ScavengeEnd)
+                    .dset(id)
+                    .name(name.as_str())
+                    .secs(started.elapsed().as_secs_f64())
+                    .note(note),
+            );
+        }
+        report.datasets.push(d);
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::Dataset;
+
+    fn entry(ckpt: bool, output: bool, locs: &[Location]) -> FlushEntry {
+        FlushEntry {
+            locations: locs.iter().copied().collect(),
+            dir: Some("d".into()),
+            checkpoint: Some(ckpt),
+            output: Some(output),
+            dataset: Some(Dataset::new(0)),
+            ..FlushEntry::default()
+        }
+    }
+
+    #[test]
+    fn the_newest_checkpoint_and_pending_outputs_are_scavenged() {
+        use Location::{Cache, Pfs};
+        let mut ff = FlushFile::default();
+        ff.datasets.insert(1, entry(true, false, &[Cache]));
+        ff.datasets.insert(2, entry(false, true, &[Cache]));
+        ff.datasets.insert(3, entry(true, false, &[Cache]));
+        ff.datasets.insert(4, entry(false, true, &[Cache, Pfs]));
+        assert_eq!(targets(&ff), Ok(vec![2, 3]));
+        // The newest checkpoint safe: an older one is not scavenged.
+        ff.datasets.insert(5, entry(true, false, &[Cache, Pfs]));
+        assert_eq!(targets(&ff), Ok(vec![2]));
+        ff.datasets.remove(&2);
+        let why = targets(&ff).unwrap_err();
+        assert!(
+            why.contains("dataset 5") && why.contains("already"),
+            "{why}"
+        );
+        assert!(targets(&FlushFile::default()).is_err());
+    }
+
+    #[test]
+    fn node_roots_come_from_a_template_or_a_directory() {
+        assert_eq!(
+            NodeAccess::root_of("/sim/{node}/root", "n3"),
+            Path::new("/sim/n3/root")
+        );
+        assert_eq!(NodeAccess::root_of("/sim", "n3"), Path::new("/sim/n3"));
+    }
+
+    #[test]
+    fn the_copy_command_is_an_argument_vector() {
+        let pl = Placement {
+            dir: "scr.dataset.4".into(),
+            orig_dir: Some(".".into()),
+        };
+        let owners: BTreeSet<i64> = [2, 3].into();
+        let v = copy_argv(
+            Path::new("/bin/scr"),
+            Path::new("/dev/shm/u/scr.7"),
+            Path::new("/p q"),
+            4,
+            &pl,
+            Some(&owners),
+            false,
+        );
+        assert_eq!(
+            v,
+            [
+                "/bin/scr",
+                "copy",
+                "--cntldir",
+                "/dev/shm/u/scr.7",
+                "--id",
+                "4",
+                "--prefix",
+                "/p q",
+                "--dir",
+                "scr.dataset.4",
+                "--origdir",
+                ".",
+                "--partner",
+                "--ranks",
+                "2,3",
+                "--no-crc",
+                "--json"
+            ]
+        );
+    }
+}

@@ -1,0 +1,499 @@
+//! Scavenge end to end with the thread communicator: a job of ranks as
+//! threads on simulated nodes (directory trees) writes checkpoints and
+//! "crashes" (no finalize, nothing flushed); nodes are lost; then `scr
+//! postrun`'s library half copies from the survivors, rebuilds what the
+//! scheme allows in the prefix, indexes it, and every byte is checked.
+//!
+//! The flush file entries a run leaves for a completed dataset (LOCATION
+//! CACHE, DIR, ORIGDIR, NAME, CKPT) are filled in here where the library
+//! did not write them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::PathBuf;
+
+use scr::comm::thread::ThreadComm;
+use scr::config::MapEnv;
+use scr::records::flush::{FlushFile, Location, FLUSH_FILE};
+use scr::records::index::index_path;
+use scr::records::{Dataset, Index, Record};
+use scr::scavenge::copy::{copy_dataset, CopyOptions};
+use scr::scavenge::index;
+use scr::scavenge::layout::Placement;
+use scr::scavenge::postrun::{postrun, NodeAccess, PostrunOptions, PostrunReport};
+use scr::scavenge::{NoProgress, ScavengeError};
+use scr::storage::dirs::NodeIdentity;
+use scr::{Flags, InitOptions, Scr};
+
+const CNTL: &str = "/dev/shm/tester/scr.77";
+const RANKS: usize = 8;
+const PER_NODE: usize = 2;
+const NODES: usize = RANKS / PER_NODE;
+
+/// Where the files of a checkpoint are routed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// `<prefix>/ckpt.<c>/…`: the user's directory is the dataset directory.
+    UserDir,
+    /// `<prefix>/…` directly: the dataset goes to `scr.dataset.<c>`.
+    Prefix,
+}
+
+struct Cluster {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    prefix: PathBuf,
+    seed: u64,
+    route: Route,
+}
+
+impl Cluster {
+    fn new(seed: u64, route: Route) -> Cluster {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        let prefix = root.join("prefix");
+        fs::create_dir_all(&prefix).unwrap();
+        Cluster {
+            _tmp: tmp,
+            root,
+            prefix,
+            seed,
+            route,
+        }
+    }
+
+    fn node(&self, n: usize) -> NodeIdentity {
+        NodeIdentity {
+            name: format!("n{n}"),
+            root: Some(self.root.join(format!("n{n}"))),
+        }
+    }
+
+    fn kill_node(&self, n: usize) {
+        fs::remove_dir_all(self.root.join(format!("n{n}"))).unwrap();
+    }
+
+    fn opts(&self, node: NodeIdentity, extra: &[(&str, &str)]) -> InitOptions {
+        let prefix = self.prefix.to_string_lossy().into_owned();
+        let mut vars: BTreeMap<String, String> = [
+            ("SCR_PREFIX", prefix.as_str()),
+            ("SCR_JOB_ID", "77"),
+            ("USER", "tester"),
+            ("SCR_CACHE_BASE", "/dev/shm"),
+            ("SCR_CNTL_BASE", "/dev/shm"),
+            ("SCR_FLUSH", "0"),
+            ("SCR_MPI_BUF_SIZE", "4096"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in extra {
+            vars.insert(k.to_string(), v.to_string());
+        }
+        InitOptions {
+            env: Some(Box::new(MapEnv::new(vars).with_cwd(&self.prefix))),
+            node: Some(node),
+            ..InitOptions::default()
+        }
+    }
+
+    /// The files rank `rank` writes in checkpoint `ckpt`, relative to the
+    /// directory they are routed to: sizes differ, rank 2 mod 3 writes
+    /// nothing, odd ranks put one file in a subdirectory.
+    fn files(&self, rank: usize, ckpt: u64) -> Vec<(String, Vec<u8>)> {
+        let n = if rank % 3 == 2 { 0 } else { 1 + rank % 2 };
+        (0..n)
+            .map(|f| {
+                let name = if f == 1 {
+                    format!("sub/rank{rank}.c{ckpt}.f{f}")
+                } else {
+                    format!("rank{rank}.c{ckpt}.f{f}")
+                };
+                let len = (self.seed as usize * 131 + rank * 1013 + ckpt as usize * 37 + f * 11)
+                    % 9000
+                    + 1;
+                let data = (0..len)
+                    .map(|i| {
+                        (i as u64 ^ self.seed ^ (rank as u64) << 8 ^ ckpt << 16 ^ (i as u64 >> 8))
+                            as u8
+                    })
+                    .collect();
+                (name, data)
+            })
+            .collect()
+    }
+
+    fn routed_dir(&self, ckpt: u64) -> PathBuf {
+        match self.route {
+            Route::UserDir => self.prefix.join(format!("ckpt.{ckpt}")),
+            Route::Prefix => self.prefix.clone(),
+        }
+    }
+
+    fn dataset_dir_name(&self, ckpt: u64) -> String {
+        match self.route {
+            Route::UserDir => format!("ckpt.{ckpt}"),
+            Route::Prefix => format!("scr.dataset.{ckpt}"),
+        }
+    }
+
+    /// Run a job writing checkpoints 1..=n that ends without finalize,
+    /// like a killed job, then fill in the flush file entries.
+    fn write_and_crash(&self, extra: &[(&str, &str)], n: u64) {
+        ThreadComm::run(RANKS, |comm| {
+            let rank = comm.rank();
+            let opts = self.opts(self.node(rank / PER_NODE), extra);
+            let world = comm.split(Some(0), rank as i64).unwrap().unwrap();
+            let mut scr = Scr::init_with(world, opts).unwrap();
+            for c in 1..=n {
+                let mut out = scr
+                    .start_output(Some(&format!("ckpt.{c}")), Flags::CHECKPOINT)
+                    .unwrap();
+                for (name, data) in self.files(rank, c) {
+                    let p = out.route_file(self.routed_dir(c).join(name)).unwrap();
+                    fs::write(&p, data).unwrap();
+                }
+                assert!(out.complete(true).unwrap(), "checkpoint {c} complete");
+            }
+            // A crash: no SCR_Finalize (which could flush), nothing dropped.
+            std::mem::forget(scr);
+        })
+        .unwrap();
+        let path = self.prefix.join(".scr").join(FLUSH_FILE);
+        FlushFile::update_file(&path, |ff| {
+            for c in 1..=n {
+                let e = ff.datasets.entry(c as i64).or_default();
+                e.locations.insert(Location::Cache);
+                e.dir.get_or_insert_with(|| self.dataset_dir_name(c));
+                if self.route == Route::Prefix {
+                    e.orig_dir.get_or_insert_with(|| ".".into());
+                }
+                e.name.get_or_insert_with(|| format!("ckpt.{c}"));
+                e.checkpoint.get_or_insert(true);
+                e.output.get_or_insert(false);
+                e.dataset.get_or_insert_with(|| Dataset {
+                    name: Some(format!("ckpt.{c}")),
+                    ckpt: Some(c as i64),
+                    ..Dataset::new(c as i64)
+                });
+            }
+        })
+        .unwrap();
+    }
+
+    fn postrun(&self, down: &[usize]) -> PostrunReport {
+        let opts = PostrunOptions {
+            prefix: self.prefix.clone(),
+            nodes: (0..NODES).map(|n| format!("n{n}")).collect(),
+            down: down.iter().map(|n| format!("n{n}")).collect(),
+            access: NodeAccess::Roots(self.root.to_string_lossy().into_owned()),
+            cntl_dir: PathBuf::from(CNTL),
+            crc: true,
+        };
+        postrun(&opts, &NoProgress, None).unwrap()
+    }
+
+    /// Every file of checkpoint `ckpt` in the prefix equals what was
+    /// written; returns the number of bytes checked.
+    fn verify(&self, ckpt: u64) -> u64 {
+        let dir = self.prefix.join(self.dataset_dir_name(ckpt));
+        let mut bytes = 0;
+        for rank in 0..RANKS {
+            for (name, data) in self.files(rank, ckpt) {
+                let p = dir.join(&name);
+                let got = fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert!(
+                    got == data,
+                    "{}: bytes differ from what rank {rank} wrote",
+                    p.display()
+                );
+                bytes += data.len() as u64;
+            }
+        }
+        bytes
+    }
+
+    fn index(&self) -> Index {
+        Index::read_file(index_path(&self.prefix)).unwrap()
+    }
+}
+
+fn assert_complete_and_current(cl: &Cluster, r: &PostrunReport, ckpt: u64) {
+    let d = &r.datasets[0];
+    assert!(d.complete && d.current && d.error.is_none(), "{r:#?}");
+    let dir = cl.dataset_dir_name(ckpt);
+    let idx = cl.index();
+    assert_eq!(idx.current.as_deref(), Some(dir.as_str()));
+    assert_eq!(idx.datasets[&(ckpt as i64)][&dir].complete, Some(true));
+    let ff = FlushFile::read_file(cl.prefix.join(".scr").join(FLUSH_FILE)).unwrap();
+    assert!(ff.location_test(ckpt as i64, Location::Pfs));
+    assert!(cl.verify(ckpt) > 0);
+}
+
+#[test]
+fn xor_postrun_rebuilds_a_lost_node_bit_exact() {
+    let cl = Cluster::new(3, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 2);
+    cl.kill_node(2);
+    let r = cl.postrun(&[2]);
+    assert_eq!(r.datasets.len(), 1, "only the newest checkpoint: {r:#?}");
+    assert_eq!(r.datasets[0].id, 2);
+    let ix = r.datasets[0].index.as_ref().unwrap();
+    assert_eq!(ix.missing_before, vec![4, 5]);
+    assert_eq!(ix.rebuilt, vec![4, 5]);
+    assert_complete_and_current(&cl, &r, 2);
+    // A second postrun has nothing to do: the flush file says PFS.
+    let again = cl.postrun(&[2]);
+    assert!(again.nothing_to_do.is_some(), "{again:#?}");
+}
+
+#[test]
+fn files_routed_into_the_prefix_go_to_a_dataset_directory() {
+    let cl = Cluster::new(5, Route::Prefix);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    cl.kill_node(1);
+    let r = cl.postrun(&[1]);
+    assert_eq!(r.datasets[0].index.as_ref().unwrap().rebuilt, vec![2, 3]);
+    assert_complete_and_current(&cl, &r, 1);
+    // The routed directory itself holds none of the dataset's files.
+    assert!(!cl.prefix.join("rank0.c1.f0").exists());
+}
+
+#[test]
+fn rs_rebuilds_two_lost_nodes() {
+    let cl = Cluster::new(7, Route::UserDir);
+    cl.write_and_crash(
+        &[
+            ("SCR_COPY_TYPE", "RS"),
+            ("SCR_SET_SIZE", "4"),
+            ("SCR_SET_FAILURES", "2"),
+        ],
+        1,
+    );
+    cl.kill_node(1);
+    cl.kill_node(3);
+    let r = cl.postrun(&[1]);
+    let ix = r.datasets[0].index.as_ref().unwrap();
+    assert_eq!(ix.rebuilt, vec![2, 3, 6, 7], "{r:#?}");
+    assert_complete_and_current(&cl, &r, 1);
+    // n3 was not declared down: its copy failed and is reported.
+    let n3 = r.datasets[0]
+        .copies
+        .iter()
+        .find(|c| c.node == "n3")
+        .unwrap();
+    assert!(
+        n3.error.as_deref().is_some_and(|e| e.contains("gone")),
+        "{n3:?}"
+    );
+}
+
+#[test]
+fn partner_copies_are_restored_in_a_second_round() {
+    let cl = Cluster::new(11, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "PARTNER")], 1);
+    cl.kill_node(1);
+    let r = cl.postrun(&[1]);
+    let d = &r.datasets[0];
+    let round2: Vec<_> = d.copies.iter().filter(|c| c.round == "partner").collect();
+    assert_eq!(round2.len(), 1, "{r:#?}");
+    let rep = round2[0].report.as_ref().unwrap();
+    let restored: BTreeSet<i64> = rep.ranks.iter().map(|k| k.rank).collect();
+    assert_eq!(restored, [2, 3].into(), "{rep:#?}");
+    assert!(rep
+        .ranks
+        .iter()
+        .all(|k| k.complete && k.from_partner_of.is_some()));
+    // Round 1 named the lost node as the owner of the copies.
+    let named = d
+        .copies
+        .iter()
+        .filter(|c| c.round == "originals")
+        .flat_map(|c| c.report.iter().flat_map(|r| r.partners.iter()))
+        .any(|p| p.owner_rank == 2 && p.owner_node.as_deref() == Some("n1"));
+    assert!(named, "{r:#?}");
+    assert!(d.index.as_ref().unwrap().rebuilt.is_empty());
+    assert_complete_and_current(&cl, &r, 1);
+}
+
+#[test]
+fn single_loses_a_node_and_the_index_says_incomplete() {
+    let cl = Cluster::new(13, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "SINGLE")], 1);
+    cl.kill_node(1);
+    let r = cl.postrun(&[1]);
+    let d = &r.datasets[0];
+    assert!(!d.complete && !d.current, "{r:#?}");
+    let ix = d.index.as_ref().unwrap();
+    assert_eq!(ix.missing, vec![2, 3]);
+    assert!(
+        ix.problems.iter().any(|p| p.contains("no XOR/RS set")),
+        "{ix:#?}"
+    );
+    let idx = cl.index();
+    assert_eq!(idx.datasets[&1]["ckpt.1"].complete, Some(false));
+    assert_eq!(idx.current, None);
+    // Not recorded as in the prefix: a later attempt may still succeed.
+    let ff = FlushFile::read_file(cl.prefix.join(".scr").join(FLUSH_FILE)).unwrap();
+    assert!(!ff.location_test(1, Location::Pfs));
+}
+
+#[test]
+fn xor_cannot_rebuild_two_members_of_one_set() {
+    let cl = Cluster::new(17, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    cl.kill_node(0);
+    cl.kill_node(3);
+    let r = cl.postrun(&[0, 3]);
+    let ix = r.datasets[0].index.as_ref().unwrap();
+    assert!(!ix.complete && ix.rebuilt.is_empty(), "{ix:#?}");
+    assert!(
+        ix.problems
+            .iter()
+            .any(|p| p.contains("more than it can rebuild")),
+        "{ix:#?}"
+    );
+}
+
+#[test]
+fn a_corrupt_cached_file_is_not_copied_and_is_rebuilt() {
+    let cl = Cluster::new(19, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    // Rank 3 writes rank3.c1.f0 on n1: flip one bit of the cached copy.
+    let cached = cl
+        .root
+        .join("n1/dev/shm/tester/scr.77/scr.dataset.1/ckpt.1/rank3.c1.f0");
+    let mut b = fs::read(&cached).unwrap();
+    let mid = b.len() / 2;
+    b[mid] ^= 0x10;
+    fs::write(&cached, b).unwrap();
+    let r = cl.postrun(&[]);
+    let d = &r.datasets[0];
+    let failures: Vec<_> = d
+        .copies
+        .iter()
+        .flat_map(|c| c.report.iter().flat_map(|r| r.failures.iter()))
+        .collect();
+    assert_eq!(failures.len(), 1, "{r:#?}");
+    assert!(failures[0].why.contains("CRC32 mismatch") && failures[0].rank == 3);
+    assert_eq!(d.index.as_ref().unwrap().rebuilt, vec![3]);
+    assert_complete_and_current(&cl, &r, 1);
+}
+
+#[test]
+fn scr_copy_on_one_node_reports_and_refuses_what_it_should() {
+    let cl = Cluster::new(23, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    let opts = |id: i64, node: usize| CopyOptions {
+        cntl_dir: PathBuf::from(CNTL),
+        node: cl.node(node),
+        dataset: id,
+        prefix: cl.prefix.clone(),
+        placement: None,
+        partner: false,
+        ranks: None,
+        crc: true,
+    };
+    let r = copy_dataset(&opts(1, 0), &NoProgress).unwrap();
+    assert!(r.is_complete(), "{r:#?}");
+    assert_eq!(r.placement.dir, "ckpt.1");
+    assert_eq!(r.ranks.iter().map(|k| k.rank).collect::<Vec<_>>(), [0, 1]);
+    // Rank 0 wrote 1 file + its XOR file; rank 1 wrote 2 + its XOR file.
+    assert_eq!(
+        r.ranks.iter().map(|k| k.expected).collect::<Vec<_>>(),
+        [2, 3]
+    );
+    match copy_dataset(&opts(9, 0), &NoProgress) {
+        Err(ScavengeError::NotInCache { id: 9, node, .. }) => assert_eq!(node, "n0"),
+        other => panic!("{other:?}"),
+    }
+    // Without a flush file entry the dataset directory must be given.
+    fs::remove_file(cl.prefix.join(".scr").join(FLUSH_FILE)).unwrap();
+    match copy_dataset(&opts(1, 1), &NoProgress) {
+        Err(e @ ScavengeError::NoPlacement { .. }) => {
+            assert!(e.to_string().contains("--dir"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut given = opts(1, 1);
+    given.placement = Some(Placement {
+        dir: "../escape".into(),
+        orig_dir: None,
+    });
+    assert!(matches!(
+        copy_dataset(&given, &NoProgress),
+        Err(ScavengeError::NoPlacement { .. })
+    ));
+}
+
+#[test]
+fn a_damaged_index_is_reported_then_rebuilt_never_emptied() {
+    let cl = Cluster::new(29, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    let r = cl.postrun(&[]);
+    assert!(r.datasets[0].complete, "{r:#?}");
+    let path = index_path(&cl.prefix);
+    let mut b = fs::read(&path).unwrap();
+    let mid = b.len() / 2;
+    b[mid] ^= 0xff;
+    fs::write(&path, &b).unwrap();
+    for e in [
+        index::list(&cl.prefix).unwrap_err(),
+        index::add_dir(&cl.prefix, "ckpt.1").unwrap_err(),
+        index::set_current(&cl.prefix, "ckpt.1").unwrap_err(),
+    ] {
+        assert!(matches!(e, ScavengeError::DamagedIndex { .. }), "{e}");
+        assert!(e.to_string().contains("--rebuild"), "{e}");
+    }
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        b,
+        "a damaged index is left as it is"
+    );
+    let rb = index::rebuild_index(&cl.prefix).unwrap();
+    let kept = rb.damaged_kept_as.clone().unwrap();
+    assert_eq!(fs::read(&kept).unwrap(), b, "the damaged bytes are kept");
+    assert_eq!(rb.current.as_deref(), Some("ckpt.1"));
+    let idx = cl.index();
+    assert_eq!(idx.datasets[&1]["ckpt.1"].complete, Some(true));
+    assert_eq!(idx.current.as_deref(), Some("ckpt.1"));
+}
+
+#[test]
+fn an_index_rebuild_finds_every_dataset_directory() {
+    let cl = Cluster::new(31, Route::UserDir);
+    cl.write_and_crash(
+        &[
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_SET_SIZE", "4"),
+            ("SCR_CACHE_SIZE", "2"),
+        ],
+        2,
+    );
+    // Scavenge both checkpoints by hand: copy on every node, no index.
+    for id in 1..=2 {
+        for n in 0..NODES {
+            let o = CopyOptions {
+                cntl_dir: PathBuf::from(CNTL),
+                node: cl.node(n),
+                dataset: id,
+                prefix: cl.prefix.clone(),
+                placement: None,
+                partner: false,
+                ranks: None,
+                crc: true,
+            };
+            assert!(copy_dataset(&o, &NoProgress).unwrap().is_complete());
+        }
+    }
+    // Lose rank 4's file of ckpt.1 in the prefix: the rebuild repairs it.
+    fs::remove_file(cl.prefix.join("ckpt.1/rank4.c1.f0")).unwrap();
+    let rb = index::rebuild_index(&cl.prefix).unwrap();
+    assert_eq!(rb.damaged_kept_as, None);
+    let dirs: Vec<&str> = rb.datasets.iter().map(|d| d.dir.as_str()).collect();
+    assert_eq!(dirs, ["ckpt.1", "ckpt.2"]);
+    assert_eq!(rb.datasets[0].rebuilt, vec![4]);
+    assert_eq!(rb.current.as_deref(), Some("ckpt.2"));
+    cl.verify(1);
+    cl.verify(2);
+}
