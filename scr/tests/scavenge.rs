@@ -37,6 +37,8 @@ enum Route {
     UserDir,
     /// `<prefix>/…` directly: the dataset goes to `scr.dataset.<c>`.
     Prefix,
+    /// `<prefix>/ckpt/…` for every checkpoint: one directory reused.
+    SameDir,
 }
 
 struct Cluster {
@@ -127,6 +129,7 @@ impl Cluster {
         match self.route {
             Route::UserDir => self.prefix.join(format!("ckpt.{ckpt}")),
             Route::Prefix => self.prefix.clone(),
+            Route::SameDir => self.prefix.join("ckpt"),
         }
     }
 
@@ -134,6 +137,7 @@ impl Cluster {
         match self.route {
             Route::UserDir => format!("ckpt.{ckpt}"),
             Route::Prefix => format!("scr.dataset.{ckpt}"),
+            Route::SameDir => "ckpt".into(),
         }
     }
 
@@ -496,4 +500,223 @@ fn an_index_rebuild_finds_every_dataset_directory() {
     assert_eq!(rb.current.as_deref(), Some("ckpt.2"));
     cl.verify(1);
     cl.verify(2);
+}
+
+#[test]
+fn a_reused_directory_is_indexed_with_the_new_dataset_only() {
+    let cl = Cluster::new(37, Route::SameDir);
+    cl.write_and_crash(
+        &[
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_SET_SIZE", "4"),
+            ("SCR_CACHE_SIZE", "2"),
+        ],
+        2,
+    );
+    // Dataset 1 was saved in `ckpt` earlier (by hand here).
+    for n in 0..NODES {
+        let o = CopyOptions {
+            cntl_dir: PathBuf::from(CNTL),
+            node: cl.node(n),
+            dataset: 1,
+            prefix: cl.prefix.clone(),
+            placement: None,
+            partner: false,
+            ranks: None,
+            crc: true,
+        };
+        assert!(copy_dataset(&o, &NoProgress).unwrap().is_complete());
+    }
+    assert!(index::add_dir(&cl.prefix, "ckpt").unwrap().complete);
+    // Postrun saves dataset 2 into the same directory with a node lost.
+    cl.kill_node(3);
+    let r = cl.postrun(&[3]);
+    let d = &r.datasets[0];
+    assert_eq!(d.id, 2);
+    let stale = d
+        .copies
+        .iter()
+        .flat_map(|c| c.report.iter().flat_map(|r| r.warnings.iter()))
+        .filter(|w| w.contains("of dataset 1"))
+        .count();
+    assert!(
+        stale >= RANKS / 2,
+        "old rank filemaps and summary removed: {r:#?}"
+    );
+    assert_eq!(d.index.as_ref().unwrap().rebuilt, vec![6, 7]);
+    assert_complete_and_current(&cl, &r, 2);
+    let idx = cl.index();
+    assert_eq!(idx.dataset_id_by_dir("ckpt"), Some(2));
+    assert!(!idx.datasets.contains_key(&1), "{idx:?}");
+}
+
+// ---------------------------------------------------------------- the CLI
+
+/// Run the `scr` binary; (exit code, stdout, stderr).
+fn scr_cli(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scr"))
+        .args(args)
+        .env_remove("SCR_PREFIX")
+        .env_remove("SCR_NODELIST")
+        .output()
+        .expect("the scr binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_postrun_through_a_launcher_reads_each_nodes_json_report() {
+    let cl = Cluster::new(41, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    cl.kill_node(1);
+    let prefix = cl.prefix.to_string_lossy().into_owned();
+    let root_arg = format!("SCR_NODE_ROOT={}/{{node}}", cl.root.display());
+    // `env` stands in for ssh/srun: it runs `scr copy` "on" the node with
+    // that node's identity, as a remote shell would.
+    let (code, out, err) = scr_cli(&[
+        "postrun",
+        "--prefix",
+        &prefix,
+        "--nodes",
+        "n0,n1,n2,n3",
+        "--down",
+        "n1",
+        "--cntldir",
+        CNTL,
+        "--launch",
+        "env",
+        "--launch-arg",
+        "SCR_NODE_NAME={node}",
+        "--launch-arg",
+        &root_arg,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON report");
+    let d = &v["datasets"][0];
+    assert_eq!(d["complete"], true, "{out}");
+    assert_eq!(d["current"], true);
+    assert_eq!(d["index"]["rebuilt"], serde_json::json!([2, 3]));
+    let nodes: Vec<&str> = d["copies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["report"]["node"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(nodes, ["n0", "n2", "n3"]);
+    cl.verify(1);
+}
+
+#[test]
+fn cli_copy_and_index_exit_codes_say_what_happened() {
+    let cl = Cluster::new(43, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "SINGLE")], 1);
+    cl.kill_node(1);
+    let prefix = cl.prefix.to_string_lossy().into_owned();
+    for n in [0, 2, 3] {
+        let root = cl.root.join(format!("n{n}")).to_string_lossy().into_owned();
+        let (code, out, err) = scr_cli(&[
+            "copy",
+            "--cntldir",
+            CNTL,
+            "--id",
+            "1",
+            "--prefix",
+            &prefix,
+            "--node-root",
+            &root,
+        ]);
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(out.contains("copied"), "{out}");
+    }
+    // The lost node's cache is gone: nothing of the dataset there.
+    let gone = cl.root.join("n1").to_string_lossy().into_owned();
+    let (code, _, err) = scr_cli(&[
+        "copy",
+        "--cntldir",
+        CNTL,
+        "--id",
+        "1",
+        "--prefix",
+        &prefix,
+        "--node-root",
+        &gone,
+    ]);
+    assert_eq!(code, 4, "{err}");
+    // SINGLE cannot rebuild ranks 2 and 3: indexed, but incomplete (3).
+    let (code, out, err) = scr_cli(&["index", "--prefix", &prefix, "--add", "ckpt.1"]);
+    assert_eq!(code, 3, "{out}\n{err}");
+    assert!(
+        out.contains("INCOMPLETE") && out.contains("[2, 3]"),
+        "{out}"
+    );
+    let (code, out, _) = scr_cli(&["index", "--prefix", &prefix, "--list", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["datasets"][0]["complete"], false);
+    assert_eq!(v["datasets"][0]["dir"], "ckpt.1");
+    // A damaged index: reported (exit 1, pointing at --rebuild), then rebuilt.
+    let idx = index_path(&cl.prefix);
+    let mut b = fs::read(&idx).unwrap();
+    let at = b.len() - 6;
+    b[at] ^= 1;
+    fs::write(&idx, &b).unwrap();
+    let (code, _, err) = scr_cli(&["index", "--prefix", &prefix, "--list"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--rebuild") && err.contains("index.scr"),
+        "{err}"
+    );
+    let (code, out, _) = scr_cli(&["index", "--prefix", &prefix, "--rebuild"]);
+    assert_eq!(code, 3, "the one dataset is incomplete: {out}");
+    assert!(out.contains("kept as"), "{out}");
+}
+
+#[test]
+fn cli_usage_errors_exit_2() {
+    let cases: &[&[&str]] = &[
+        &["index"],
+        &["index", "--list", "--add", "x"],
+        &["copy", "--id", "1"],
+        &[
+            "copy",
+            "--cntldir",
+            "/c",
+            "--id",
+            "1",
+            "--prefix",
+            "/p",
+            "--origdir",
+            ".",
+        ],
+        &[
+            "postrun",
+            "--nodes",
+            "a,b",
+            "--cntldir",
+            "/c",
+            "--prefix",
+            "/p",
+        ],
+        &[
+            "postrun",
+            "--nodes",
+            "a",
+            "--down",
+            "b",
+            "--cntldir",
+            "/c",
+            "--prefix",
+            "/p",
+        ],
+        &["postrun", "--launch-arg", "x", "--nodes", "a"],
+    ];
+    for args in cases {
+        let (code, out, err) = scr_cli(args);
+        assert_eq!(code, 2, "{args:?}: {out}\n{err}");
+        assert!(!err.is_empty(), "{args:?} says why");
+    }
 }

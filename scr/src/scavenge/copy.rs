@@ -35,9 +35,11 @@ use crate::records::dataset::Dataset;
 use crate::records::filemap::Filemap;
 use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::meta::{FileType, Meta};
+use crate::records::rank2file::RANK2FILE_ROOT;
 use crate::records::rank_filemap::rank_filemap_file_name;
 use crate::records::reddesc::CopyType;
-use crate::records::{RankFilemap, Record};
+use crate::records::summary::SUMMARY_FILE;
+use crate::records::{RankFilemap, Record, Summary};
 use crate::storage::dirs::NodeIdentity;
 
 /// What `scr copy` is asked to do.
@@ -436,6 +438,11 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
         None => placement_from_flush_file(&opts.prefix, id)?,
     };
     create_dirs(&pl.meta_dir(&opts.prefix))?;
+    let stale = if opts.partner {
+        Vec::new()
+    } else {
+        remove_stale_metadata(&pl.meta_dir(&opts.prefix), id)
+    };
     let mut c = Copier {
         opts,
         pl: pl.clone(),
@@ -454,6 +461,7 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
             warnings,
         },
     };
+    c.report.warnings.extend(stale);
     // Classify every file first: the progress total, and the PARTNER
     // copies by owner.
     let mut plan: BTreeMap<i64, Vec<(String, Meta, Dest)>> = BTreeMap::new();
@@ -492,6 +500,53 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
     }
     progress.finish();
     Ok(c.report)
+}
+
+/// A user who routes every checkpoint to the same directory gets the same
+/// `D` each time: metadata another dataset left in `<D>/.scr` (its rank
+/// filemaps, summary, rank2file root) would be mixed with this one's, so
+/// it goes. Files of this dataset (an earlier, partial scavenge) stay and
+/// are overwritten rank by rank. Returns what was removed.
+fn remove_stale_metadata(meta_dir: &Path, id: i64) -> Vec<String> {
+    let mut removed = Vec::new();
+    let mut remove = |p: PathBuf, why: String| {
+        if fs::remove_file(&p).is_ok() {
+            removed.push(format!("removed {} ({why})", p.display()));
+        }
+    };
+    let summary = meta_dir.join(SUMMARY_FILE);
+    match Summary::read_file(&summary) {
+        Ok(s) if s.dataset.id == id => {}
+        Ok(s) => remove(summary, format!("summary of dataset {}", s.dataset.id)),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => remove(summary, format!("unreadable: {e}")),
+    }
+    let Ok(rd) = fs::read_dir(meta_dir) else {
+        return removed;
+    };
+    let mut other = false;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".scrfilemap") {
+            continue;
+        }
+        if let Ok(m) = RankFilemap::read_file(e.path()) {
+            if m.dataset.id != id {
+                other = true;
+                remove(
+                    e.path(),
+                    format!("rank filemap of dataset {}", m.dataset.id),
+                );
+            }
+        }
+    }
+    if other {
+        remove(
+            meta_dir.join(RANK2FILE_ROOT),
+            "rank2file map of another dataset".into(),
+        );
+    }
+    removed
 }
 
 fn wanted(opts: &CopyOptions, rank: i64) -> bool {

@@ -805,8 +805,17 @@ fn summarize(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
         },
         summary: s,
     };
+    // A complete summary stands unless rank filemaps of another dataset
+    // say the directory was scavenged again since.
+    let maps_agree = |s: &Summary| {
+        list_rank_filemaps(&meta_dir).is_ok_and(|maps| {
+            maps.iter()
+                .filter_map(|(_, p)| RankFilemap::read_file(p).ok())
+                .all(|m| m.dataset.id == s.dataset.id)
+        })
+    };
     match existing {
-        Ok(s) if s.complete => Ok(from_summary(s, Vec::new())),
+        Ok(s) if s.complete && maps_agree(&s) => Ok(from_summary(s, Vec::new())),
         _ if have_maps => {
             let mut b = build_summary(prefix, dir)?;
             if let Err(e) = &existing {
@@ -864,6 +873,18 @@ pub fn add_dir(prefix: &Path, dir: &str) -> ScavengeResult<AddReport> {
         idx.mark_flushed(ds.id, &dir, when);
     })?;
     Ok(b.report)
+}
+
+/// Forget what the index says directory `dir` holds unless it is dataset
+/// `id`: the directory is about to be overwritten with `id`'s files (the
+/// flush does the same before its first byte).
+pub fn forget_other_datasets_in(prefix: &Path, dir: &str, id: i64) -> ScavengeResult<()> {
+    let dir = relative_dir(prefix, dir)?;
+    update_index(prefix, |idx| {
+        while idx.dataset_id_by_dir(&dir).is_some_and(|d| d != id) {
+            idx.remove_dir(&dir);
+        }
+    })
 }
 
 /// One row of `scr index --list`.

@@ -467,6 +467,15 @@ fn scavenge_one(
         return d;
     }
     d.placement = Some(pl.clone());
+    // The index must not go on naming another dataset in a directory
+    // about to be overwritten. A damaged index is dealt with below.
+    match index::forget_other_datasets_in(&opts.prefix, &pl.dir, id) {
+        Ok(()) | Err(ScavengeError::DamagedIndex { .. }) => {}
+        Err(e) => {
+            d.error = Some(format!("updating the index: {e}"));
+            return d;
+        }
+    }
     for node in up {
         d.copies.push(copy_on(opts, node, id, &pl, None, progress));
     }
