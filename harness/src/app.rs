@@ -214,6 +214,35 @@ impl SimCluster {
     }
 }
 
+/// A binary built beside the running test: `$<env_var>` when set, else
+/// `target/<profile>/<name>` next to the test's own `deps` directory.
+pub fn sibling_binary(name: &str, env_var: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(env_var) {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/<test>-<hash> → target/<profile>/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test executable lives in target/<profile>/deps");
+    profile_dir.join(name)
+}
+
+/// `None` when MPI jobs can run here; else why not (only a missing
+/// `mpirun` is a reason for a test to skip).
+pub fn mpirun_missing() -> Option<String> {
+    match std::process::Command::new("mpirun")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+    {
+        Ok(_) => None,
+        Err(e) => Some(format!("mpirun not runnable ({e})")),
+    }
+}
+
 /// Flip bit `bit` (0–7) of byte `offset` of `path` in place.
 pub fn flip_bit(path: &Path, offset: u64, bit: u8) -> io::Result<()> {
     let mut bytes = fs::read(path)?;

@@ -19,9 +19,8 @@
 //! `mpirun` on the PATH every test says so and returns.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
-use harness::app::{flip_bit, AppRun, SimCluster};
+use harness::app::{flip_bit, mpirun_missing, sibling_binary, AppRun, SimCluster};
 use scr::redundancy::sets::{build_sets, partner_plan};
 use testing::data::file_plan;
 
@@ -32,30 +31,7 @@ const MEAN_BYTES: u64 = 64 * 1024;
 
 /// `scr_app`: `SCR_APP_BIN`, else beside the test's own target directory.
 fn app_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("SCR_APP_BIN") {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/cache_tier-<hash> → target/<profile>/scr_app
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("test executable lives in target/<profile>/deps");
-    profile_dir.join("scr_app")
-}
-
-/// `None` when the MPI tests can run; else why not (only a missing mpirun
-/// is a reason to skip).
-fn mpirun_missing() -> Option<String> {
-    match Command::new("mpirun")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-    {
-        Ok(_) => None,
-        Err(e) => Some(format!("mpirun not runnable ({e})")),
-    }
+    sibling_binary("scr_app", "SCR_APP_BIN")
 }
 
 fn node_of(rank: usize) -> usize {

@@ -1,0 +1,13 @@
+# Scavenge under real mpirun: scr_app on 4 simulated nodes (8 ranks) is
+# killed before any flush, a node is lost, `scr postrun` saves the newest
+# checkpoint from the survivors (XOR rebuild, PARTNER second round) and
+# every byte in the prefix is checked (harness/tests/scavenge.rs).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. ci/env.sh
+cargo build --quiet -p testing --bin scr_app
+cargo build --quiet -p scr --bin scr
+export SCR_APP_BIN="$PWD/target/debug/scr_app"
+export SCR_BIN="$PWD/target/debug/scr"
+cargo test --quiet -p harness --test scavenge -- --ignored --test-threads 1
+echo "scavenge: ok"
