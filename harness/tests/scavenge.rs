@@ -4,10 +4,9 @@
 //! the newest checkpoint from the survivors, rebuilds the lost node's
 //! files in the prefix (XOR parity, or PARTNER copies in a second round),
 //! indexes it COMPLETE and makes it CURRENT; every byte in the prefix is
-//! then checked against the data plan (`testing::data`).
-//!
-//! Not yet here: the next allocation fetching it (needs the prefix tier's
-//! fetch); until then the test stops at "COMPLETE and bit-exact".
+//! checked against the data plan (`testing::data`); then the next
+//! allocation (four new nodes, empty caches) fetches it and `scr_app`
+//! verifies every byte it restarts from.
 //!
 //! Run with `ci/tests.d/scavenge.sh` (builds `scr_app` and `scr` first), or
 //! `cargo build -p testing --bin scr_app && cargo build -p scr --bin scr &&
@@ -19,9 +18,9 @@ use std::fs;
 use std::process::Command;
 
 use harness::app::{mpirun_missing, sibling_binary, SimCluster};
-use scr::records::flush::{FlushFile, Location, FLUSH_FILE};
+use scr::records::flush::{FlushFile, FLUSH_FILE};
 use scr::records::index::index_path;
-use scr::records::{Dataset, Index, Record};
+use scr::records::{Index, Record};
 use testing::data::{file_plan, first_mismatch};
 
 const RANKS: usize = 8;
@@ -43,28 +42,6 @@ fn pick_seed() -> u64 {
             })
         })
         .expect("a seed with the wanted shape exists below 10000")
-}
-
-/// Fill in the flush file entries a completed checkpoint leaves (LOCATION
-/// CACHE, DIR, NAME, CKPT) where the library did not write them.
-fn record_in_flush_file(prefix: &std::path::Path, checkpoints: u64) {
-    let path = prefix.join(".scr").join(FLUSH_FILE);
-    FlushFile::update_file(&path, |ff| {
-        for c in 1..=checkpoints as i64 {
-            let e = ff.datasets.entry(c).or_default();
-            e.locations.insert(Location::Cache);
-            e.dir.get_or_insert_with(|| format!("ckpt.{c}"));
-            e.name.get_or_insert_with(|| format!("ckpt.{c}"));
-            e.checkpoint.get_or_insert(true);
-            e.output.get_or_insert(false);
-            e.dataset.get_or_insert_with(|| Dataset {
-                name: Some(format!("ckpt.{c}")),
-                ckpt: Some(c),
-                ..Dataset::new(c)
-            });
-        }
-    })
-    .expect("flush file");
 }
 
 /// Every file of checkpoint `ckpt` in `<prefix>/ckpt.<ckpt>` has exactly
@@ -141,7 +118,11 @@ fn scenario(name: &str, scheme: &[(&str, &str)]) {
         run.transcript()
     );
     let prefix = cl.root.join("prefix");
-    record_in_flush_file(&prefix, 2);
+    let ff = FlushFile::read_file(prefix.join(".scr").join(FLUSH_FILE)).expect("flush file");
+    assert!(
+        ff.need_flush(2) && ff.datasets[&2].dir.as_deref() == Some("ckpt.2"),
+        "complete recorded ckpt.2 as in cache only: {ff:?}"
+    );
     cl.remove_node(&nodes[LOST]).expect("lose a node");
 
     let out = Command::new(&scr_bin)
@@ -191,6 +172,40 @@ fn scenario(name: &str, scheme: &[(&str, &str)]) {
             "{context}"
         );
     }
+
+    // The next allocation: new nodes, nothing in cache; scr_app restarts
+    // from ckpt.2 fetched from the prefix and checks every byte.
+    for n in &nodes {
+        let _ = fs::remove_dir_all(cl.node_root(n));
+    }
+    let next: Vec<String> = (NODES..2 * NODES).map(|i| format!("n{i}")).collect();
+    let next_names: Vec<&str> = next.iter().map(String::as_str).collect();
+    let args2: Vec<String> = [
+        "--seed",
+        &seed.to_string(),
+        "--mean-bytes",
+        &MEAN_BYTES.to_string(),
+        "--checkpoints",
+        "1",
+        "--expect-restart",
+        "ckpt.2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let run2 = cl.run(&next_names, &args2).expect("the relaunch runs");
+    let s2 = run2.summary.clone();
+    assert!(
+        run2.output.success()
+            && s2
+                .as_ref()
+                .is_some_and(|s| s.restart.as_deref() == Some("ckpt.2")
+                    && s.source == "fetched"
+                    && s.status == "ok"
+                    && s.verified_bytes == bytes),
+        "the next allocation should fetch ckpt.2 and verify {bytes} bytes\n{}\n{context}",
+        run2.transcript()
+    );
 }
 
 #[test]

@@ -4,22 +4,22 @@
 //! postrun`'s library half copies from the survivors, rebuilds what the
 //! scheme allows in the prefix, indexes it, and every byte is checked.
 //!
-//! The flush file entries a run leaves for a completed dataset (LOCATION
-//! CACHE, DIR, ORIGDIR, NAME, CKPT) are filled in here where the library
-//! did not write them.
+//! The flush file entries postrun starts from (LOCATION CACHE, DIR,
+//! ORIGDIR, NAME, CKPT) are the ones the library wrote at complete. The
+//! XOR scenario ends as the issue asks: a new allocation fetches the
+//! scavenged checkpoint from the prefix and reads it back bit-exact.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::PathBuf;
 
 use scr::comm::thread::ThreadComm;
-use scr::config::MapEnv;
+use scr::prefix::layout::Placement;
 use scr::records::flush::{FlushFile, Location, FLUSH_FILE};
 use scr::records::index::index_path;
-use scr::records::{Dataset, Index, Record};
+use scr::records::{Index, Record};
 use scr::scavenge::copy::{copy_dataset, CopyOptions};
 use scr::scavenge::index;
-use scr::scavenge::layout::Placement;
 use scr::scavenge::postrun::{postrun, NodeAccess, PostrunOptions, PostrunReport};
 use scr::scavenge::{NoProgress, ScavengeError};
 use scr::storage::dirs::NodeIdentity;
@@ -41,8 +41,10 @@ enum Route {
     SameDir,
 }
 
+mod common;
+
 struct Cluster {
-    _tmp: tempfile::TempDir,
+    nodes: common::Cluster,
     root: PathBuf,
     prefix: PathBuf,
     seed: u64,
@@ -51,52 +53,28 @@ struct Cluster {
 
 impl Cluster {
     fn new(seed: u64, route: Route) -> Cluster {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        let prefix = root.join("prefix");
-        fs::create_dir_all(&prefix).unwrap();
+        let nodes = common::Cluster::new();
         Cluster {
-            _tmp: tmp,
-            root,
-            prefix,
+            root: nodes.root.clone(),
+            prefix: nodes.prefix.clone(),
+            nodes,
             seed,
             route,
         }
     }
 
     fn node(&self, n: usize) -> NodeIdentity {
-        NodeIdentity {
-            name: format!("n{n}"),
-            root: Some(self.root.join(format!("n{n}"))),
-        }
+        self.nodes.node(n)
     }
 
     fn kill_node(&self, n: usize) {
-        fs::remove_dir_all(self.root.join(format!("n{n}"))).unwrap();
+        self.nodes.kill_node(n)
     }
 
     fn opts(&self, node: NodeIdentity, extra: &[(&str, &str)]) -> InitOptions {
-        let prefix = self.prefix.to_string_lossy().into_owned();
-        let mut vars: BTreeMap<String, String> = [
-            ("SCR_PREFIX", prefix.as_str()),
-            ("SCR_JOB_ID", "77"),
-            ("USER", "tester"),
-            ("SCR_CACHE_BASE", "/dev/shm"),
-            ("SCR_CNTL_BASE", "/dev/shm"),
-            ("SCR_FLUSH", "0"),
-            ("SCR_MPI_BUF_SIZE", "4096"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        for (k, v) in extra {
-            vars.insert(k.to_string(), v.to_string());
-        }
-        InitOptions {
-            env: Some(Box::new(MapEnv::new(vars).with_cwd(&self.prefix))),
-            node: Some(node),
-            ..InitOptions::default()
-        }
+        let mut e = vec![("SCR_MPI_BUF_SIZE", "4096")];
+        e.extend_from_slice(extra);
+        self.nodes.opts(node, &e)
     }
 
     /// The files rank `rank` writes in checkpoint `ckpt`, relative to the
@@ -163,26 +141,44 @@ impl Cluster {
             std::mem::forget(scr);
         })
         .unwrap();
-        let path = self.prefix.join(".scr").join(FLUSH_FILE);
-        FlushFile::update_file(&path, |ff| {
-            for c in 1..=n {
-                let e = ff.datasets.entry(c as i64).or_default();
-                e.locations.insert(Location::Cache);
-                e.dir.get_or_insert_with(|| self.dataset_dir_name(c));
-                if self.route == Route::Prefix {
-                    e.orig_dir.get_or_insert_with(|| ".".into());
+        // Complete recorded every checkpoint in the flush file: in cache,
+        // not in the prefix (SCR_FLUSH=0), with its directory.
+        let ff = FlushFile::read_file(self.prefix.join(".scr").join(FLUSH_FILE)).unwrap();
+        let e = &ff.datasets[&(n as i64)];
+        assert!(ff.need_flush(n as i64), "{ff:?}");
+        assert_eq!(e.dir.as_deref(), Some(self.dataset_dir_name(n).as_str()));
+        assert_eq!(e.checkpoint, Some(true));
+    }
+
+    /// A new allocation (every node tree gone) restarts from the prefix:
+    /// returns the checkpoint each rank restarted from, after checking
+    /// every byte it read.
+    fn restart_in_new_allocation(&self, extra: &[(&str, &str)]) -> Vec<Option<String>> {
+        for n in 0..NODES + 2 {
+            let _ = fs::remove_dir_all(self.root.join(format!("n{n}")));
+        }
+        ThreadComm::run(RANKS, |comm| {
+            let rank = comm.rank();
+            // New nodes: the ranks land on n4.. and n5.. this time.
+            let opts = self.opts(self.node(NODES + rank % 2), extra);
+            let world = comm.split(Some(0), rank as i64).unwrap().unwrap();
+            let mut scr = Scr::init_with(world, opts).unwrap();
+            let name = scr.have_restart().unwrap();
+            if let Some(name) = &name {
+                let c: u64 = name.trim_start_matches("ckpt.").parse().unwrap();
+                let mut r = scr.start_restart().unwrap();
+                let mut ok = true;
+                for (f, data) in self.files(rank, c) {
+                    let p = r.route_file(self.routed_dir(c).join(&f)).unwrap();
+                    ok &= fs::read(&p).is_ok_and(|got| got == data);
                 }
-                e.name.get_or_insert_with(|| format!("ckpt.{c}"));
-                e.checkpoint.get_or_insert(true);
-                e.output.get_or_insert(false);
-                e.dataset.get_or_insert_with(|| Dataset {
-                    name: Some(format!("ckpt.{c}")),
-                    ckpt: Some(c as i64),
-                    ..Dataset::new(c as i64)
-                });
+                assert!(ok, "rank {rank}: the bytes fetched for {name} match");
+                assert!(r.complete(ok).unwrap());
             }
+            scr.finalize().unwrap();
+            name
         })
-        .unwrap();
+        .unwrap()
     }
 
     fn postrun(&self, down: &[usize]) -> PostrunReport {
@@ -222,6 +218,17 @@ impl Cluster {
     }
 }
 
+/// The next allocation restarts from the scavenged checkpoint, fetched
+/// from the prefix, on every rank.
+fn assert_fetched(cl: &Cluster, ckpt: u64) {
+    let got = cl.restart_in_new_allocation(&[("SCR_COPY_TYPE", "SINGLE")]);
+    let want = format!("ckpt.{ckpt}");
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some(want.as_str())),
+        "{got:?}"
+    );
+}
+
 fn assert_complete_and_current(cl: &Cluster, r: &PostrunReport, ckpt: u64) {
     let d = &r.datasets[0];
     assert!(d.complete && d.current && d.error.is_none(), "{r:#?}");
@@ -249,6 +256,7 @@ fn xor_postrun_rebuilds_a_lost_node_bit_exact() {
     // A second postrun has nothing to do: the flush file says PFS.
     let again = cl.postrun(&[2]);
     assert!(again.nothing_to_do.is_some(), "{again:#?}");
+    assert_fetched(&cl, 2);
 }
 
 #[test]
@@ -261,6 +269,7 @@ fn files_routed_into_the_prefix_go_to_a_dataset_directory() {
     assert_complete_and_current(&cl, &r, 1);
     // The routed directory itself holds none of the dataset's files.
     assert!(!cl.prefix.join("rank0.c1.f0").exists());
+    assert_fetched(&cl, 1);
 }
 
 #[test]
@@ -318,6 +327,7 @@ fn partner_copies_are_restored_in_a_second_round() {
     assert!(named, "{r:#?}");
     assert!(d.index.as_ref().unwrap().rebuilt.is_empty());
     assert_complete_and_current(&cl, &r, 1);
+    assert_fetched(&cl, 1);
 }
 
 #[test]

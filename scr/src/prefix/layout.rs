@@ -11,8 +11,9 @@ use crate::records::meta::Meta;
 /// The hidden metadata directory inside a dataset directory.
 pub const META_DIR: &str = ".scr";
 
-/// Where one dataset lives in the prefix directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where one dataset lives in the prefix directory (serialised in the
+/// reports of `scr copy` and `scr postrun`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Placement {
     /// `D`: the dataset directory, relative to the prefix.
     pub dir: String,

@@ -334,8 +334,9 @@ fn write_tree(dir: &Path, name: &str, tree: &KvTree, max: usize) -> Result<PathB
     Ok(path)
 }
 
-/// Reject names that would leave the dataset directory.
-fn safe_relative(name: &str) -> bool {
+/// Reject names that would leave the dataset directory (absolute, `..`,
+/// empty).
+pub(crate) fn safe_relative(name: &str) -> bool {
     let p = Path::new(name);
     !name.is_empty()
         && p.components()

@@ -27,14 +27,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::layout::{is_safe_relative, Placement, META_DIR};
-use super::{copy_file, create_dirs, Progress, ScavengeError, ScavengeResult, COPY_BUF_BYTES};
+use super::{create_dirs, Progress, ScavengeError, ScavengeResult};
 use crate::cache::glue::PARTNER_NODE_TAG;
 use crate::cache::restart::{read_filemaps_in, world_ranks_of};
+use crate::prefix::layout::{Placement, META_DIR};
+use crate::prefix::{copy_file as prefix_copy_file, CopyItem};
 use crate::records::dataset::Dataset;
 use crate::records::filemap::Filemap;
 use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::meta::{FileType, Meta};
+use crate::records::rank2file::safe_relative;
 use crate::records::rank2file::RANK2FILE_ROOT;
 use crate::records::rank_filemap::rank_filemap_file_name;
 use crate::records::reddesc::CopyType;
@@ -179,7 +181,7 @@ pub fn placement_from_flush_file(prefix: &Path, id: i64) -> ScavengeResult<Place
 
 /// `D` and `ORIGDIR` must be directories inside the prefix.
 pub fn check_placement(pl: &Placement) -> Result<(), String> {
-    if !is_safe_relative(&pl.dir) || pl.dir.split('/').next() == Some(META_DIR) {
+    if !safe_relative(&pl.dir) || pl.dir.split('/').next() == Some(META_DIR) {
         return Err(format!(
             "dataset directory {:?} is not a directory below the prefix",
             pl.dir
@@ -187,7 +189,7 @@ pub fn check_placement(pl: &Placement) -> Result<(), String> {
     }
     match pl.orig_dir.as_deref() {
         None | Some(".") => Ok(()),
-        Some(o) if is_safe_relative(o) => Ok(()),
+        Some(o) if safe_relative(o) => Ok(()),
         Some(o) => Err(format!("ORIGDIR {o:?} is not a directory below the prefix")),
     }
 }
@@ -260,50 +262,35 @@ impl Copier<'_> {
             fail("marked incomplete in the filemap".into());
             return Err(());
         }
-        let src = self.opts.node.local_path(Path::new(file));
-        let dst = self.pl.dataset_dir(&self.opts.prefix).join(key);
-        if let Some(parent) = dst.parent() {
-            if let Err(e) = create_dirs(parent) {
-                fail(e.to_string());
-                return Err(());
-            }
+        if meta.size_bytes.is_none() {
+            fail("no size recorded in the filemap".into());
+            return Err(());
         }
-        let (crc, len) = match copy_file(&src, &dst, self.opts.crc, &mut self.buf, self.progress) {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = fs::remove_file(&dst);
-                fail(e.to_string());
+        let item = CopyItem {
+            src: self.opts.node.local_path(Path::new(file)),
+            dst: self.pl.dataset_dir(&self.opts.prefix).join(key),
+            rel: key.to_string(),
+            size: meta.size_bytes,
+            crc: meta.crc32,
+        };
+        // The flush's copy: CRC32 on the way, size and CRC compared, fsync.
+        let copied = match prefix_copy_file(&item, self.opts.crc, None, &mut self.buf) {
+            Ok(c) => c,
+            Err(why) => {
+                let _ = fs::remove_file(&item.dst);
+                fail(why);
                 return Err(());
             }
         };
-        if meta.size_bytes != Some(len) {
-            let _ = fs::remove_file(&dst);
-            fail(format!(
-                "{}: {len} bytes, the filemap recorded {:?}",
-                src.display(),
-                meta.size_bytes
-            ));
-            return Err(());
-        }
+        self.progress.advance(copied.size);
         let mut out = meta.clone();
-        if self.opts.crc {
-            match meta.crc32 {
-                Some(want) if want != crc => {
-                    let _ = fs::remove_file(&dst);
-                    fail(format!(
-                        "{}: CRC32 mismatch: the bytes in cache have {crc:#x}, the filemap recorded {want:#x}",
-                        src.display()
-                    ));
-                    return Err(());
-                }
-                Some(_) => {}
-                None => out.crc32 = Some(crc),
-            }
+        if self.opts.crc && meta.crc32.is_none() {
+            out.crc32 = Some(copied.crc);
         }
         out.file = Some(key.to_string());
         out.complete = Some(true);
         self.report.files_copied += 1;
-        self.report.bytes_copied += len;
+        self.report.bytes_copied += copied.size;
         Ok(out)
     }
 
@@ -446,7 +433,7 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
     let mut c = Copier {
         opts,
         pl: pl.clone(),
-        buf: vec![0u8; COPY_BUF_BYTES],
+        buf: Vec::new(),
         progress,
         report: CopyReport {
             node: opts.node.name.clone(),

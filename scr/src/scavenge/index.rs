@@ -33,13 +33,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::layout::{is_safe_relative, Placement, META_DIR};
 use super::{create_dirs, io_err, now_s, ScavengeError, ScavengeResult};
 use crate::comm::thread::ThreadComm;
 use crate::kvtree::file as kvfile;
+use crate::prefix::layout::{Placement, META_DIR};
 use crate::records::dataset::Dataset;
 use crate::records::index::{index_path, timestamp};
 use crate::records::meta::{FileType, Meta};
+use crate::records::rank2file::safe_relative;
 use crate::records::rank2file::MAX_RANK2FILE_BYTES;
 use crate::records::rank_filemap::rank_filemap_file_name;
 use crate::records::summary::SUMMARY_FILE;
@@ -180,7 +181,7 @@ pub fn relative_dir(prefix: &Path, dir: &str) -> ScavengeResult<String> {
     } else {
         dir.trim_end_matches('/').to_string()
     };
-    if !is_safe_relative(&rel) || rel.split('/').next() == Some(META_DIR) {
+    if !safe_relative(&rel) || rel.split('/').next() == Some(META_DIR) {
         return Err(ScavengeError::Invalid(format!(
             "{dir:?} is not a dataset directory below the prefix (give it relative to the prefix, without `..`)"
         )));
@@ -265,7 +266,7 @@ fn scan(dset_dir: &Path) -> ScavengeResult<Scan> {
             ..RankScan::default()
         };
         for (key, meta) in &rfm.files {
-            if !is_safe_relative(key) {
+            if !safe_relative(key) {
                 rs.damaged
                     .push(format!("{key:?}: not a path inside the directory"));
                 continue;

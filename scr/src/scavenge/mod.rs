@@ -20,17 +20,17 @@
 //!   every node that is up (second round from partners), index it and mark
 //!   it current.
 //!
-//! The prefix layout is docs/formats.md, "The prefix directory" ([`layout`]).
+//! The prefix layout is docs/formats.md, "The prefix directory"
+//! ([`crate::prefix::layout`], shared with flush and fetch).
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::records::RecordError;
 
 pub mod copy;
 pub mod index;
-pub mod layout;
 pub mod postrun;
 
 /// Why a scavenge command failed. Messages name the file and say what to
@@ -133,41 +133,6 @@ impl Progress for NoProgress {
     fn finish(&self) {}
 }
 
-/// Default copy buffer (SCR_FILE_BUF_SIZE's default, 1 MiB).
-pub const COPY_BUF_BYTES: usize = 1 << 20;
-
-/// Copy `src` to `dst` (created or truncated, fsynced), computing the
-/// CRC32 of the bytes as they pass when `crc` is set. Returns the CRC (0
-/// when not computed) and the length.
-pub(crate) fn copy_file(
-    src: &Path,
-    dst: &Path,
-    crc: bool,
-    buf: &mut [u8],
-    progress: &dyn Progress,
-) -> ScavengeResult<(u32, u64)> {
-    let mut from = fs::File::open(src).map_err(io_err(src, "open"))?;
-    let mut to = fs::File::create(dst).map_err(io_err(dst, "create"))?;
-    let mut h = crc32fast::Hasher::new();
-    let mut len = 0u64;
-    loop {
-        let n = match from.read(buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(src, "read")(e)),
-        };
-        if crc {
-            h.update(&buf[..n]);
-        }
-        to.write_all(&buf[..n]).map_err(io_err(dst, "write"))?;
-        len += n as u64;
-        progress.advance(n as u64);
-    }
-    to.sync_all().map_err(io_err(dst, "fsync"))?;
-    Ok((if crc { h.finalize() } else { 0 }, len))
-}
-
 /// Create `dir` and its parents.
 pub(crate) fn create_dirs(dir: &Path) -> ScavengeResult<()> {
     fs::create_dir_all(dir).map_err(io_err(dir, "create directory"))
@@ -179,31 +144,4 @@ pub(crate) fn now_s() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn copy_file_copies_and_checksums() {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("a");
-        let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
-        fs::write(&src, &data).unwrap();
-        let dst = dir.path().join("b");
-        let mut buf = vec![0u8; 1000];
-        let (crc, len) = copy_file(&src, &dst, true, &mut buf, &NoProgress).unwrap();
-        assert_eq!((crc, len), (crc32fast::hash(&data), 5000));
-        assert_eq!(fs::read(&dst).unwrap(), data);
-        let e = copy_file(
-            &dir.path().join("missing"),
-            &dst,
-            true,
-            &mut buf,
-            &NoProgress,
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("missing: open"), "{e}");
-    }
 }

@@ -34,9 +34,9 @@ use serde::Serialize;
 
 use super::copy::{copy_dataset, CopyOptions, CopyReport};
 use super::index::{self, AddReport, RebuildIndexReport};
-use super::layout::{Placement, META_DIR};
 use super::{Progress, ScavengeError, ScavengeResult};
 use crate::log::writer::{Entry, EventType, Logger};
+use crate::prefix::layout::{Placement, META_DIR};
 use crate::records::flush::{FlushEntry, FlushFile, Location, FLUSH_FILE};
 use crate::records::index::index_path;
 use crate::records::{Index, Record};
