@@ -730,3 +730,30 @@ fn cli_usage_errors_exit_2() {
         assert!(!err.is_empty(), "{args:?} says why");
     }
 }
+
+#[test]
+fn a_damaged_summary_is_rebuilt_from_the_rank_filemaps() {
+    let cl = Cluster::new(47, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    assert!(cl.postrun(&[]).datasets[0].complete);
+    let summary = cl.prefix.join("ckpt.1/.scr/summary.scr");
+    let len = fs::metadata(&summary).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&summary)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    // The root of the rank2file map is truncated too.
+    let root = cl.prefix.join("ckpt.1/.scr/rank2file.scr");
+    fs::write(&root, b"").unwrap();
+    let rb = index::rebuild_index(&cl.prefix).unwrap();
+    let d = &rb.datasets[0];
+    assert!(d.complete && d.scanned, "{rb:#?}");
+    assert!(
+        d.problems.iter().any(|p| p.contains("damaged summary replaced")),
+        "{d:#?}"
+    );
+    assert!(scr::records::Summary::read_file(&summary).unwrap().complete);
+    assert_fetched(&cl, 1);
+}
