@@ -751,7 +751,9 @@ fn a_damaged_summary_is_rebuilt_from_the_rank_filemaps() {
     let d = &rb.datasets[0];
     assert!(d.complete && d.scanned, "{rb:#?}");
     assert!(
-        d.problems.iter().any(|p| p.contains("damaged summary replaced")),
+        d.problems
+            .iter()
+            .any(|p| p.contains("damaged summary replaced")),
         "{d:#?}"
     );
     assert!(scr::records::Summary::read_file(&summary).unwrap().complete);

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{create_dirs, io_err, now_s, ScavengeError, ScavengeResult};
-use crate::comm::thread::ThreadComm;
+use crate::comm::thread::{ThreadComm, ThreadConfig};
 use crate::kvtree::file as kvfile;
 use crate::prefix::layout::{Placement, META_DIR};
 use crate::records::dataset::Dataset;
@@ -53,6 +53,8 @@ use crate::redundancy::apply::{self, FileEntry, MemberFiles, Scheme, SetInfo};
 
 /// Bytes per pipelined piece of an in-process rebuild.
 const REBUILD_PIECE_BYTES: usize = 1 << 20;
+/// Bound on any one wait between the threads of an in-process rebuild.
+const REBUILD_WAIT_BOUND: std::time::Duration = std::time::Duration::from_secs(1800);
 /// Directories visited at most when looking for dataset directories.
 const MAX_WALK_DIRS: usize = 100_000;
 /// Deepest dataset directory looked for below the prefix.
@@ -549,7 +551,14 @@ fn run_set(
         let _ = fs::remove_dir_all(&t);
         fs::create_dir_all(&t).map_err(|e| format!("{}: {e}", t.display()))?;
     }
-    let results = ThreadComm::run(n, |comm| {
+    // The members are threads of this process: a wait can only outlast the
+    // bound when the file system stalls, and a survivor verifies all its
+    // files (a full read) before the first exchange.
+    let config = ThreadConfig {
+        timeout: REBUILD_WAIT_BOUND,
+        ..ThreadConfig::default()
+    };
+    let results = ThreadComm::run_with(&config, n, |comm| {
         let g = comm.rank();
         let set = SetInfo {
             comm,
