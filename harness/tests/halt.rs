@@ -28,18 +28,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use harness::app::{mpirun_missing, workspace_binary, AppRun, SimCluster};
-use scr::halt::halt_path;
+use scr::halt::{halt_path, now_s};
+use scr::records::flush::{FlushFile, Location, FLUSH_FILE};
 use scr::records::halt::{Halt, REASON_FINALIZE_CALLED};
 use scr::records::Record;
 
 const NODES: [&str; 2] = ["n0", "n1"];
-
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
 
 /// A simulated cluster with logging on (syslog off in a system file).
 struct Setup {
@@ -105,6 +99,13 @@ impl Setup {
         all.extend_from_slice(args);
         let argv: Vec<String> = all.iter().map(|s| s.to_string()).collect();
         self.cl.run(&NODES, &argv).expect("the job ends in time")
+    }
+
+    /// Dataset ids the flush file records on the parallel file system.
+    fn on_pfs(&self) -> Vec<i64> {
+        FlushFile::read_file(self.prefix().join(".scr").join(FLUSH_FILE))
+            .unwrap()
+            .ids_at(Location::Pfs)
     }
 
     /// Notes of the HALT events in the job log.
@@ -213,6 +214,11 @@ fn checkpoints_left_2_stops_after_exactly_two_checkpoints() {
     assert_eq!(written, ["ckpt.1", "ckpt.2"], "{t}");
     assert_eq!(s.len(), 2, "{t}");
     assert_eq!(run.summary.as_ref().unwrap().checkpoints_written, 2);
+    assert_eq!(
+        su.on_pfs(),
+        [2],
+        "the halt flushed ckpt.2 (SCR_FLUSH=10 would not)"
+    );
     let h = su.halt();
     assert_eq!(h.checkpoints_left, Some(0));
     assert_eq!(h.exit_reason.as_deref(), Some(REASON_FINALIZE_CALLED));
@@ -370,6 +376,7 @@ fn halt_exit_ends_the_job_inside_scr_after_the_checkpoint() {
         !lines.iter().any(|l| l.contains("ckpt.2")),
         "the job ended inside SCR_Complete_output of ckpt.2\n{t}"
     );
+    assert_eq!(su.on_pfs(), [2], "ckpt.2 was flushed before the exit\n{t}");
     let h = su.halt();
     assert_eq!(
         (h.checkpoints_left, h.exit_reason.as_deref()),

@@ -50,6 +50,8 @@ use crate::records::Record;
 use crate::storage::dirs::{self, NodeIdentity};
 use crate::storage::path as spath;
 
+mod flushing;
+
 /// `SCR_MAX_FILENAME`: names and paths must be shorter than this.
 pub const MAX_FILENAME: usize = 1024;
 
@@ -126,6 +128,8 @@ pub struct Scr {
     halt: HaltMonitor,
     /// The phase opened by the non-borrowing `*_dyn` calls (C API).
     phase: Option<DynPhase>,
+    /// Flush bookkeeping: what is in the prefix, the background flush.
+    prefix: flushing::PrefixState,
 }
 
 /// The state of a phase kept inside [`Scr`] by the `*_dyn` calls, for
@@ -224,6 +228,7 @@ impl Scr {
             phase: None,
             compute_at: None,
             halt: HaltMonitor::default(),
+            prefix: flushing::PrefixState::default(),
         };
         if !enabled {
             return Ok(scr);
@@ -272,6 +277,7 @@ impl Scr {
             })
             .collect();
         cands.sort_unstable_by(|a, b| b.cmp(a));
+        scr.prefix_init(&mut job, &mut cands)?;
         // Every rank must agree on the candidates (they come from collective
         // decisions, so this checks the bookkeeping, not the user).
         let text: Vec<String> = cands.iter().map(i64::to_string).collect();
@@ -433,12 +439,28 @@ impl Scr {
             })
             .collect();
         let count = job.stores[store].count.max(1) as usize;
+        // Make room, oldest first; output that has not reached the prefix
+        // is flushed before it may go, and kept if that fails.
+        self.poll_async_flush(false)?;
         let mut evicted = Vec::new();
-        while in_store.len() >= count {
+        let mut kept = 0usize;
+        while in_store.len() + kept >= count && !in_store.is_empty() {
             let oldest = in_store.remove(0);
-            job.delete_dataset(oldest)?;
-            evicted.push(oldest);
+            if self.may_evict(oldest)? {
+                let job = self.job.as_mut().expect("initialised");
+                job.delete_dataset(oldest)?;
+                evicted.push(oldest);
+            } else {
+                kept += 1;
+                if self.job.as_ref().is_some_and(|j| j.rank() == 0) {
+                    eprintln!(
+                        "SCR: warning: keeping output dataset {oldest} in cache: \
+                         it has not reached the prefix directory"
+                    );
+                }
+            }
         }
+        let job = self.job.as_mut().expect("initialised");
         let dir = job.dataset_dir(&directory, dset);
         let cache_real = job.real(&job.cache_dir(store));
         let made = dirs::create_private_dirs_below(&cache_real, &job.real(&dir));
@@ -539,6 +561,12 @@ impl Scr {
         if !self.halt.exits_at(at) {
             return Ok(());
         }
+        // As SCR before it exits: finish the background flush and flush the
+        // newest checkpoint (SCR_FLUSH > 0) and pending output. A failed
+        // flush leaves the cached copy for `scr postrun`, as at finalize.
+        if let Err(e) = self.finalize_flush() {
+            eprintln!("SCR: flush before the halt exit: {e}");
+        }
         let Some(job) = self.job.take() else {
             return Ok(());
         };
@@ -584,7 +612,12 @@ impl Scr {
         if let Some(job) = self.job("SCR_Current")? {
             same_everywhere(job.world.as_ref(), "SCR_Current", name)?;
         }
+        let in_prefix = self.prefix_current(name)?;
         let Some(d) = self.dataset_by_name(name)? else {
+            if in_prefix {
+                // Only in the prefix: a fetch at the next init starts there.
+                return Ok(());
+            }
             return Err(ScrError::UnknownDataset(name.into()));
         };
         let job = self.job.as_mut().expect("checked above");
@@ -607,6 +640,7 @@ impl Scr {
             job.delete_dataset(d)?;
             self.candidates.retain(|&x| x != d);
         }
+        self.prefix_delete(name)?;
         self.drop_index_entry(name)
     }
 
@@ -682,6 +716,9 @@ impl Scr {
             None => {}
         }
         self.compute_end();
+        if let Err(e) = self.finalize_flush() {
+            eprintln!("SCR: flush at finalize: {e}");
+        }
         self.finalized = true;
         let Some(job) = self.job.take() else {
             return Ok(());
@@ -1056,6 +1093,10 @@ impl OutputPhase<'_> {
                 ScrError::injected("api.complete_output.done", e)
             );
         }
+        let is_output = job
+            .filemap
+            .dataset(dset, me)?
+            .is_some_and(|d| d.flag_output == Some(true));
         if is_ckpt {
             self.scr.candidates.insert(0, dset);
             let need = &mut self.scr.need;
@@ -1064,13 +1105,16 @@ impl OutputPhase<'_> {
             need.last_end = Some(Instant::now());
         }
         // Step 11: check whether the run must halt (a completed checkpoint
-        // decrements CheckpointsLeft first). A halt is where the newest
-        // checkpoint gets flushed, before SCR_HALT_EXIT may end the job.
+        // decrements CheckpointsLeft first); record the dataset in the flush
+        // file and flush it when due — a halt makes a checkpoint due.
         let at = CheckAt::Complete {
             checkpoint: is_ckpt,
         };
-        if let Some(halted) = self.scr.halt_check(at)? {
-            self.scr.halt_exit(at, &halted)?;
+        let halted = self.scr.halt_check(at)?;
+        self.scr
+            .after_complete(dset, is_ckpt, is_output, halted.is_some())?;
+        if let Some(h) = halted {
+            self.scr.halt_exit(at, &h)?;
         }
         Ok(true)
     }

@@ -32,6 +32,7 @@ pub mod halt;
 pub mod interval;
 pub mod kvtree;
 pub mod log;
+pub mod prefix;
 pub mod records;
 pub mod redundancy;
 pub mod storage;

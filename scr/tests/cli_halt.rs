@@ -137,10 +137,7 @@ fn conditions_are_set_and_unset_one_by_one() {
 
     // A relative time lands within a few seconds of now + 1 h.
     assert_eq!(code(&p.scr(&["halt", "--after", "+1h"])), 0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
+    let now = scr::halt::now_s();
     let after = p.halt().exit_after_s.unwrap();
     assert!(
         (now + 3590..=now + 3600).contains(&after),

@@ -4,56 +4,41 @@
 //! rank must get the same answer; the file's contents are checked after
 //! each step. (The same under real mpirun: harness/tests/halt.rs.)
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+mod common;
 
 use scr::comm::thread::ThreadComm;
 use scr::comm::Comm;
-use scr::config::{LoadOptions, MapEnv};
 use scr::halt::{
-    halt_path, REASON_EXIT_AFTER_TIME, REASON_EXIT_BEFORE_TIME, REASON_NO_CHECKPOINTS_LEFT,
+    halt_path, now_s, REASON_EXIT_AFTER_TIME, REASON_EXIT_BEFORE_TIME, REASON_NO_CHECKPOINTS_LEFT,
     REASON_TIME_LIMIT,
 };
 use scr::log::read_log;
+use scr::records::flush::{FlushFile, Location, FLUSH_FILE};
 use scr::records::halt::{Halt, REASON_FINALIZE_CALLED};
 use scr::records::Record;
-use scr::storage::dirs::NodeIdentity;
-use scr::{Flags, InitOptions, Scr, ScrError, ScrResult};
+use scr::{Flags, Scr, ScrError, ScrResult};
 
 const RANKS: usize = 3;
 
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
 struct Job {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    prefix: PathBuf,
+    cl: common::Cluster,
     system_conf: PathBuf,
 }
 
 impl Job {
     fn new() -> Job {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        let prefix = root.join("prefix");
-        std::fs::create_dir_all(prefix.join(".scr")).unwrap();
-        let system_conf = root.join("scr.conf");
+        let cl = common::Cluster::new();
+        std::fs::create_dir_all(cl.prefix.join(".scr")).unwrap();
+        // Logging on, but not into the host's syslog (a site setting).
+        let system_conf = cl.root.join("scr.conf");
         std::fs::write(&system_conf, "SCR_LOG_SYSLOG_ENABLE=0\n").unwrap();
-        Job {
-            _tmp: tmp,
-            root,
-            prefix,
-            system_conf,
-        }
+        Job { cl, system_conf }
     }
 
     fn halt_file(&self) -> PathBuf {
-        halt_path(&self.prefix)
+        halt_path(&self.cl.prefix)
     }
 
     fn halt(&self) -> Halt {
@@ -73,42 +58,31 @@ impl Job {
         body: impl Fn(ScrResult<Scr>, &dyn Comm) -> R + Sync,
     ) -> Vec<R> {
         ThreadComm::run(RANKS, |comm| {
-            let prefix = self.prefix.to_string_lossy().into_owned();
-            let mut env: BTreeMap<String, String> = [
-                ("SCR_PREFIX", prefix.as_str()),
-                ("SCR_JOB_ID", "77"),
-                ("USER", "tester"),
+            let mut all = vec![
                 ("SCR_COPY_TYPE", "SINGLE"),
                 ("SCR_LOG_ENABLE", "1"),
-            ]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-            for (k, v) in vars {
-                env.insert(k.to_string(), v.to_string());
-            }
+                ("SCR_FLUSH", "10"),
+            ];
+            all.extend_from_slice(vars);
             let rank = comm.rank();
-            let opts = InitOptions {
-                env: Some(Box::new(MapEnv::new(env).with_cwd(&self.prefix))),
-                node: Some(NodeIdentity {
-                    name: format!("n{rank}"),
-                    root: Some(self.root.join(format!("n{rank}"))),
-                }),
-                load: LoadOptions {
-                    system_file: Some(self.system_conf.clone()),
-                    ..LoadOptions::default()
-                },
-                ..InitOptions::default()
-            };
+            let mut opts = self.cl.opts(self.cl.node(rank), &all);
+            opts.load.system_file = Some(self.system_conf.clone());
             let world = comm.split(Some(0), rank as i64).unwrap().unwrap();
             body(Scr::init_with(world, opts), comm)
         })
         .unwrap()
     }
 
+    /// Dataset ids the flush file records on the parallel file system.
+    fn on_pfs(&self) -> Vec<i64> {
+        FlushFile::read_file(self.cl.prefix.join(".scr").join(FLUSH_FILE))
+            .unwrap()
+            .ids_at(Location::Pfs)
+    }
+
     /// HALT lines of the job log.
     fn halt_events(&self) -> Vec<String> {
-        let log = self.prefix.join(".scr").join("log");
+        let log = self.cl.prefix.join(".scr").join("log");
         read_log(&log, true)
             .unwrap()
             .records
@@ -154,7 +128,7 @@ fn checkpoints_left_lets_exactly_n_more_checkpoints_complete() {
         for step in 1..=10 {
             let need = scr.need_checkpoint().unwrap();
             assert!(!need, "no halt pending yet at step {step}");
-            assert!(checkpoint(&mut scr, comm, &job.prefix, &format!("c{step}")).unwrap());
+            assert!(checkpoint(&mut scr, comm, &job.cl.prefix, &format!("c{step}")).unwrap());
             let left = (comm.rank() == 0).then(|| job.halt().checkpoints_left);
             let exit = scr.should_exit().unwrap();
             trace.push((step, exit));
@@ -175,6 +149,9 @@ fn checkpoints_left_lets_exactly_n_more_checkpoints_complete() {
         trace
     }));
     assert_eq!(trace, [(1, false), (2, true)]);
+    // SCR_FLUSH=10 would flush neither; the halt flushed the second.
+    let flushed = job.on_pfs();
+    assert_eq!(flushed, [2], "flush file: {flushed:?}");
     let h = job.halt();
     assert_eq!(h.checkpoints_left, Some(0));
     assert_eq!(h.exit_reason.as_deref(), Some(REASON_FINALIZE_CALLED));
@@ -188,14 +165,14 @@ fn output_datasets_are_checked_but_do_not_count_as_checkpoints() {
     job.edit(|h| h.checkpoints_left = Some(1));
     let answers = same(job.run(&[], |scr, comm| {
         let mut scr = scr.unwrap();
-        output(&mut scr, comm, &job.prefix, "viz1");
+        output(&mut scr, comm, &job.cl.prefix, "viz1");
         let after_output = scr.should_exit().unwrap();
         // An operator halts the job: the next completed dataset sees it.
         if comm.rank() == 0 {
             job.edit(|h| h.exit_reason = Some("operator".into()));
         }
         comm.barrier().unwrap();
-        output(&mut scr, comm, &job.prefix, "viz2");
+        output(&mut scr, comm, &job.cl.prefix, "viz2");
         let pending = scr.halt_pending().map(|h| h.reason.clone());
         scr.finalize().unwrap();
         (after_output, pending)
@@ -351,7 +328,7 @@ fn a_damaged_halt_file_is_a_warning_and_is_left_alone() {
     std::fs::write(job.halt_file(), &garbage).unwrap();
     let answers = same(job.run(&[], |scr, comm| {
         let mut scr = scr.unwrap();
-        let c = checkpoint(&mut scr, comm, &job.prefix, "c1").unwrap();
+        let c = checkpoint(&mut scr, comm, &job.cl.prefix, "c1").unwrap();
         let e = scr.should_exit().unwrap();
         // Rank 0 cannot record SCR_FINALIZE_CALLED in it and says so.
         let f = scr.finalize().map_err(|e| e.to_string());
@@ -376,7 +353,7 @@ fn halt_exit_ends_the_job_at_the_completed_checkpoint() {
         let mut scr = scr.unwrap();
         let mut results = Vec::new();
         for step in 1..=4 {
-            match checkpoint(&mut scr, comm, &job.prefix, &format!("c{step}")) {
+            match checkpoint(&mut scr, comm, &job.cl.prefix, &format!("c{step}")) {
                 Ok(ok) => results.push(format!("c{step}:{ok}")),
                 Err(e @ ScrError::Halted { .. }) => {
                     results.push(format!("c{step}:halted"));
@@ -392,6 +369,7 @@ fn halt_exit_ends_the_job_at_the_completed_checkpoint() {
         results
     }));
     assert_eq!(results, ["c1:true", "c2:halted"]);
+    assert_eq!(job.on_pfs(), [2], "flushed before the exit");
     let h = job.halt();
     assert_eq!(h.checkpoints_left, Some(0));
     assert_eq!(

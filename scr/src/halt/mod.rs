@@ -196,7 +196,8 @@ pub struct HaltMonitor {
     last: Option<Halted>,
 }
 
-fn now_s() -> i64 {
+/// Now, in seconds since the epoch: the clock halt conditions are judged by.
+pub fn now_s() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)

@@ -35,7 +35,7 @@
 //! `SCR_APP init ...` (what SCR found in cache), `SCR_APP restart_attempt
 //! ...`, `SCR_APP checkpoint ...`, `SCR_APP MISMATCH rank=R ckpt=C file=F
 //! offset=O ...` for every wrong byte found, `SCR_APP crash ...`, and last
-//! `SCR_APP restart=<name|none> source=<cache|rebuilt|none>
+//! `SCR_APP restart=<name|none> source=<cache|rebuilt|fetched|none>
 //! verified_bytes=<N> checkpoints_written=<K> status=<ok|MISMATCH|UNEXPECTED|error>`.
 //!
 //! Exit codes: 0 ok; 2 some byte read back was wrong (never hidden); 3 the
@@ -230,13 +230,14 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             .map(|(d, why)| format!("{d}:{why}"))
             .collect();
         println!(
-            "SCR_APP init ranks={size} found={} available={} rebuilt={} lost_ids={} skipped_ids={} moved_files={}",
+            "SCR_APP init ranks={size} found={} available={} rebuilt={} lost_ids={} skipped_ids={} moved_files={} fetched={}",
             ids(&report.found),
             ids(&report.available),
             ids(&report.rebuilt),
             ids(&report.lost.iter().map(|l| l.0).collect::<Vec<_>>()),
             ids(&report.skipped.iter().map(|l| l.0).collect::<Vec<_>>()),
-            report.moved_files
+            report.moved_files,
+            report.fetched.map_or("none".to_string(), |d| d.to_string())
         );
         for l in &lost {
             println!("SCR_APP lost {l}");
@@ -310,7 +311,9 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
         }
         mismatches_total += counts[0];
         if all_ok {
-            let source = if report.rebuilt.contains(&dset) {
+            let source = if report.fetched == Some(dset) {
+                "fetched"
+            } else if report.rebuilt.contains(&dset) {
                 "rebuilt"
             } else {
                 "cache"

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use scr::halt::time::{parse_time, SystemZone};
-use scr::halt::{describe, halt_path, to_json, HaltEdit, REASON_JOB_HALTED};
+use scr::halt::{describe, halt_path, now_s, to_json, HaltEdit, REASON_JOB_HALTED};
 use scr::records::halt::Halt;
 use scr::records::Record;
 
@@ -94,13 +94,6 @@ pub fn prefixes(given: &[PathBuf]) -> Vec<PathBuf> {
 
 fn usage(message: String) -> Failure {
     Failure { code: 2, message }
-}
-
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 /// The edit the options ask for (usage errors: exit 2).
