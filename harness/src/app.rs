@@ -214,23 +214,8 @@ impl SimCluster {
     }
 }
 
-/// A binary built beside the running test: `$<env_var>` when set, else
-/// `target/<profile>/<name>` next to the test's own `deps` directory.
-pub fn sibling_binary(name: &str, env_var: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(env_var) {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().expect("test executable path");
-    // target/<profile>/deps/<test>-<hash> → target/<profile>/<name>
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("test executable lives in target/<profile>/deps");
-    profile_dir.join(name)
-}
-
 /// `None` when MPI jobs can run here; else why not (only a missing
-/// `mpirun` is a reason for a test to skip).
+/// `mpirun` is a reason for an MPI test to skip).
 pub fn mpirun_missing() -> Option<String> {
     match std::process::Command::new("mpirun")
         .arg("--version")
@@ -241,6 +226,19 @@ pub fn mpirun_missing() -> Option<String> {
         Ok(_) => None,
         Err(e) => Some(format!("mpirun not runnable ({e})")),
     }
+}
+
+/// A binary of this workspace for a test: `$<var>` when set, else `name`
+/// beside the running test's own target directory
+/// (`target/<profile>/deps/<test>-<hash>` → `target/<profile>/<name>`).
+pub fn workspace_binary(var: &str, name: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var) {
+        return PathBuf::from(p);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join(name)))
+        .unwrap_or_else(|| PathBuf::from(name))
 }
 
 /// Flip bit `bit` (0–7) of byte `offset` of `path` in place.

@@ -20,7 +20,7 @@
 
 use std::path::PathBuf;
 
-use harness::app::{flip_bit, mpirun_missing, sibling_binary, AppRun, SimCluster};
+use harness::app::{flip_bit, mpirun_missing, AppRun, SimCluster};
 use scr::redundancy::sets::{build_sets, partner_plan};
 use testing::data::file_plan;
 
@@ -31,7 +31,16 @@ const MEAN_BYTES: u64 = 64 * 1024;
 
 /// `scr_app`: `SCR_APP_BIN`, else beside the test's own target directory.
 fn app_bin() -> PathBuf {
-    sibling_binary("scr_app", "SCR_APP_BIN")
+    if let Some(p) = std::env::var_os("SCR_APP_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/cache_tier-<hash> → target/<profile>/scr_app
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test executable lives in target/<profile>/deps");
+    profile_dir.join("scr_app")
 }
 
 fn node_of(rank: usize) -> usize {

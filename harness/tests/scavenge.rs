@@ -17,7 +17,7 @@
 use std::fs;
 use std::process::Command;
 
-use harness::app::{mpirun_missing, sibling_binary, SimCluster};
+use harness::app::{mpirun_missing, workspace_binary, SimCluster};
 use scr::records::flush::{FlushFile, FLUSH_FILE};
 use scr::records::index::index_path;
 use scr::records::{Index, Record};
@@ -75,8 +75,8 @@ fn scenario(name: &str, scheme: &[(&str, &str)]) {
         eprintln!("SKIP {name}: {why}");
         return;
     }
-    let app = sibling_binary("scr_app", "SCR_APP_BIN");
-    let scr_bin = sibling_binary("scr", "SCR_BIN");
+    let app = workspace_binary("SCR_APP_BIN", "scr_app");
+    let scr_bin = workspace_binary("SCR_BIN", "scr");
     for b in [&app, &scr_bin] {
         assert!(
             b.is_file(),
