@@ -182,6 +182,14 @@ impl Cluster {
     }
 
     fn postrun(&self, down: &[usize]) -> PostrunReport {
+        self.postrun_logged(down, None)
+    }
+
+    fn postrun_logged(
+        &self,
+        down: &[usize],
+        log: Option<&scr::log::writer::Logger>,
+    ) -> PostrunReport {
         let opts = PostrunOptions {
             prefix: self.prefix.clone(),
             nodes: (0..NODES).map(|n| format!("n{n}")).collect(),
@@ -190,7 +198,7 @@ impl Cluster {
             cntl_dir: PathBuf::from(CNTL),
             crc: true,
         };
-        postrun(&opts, &NoProgress, None).unwrap()
+        postrun(&opts, &NoProgress, log).unwrap()
     }
 
     /// Every file of checkpoint `ckpt` in the prefix equals what was
@@ -246,7 +254,21 @@ fn xor_postrun_rebuilds_a_lost_node_bit_exact() {
     let cl = Cluster::new(3, Route::UserDir);
     cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 2);
     cl.kill_node(2);
-    let r = cl.postrun(&[2]);
+    let settings = scr::log::writer::LogSettings {
+        txt: true,
+        syslog: false,
+    };
+    let log = scr::log::writer::Logger::open(&cl.prefix, "login1", "77", settings).unwrap();
+    let r = cl.postrun_logged(&[2], Some(&log));
+    let text = fs::read_to_string(scr::log::writer::log_path(&cl.prefix)).unwrap();
+    assert!(
+        text.contains("event=SCAVENGE_START") && text.contains("event=SCAVENGE_END"),
+        "{text}"
+    );
+    assert!(
+        text.contains("complete, ") && text.contains("dset=2"),
+        "{text}"
+    );
     assert_eq!(r.datasets.len(), 1, "only the newest checkpoint: {r:#?}");
     assert_eq!(r.datasets[0].id, 2);
     let ix = r.datasets[0].index.as_ref().unwrap();
