@@ -113,11 +113,12 @@ pub enum EventType {
     NodeFail,
     ScavengeStart,
     ScavengeEnd,
+    CheckpointInterval,
 }
 
 impl EventType {
     /// Every event type.
-    pub const ALL: [EventType; 28] = [
+    pub const ALL: [EventType; 29] = [
         EventType::Start,
         EventType::ComputeStart,
         EventType::ComputeEnd,
@@ -146,6 +147,7 @@ impl EventType {
         EventType::NodeFail,
         EventType::ScavengeStart,
         EventType::ScavengeEnd,
+        EventType::CheckpointInterval,
     ];
 
     /// The name written in the log.
@@ -179,6 +181,9 @@ impl EventType {
             EventType::NodeFail => "NODE_FAIL",
             EventType::ScavengeStart => "SCAVENGE_START",
             EventType::ScavengeEnd => "SCAVENGE_END",
+            // Not in SCR: the adaptive Need_checkpoint policy's choice
+            // (secs = the interval, note = why).
+            EventType::CheckpointInterval => "CHECKPOINT_INTERVAL",
         }
     }
 }
