@@ -265,7 +265,16 @@ pub fn decide(inp: &Inputs<'_>) -> Decision {
         };
     };
     let mut mtbf_why = match prior {
-        Some(m0) => format!("SCR_MTBF {m0:.0} s as a prior worth one failure"),
+        Some(m0) => match inp.mtbf {
+            Some(MtbfConfig::PerLevel(v)) => {
+                let each: Vec<String> = v.iter().map(|m| format!("{m:.0}")).collect();
+                format!(
+                    "SCR_MTBF {} s per level, {m0:.0} s in all, as a prior worth one failure",
+                    each.join(",")
+                )
+            }
+            _ => format!("SCR_MTBF {m0:.0} s as a prior worth one failure"),
+        },
         None if failures == 0 => "no failure seen: one assumed".to_string(),
         None => "censored maximum likelihood".to_string(),
     };
