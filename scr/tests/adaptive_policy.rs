@@ -89,6 +89,59 @@ const ADAPTIVE: &[(&str, &str)] = &[
     ("SCR_COPY_TYPE", "XOR"),
 ];
 
+/// What a scripted job does, in order, on every rank.
+enum Step {
+    /// Call Need_checkpoint and record y/n.
+    Need,
+    /// Write a checkpoint of this name.
+    Checkpoint(&'static str),
+    /// Rank 0 sets a halt reason in the halt file.
+    Halt,
+}
+
+/// Run `steps` on `nranks` ranks with SCR_MTBF=`mtbf` (if any); each rank's
+/// Need_checkpoint answers as a string of y/n.
+fn script(
+    cl: &Cluster,
+    nranks: usize,
+    sys: &Path,
+    mtbf: Option<&str>,
+    steps: &[Step],
+) -> Vec<Option<String>> {
+    let mut env = ADAPTIVE.to_vec();
+    if let Some(m) = mtbf {
+        env.push(("SCR_MTBF", m));
+    }
+    let prefix = cl.prefix.clone();
+    run_with_system(
+        cl,
+        nranks,
+        |r| r,
+        Some(sys),
+        &env,
+        |scr, comm| {
+            let mut a = String::new();
+            for step in steps {
+                match step {
+                    Step::Need => a.push(yn(scr.need_checkpoint().unwrap())),
+                    Step::Checkpoint(name) => checkpoint(scr, comm, &prefix, name),
+                    Step::Halt => {
+                        if comm.rank() == 0 {
+                            Halt::update_file(
+                                prefix.join(".scr").join(HALT_FILE),
+                                |h: &mut Halt| h.exit_reason = Some("operator".into()),
+                            )
+                            .unwrap();
+                        }
+                        comm.barrier().unwrap();
+                    }
+                }
+            }
+            Some(a)
+        },
+    )
+}
+
 #[test]
 fn the_interval_comes_from_the_logged_history() {
     let cl = Cluster::new();
@@ -139,30 +192,14 @@ fn configured_mtbf_is_a_prior_and_halts_still_answer_yes() {
     earlier_runs(&cl.prefix);
     let sys = system(&cl, "");
     let prefix = cl.prefix.clone();
-    let mut env = ADAPTIVE.to_vec();
-    env.push(("SCR_MTBF", "86400"));
-    let answers = run_with_system(
-        &cl,
-        3,
-        |r| r,
-        Some(&sys),
-        &env,
-        |scr, comm| {
-            let mut a = String::new();
-            a.push(yn(scr.need_checkpoint().unwrap()));
-            checkpoint(scr, comm, &prefix, "ckpt.1");
-            a.push(yn(scr.need_checkpoint().unwrap()));
-            if comm.rank() == 0 {
-                Halt::update_file(prefix.join(".scr").join(HALT_FILE), |h: &mut Halt| {
-                    h.exit_reason = Some("operator".into())
-                })
-                .unwrap();
-            }
-            comm.barrier().unwrap();
-            a.push(yn(scr.need_checkpoint().unwrap()));
-            Some(a)
-        },
-    );
+    let steps = [
+        Step::Need,
+        Step::Checkpoint("ckpt.1"),
+        Step::Need,
+        Step::Halt,
+        Step::Need,
+    ];
+    let answers = script(&cl, 3, &sys, Some("86400"), &steps);
     assert!(
         answers.iter().all(|a| a.as_deref() == Some("nny")),
         "{answers:?}"
@@ -197,24 +234,14 @@ fn without_history_it_measures_first_then_goes_multi_level() {
         "CKPT=0 INTERVAL=1 TYPE=XOR\nCKPT=1 INTERVAL=2 TYPE=PARTNER\n",
     );
     let prefix = cl.prefix.clone();
-    let mut env = ADAPTIVE.to_vec();
-    env.push(("SCR_MTBF", "3600,36000"));
-    let answers = run_with_system(
-        &cl,
-        4,
-        |r| r,
-        Some(&sys),
-        &env,
-        |scr, comm| {
-            let mut a = String::new();
-            a.push(yn(scr.need_checkpoint().unwrap()));
-            checkpoint(scr, comm, &prefix, "ckpt.1");
-            a.push(yn(scr.need_checkpoint().unwrap()));
-            checkpoint(scr, comm, &prefix, "ckpt.2");
-            a.push(yn(scr.need_checkpoint().unwrap()));
-            Some(a)
-        },
-    );
+    let steps = [
+        Step::Need,
+        Step::Checkpoint("ckpt.1"),
+        Step::Need,
+        Step::Checkpoint("ckpt.2"),
+        Step::Need,
+    ];
+    let answers = script(&cl, 4, &sys, Some("3600,36000"), &steps);
     assert!(
         answers.iter().all(|a| a.as_deref() == Some("ynn")),
         "{answers:?}"
