@@ -405,3 +405,55 @@ fn finalize_flushes_the_newest_checkpoint() {
     assert_eq!(idx.datasets.keys().copied().collect::<Vec<_>>(), vec![3]);
     assert!(!Path::new(&cl.prefix.join("ckpt.2")).exists());
 }
+
+#[test]
+fn a_rank2file_map_over_1_mb_is_split_and_read_by_many_ranks() {
+    // 40 ranks x 120 files with long names: about 1.3 MB of map, so the
+    // flush writes several leaves and the fetch reads them on several ranks.
+    let cl = Cluster::in_dir(Path::new("/dev/shm"));
+    let extra = [
+        ("SCR_COPY_TYPE", "SINGLE"),
+        ("SCR_FLUSH", "1"),
+        ("SCR_CACHE_SIZE", "1"),
+    ];
+    const FILES: usize = 120;
+    let name = |rank: usize, f: usize| {
+        format!(
+            "big/rank{rank:03}/{}-{f:05}.dat",
+            "a-rather-long-file-name-to-fill-the-rank2file-map".repeat(4)
+        )
+    };
+    let body = |scr: &mut Scr, c: &dyn scr::comm::Comm, restart: bool| {
+        let rank = c.rank();
+        if restart {
+            assert_eq!(scr.init_report().fetched, Some(1));
+            let mut r = scr.start_restart().unwrap();
+            let mut ok = true;
+            for f in 0..FILES {
+                let p = r.route_file(cl.prefix.join(name(rank, f))).unwrap();
+                ok &= std::fs::read(&p).unwrap() == format!("{rank}:{f}").into_bytes();
+            }
+            assert!(ok, "rank {rank}: every file fetched bit-exact");
+            assert!(r.complete(ok).unwrap());
+            return None;
+        }
+        let mut out = scr.start_output(Some("big"), Flags::CHECKPOINT).unwrap();
+        for f in 0..FILES {
+            let p = out.route_file(cl.prefix.join(name(rank, f))).unwrap();
+            std::fs::write(&p, format!("{rank}:{f}")).unwrap();
+        }
+        assert!(out.complete(true).unwrap());
+        None
+    };
+    run(&cl, 40, |r| r / 4, &extra, |scr, c| body(scr, c, false));
+    let parts: Vec<_> = std::fs::read_dir(cl.prefix.join("big/.scr/.scr"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert!(parts.len() >= 2, "map split into {} parts", parts.len());
+    for p in &parts {
+        assert!(p.metadata().unwrap().len() <= 1 << 20);
+    }
+    wipe_caches(&cl, 10);
+    run(&cl, 40, |r| r / 4, &extra, |scr, c| body(scr, c, true));
+}

@@ -39,8 +39,8 @@ pub struct Fetched {
 
 /// Why a copy in the prefix could not be used.
 enum Attempt {
-    /// In cache now.
-    Done,
+    /// In cache now; the summary's ORIGDIR.
+    Done(Option<String>),
     /// The copy is bad: mark it FAILED.
     Failed(String),
     /// Not usable by this run, but not bad (a different rank count).
@@ -315,8 +315,6 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     job.filemap.set_dataset(id, me, &in_progress);
     let record = job.descs[di].record.clone();
     job.filemap.set_desc(id, me, &record);
-    job.filemap
-        .set_expected_files(id, me, mine.files.len() as u64);
     let mut metas = Vec::new();
     if let Ok(items) = &mut local {
         for (rel, e) in &mine.files {
@@ -355,6 +353,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
             metas.push((logical_s, meta));
         }
     }
+    job.filemap.set_expected_files(id, me, metas.len() as u64);
     let written = job.write_filemap();
     if let Err(e) = written {
         local = Err(e.to_string());
@@ -417,7 +416,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     job.write_master_filemap()?;
     job.dataset_id = job.dataset_id.max(id);
     job.checkpoint_id = job.checkpoint_id.max(ckpt);
-    Ok(Attempt::Done)
+    Ok(Attempt::Done(summary.orig_dir))
 }
 
 /// Fetch the newest usable checkpoint from the prefix directory into cache
@@ -447,29 +446,13 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<Option<Fetched>> {
         let outcome = attempt(job, id, &dir)?;
         let when = timestamp(now_s());
         match outcome {
-            Attempt::Done => {
+            Attempt::Done(orig) => {
                 let ds = job.dataset(id);
                 let name = ds
                     .as_ref()
                     .and_then(|d| d.name.clone())
                     .unwrap_or_else(|| Dataset::default_name(id));
                 let d = dir.clone();
-                let orig = {
-                    let mut b = Vec::new();
-                    if job.rank() == 0 {
-                        b = Summary::read_file(
-                            prefix
-                                .join(&dir)
-                                .join(super::layout::META_DIR)
-                                .join(SUMMARY_FILE),
-                        )
-                        .ok()
-                        .and_then(|s| s.orig_dir)
-                        .unwrap_or_default()
-                        .into_bytes();
-                    }
-                    String::from_utf8_lossy(&b).into_owned()
-                };
                 let dsc = ds.clone();
                 let recorded = on_rank0(job.world.as_ref(), "record the fetch", || {
                     update_index(&prefix, |idx| {
@@ -481,7 +464,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<Option<Fetched>> {
                         ff.location_set(id, Location::Pfs);
                         let e = ff.datasets.entry(id).or_default();
                         e.dir = Some(d.clone());
-                        e.orig_dir = (!orig.is_empty()).then(|| orig.clone());
+                        e.orig_dir = orig.clone();
                         e.name = dsc.as_ref().and_then(|x| x.name.clone());
                         e.checkpoint = Some(true);
                         e.output = dsc.as_ref().and_then(|x| x.flag_output);

@@ -20,7 +20,13 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn new() -> Cluster {
-        let tmp = tempfile::tempdir().unwrap();
+        Cluster::in_dir(&std::env::temp_dir())
+    }
+
+    /// A cluster whose node trees and prefix live below `dir` (e.g.
+    /// /dev/shm, where fsync is free, for tests with thousands of files).
+    pub fn in_dir(dir: &Path) -> Cluster {
+        let tmp = tempfile::tempdir_in(dir).unwrap();
         let root = tmp.path().to_path_buf();
         let prefix = root.join("prefix");
         std::fs::create_dir_all(&prefix).unwrap();
