@@ -20,7 +20,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use scr::interval::model::daly_s;
+use scr::interval::adaptive::{decide, Decision, History, Inputs, MtbfConfig};
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -94,15 +94,20 @@ pub enum Policy {
         /// Level counts as in [`scr::interval::model::Pattern`].
         counts: Vec<u32>,
     },
-    /// Daly's interval for the MTBF estimated from the failures seen so far
-    /// (single level: the top level's cost). The estimate starts from a
-    /// prior worth `prior_failures` failures at `prior_mtbf_s`, and is
-    /// updated at every failure; the state carries across jobs of a campaign.
-    AdaptiveDaly {
-        /// Prior guess of the MTBF.
-        prior_mtbf_s: f64,
-        /// Weight of the prior, in failures.
-        prior_failures: f64,
+    /// The library's adaptive policy (`SCR_CHECKPOINT_ADAPTIVE=1`), single
+    /// level: every checkpoint decision is [`scr::interval::adaptive::decide`]
+    /// given the failures and time at risk seen so far (the state carries
+    /// across the jobs of a campaign, as the logs in a prefix do), the time
+    /// since the last failure (this run's time), the checkpoint cost once one
+    /// has been measured, and `prior_mtbf_s` as `SCR_MTBF`. The first job of
+    /// a campaign checkpoints at once to measure the cost (the library does
+    /// when neither this run nor the logs have one). Between checkpoints it
+    /// computes for the segment `s` the library would end with its answer at
+    /// `s`: the fixed point of `s = interval(exposure + s)`, because
+    /// Need_checkpoint re-decides as the run's exposure grows.
+    Adaptive {
+        /// `SCR_MTBF`, if configured.
+        prior_mtbf_s: Option<f64>,
     },
 }
 
@@ -115,6 +120,8 @@ pub struct PolicyState {
     pub exposure_s: f64,
     /// Failures observed.
     pub failures: u64,
+    /// Whether a checkpoint has completed (its cost is known).
+    pub cost_measured: bool,
 }
 
 impl PolicyState {
@@ -124,28 +131,76 @@ impl PolicyState {
             policy,
             exposure_s: 0.0,
             failures: 0,
+            cost_measured: false,
         }
     }
 
     /// Current MTBF estimate (adaptive policy), or None.
     pub fn mtbf_estimate_s(&self) -> Option<f64> {
         match &self.policy {
-            Policy::AdaptiveDaly {
-                prior_mtbf_s,
-                prior_failures,
-            } => Some(
-                (self.exposure_s + prior_failures * prior_mtbf_s)
-                    / (self.failures as f64 + prior_failures),
+            Policy::Adaptive { prior_mtbf_s } => scr::interval::adaptive::mtbf_estimate_s(
+                *prior_mtbf_s,
+                self.failures,
+                self.exposure_s,
             ),
             Policy::Fixed { .. } => None,
         }
     }
 
-    fn interval_s(&self, top_cost_s: f64) -> f64 {
+    /// The library's decision with `run_s` seconds since the last failure.
+    fn adaptive_decision(&self, prior: Option<f64>, cost_s: f64, run_s: f64) -> Decision {
+        let history = History {
+            source: "simulated campaign".into(),
+            runs: self.failures as usize + 1,
+            failures: self.failures,
+            exposure_s: self.exposure_s,
+            checkpoint_cost_s: None,
+        };
+        let measured = [if self.cost_measured {
+            vec![cost_s]
+        } else {
+            Vec::new()
+        }];
+        let mtbf = prior.map(MtbfConfig::Total);
+        decide(&Inputs {
+            level_intervals: &[1],
+            measured_s: &measured,
+            history: Some(&history),
+            mtbf: mtbf.as_ref(),
+            run_elapsed_s: run_s,
+        })
+    }
+
+    /// Compute time until the next checkpoint, `run_s` seconds after the
+    /// last failure (or the job's start).
+    fn interval_s(&self, top_cost_s: f64, run_s: f64) -> f64 {
         match &self.policy {
             Policy::Fixed { interval_s, .. } => *interval_s,
-            Policy::AdaptiveDaly { .. } => {
-                daly_s(top_cost_s, self.mtbf_estimate_s().unwrap_or(f64::INFINITY)).max(1.0)
+            Policy::Adaptive { prior_mtbf_s } => {
+                let at = |s: f64| match self.adaptive_decision(*prior_mtbf_s, top_cost_s, run_s + s)
+                {
+                    Decision::Interval(c) => c.interval_s,
+                    Decision::Measure { .. } | Decision::NoMtbf { .. } => 0.0,
+                };
+                // Need_checkpoint says yes at the first s >= interval(s):
+                // the interval grows slowly with s (a square root), so the
+                // iteration from interval(0) converges from below.
+                let mut s = at(0.0);
+                for _ in 0..50 {
+                    let next = at(s);
+                    if (next - s).abs() <= 1e-9 * s.max(1.0) {
+                        break;
+                    }
+                    s = next;
+                }
+                // Once the cost is known, a decision that says "now" again
+                // (no MTBF yet: no SCR_MTBF and no time at risk) is taken as
+                // the application's next call, a second later.
+                if self.cost_measured {
+                    s.max(1.0)
+                } else {
+                    s
+                }
             }
         }
     }
@@ -221,15 +276,8 @@ fn validate(job: &Job, state: &PolicyState) -> Result<(), SimError> {
                 ));
             }
         }
-        Policy::AdaptiveDaly {
-            prior_mtbf_s,
-            prior_failures,
-        } => {
-            if !(prior_mtbf_s.is_finite()
-                && *prior_mtbf_s > 0.0
-                && prior_failures.is_finite()
-                && *prior_failures > 0.0)
-            {
+        Policy::Adaptive { prior_mtbf_s } => {
+            if prior_mtbf_s.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
                 return Err(SimError::BadParameter(
                     "adaptive prior must be finite and positive",
                 ));
@@ -254,7 +302,7 @@ pub fn run_job(
     let nl = job.levels.len();
     let counts: Vec<u32> = match &state.policy {
         Policy::Fixed { counts, .. } => counts.clone(),
-        Policy::AdaptiveDaly { .. } => Vec::new(),
+        Policy::Adaptive { .. } => Vec::new(),
     };
     let mut block = vec![1u64; nl];
     for s in 1..nl {
@@ -277,7 +325,6 @@ pub fn run_job(
         checkpoints: 0,
     };
     let mut since_failure_s = 0.0f64;
-    let mut interval = state.interval_s(top_cost);
     // Returns the severity and time of the next failure.
     let earliest = |next_fail: &[f64]| {
         let mut s = 0;
@@ -294,7 +341,9 @@ pub fn run_job(
         if events > MAX_EVENTS {
             return Err(SimError::NoProgress(MAX_EVENTS));
         }
-        let seg = interval.min(job.work_s - work);
+        let seg = state
+            .interval_s(top_cost, since_failure_s)
+            .min(job.work_s - work);
         let last = work + seg >= job.work_s;
         let ckpt_level = if last && !job.checkpoint_at_end {
             None
@@ -316,6 +365,7 @@ pub fn run_job(
             if let Some(k) = ckpt_level {
                 count += 1;
                 out.checkpoints += 1;
+                state.cost_measured = true;
                 for j in 0..=k {
                     saved_work[j] = work;
                     saved_count[j] = count;
@@ -360,7 +410,6 @@ pub fn run_job(
             now = t2;
             sev = s2;
         }
-        interval = state.interval_s(top_cost);
     }
     state.exposure_s += since_failure_s;
     out.wall_s = now;

@@ -50,6 +50,7 @@ use crate::records::Record;
 use crate::storage::dirs::{self, NodeIdentity};
 use crate::storage::path as spath;
 
+mod adaptive;
 mod flushing;
 
 /// `SCR_MAX_FILENAME`: names and paths must be shorter than this.
@@ -111,6 +112,9 @@ struct NeedState {
     last_end: Option<Instant>,
     checkpoints: u64,
     total_cost_s: f64,
+    /// (checkpoint id, cost) of this run's completed checkpoints.
+    costs: Vec<(i64, f64)>,
+    adaptive: adaptive::AdaptiveState,
 }
 
 /// An initialised SCR library (between SCR_Init and SCR_Finalize).
@@ -337,8 +341,10 @@ impl Scr {
     /// SCR_Need_checkpoint: SCR's three policies, first true wins, decided
     /// on rank 0 and broadcast — every SCR_CHECKPOINT_INTERVAL-th call,
     /// SCR_CHECKPOINT_SECONDS since the last checkpoint ended, or
-    /// SCR_CHECKPOINT_OVERHEAD percent of time spent checkpointing. With no
-    /// policy set every call answers yes. A pending halt answers yes.
+    /// SCR_CHECKPOINT_OVERHEAD percent of time spent checkpointing — and,
+    /// beyond SCR, the adaptive policy (SCR_CHECKPOINT_ADAPTIVE, see
+    /// [`crate::interval::adaptive`]). With no policy set every call answers
+    /// yes. A pending halt answers yes.
     pub fn need_checkpoint(&mut self) -> ScrResult<bool> {
         let halt = self.halt_check(CheckAt::NeedCheckpoint);
         let init_at = self.init_at;
@@ -348,6 +354,7 @@ impl Scr {
         let since_s = need.last_end.unwrap_or(init_at).elapsed().as_secs_f64();
         let mean_cost_s =
             (need.checkpoints > 0).then(|| need.total_cost_s / need.checkpoints as f64);
+        let adaptive = self.adaptive_need(since_s)?;
         let Some(job) = self.job("SCR_Need_checkpoint")? else {
             return Ok(false);
         };
@@ -355,7 +362,10 @@ impl Scr {
         let seconds = job.cfg.get_u64("SCR_CHECKPOINT_SECONDS")?.unwrap_or(0);
         let overhead = job.cfg.get_f64("SCR_CHECKPOINT_OVERHEAD")?.unwrap_or(0.0);
         let mut yes = halt?.is_some();
-        if interval == 0 && seconds == 0 && overhead <= 0.0 {
+        if adaptive.is_none() && interval == 0 && seconds == 0 && overhead <= 0.0 {
+            yes = true;
+        }
+        if adaptive == Some(true) {
             yes = true;
         }
         if interval > 0 && calls.is_multiple_of(interval) {
@@ -1038,6 +1048,7 @@ impl OutputPhase<'_> {
             .filemap
             .dataset(dset, me)?
             .is_some_and(|d| d.flag_checkpoint == Some(true));
+        let ckpt_id = job.checkpoint_id;
         if job.log.is_some() {
             let name = job
                 .dataset(dset)
@@ -1101,7 +1112,9 @@ impl OutputPhase<'_> {
             self.scr.candidates.insert(0, dset);
             let need = &mut self.scr.need;
             need.checkpoints += 1;
-            need.total_cost_s += started.elapsed().as_secs_f64();
+            let cost = started.elapsed().as_secs_f64();
+            need.total_cost_s += cost;
+            need.costs.push((ckpt_id, cost));
             need.last_end = Some(Instant::now());
         }
         // Step 11: check whether the run must halt (a completed checkpoint

@@ -257,6 +257,7 @@ fn xor_postrun_rebuilds_a_lost_node_bit_exact() {
     let settings = scr::log::writer::LogSettings {
         txt: true,
         syslog: false,
+        db: None,
     };
     let log = scr::log::writer::Logger::open(&cl.prefix, "login1", "77", settings).unwrap();
     let r = cl.postrun_logged(&[2], Some(&log));

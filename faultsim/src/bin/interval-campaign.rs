@@ -10,9 +10,12 @@
 //!   answers yes at every call and the application's own fixed cadence rules);
 //! - `fixed nominal`: Daly's interval for a nominal MTBF (`--prior`), what a
 //!   site would set once without data;
-//! - `adaptive`: starts from that nominal MTBF (worth one failure) and
-//!   re-computes Daly's interval at every failure, carrying what it learned
-//!   across the campaign's jobs, as `scr interval` on the job's logs would;
+//! - `adaptive`: the library's policy (`SCR_CHECKPOINT_ADAPTIVE=1` with
+//!   `SCR_MTBF` set to that nominal MTBF, a prior worth one failure), the
+//!   same code (`scr::interval::adaptive::decide`) deciding every
+//!   checkpoint from the failures and time at risk so far, carried across
+//!   the campaign's jobs as the logs in a prefix carry them;
+//! - `adaptive, no SCR_MTBF`: the same policy learning from the logs alone;
 //! - `oracle`: Daly's interval for the true MTBF (an upper reference).
 //!
 //! `cargo run --release -p faultsim --bin interval-campaign`
@@ -81,7 +84,13 @@ fn run(args: &Args) -> Result<(), String> {
     {
         return Err("ranges take two positive numbers".into());
     }
-    let names = ["fixed 1 h", "fixed nominal", "adaptive", "oracle"];
+    let names = [
+        "fixed 1 h",
+        "fixed nominal",
+        "adaptive",
+        "adaptive, no SCR_MTBF",
+        "oracle",
+    ];
     let mut eff: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
     for i in 0..args.systems {
@@ -114,10 +123,10 @@ fn run(args: &Args) -> Result<(), String> {
                 interval_s: daly_s(cost, args.prior),
                 counts: vec![],
             },
-            Policy::AdaptiveDaly {
-                prior_mtbf_s: args.prior,
-                prior_failures: 1.0,
+            Policy::Adaptive {
+                prior_mtbf_s: Some(args.prior),
             },
+            Policy::Adaptive { prior_mtbf_s: None },
             Policy::Fixed {
                 interval_s: daly_s(cost, mtbf),
                 counts: vec![],

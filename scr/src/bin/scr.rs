@@ -58,7 +58,8 @@ enum Command {
     /// optimum) from SCR logs or from figures given directly.
     ///
     /// Inputs: one or more `--log` files (SCR text logs, `<prefix>/.scr/log`,
-    /// LLNL's or ours; any jobs), and/or figures that override them:
+    /// LLNL's or ours; any jobs) or `--db` log databases
+    /// (`<prefix>/.scr/log.db`), and/or figures that override them:
     /// `--cost`/`--mtbf`/`--restart` for one level, or `--level` repeated for
     /// several, cheapest first. A level is `COST:MTBF[:RESTART]` in seconds,
     /// where MTBF is the mean time between failures that need this level
@@ -77,6 +78,9 @@ enum Command {
         /// SCR text log files.
         #[arg(long = "log", value_name = "FILE", num_args = 1..)]
         logs: Vec<PathBuf>,
+        /// SCR log databases (SQLite, SCR_LOG_DB_ENABLE).
+        #[arg(long = "db", value_name = "FILE", num_args = 1..)]
+        dbs: Vec<PathBuf>,
         /// Checkpoint cost in seconds (single level; overrides the logs).
         #[arg(long, value_name = "SECONDS")]
         cost: Option<f64>,
@@ -188,6 +192,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Postrun(a) => scavenge::postrun(a),
         Command::Interval {
             logs,
+            dbs,
             cost,
             mtbf,
             restart,
@@ -197,6 +202,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             json,
         } => Ok(interval(IntervalArgs {
             logs,
+            dbs,
             cost,
             mtbf,
             restart,
@@ -254,6 +260,7 @@ fn config(key: Option<&str>, json: bool) -> Result<(), Failure> {
 
 struct IntervalArgs {
     logs: Vec<PathBuf>,
+    dbs: Vec<PathBuf>,
     cost: Option<f64>,
     mtbf: Option<f64>,
     restart: Option<f64>,
@@ -318,7 +325,11 @@ fn interval(args: IntervalArgs) -> Result<(), String> {
         skipped += parsed.skipped;
         records.extend(parsed.records);
     }
-    let est = (!args.logs.is_empty()).then(|| estimate::estimate(&records, 0.95));
+    for path in &args.dbs {
+        records.extend(scr::log::db::read_records(path).map_err(|e| e.to_string())?);
+    }
+    let est =
+        (!args.logs.is_empty() || !args.dbs.is_empty()).then(|| estimate::estimate(&records, 0.95));
     let levels = if !args.levels.is_empty() {
         if args.cost.is_some() || args.mtbf.is_some() {
             return Err("give either --level (repeated) or --cost/--mtbf, not both".into());

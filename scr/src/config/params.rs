@@ -466,6 +466,22 @@ pub const PARAMS: &[ParamInfo] = &[
         "SCR_Need_checkpoint: max percent of time spent checkpointing",
     ),
     p(
+        "SCR_CHECKPOINT_ADAPTIVE",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "SCR_Need_checkpoint: Daly/multi-level interval from measured cost and MTBF (not in SCR)",
+    ),
+    p(
+        "SCR_MTBF",
+        None,
+        Str,
+        true,
+        true,
+        "adaptive policy: MTBF seconds, or one per CKPT level cheapest first (not in SCR)",
+    ),
+    p(
         "SCR_LOG_ENABLE",
         Some("0"),
         Bool,
@@ -669,7 +685,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(PARAMS.len(), 60);
+        assert_eq!(PARAMS.len(), 62);
     }
 
     #[test]

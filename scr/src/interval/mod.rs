@@ -2,6 +2,7 @@
 //! model of Moody et al. SC10) and the estimators of their inputs from SCR
 //! logs. Used by `scr interval` and by the adaptive `Need_checkpoint` policy.
 
+pub mod adaptive;
 pub mod estimate;
 pub mod model;
 
@@ -142,7 +143,7 @@ pub struct Overrides {
 #[non_exhaustive]
 pub enum InputError {
     /// Neither figures nor usable logs.
-    #[error("give --cost and --mtbf, --level, or --log files with checkpoint costs and runs")]
+    #[error("give --cost and --mtbf, --level, or --log files (or --db databases) with checkpoint costs and runs")]
     Missing,
     /// A given figure is not a positive finite number.
     #[error("--{what} must be a positive number of seconds, got {value}")]

@@ -323,8 +323,9 @@ impl MultiLevelModel {
         Ok(if eff.is_finite() { eff } else { 0.0 })
     }
 
-    /// Best interval for fixed counts (golden-section search on log t).
-    fn best_interval(&self, counts: &[u32]) -> Result<(f64, f64), ModelError> {
+    /// Best interval for fixed counts (golden-section search on log t),
+    /// with its expected efficiency.
+    pub fn best_interval(&self, counts: &[u32]) -> Result<(f64, f64), ModelError> {
         let total = self.total_failure_rate_per_s();
         let max_cost = self
             .levels

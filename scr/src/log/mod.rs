@@ -1,6 +1,7 @@
 //! SCR's text log (`<prefix>/.scr/log`): its record types, the parser and
 //! the writer, so both ends share one definition of the format.
 
+pub mod db;
 pub mod parse;
 pub mod writer;
 

@@ -22,8 +22,10 @@
 //! collective event appears once.
 //!
 //! Syslog goes through `libc::syslog` with the fixed format `"%s"`: the
-//! message is data, never a format string. The SQLite/server database
-//! (`SCR_LOG_DB_ENABLE`) is not implemented here.
+//! message is data, never a format string. With `SCR_LOG_DB_ENABLE=1` each
+//! entry also goes to the SQLite database of [`super::db`]; a database that
+//! cannot be opened or written is a warning (once), never an error of the
+//! call that logged.
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
@@ -31,8 +33,10 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::db::{DbLog, DbSettings};
 use crate::config::{Config, ConfigError};
 
 /// Name of the text log below `<prefix>/.scr/`.
@@ -66,6 +70,9 @@ pub enum LogWriteError {
     /// A logging parameter has a bad value.
     #[error(transparent)]
     Config(Box<ConfigError>),
+    /// The database log.
+    #[error(transparent)]
+    Db(Box<super::db::DbError>),
 }
 
 impl From<ConfigError> for LogWriteError {
@@ -106,11 +113,12 @@ pub enum EventType {
     NodeFail,
     ScavengeStart,
     ScavengeEnd,
+    CheckpointInterval,
 }
 
 impl EventType {
     /// Every event type.
-    pub const ALL: [EventType; 28] = [
+    pub const ALL: [EventType; 29] = [
         EventType::Start,
         EventType::ComputeStart,
         EventType::ComputeEnd,
@@ -139,6 +147,7 @@ impl EventType {
         EventType::NodeFail,
         EventType::ScavengeStart,
         EventType::ScavengeEnd,
+        EventType::CheckpointInterval,
     ];
 
     /// The name written in the log.
@@ -172,6 +181,9 @@ impl EventType {
             EventType::NodeFail => "NODE_FAIL",
             EventType::ScavengeStart => "SCAVENGE_START",
             EventType::ScavengeEnd => "SCAVENGE_END",
+            // Not in SCR: the adaptive Need_checkpoint policy's choice
+            // (secs = the interval, note = why).
+            EventType::CheckpointInterval => "CHECKPOINT_INTERVAL",
         }
     }
 }
@@ -461,19 +473,20 @@ pub fn format_line(unix_s: f64, offset_s: i64, host: &str, jobid: &str, e: &Entr
 }
 
 /// Which sinks logging uses (SCR_LOG_ENABLE, SCR_LOG_TXT_ENABLE,
-/// SCR_LOG_SYSLOG_ENABLE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// SCR_LOG_SYSLOG_ENABLE, SCR_LOG_DB_*).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogSettings {
     /// Append to `<prefix>/.scr/log`.
     pub txt: bool,
     /// Send each line to syslog (LOG_LOCAL7 | LOG_INFO, prefixed "SCR").
     pub syslog: bool,
+    /// Write to the log database (SCR_LOG_DB_ENABLE=1).
+    pub db: Option<DbSettings>,
 }
 
 impl LogSettings {
     /// From the configuration: `None` when SCR_LOG_ENABLE is 0 (the
-    /// default) or every sink is off. SCR_LOG_DB_ENABLE is not read: the
-    /// database logger does not exist yet.
+    /// default) or every sink is off.
     pub fn from_config(cfg: &Config) -> Result<Option<LogSettings>, LogWriteError> {
         if !cfg.get_bool("SCR_LOG_ENABLE")?.unwrap_or(false) {
             return Ok(None);
@@ -481,8 +494,12 @@ impl LogSettings {
         let s = LogSettings {
             txt: cfg.get_bool("SCR_LOG_TXT_ENABLE")?.unwrap_or(true),
             syslog: cfg.get_bool("SCR_LOG_SYSLOG_ENABLE")?.unwrap_or(true),
+            db: DbSettings::from_config(cfg).map_err(|e| match e {
+                super::db::DbError::Config(c) => LogWriteError::Config(c),
+                other => LogWriteError::Db(Box::new(other)),
+            })?,
         };
-        Ok((s.txt || s.syslog).then_some(s))
+        Ok((s.txt || s.syslog || s.db.is_some()).then_some(s))
     }
 }
 
@@ -494,11 +511,15 @@ pub struct Logger {
     txt: Option<(PathBuf, File)>,
     syslog: bool,
     warned: AtomicBool,
+    db: Option<Mutex<DbLog>>,
+    db_warned: AtomicBool,
 }
 
 impl Logger {
     /// Open the sinks `settings` asks for; the text log is
     /// `<prefix>/.scr/log`, created (mode 0644 less the umask) when missing.
+    /// A database that cannot be opened is a warning and is left out; only
+    /// the text log's failure is an error.
     pub fn open(
         prefix: &Path,
         host: &str,
@@ -520,12 +541,34 @@ impl Logger {
         } else {
             None
         };
+        let db = settings
+            .db
+            .as_ref()
+            .and_then(|d| match DbLog::open(d, prefix, jobid) {
+                Ok(db) => Some(Mutex::new(db)),
+                Err(e) => {
+                    eprintln!("SCR: warning: database log disabled: {e}");
+                    None
+                }
+            });
         Ok(Logger {
             host: host.to_owned(),
             jobid: jobid.to_owned(),
             txt,
             syslog: settings.syslog,
             warned: AtomicBool::new(false),
+            db,
+            db_warned: AtomicBool::new(false),
+        })
+    }
+
+    /// The log database's path, when the database log is open.
+    pub fn db_path(&self) -> Option<PathBuf> {
+        self.db.as_ref().map(|d| {
+            d.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .path()
+                .to_path_buf()
         })
     }
 
@@ -553,15 +596,19 @@ impl Logger {
         }
     }
 
-    /// Write `e` stamped with `unix_s` (local time with its offset).
+    /// Write `e` stamped with `unix_s` (local time with its offset). Only a
+    /// text log failure is returned; a database failure is a warning, once.
     pub fn log_at(&self, unix_s: f64, e: &Entry) -> Result<(), LogWriteError> {
-        let line = format_line(
-            unix_s,
-            local_offset_s(unix_s.floor() as i64),
-            &self.host,
-            &self.jobid,
-            e,
-        );
+        let offset = local_offset_s(unix_s.floor() as i64);
+        if let Some(db) = &self.db {
+            let mut db = db.lock().unwrap_or_else(|p| p.into_inner());
+            if let Err(err) = db.insert(unix_s, offset, &self.host, e) {
+                if !self.db_warned.swap(true, Ordering::Relaxed) {
+                    eprintln!("SCR: warning: {err} (further database log errors not shown)");
+                }
+            }
+        }
+        let line = format_line(unix_s, offset, &self.host, &self.jobid, e);
         if self.syslog {
             send_syslog(&line);
         }
@@ -710,10 +757,12 @@ mod tests {
         let s = LogSettings {
             txt: true,
             syslog: false,
+            db: None,
         };
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 let prefix = tmp.path().to_path_buf();
+                let s = s.clone();
                 std::thread::spawn(move || {
                     let log = Logger::open(&prefix, &format!("h{t}"), "9", s).unwrap();
                     for i in 0..50 {

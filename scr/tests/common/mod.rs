@@ -129,8 +129,22 @@ pub fn run(
     extra: &[(&str, &str)],
     body: impl Fn(&mut Scr, &dyn Comm) -> Option<String> + Sync,
 ) -> Vec<Option<String>> {
+    run_with_system(cl, nranks, node_of, None, extra, body)
+}
+
+/// [`run`] reading `system_file` as the system config file (the place for
+/// site-owned settings such as SCR_LOG_DB_* and SCR_LOG_SYSLOG_ENABLE).
+pub fn run_with_system(
+    cl: &Cluster,
+    nranks: usize,
+    node_of: impl Fn(usize) -> usize + Sync,
+    system_file: Option<&Path>,
+    extra: &[(&str, &str)],
+    body: impl Fn(&mut Scr, &dyn Comm) -> Option<String> + Sync,
+) -> Vec<Option<String>> {
     ThreadComm::run(nranks, |comm| {
-        let opts = cl.opts(cl.node(node_of(comm.rank())), extra);
+        let mut opts = cl.opts(cl.node(node_of(comm.rank())), extra);
+        opts.load.system_file = system_file.map(Path::to_path_buf);
         let world = comm.split(Some(0), comm.rank() as i64).unwrap().unwrap();
         let mut scr = Scr::init_with(world, opts).unwrap();
         let r = body(&mut scr, comm);

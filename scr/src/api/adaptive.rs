@@ -1,0 +1,187 @@
+//! The adaptive Need_checkpoint policy inside the library
+//! (`SCR_CHECKPOINT_ADAPTIVE=1`): collects what [`crate::interval::adaptive`]
+//! decides from — the levels of the configured CKPT descriptors, this run's
+//! checkpoint costs per level, `SCR_MTBF`, and earlier runs' logs in this
+//! prefix — and logs each new choice as a `CHECKPOINT_INTERVAL` event whose
+//! note says why. Only rank 0 decides (Need_checkpoint broadcasts its
+//! answer); only configuration errors, identical on every rank, are errors.
+
+use std::path::Path;
+
+use super::Scr;
+use crate::cache::{Job, ScrResult};
+use crate::config::{Config, ConfigError, Location};
+use crate::interval::adaptive::{decide, Decision, History, Inputs, MtbfConfig};
+use crate::log::db::{read_records, DbSettings};
+use crate::log::writer::{log_path, Entry, EventType};
+use crate::log::{read_log, Record};
+
+/// What the policy keeps between calls (meaningful on rank 0).
+#[derive(Debug, Default)]
+pub(super) struct AdaptiveState {
+    /// Earlier runs' logs, read at the first call (`Some(None)`: none).
+    history: Option<Option<History>>,
+    /// The decision last written to the log.
+    logged: Option<Decision>,
+}
+
+/// `SCR_MTBF`, parsed; a bad value is a configuration error naming where it
+/// was set.
+pub(crate) fn mtbf_config(cfg: &Config) -> ScrResult<Option<MtbfConfig>> {
+    let Some(e) = cfg.get("SCR_MTBF").filter(|e| !e.value.trim().is_empty()) else {
+        return Ok(None);
+    };
+    MtbfConfig::parse(&e.value)
+        .map(Some)
+        .ok_or_else(|| {
+            ConfigError::BadValue {
+                at: Location::of("SCR_MTBF", &e.value, &e.source),
+                key: "SCR_MTBF".into(),
+                value: e.value.clone(),
+                expected: "positive seconds: one MTBF, or one per CKPT level cheapest first (86400 or 40000,400000)".into(),
+            }
+            .into()
+        })
+}
+
+/// The distinct INTERVALs of the job's CKPT descriptors, ascending.
+fn level_intervals(job: &Job) -> Vec<u64> {
+    let mut v: Vec<u64> = job.descs.iter().map(|d| d.ckpt.interval.max(1)).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Drop this run's own records (its START, the newest of this job, and
+/// everything of this job after it): the history is earlier runs only.
+fn drop_this_run(records: &mut Vec<Record>, jobid: &str) {
+    let ours = |r: &Record| r.jobid.as_deref() == Some(jobid);
+    if let Some(i) = records.iter().rposition(|r| r.is_event("START") && ours(r)) {
+        let mut k = 0;
+        records.retain(|r| {
+            let keep = k < i || !ours(r);
+            k += 1;
+            keep
+        });
+    }
+}
+
+/// Earlier runs' records: the log database when SCR_LOG_DB_ENABLE=1 and it
+/// exists, else the text log; `None` when neither exists or is readable (a
+/// warning: the policy then works from this run and SCR_MTBF alone).
+fn read_history(job: &Job) -> Option<History> {
+    let db = DbSettings::from_config(&job.cfg)
+        .ok()
+        .flatten()
+        .filter(|s| s.host.is_none())
+        .map(|s| s.path(&job.prefix));
+    let logged_to = |p: &Path, db: bool| {
+        job.log.as_ref().is_some_and(|l| {
+            if db {
+                l.db_path().as_deref() == Some(p)
+            } else {
+                l.path() == Some(p)
+            }
+        })
+    };
+    let (path, is_db) = match db.filter(|p| p.exists()) {
+        Some(p) => (p, true),
+        None => (log_path(&job.prefix), false),
+    };
+    if !path.exists() {
+        return None;
+    }
+    let records = if is_db {
+        read_records(&path).map_err(|e| e.to_string())
+    } else {
+        read_log(&path, false)
+            .map(|p| p.records)
+            .map_err(|e| e.to_string())
+    };
+    match records {
+        Ok(mut recs) => {
+            if logged_to(&path, is_db) {
+                drop_this_run(&mut recs, &job.jobid);
+            }
+            Some(History::from_records(path.display().to_string(), &recs))
+        }
+        Err(e) => {
+            eprintln!("SCR: warning: adaptive checkpoint policy ignores the logs: {e}");
+            None
+        }
+    }
+}
+
+impl Scr {
+    /// The adaptive policy's answer: `None` when SCR_CHECKPOINT_ADAPTIVE is
+    /// off; on rank 0 whether to checkpoint `since_s` seconds after the
+    /// last checkpoint ended; `Some(false)` elsewhere (rank 0's answer is
+    /// what Need_checkpoint broadcasts).
+    pub(super) fn adaptive_need(&mut self, since_s: f64) -> ScrResult<Option<bool>> {
+        let Some(job) = self.job.as_ref().filter(|_| !self.finalized) else {
+            return Ok(None);
+        };
+        if !job
+            .cfg
+            .get_bool("SCR_CHECKPOINT_ADAPTIVE")?
+            .unwrap_or(false)
+        {
+            return Ok(None);
+        }
+        let mtbf = mtbf_config(&job.cfg)?;
+        if job.rank() != 0 {
+            return Ok(Some(false));
+        }
+        let levels = level_intervals(job);
+        let mut measured = vec![Vec::new(); levels.len()];
+        for &(ckpt, cost) in &self.need.costs {
+            let iv = job.descs[job.desc_for(ckpt)].ckpt.interval.max(1);
+            if let Some(k) = levels.iter().position(|&l| l == iv) {
+                measured[k].push(cost);
+            }
+        }
+        let state = &mut self.need.adaptive;
+        let history = state.history.get_or_insert_with(|| read_history(job));
+        let decision = decide(&Inputs {
+            level_intervals: &levels,
+            measured_s: &measured,
+            history: history.as_ref(),
+            mtbf: mtbf.as_ref(),
+            run_elapsed_s: self.init_at.elapsed().as_secs_f64(),
+        });
+        if decision.differs_from(state.logged.as_ref()) {
+            let mut e = Entry::event(EventType::CheckpointInterval).note(decision.note());
+            if let Some(t) = decision.interval_s() {
+                e = e.secs(t);
+            }
+            job.log(e);
+            state.logged = Some(decision.clone());
+        }
+        Ok(Some(decision.need(since_s)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::parse_line;
+
+    #[test]
+    fn this_runs_records_are_not_history() {
+        let lines = [
+            "100: host=n0, jobid=7, event=START",
+            "150: host=n0, jobid=7, xfer=WRITE, dset=1, secs=2",
+            "200: host=n0, jobid=8, event=START",
+            "300: host=n0, jobid=7, event=START",
+            "310: host=n0, jobid=8, xfer=WRITE, dset=1, secs=3",
+            "320: host=n0, jobid=7, xfer=WRITE, dset=1, secs=4",
+        ];
+        let mut recs: Vec<Record> = lines.iter().map(|l| parse_line(l).unwrap()).collect();
+        drop_this_run(&mut recs, "7");
+        let left: Vec<f64> = recs.iter().map(|r| r.time_s).collect();
+        assert_eq!(left, vec![100.0, 150.0, 200.0, 310.0]);
+        let mut none: Vec<Record> = recs.clone();
+        drop_this_run(&mut none, "9");
+        assert_eq!(none, recs);
+    }
+}

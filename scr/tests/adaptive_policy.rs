@@ -1,0 +1,293 @@
+//! The adaptive Need_checkpoint policy in thread-communicator jobs, with
+//! the inputs injected: SCR_MTBF, and earlier runs' costs and failures in a
+//! text log written into the prefix beforehand. Checks the answer (the same
+//! on every rank), the interval logged as CHECKPOINT_INTERVAL and the
+//! reasons in its note.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{run_with_system, Cluster};
+use scr::comm::Comm;
+use scr::interval::adaptive::mtbf_estimate_s;
+use scr::interval::model::daly_s;
+use scr::log::{read_log, Record};
+use scr::records::halt::{Halt, HALT_FILE};
+use scr::records::Record as _;
+use scr::{Flags, Scr};
+
+fn system(cl: &Cluster, text: &str) -> PathBuf {
+    let p = cl.root.join("scr.conf");
+    std::fs::write(&p, format!("SCR_LOG_SYSLOG_ENABLE=0\n{text}")).unwrap();
+    p
+}
+
+fn checkpoint(scr: &mut Scr, comm: &dyn Comm, prefix: &Path, name: &str) {
+    let mut out = scr.start_output(Some(name), Flags::CHECKPOINT).unwrap();
+    let p = out
+        .route_file(prefix.join(format!("{name}/rank{}", comm.rank())))
+        .unwrap();
+    std::fs::write(&p, vec![1u8; 2000]).unwrap();
+    assert!(out.complete(true).unwrap());
+}
+
+/// Need_checkpoint's answers as a string of y/n.
+fn yn(v: bool) -> char {
+    if v {
+        'y'
+    } else {
+        'n'
+    }
+}
+
+fn intervals(prefix: &Path) -> Vec<Record> {
+    read_log(&prefix.join(".scr").join("log"), true)
+        .unwrap()
+        .records
+        .into_iter()
+        .filter(|r| r.is_event("CHECKPOINT_INTERVAL"))
+        .collect()
+}
+
+/// Earlier runs of job 900 under the run loop: three runs of 4000, 4000
+/// and 12000 s, the first two ended by failures; three checkpoints each
+/// costing 4 s of write and 2 s of encode.
+fn earlier_runs(prefix: &Path) {
+    let mut lines = Vec::new();
+    let runs = [
+        (1000.0, 5000.0, "failed: node n3 lost"),
+        (5000.0, 9000.0, "failed: rank 5 killed"),
+        (9000.0, 21000.0, "finished"),
+    ];
+    for (i, (start, end, note)) in runs.iter().enumerate() {
+        let d = i + 1;
+        lines.push(format!("{start}: host=n0, jobid=900, event=RUN_START"));
+        lines.push(format!(
+            "{}: host=n0, jobid=900, event=START, procs=4, nodes=4",
+            start + 1.0
+        ));
+        lines.push(format!(
+            "{}: host=n0, jobid=900, xfer=WRITE, dset={d}, secs=4",
+            start + 100.0
+        ));
+        lines.push(format!(
+            "{}: host=n0, jobid=900, xfer=ENCODE, dset={d}, secs=2",
+            start + 100.0
+        ));
+        lines.push(format!(
+            "{end}: host=n0, jobid=900, event=RUN_END, note=\"{note}\""
+        ));
+    }
+    std::fs::create_dir_all(prefix.join(".scr")).unwrap();
+    std::fs::write(prefix.join(".scr").join("log"), lines.join("\n") + "\n").unwrap();
+}
+
+const ADAPTIVE: &[(&str, &str)] = &[
+    ("SCR_LOG_ENABLE", "1"),
+    ("SCR_CHECKPOINT_ADAPTIVE", "1"),
+    ("SCR_COPY_TYPE", "XOR"),
+];
+
+/// What a scripted job does, in order, on every rank.
+enum Step {
+    /// Call Need_checkpoint and record y/n.
+    Need,
+    /// Write a checkpoint of this name.
+    Checkpoint(&'static str),
+    /// Rank 0 sets a halt reason in the halt file.
+    Halt,
+}
+
+/// Run `steps` on `nranks` ranks with SCR_MTBF=`mtbf` (if any); each rank's
+/// Need_checkpoint answers as a string of y/n.
+fn script(
+    cl: &Cluster,
+    nranks: usize,
+    sys: &Path,
+    mtbf: Option<&str>,
+    steps: &[Step],
+) -> Vec<Option<String>> {
+    let mut env = ADAPTIVE.to_vec();
+    if let Some(m) = mtbf {
+        env.push(("SCR_MTBF", m));
+    }
+    let prefix = cl.prefix.clone();
+    run_with_system(
+        cl,
+        nranks,
+        |r| r,
+        Some(sys),
+        &env,
+        |scr, comm| {
+            let mut a = String::new();
+            for step in steps {
+                match step {
+                    Step::Need => a.push(yn(scr.need_checkpoint().unwrap())),
+                    Step::Checkpoint(name) => checkpoint(scr, comm, &prefix, name),
+                    Step::Halt => {
+                        if comm.rank() == 0 {
+                            Halt::update_file(
+                                prefix.join(".scr").join(HALT_FILE),
+                                |h: &mut Halt| h.exit_reason = Some("operator".into()),
+                            )
+                            .unwrap();
+                        }
+                        comm.barrier().unwrap();
+                    }
+                }
+            }
+            Some(a)
+        },
+    )
+}
+
+#[test]
+fn the_interval_comes_from_the_logged_history() {
+    let cl = Cluster::new();
+    earlier_runs(&cl.prefix);
+    let sys = system(&cl, "");
+    let prefix = cl.prefix.clone();
+    let answers = run_with_system(
+        &cl,
+        4,
+        |r| r,
+        Some(&sys),
+        ADAPTIVE,
+        |scr, _comm| {
+            // Cost 6 s and MTBF about 20 000 s / 2: Daly's interval is minutes,
+            // so right after the start the answer is no.
+            Some(yn(scr.need_checkpoint().unwrap()).to_string())
+        },
+    );
+    assert!(
+        answers.iter().all(|a| a.as_deref() == Some("n")),
+        "{answers:?}"
+    );
+    let logged = intervals(&prefix);
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    let secs = logged[0].secs.unwrap();
+    // This run's own seconds add to the exposure: bound them by 60 s.
+    let lo = daly_s(6.0, mtbf_estimate_s(None, 2, 20_000.0).unwrap());
+    let hi = daly_s(6.0, mtbf_estimate_s(None, 2, 20_060.0).unwrap());
+    assert!(lo <= secs && secs <= hi, "{lo} <= {secs} <= {hi}");
+    let note = logged[0].note.as_deref().unwrap();
+    let log = prefix.join(".scr").join("log");
+    for part in [
+        "adaptive: Daly interval".to_string(),
+        format!("cost 6.000 s (mean of 3 checkpoints in {})", log.display()),
+        "censored maximum likelihood".to_string(),
+        format!(
+            "2 failures in 20000 s of 3 earlier runs in {}",
+            log.display()
+        ),
+    ] {
+        assert!(note.contains(&part), "{part:?} not in {note:?}");
+    }
+}
+
+#[test]
+fn configured_mtbf_is_a_prior_and_halts_still_answer_yes() {
+    let cl = Cluster::new();
+    earlier_runs(&cl.prefix);
+    let sys = system(&cl, "");
+    let prefix = cl.prefix.clone();
+    let steps = [
+        Step::Need,
+        Step::Checkpoint("ckpt.1"),
+        Step::Need,
+        Step::Halt,
+        Step::Need,
+    ];
+    let answers = script(&cl, 3, &sys, Some("86400"), &steps);
+    assert!(
+        answers.iter().all(|a| a.as_deref() == Some("nny")),
+        "{answers:?}"
+    );
+    let logged = intervals(&prefix);
+    // The logged history's cost first, then this run's measured cost.
+    assert_eq!(logged.len(), 2, "{logged:?}");
+    let m = mtbf_estimate_s(Some(86_400.0), 2, 20_000.0).unwrap();
+    let first = logged[0].secs.unwrap();
+    assert!(
+        (first / daly_s(6.0, m) - 1.0).abs() < 1e-3,
+        "{first} vs {m}"
+    );
+    let n0 = logged[0].note.as_deref().unwrap();
+    assert!(
+        n0.contains("SCR_MTBF 86400 s as a prior worth one failure"),
+        "{n0}"
+    );
+    let n1 = logged[1].note.as_deref().unwrap();
+    assert!(n1.contains("(mean of 1 checkpoints this run)"), "{n1}");
+    assert!(
+        logged[1].secs.unwrap() < first,
+        "a fast checkpoint: a shorter interval"
+    );
+}
+
+#[test]
+fn without_history_it_measures_first_then_goes_multi_level() {
+    let cl = Cluster::new();
+    let sys = system(
+        &cl,
+        "CKPT=0 INTERVAL=1 TYPE=XOR\nCKPT=1 INTERVAL=2 TYPE=PARTNER\n",
+    );
+    let prefix = cl.prefix.clone();
+    let steps = [
+        Step::Need,
+        Step::Checkpoint("ckpt.1"),
+        Step::Need,
+        Step::Checkpoint("ckpt.2"),
+        Step::Need,
+    ];
+    let answers = script(&cl, 4, &sys, Some("3600,36000"), &steps);
+    assert!(
+        answers.iter().all(|a| a.as_deref() == Some("ynn")),
+        "{answers:?}"
+    );
+    let logged = intervals(&prefix);
+    let notes: Vec<&str> = logged.iter().map(|r| r.note.as_deref().unwrap()).collect();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(
+        notes[0].contains("checkpoint now to measure its cost"),
+        "{}",
+        notes[0]
+    );
+    assert!(logged[0].secs.is_none());
+    assert!(
+        notes[1].contains("single level because level 2 (INTERVAL 2) has no measured cost yet"),
+        "{}",
+        notes[1]
+    );
+    assert!(
+        notes[2].contains("multi-level (SC10 model)")
+            && notes[2].contains("pattern of 2 checkpoints"),
+        "{}",
+        notes[2]
+    );
+    assert!(notes[2].contains("INTERVALs [1, 2]"), "{}", notes[2]);
+    assert!(
+        notes[2].contains("SCR_MTBF 3600,36000 s per level, 3273 s in all"),
+        "{}",
+        notes[2]
+    );
+}
+
+#[test]
+fn a_bad_mtbf_is_an_error_on_every_rank() {
+    let cl = Cluster::new();
+    let sys = system(&cl, "SCR_MTBF=soon\n");
+    let answers = run_with_system(
+        &cl,
+        3,
+        |r| r,
+        Some(&sys),
+        ADAPTIVE,
+        |scr, _comm| Some(scr.need_checkpoint().unwrap_err().to_string()),
+    );
+    for a in &answers {
+        let a = a.as_deref().unwrap();
+        assert!(a.contains("SCR_MTBF") && a.contains("scr.conf:2"), "{a}");
+    }
+}

@@ -1,0 +1,265 @@
+//! The database log end to end: thread-communicator jobs with
+//! SCR_LOG_DB_ENABLE=1 in the system config file (a site setting) write
+//! their entries to `<prefix>/.scr/log.db` on rank 0 only; the rows match
+//! the text log line for line; `scr interval --db` reads them; a database
+//! that cannot be used never fails the job.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{run_with_system, Cluster};
+use rusqlite::Connection;
+use scr::comm::Comm;
+use scr::log::db::{read_records, SCHEMA_VERSION};
+use scr::log::{read_log, Record, RecordKind};
+use scr::{Flags, Scr};
+
+fn system(cl: &Cluster, text: &str) -> PathBuf {
+    let p = cl.root.join("scr.conf");
+    // Syslog is a site setting too (default 1): off so tests leave the
+    // host's syslog alone.
+    std::fs::write(&p, format!("SCR_LOG_SYSLOG_ENABLE=0\n{text}")).unwrap();
+    p
+}
+
+fn write(scr: &mut Scr, comm: &dyn Comm, prefix: &Path, name: &str, flags: Flags) {
+    let mut out = scr.start_output(Some(name), flags).unwrap();
+    let p = out
+        .route_file(prefix.join(format!("{name}/rank{}", comm.rank())))
+        .unwrap();
+    std::fs::write(&p, vec![7u8; 500 + comm.rank()]).unwrap();
+    assert!(out.complete(true).unwrap());
+}
+
+/// One 2-rank run that writes checkpoint `name`, with system file `sys`.
+fn one_checkpoint(cl: &Cluster, sys: &Path, env: &[(&str, &str)], name: &str) {
+    let prefix = cl.prefix.clone();
+    run_with_system(
+        cl,
+        2,
+        |r| r,
+        Some(sys),
+        env,
+        |scr, comm| {
+            write(scr, comm, &prefix, name, Flags::CHECKPOINT);
+            None
+        },
+    );
+}
+
+const ON: &[(&str, &str)] = &[("SCR_LOG_ENABLE", "1"), ("SCR_COPY_TYPE", "XOR")];
+
+fn count(conn: &Connection, sql: &str) -> i64 {
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// What both logs must agree on.
+fn key(
+    r: &Record,
+) -> (
+    RecordKind,
+    Option<u64>,
+    Option<String>,
+    Option<f64>,
+    Option<f64>,
+) {
+    (r.kind.clone(), r.dset, r.name.clone(), r.secs, r.bytes)
+}
+
+#[test]
+fn a_job_writes_the_same_entries_to_the_database_and_the_text_log() {
+    let cl = Cluster::new();
+    let sys = system(&cl, "SCR_LOG_DB_ENABLE=1\n");
+    let prefix = cl.prefix.clone();
+    for run in 0..2 {
+        run_with_system(
+            &cl,
+            4,
+            |r| r,
+            Some(&sys),
+            ON,
+            |scr, comm| {
+                if run == 1 {
+                    assert_eq!(scr.have_restart().unwrap().as_deref(), Some("ckpt.2"));
+                    let r = scr.start_restart().unwrap();
+                    assert!(r.complete(true).unwrap());
+                }
+                write(
+                    scr,
+                    comm,
+                    &prefix,
+                    &format!("ckpt.{}", 2 * run + 1),
+                    Flags::CHECKPOINT,
+                );
+                write(
+                    scr,
+                    comm,
+                    &prefix,
+                    &format!("ckpt.{}", 2 * run + 2),
+                    Flags::CHECKPOINT,
+                );
+                None
+            },
+        );
+    }
+    let db = prefix.join(".scr").join("log.db");
+    let conn = Connection::open(&db).unwrap();
+    assert_eq!(
+        count(&conn, "SELECT MAX(version) FROM schema_version"),
+        SCHEMA_VERSION
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM jobs WHERE jobid = '77' AND username = 'tester'"
+        ),
+        1
+    );
+    // One run per launch, opened by the library's START, with its size.
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM runs WHERE launched_by = 'library' AND procs = 4 AND nodes = 4 \
+             AND host = 'n0' AND last_s >= start_s"
+        ),
+        2
+    );
+    // Rank 0 writes each collective entry once: 4 checkpoints' WRITE+ENCODE.
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM transfers WHERE type IN ('WRITE', 'ENCODE')"
+        ),
+        8
+    );
+    let bytes: i64 = (0..4).map(|r| 500 + r).sum();
+    assert_eq!(
+        count(
+            &conn,
+            &format!(
+                "SELECT COUNT(*) FROM transfers WHERE type = 'WRITE' AND bytes = {bytes} \
+                 AND files = 4 AND secs >= 0 AND to_path IS NOT NULL"
+            )
+        ),
+        4
+    );
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM events WHERE run_id IS NULL"),
+        0,
+        "every library entry belongs to its run"
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM events e JOIN runs r ON r.id = e.run_id \
+             WHERE e.type = 'RESTART_SUCCESS' AND r.id = (SELECT MAX(id) FROM runs)"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &conn,
+            "SELECT COUNT(*) FROM events WHERE time NOT LIKE '____-__-__T__:__:__.___%'"
+        ),
+        0,
+        "zoned timestamps as in the text log"
+    );
+    // The text log and the database hold the same entries.
+    let txt = read_log(&prefix.join(".scr").join("log"), true)
+        .unwrap()
+        .records;
+    let rows = read_records(&db).unwrap();
+    assert_eq!(txt.len(), rows.len());
+    for (a, b) in txt.iter().zip(&rows) {
+        assert_eq!(key(a), key(b), "{a:?} vs {b:?}");
+        assert!((a.time_s - b.time_s).abs() < 1e-3, "{a:?} vs {b:?}");
+        assert_eq!((&a.host, &a.jobid), (&b.host, &b.jobid));
+    }
+    // And `scr interval` reads the database as it reads the text log.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scr"))
+        .args(["interval", "--json", "--mtbf", "86400", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["log_estimates"]["runs"], 2, "{json}");
+    assert_eq!(
+        json["log_estimates"]["cache_checkpoint"]["samples"], 4,
+        "{json}"
+    );
+}
+
+#[test]
+fn users_cannot_switch_the_database_on_and_a_named_file_is_used() {
+    let cl = Cluster::new();
+    let prefix = cl.prefix.clone();
+    // From the environment: ignored with a warning (a site setting).
+    let sys = system(&cl, "");
+    let mut env = ON.to_vec();
+    env.push(("SCR_LOG_DB_ENABLE", "1"));
+    one_checkpoint(&cl, &sys, &env, "ckpt.1");
+    assert!(prefix.join(".scr").join("log").exists());
+    assert!(!prefix.join(".scr").join("log.db").exists());
+    // The site names a file elsewhere.
+    let site_db = cl.root.join("site.db");
+    let sys = system(
+        &cl,
+        &format!(
+            "SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_NAME={}\n",
+            site_db.display()
+        ),
+    );
+    one_checkpoint(&cl, &sys, ON, "ckpt.2");
+    assert!(!prefix.join(".scr").join("log.db").exists());
+    let rows = read_records(&site_db).unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r.is_transfer("WRITE") && r.dset == Some(2)));
+}
+
+#[test]
+fn an_unusable_database_never_fails_the_job() {
+    let cl = Cluster::new();
+    let prefix = cl.prefix.clone();
+    // A database from a newer library: refused and left alone.
+    let newer = cl.root.join("newer.db");
+    let conn = Connection::open(&newer).unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT, what TEXT);
+         INSERT INTO schema_version VALUES ({}, 'later', 'future');",
+        SCHEMA_VERSION + 1
+    ))
+    .unwrap();
+    drop(conn);
+    let before = std::fs::read(&newer).unwrap();
+    let cases = [
+        format!("SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_NAME={}\n", newer.display()),
+        format!(
+            "SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_NAME={}\n",
+            cl.root.join("no/such/dir/x.db").display()
+        ),
+        "SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_HOST=db.example\n".to_string(),
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let sys = system(&cl, text);
+        let name = format!("ckpt.{}", i + 1);
+        one_checkpoint(&cl, &sys, ON, &name);
+        // The text log still has the checkpoint.
+        let txt = read_log(&prefix.join(".scr").join("log"), true)
+            .unwrap()
+            .records;
+        assert!(
+            txt.iter()
+                .any(|r| r.is_event("CHECKPOINT_END") && r.name.as_deref() == Some(name.as_str())),
+            "case {i}: {text}"
+        );
+    }
+    assert_eq!(std::fs::read(&newer).unwrap(), before, "never downgraded");
+    assert!(!prefix.join(".scr").join("log.db").exists());
+}
