@@ -55,6 +55,10 @@ pub const KNOWN_POINTS: &[&str] = &[
     POINT_COMPLETE_OUTPUT,
     POINT_AFTER_COMPLETE,
     "cache.file.write",
+    // scr_app's own "during file write" moment (testing/src/bin/scr_app.rs).
+    "app.file.write",
+    // Entry of the redundancy encode at Complete_output, every scheme.
+    "redundancy.encode",
     "xor.encode.chunk",
     "partner.send.file",
     "rs.encode.chunk",

@@ -239,6 +239,17 @@ impl MpiJob {
 /// every process it started in that group) and the result is
 /// [`LaunchError::Timeout`].
 pub fn run_argv(argv: &[OsString], timeout: Duration) -> Result<JobOutput, LaunchError> {
+    run_argv_watched(argv, timeout, &mut |_| {})
+}
+
+/// [`run_argv`], calling `tick` with the launcher's pid about every 20 ms
+/// while the job runs: the run loop applies faults from outside at moments
+/// of the running job (e.g. while every rank sleeps at an injection point).
+pub fn run_argv_watched(
+    argv: &[OsString],
+    timeout: Duration,
+    tick: &mut dyn FnMut(u32),
+) -> Result<JobOutput, LaunchError> {
     let (program, rest) = argv.split_first().ok_or(LaunchError::EmptyArgv)?;
     let start = Instant::now();
     let mut child = Command::new(program)
@@ -281,7 +292,10 @@ pub fn run_argv(argv: &[OsString], timeout: Duration) -> Result<JobOutput, Launc
         match child.try_wait() {
             Ok(Some(status)) => break Ok(status),
             Ok(None) if start.elapsed() >= timeout => break Err(()),
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                tick(child.id());
+                std::thread::sleep(Duration::from_millis(20));
+            }
             Err(e) => {
                 kill_group(pgid);
                 let _ = child.wait();

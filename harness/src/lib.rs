@@ -1,5 +1,9 @@
-//! harness: runs real MPI jobs on simulated nodes.
+//! harness: runs real MPI jobs on simulated nodes, injects faults,
+//! relaunches like `scr_run`, verifies and classifies outcomes.
 #![deny(missing_docs)]
 
 pub mod app;
+pub mod health;
 pub mod launch;
+pub mod outcome;
+pub mod runloop;

@@ -23,10 +23,16 @@
 //!
 //! Rank 0 prints machine-readable lines starting with `SCR_APP `:
 //! `SCR_APP init ...` (what SCR found in cache), `SCR_APP restart_attempt
-//! ...`, `SCR_APP checkpoint ...`, `SCR_APP MISMATCH rank=R ckpt=C file=F
-//! offset=O ...` for every wrong byte found, `SCR_APP crash ...`, and last
-//! `SCR_APP restart=<name|none> source=<cache|rebuilt|none>
-//! verified_bytes=<N> checkpoints_written=<K> status=<ok|MISMATCH|UNEXPECTED|error>`.
+//! ... source=<cache|rebuilt> ...`, `SCR_APP checkpoint ...`, `SCR_APP
+//! MISMATCH rank=R ckpt=C file=F offset=O ...` for every wrong byte found,
+//! `SCR_APP crash ...`, `SCR_APP halt ...` (SCR_Should_exit said stop after
+//! a checkpoint: the run finalizes and exits 0), and last `SCR_APP
+//! restart=<name|none> source=<cache|rebuilt|none> verified_bytes=<N>
+//! checkpoints_written=<K> halted=<bool> status=<ok|MISMATCH|UNEXPECTED|error>`.
+//!
+//! Built with `--features scr/fault-injection`, writing each file passes the
+//! injection point `app.file.write` (hit N = the N-th file this rank
+//! writes), the application's own "during file write" moment.
 //!
 //! Exit codes: 0 ok; 2 some byte read back was wrong (never hidden); 3 the
 //! restart differed from `--expect-restart`; 42 simulated crash; 1 an SCR
@@ -278,17 +284,13 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
                 print!("{}", String::from_utf8_lossy(&l));
             }
             println!(
-                "SCR_APP restart_attempt name={name} dataset={dset} ok={all_ok} verified_bytes={} mismatches={} unreadable={}",
-                counts[2], counts[0], counts[1]
+                "SCR_APP restart_attempt name={name} dataset={dset} ok={all_ok} source={} verified_bytes={} mismatches={} unreadable={}",
+                source_of(&report, dset), counts[2], counts[0], counts[1]
             );
         }
         mismatches_total += counts[0];
         if all_ok {
-            let source = if report.rebuilt.contains(&dset) {
-                "rebuilt"
-            } else {
-                "cache"
-            };
+            let source = source_of(&report, dset);
             verified_total = counts[2] as u64;
             restarted = Some((name, ckpt.unwrap_or(0), source));
             break;
@@ -308,6 +310,7 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
     // Checkpoints after the restarted one.
     let first = restarted.as_ref().map_or(1, |r| r.1 + 1);
     let mut written = 0u64;
+    let mut halted = false;
     for c in first..first + args.checkpoints {
         let name = format!("ckpt.{c}");
         let mut out = ok_or_fail(
@@ -322,7 +325,12 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
                 "SCR_Route_file",
                 out.route_file(ckpt_path(prefix, c, &spec)),
             );
-            if let Err(e) = write_file(&path, &spec) {
+            // The application's own moment "during file write" for the
+            // fault-injection testbed (nothing without the feature).
+            let written = scr::fault_point!("app.file.write", rank = rank as u32)
+                .map_err(std::io::Error::from)
+                .and_then(|()| write_file(&path, &spec));
+            if let Err(e) = written {
                 eprintln!("scr_app: rank {rank}: writing {}: {e}", path.display());
                 ok = false;
             }
@@ -335,6 +343,15 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             fail(rank, "SCR_Complete_output", &format!("{name} is not valid"));
         }
         written += 1;
+        // SCR_Should_exit after every checkpoint, as the user guide asks:
+        // a halt condition (scr halt, ExitBefore, ...) ends the run cleanly.
+        if ok_or_fail(rank, "SCR_Should_exit", scr.should_exit()) {
+            if rank == 0 {
+                println!("SCR_APP halt after_checkpoints={written} last={name}");
+            }
+            halted = true;
+            break;
+        }
         if args.fail_after == Some(written) {
             // Everyone completed the checkpoint before anyone dies.
             ok_or_fail(rank, "barrier", app.barrier());
@@ -366,13 +383,23 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             .as_ref()
             .map_or(("none", "none"), |r| (r.0.as_str(), r.2));
         println!(
-            "SCR_APP restart={name} source={source} verified_bytes={verified_total} checkpoints_written={written} status={status}"
+            "SCR_APP restart={name} source={source} verified_bytes={verified_total} checkpoints_written={written} halted={halted} status={status}"
         );
     }
     match status {
         "ok" => ExitCode::SUCCESS,
         "MISMATCH" => ExitCode::from(2),
         _ => ExitCode::from(3),
+    }
+}
+
+/// Where SCR found dataset `dset` at init: rebuilt in cache, or in cache as
+/// it was.
+fn source_of(report: &scr::cache::restart::InitReport, dset: i64) -> &'static str {
+    if report.rebuilt.contains(&dset) {
+        "rebuilt"
+    } else {
+        "cache"
     }
 }
 
