@@ -3,7 +3,11 @@
 #![deny(missing_docs)]
 
 pub mod app;
+pub mod campaign;
 pub mod health;
 pub mod launch;
 pub mod outcome;
+pub mod plot;
+pub mod random;
 pub mod runloop;
+pub mod scenario;

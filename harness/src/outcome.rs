@@ -263,6 +263,9 @@ impl Outcome {
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let tokens: Vec<String> = self.launches.iter().map(Token::to_string).collect();
+        if tokens.is_empty() {
+            return write!(f, "| {}", self.end);
+        }
         write!(f, "{} | {}", tokens.join(", "), self.end)
     }
 }
@@ -271,9 +274,9 @@ impl FromStr for Outcome {
     type Err = String;
     /// `tok, tok, ... [| end]`; the end defaults to `completed`.
     fn from_str(s: &str) -> Result<Outcome, String> {
-        let (tokens, end) = match s.split_once('|') {
-            Some((t, e)) => (t, e.parse::<End>()?),
-            None => (s, End::Completed),
+        let (tokens, end, explicit_end) = match s.split_once('|') {
+            Some((t, e)) => (t, e.parse::<End>()?, true),
+            None => (s, End::Completed, false),
         };
         let launches = tokens
             .split(',')
@@ -281,7 +284,9 @@ impl FromStr for Outcome {
             .filter(|t| !t.is_empty())
             .map(Token::from_str)
             .collect::<Result<Vec<_>, _>>()?;
-        if launches.is_empty() {
+        // No launch at all only makes sense with an end that explains it
+        // (`| nodes`: too few healthy nodes to launch once).
+        if launches.is_empty() && !explicit_end {
             return Err(format!("`{s}`: no launch outcome (e.g. `scratch, rebuilt:3`)"));
         }
         Ok(Outcome { launches, end })
@@ -328,6 +333,8 @@ pub struct AppReport {
     pub error: Option<String>,
     /// The application saw a halt condition and stopped (`SCR_APP halt`).
     pub halted: bool,
+    /// The restart was decided (`SCR_APP restarted`).
+    pub decided: bool,
     /// The final summary's status (`ok`, `MISMATCH`, ...), when printed.
     pub status: Option<String>,
 }
@@ -410,6 +417,7 @@ impl AppReport {
                 "MISMATCH" => r.mismatches.push(line.to_string()),
                 "error" => r.error = Some(rest.to_string()),
                 "halt" => r.halted = true,
+                "restarted" => r.decided = true,
                 _ if f.contains_key("restart") && f.contains_key("status") => {
                     r.status = f.get("status").map(|s| s.to_string());
                 }
@@ -485,12 +493,15 @@ pub fn classify(report: &AppReport, facts: &LaunchFacts) -> (Token, Option<Strin
         };
         return (Token::restart(class, ckpt), None);
     }
-    if report.error.is_some() || report.status.as_deref() == Some("error") {
+    // The restart is decided once every attempt has been made (`SCR_APP
+    // restarted`; older applications: the first checkpoint or the summary).
+    let decided = report.decided
+        || !report.completed.is_empty()
+        || report.halted
+        || report.status.as_deref().is_some_and(|s| s != "error");
+    if !decided && (report.error.is_some() || report.status.as_deref() == Some("error")) {
         return (Token::of(Class::Error), None);
     }
-    // The restart is decided once every attempt has been made: the final
-    // summary, or the first checkpoint of this launch, comes after it.
-    let decided = report.status.is_some() || !report.completed.is_empty() || report.halted;
     if !decided {
         return (Token::of(Class::Died), None);
     }
@@ -594,6 +605,7 @@ mod tests {
             "scratch, died, loss | retries",
             "error | retries",
             "scratch, SILENT-CORRUPTION | completed",
+            "| nodes",
         ] {
             let o: Outcome = s.parse().unwrap();
             assert_eq!(o.to_string(), s);

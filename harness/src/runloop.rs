@@ -160,8 +160,10 @@ impl Allocation {
         ranks_per_node: usize,
         storage: &[StorageCheck],
     ) -> io::Result<Allocation> {
+        // Absolute: every rank and the launcher see the same paths.
+        let root = std::path::absolute(root)?;
         let a = Allocation {
-            root: root.to_path_buf(),
+            root,
             nodes: (0..job_nodes + spares).map(|i| format!("n{i}")).collect(),
             job_nodes,
             ranks_per_node,
@@ -234,10 +236,17 @@ pub struct LaunchRecord {
     pub fault_plan: Option<String>,
     /// Faults that fired in it.
     pub fired: Vec<Firing>,
+    /// In-process faults of this launch that never fired (compact form): the
+    /// scenario did not test what it says.
+    pub unfired: Vec<String>,
     /// What the harness did from outside, in order.
     pub external: Vec<String>,
     /// The application's report.
     pub report: AppReport,
+    /// Checkpoints this launch completed: those the application reported,
+    /// and those whose `api.complete_output.done` point fired (a rank that
+    /// dies there has completed the checkpoint but not printed it).
+    pub completed: Vec<u64>,
     /// The classification.
     pub token: String,
     /// Why it is SILENT CORRUPTION, when it is.
@@ -471,8 +480,10 @@ impl RunLoop {
                 }
             }
             What::KillNode { node, then } => {
-                let r = inject::kill_node(node, None).map_err(err)?;
-                done.push(format!("{r:?}"));
+                // Between launches no process of the job runs: the node's
+                // death is its storage's fate. (During a launch the library
+                // kills the node's ranks itself, scoped to the job.)
+                done.push(format!("node {node} dies between launches"));
                 done.extend(self.aftermath(node, *then)?);
             }
             other => {
@@ -595,7 +606,7 @@ impl RunLoop {
                 &mut errors,
             );
             undo_all(&mut transient, &mut errors);
-            completed.extend(rec.report.completed.iter().copied());
+            completed.extend(rec.completed.iter().copied());
             let timed_out = rec.exit_code.is_none();
             let exited_ok = rec.exit_code == Some(0);
             let halted = rec.report.halted;
@@ -784,6 +795,21 @@ impl RunLoop {
             .skip(log_start)
             .filter(|f| !is_watch(f))
             .collect();
+        let unfired: Vec<String> = self
+            .plan
+            .fault_plan(launch)
+            .faults
+            .iter()
+            .filter(|spec| {
+                !fired.iter().any(|f| {
+                    f.point == spec.point
+                        && spec.fires_on(f.hit)
+                        && spec.rank.is_none_or(|r| f.rank == Some(r))
+                        && spec.node.as_ref().is_none_or(|n| f.node.as_ref() == Some(n))
+                })
+            })
+            .map(|spec| spec.to_string())
+            .collect();
         // A node killed inside the library: its storage follows.
         for f in self.plan.faults.iter().filter(|f| run_of(f) == launch) {
             if let What::KillNode { node, then } = &f.what {
@@ -825,7 +851,23 @@ impl RunLoop {
             plan_bytes,
         };
         let (token, why) = classify(&report, &facts);
+        let first_id = report
+            .restarted()
+            .and_then(|a| a.ckpt)
+            .map_or(1, |c| c + 1);
+        let mut completed = report.completed.clone();
+        let all_fired = read_fault_log(&self.alloc.fault_log());
+        for f in all_fired.iter().skip(log_start) {
+            if f.point == POINT_AFTER_COMPLETE {
+                let id = first_id + f.hit - 1;
+                if !completed.contains(&id) {
+                    completed.push(id);
+                }
+            }
+        }
+        completed.sort_unstable();
         LaunchRecord {
+            completed,
             launch,
             nodes: nodes.to_vec(),
             newly_down,
@@ -833,6 +875,7 @@ impl RunLoop {
             elapsed_s: start.elapsed().as_secs_f64(),
             fault_plan: plan_text,
             fired,
+            unfired,
             external,
             report,
             token: token.to_string(),

@@ -23,16 +23,18 @@
 //!
 //! Rank 0 prints machine-readable lines starting with `SCR_APP `:
 //! `SCR_APP init ...` (what SCR found in cache), `SCR_APP restart_attempt
-//! ... source=<cache|rebuilt> ...`, `SCR_APP checkpoint ...`, `SCR_APP
+//! ... source=<cache|rebuilt> ...`, `SCR_APP restarted name=<name|none> ...`
+//! (the restart is decided), `SCR_APP checkpoint ...`, `SCR_APP
 //! MISMATCH rank=R ckpt=C file=F offset=O ...` for every wrong byte found,
 //! `SCR_APP crash ...`, `SCR_APP halt ...` (SCR_Should_exit said stop after
 //! a checkpoint: the run finalizes and exits 0), and last `SCR_APP
 //! restart=<name|none> source=<cache|rebuilt|none> verified_bytes=<N>
 //! checkpoints_written=<K> halted=<bool> status=<ok|MISMATCH|UNEXPECTED|error>`.
 //!
-//! Built with `--features scr/fault-injection`, writing each file passes the
-//! injection point `app.file.write` (hit N = the N-th file this rank
-//! writes), the application's own "during file write" moment.
+//! Built with `--features scr/fault-injection`, every rank passes the
+//! injection point `app.file.write` once per checkpoint, after writing its
+//! first file (hit N = checkpoint N of this run): the application's own
+//! "during file write" moment.
 //!
 //! Exit codes: 0 ok; 2 some byte read back was wrong (never hidden); 3 the
 //! restart differed from `--expect-restart`; 42 simulated crash; 1 an SCR
@@ -307,6 +309,14 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
         },
     };
 
+    if rank == 0 {
+        // The restart is decided: whatever happens next is about new checkpoints.
+        let (name, source) = restarted
+            .as_ref()
+            .map_or(("none", "none"), |r| (r.0.as_str(), r.2));
+        println!("SCR_APP restarted name={name} source={source} verified_bytes={verified_total}");
+    }
+
     // Checkpoints after the restarted one.
     let first = restarted.as_ref().map_or(1, |r| r.1 + 1);
     let mut written = 0u64;
@@ -319,21 +329,24 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             scr.start_output(Some(&name), Flags::CHECKPOINT),
         );
         let mut ok = true;
+        let mut mid_write_passed = false;
         for spec in file_plan(args.seed, rank as u32, c, args.mean_bytes) {
             let path = ok_or_fail(
                 rank,
                 "SCR_Route_file",
                 out.route_file(ckpt_path(prefix, c, &spec)),
             );
-            // The application's own moment "during file write" for the
-            // fault-injection testbed (nothing without the feature).
-            let written = scr::fault_point!("app.file.write", rank = rank as u32)
-                .map_err(std::io::Error::from)
-                .and_then(|()| write_file(&path, &spec));
-            if let Err(e) = written {
+            if let Err(e) = write_file(&path, &spec) {
                 eprintln!("scr_app: rank {rank}: writing {}: {e}", path.display());
                 ok = false;
             }
+            if !mid_write_passed {
+                mid_write_passed = true;
+                ok &= mid_write(rank);
+            }
+        }
+        if !mid_write_passed {
+            ok &= mid_write(rank);
         }
         let complete = ok_or_fail(rank, "SCR_Complete_output", out.complete(ok));
         if rank == 0 {
@@ -390,6 +403,21 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
         "ok" => ExitCode::SUCCESS,
         "MISMATCH" => ExitCode::from(2),
         _ => ExitCode::from(3),
+    }
+}
+
+/// The application's own "during file write" moment for the
+/// fault-injection testbed: once per checkpoint on every rank, after its
+/// first file (or at once when it writes none), so hit N is checkpoint N of
+/// this run. Nothing without the feature. An injected error fails the
+/// checkpoint on this rank.
+fn mid_write(rank: usize) -> bool {
+    match scr::fault_point!("app.file.write", rank = rank as u32) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("scr_app: rank {rank}: writing: {}", std::io::Error::from(e));
+            false
+        }
     }
 }
 
