@@ -318,7 +318,15 @@ pub fn cell_loop(sc: &Scenario, scheme: Scheme, seed: u64, settings: &Settings, 
     for (k, v) in scheme.env() {
         env.insert(k.into(), v.into());
     }
-    env.extend(sc.env.clone());
+    // `{scenarios}` in a value names the shipped catalogue's directory
+    // (data files such as a broken configuration file live there).
+    let scenarios_dir = crate::scenario::default_dir();
+    env.extend(sc.env.iter().map(|(k, v)| {
+        (
+            k.clone(),
+            v.replace("{scenarios}", &scenarios_dir.to_string_lossy()),
+        )
+    }));
     let storage = default_storage(&env);
     unmount_below(dir);
     let _ = std::fs::remove_dir_all(dir);
@@ -419,6 +427,18 @@ pub fn run_cell(sc: &Scenario, scheme: Scheme, settings: &Settings) -> (Cell, Op
         .iter()
         .flat_map(|l| l.unfired.iter().map(move |u| format!("launch {}: {u}", l.launch)))
         .collect();
+    let stuck: Vec<String> = result
+        .launches
+        .iter()
+        .filter(|l| l.launcher_stuck)
+        .map(|l| l.launch.to_string())
+        .collect();
+    if !stuck.is_empty() {
+        why = format!(
+            "{why} [note: the launcher outlived its ranks in launch {} and was killed]",
+            stuck.join(", ")
+        );
+    }
     if !unfired.is_empty() {
         why = format!("{why} [faults that never fired: {}]", unfired.join("; "));
     }

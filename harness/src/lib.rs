@@ -11,3 +11,4 @@ pub mod plot;
 pub mod random;
 pub mod runloop;
 pub mod scenario;
+pub mod validate;

@@ -22,7 +22,9 @@
 //!   with at most one lost member, RS with at most SET_FAILURES;
 //! - the relaunch restarts from the newest recoverable checkpoint (rebuilt
 //!   when some rank needed it, from cache otherwise); when none is, it is a
-//!   loss if the surviving nodes still held any, scratch otherwise.
+//!   loss if the surviving nodes still held a dataset (a complete one, or
+//!   the one a crash inside Write or Complete interrupted), scratch
+//!   otherwise.
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -234,7 +236,13 @@ pub fn expect(d: &Draw) -> Outcome {
         }
     }
     let second = second.unwrap_or_else(|| {
-        let survivors_held_data = !candidates.is_empty() && lost_nodes.len() < d.nodes;
+        // What the surviving nodes still hold is found and reported lost:
+        // complete candidates, or the dataset a crash inside Write or
+        // Complete left incomplete (Start is interrupted before the new
+        // dataset exists).
+        let interrupted = matches!(phase, Phase::Write | Phase::Complete);
+        let survivors_held_data =
+            (!candidates.is_empty() || interrupted) && lost_nodes.len() < d.nodes;
         Token::of(if survivors_held_data {
             Class::Loss
         } else {

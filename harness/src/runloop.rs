@@ -32,15 +32,19 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use faultsim::inject::{self, Record};
-use faultsim::plan::{Area, Fault, NodeAftermath, Plan, What, When, POINT_AFTER_COMPLETE};
+use faultsim::plan::{Area, Fault, NodeAftermath, Plan, What, When, POINT_COMPUTE};
 use faultsim::seed::Seeded;
 use scr::records::halt::{Halt, HALT_FILE, REASON_FINALIZE_CALLED};
 use scr::records::Record as _;
 use serde::Serialize;
 
 use crate::health::{expand_hostlist, DownList, StorageCheck};
-use crate::launch::{run_argv_watched, LaunchError, MpiJob};
+use crate::launch::{run_argv_watched, LaunchError, MpiJob, Tick};
 use crate::outcome::{classify, AppReport, End, LaunchFacts, Outcome, Token};
+
+/// How long a launcher may outlive the last of its ranks before it is
+/// declared stuck and killed (mpirun needs well under a second here).
+pub const LAUNCHER_GRACE: Duration = Duration::from_secs(5);
 
 /// How long every rank sleeps at an injection point while the harness
 /// applies a fault from outside ("between checkpoints").
@@ -228,8 +232,11 @@ pub struct LaunchRecord {
     pub nodes: Vec<String>,
     /// Nodes found down before it, with why (newly found ones only).
     pub newly_down: Vec<(String, String)>,
-    /// The launcher's exit code (`None` after a timeout).
+    /// The launcher's exit code (`None` after a timeout;
+    /// [`LAUNCHER_STUCK_CODE`] when it outlived its ranks and was killed).
     pub exit_code: Option<i32>,
+    /// The launcher outlived every rank and was killed.
+    pub launcher_stuck: bool,
     /// Wall time.
     pub elapsed_s: f64,
     /// The `SCR_FAULT_PLAN` given.
@@ -244,8 +251,8 @@ pub struct LaunchRecord {
     /// The application's report.
     pub report: AppReport,
     /// Checkpoints this launch completed: those the application reported,
-    /// and those whose `api.complete_output.done` point fired (a rank that
-    /// dies there has completed the checkpoint but not printed it).
+    /// and those after which the application's `app.compute` point fired (a
+    /// crash there comes after the checkpoint, before rank 0 printed it).
     pub completed: Vec<u64>,
     /// The classification.
     pub token: String,
@@ -738,7 +745,7 @@ impl RunLoop {
                 Some((_, v)) => v.push(d),
                 None => {
                     plan.faults.push(scr::fault::FaultSpec {
-                        point: POINT_AFTER_COMPLETE.to_string(),
+                        point: POINT_COMPUTE.to_string(),
                         hit: *after,
                         repeat: false,
                         rank: None,
@@ -760,16 +767,28 @@ impl RunLoop {
         let start = Instant::now();
         let result = match job.argv() {
             Ok(argv) => {
-                let mut tick = |_pid: u32| {
+                let mut all_gone_since: Option<Instant> = None;
+                let mut tick = |pid: u32| {
+                    // A launcher whose ranks have all exited must follow
+                    // within LAUNCHER_GRACE; otherwise it is stuck.
+                    let (total, alive) = crate::launch::children_alive(pid);
+                    if total >= ranks && alive == 0 {
+                        let since = *all_gone_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= LAUNCHER_GRACE {
+                            return Tick::LauncherStuck;
+                        }
+                    } else {
+                        all_gone_since = None;
+                    }
                     if watch.is_empty() {
-                        return;
+                        return Tick::Continue;
                     }
                     let fired = read_fault_log(&self.alloc.fault_log());
                     let fired = &fired[log_start.min(fired.len())..];
                     watch.retain(|(after, due)| {
                         let arrived = fired
                             .iter()
-                            .filter(|f| f.point == POINT_AFTER_COMPLETE && f.hit == *after && f.action.starts_with("delay"))
+                            .filter(|f| f.point == POINT_COMPUTE && f.hit == *after && f.action.starts_with("delay"))
                             .count();
                         if arrived < ranks {
                             return true;
@@ -780,6 +799,7 @@ impl RunLoop {
                         self.do_due(due, nodes, transient, &mut external, errors);
                         false
                     });
+                    Tick::Continue
                 };
                 run_argv_watched(&argv, self.timeout, &mut tick)
             }
@@ -825,9 +845,17 @@ impl RunLoop {
         }
         let after = self.due_at(launch, |w| matches!(w, When::AfterRun { run } if *run == launch));
         self.do_due(&after, nodes, transient, &mut external, errors);
+        let mut launcher_stuck = false;
         let (exit_code, stdout, stderr, timed_out) = match result {
             Ok(out) => (Some(out.code()), out.stdout, out.stderr, false),
             Err(LaunchError::Timeout { stdout, stderr, .. }) => (None, stdout, stderr, true),
+            Err(LaunchError::LauncherStuck { stdout, stderr }) => {
+                launcher_stuck = true;
+                external.push(format!(
+                    "every rank had exited but the launcher had not after {LAUNCHER_GRACE:?}: killed it (a launcher bug, not a hang of the application)"
+                ));
+                (Some(LAUNCHER_STUCK_CODE), stdout, stderr, false)
+            }
             Err(e) => (
                 Some(-1),
                 String::new(),
@@ -858,7 +886,7 @@ impl RunLoop {
         let mut completed = report.completed.clone();
         let all_fired = read_fault_log(&self.alloc.fault_log());
         for f in all_fired.iter().skip(log_start) {
-            if f.point == POINT_AFTER_COMPLETE {
+            if f.point == POINT_COMPUTE {
                 let id = first_id + f.hit - 1;
                 if !completed.contains(&id) {
                     completed.push(id);
@@ -867,6 +895,7 @@ impl RunLoop {
         }
         completed.sort_unstable();
         LaunchRecord {
+            launcher_stuck,
             completed,
             launch,
             nodes: nodes.to_vec(),
@@ -886,12 +915,15 @@ impl RunLoop {
     }
 }
 
+/// The exit code recorded for a launcher that outlived its ranks.
+pub const LAUNCHER_STUCK_CODE: i32 = -2;
+
 /// Marks a launch whose launcher could not start.
 const LAUNCH_FAILED_MARK: &str = "scr-harness: the launcher could not start: ";
 
 /// A firing of the harness's own sleep (not a fault of the plan).
 fn is_watch(f: &Firing) -> bool {
-    f.point == POINT_AFTER_COMPLETE && f.action == format!("delay:{WATCH_DELAY_MS}")
+    f.point == POINT_COMPUTE && f.action == format!("delay:{WATCH_DELAY_MS}")
 }
 
 fn run_of(f: &Fault) -> u32 {

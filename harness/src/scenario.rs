@@ -20,7 +20,8 @@
 //! `spares` [2], `checkpoints` written by the first launch [3],
 //! `relaunch_checkpoints` [1], `launches` (the budget, `SCR_RUNS`) [3],
 //! `mean_bytes` [65536], `env` (SCR parameters on top of the scheme's and
-//! the campaign's), `schemes` [all four], `faults` (a faultsim plan),
+//! the campaign's; `{scenarios}` in a value is this directory, for data
+//! files), `schemes` [all four], `faults` (a faultsim plan),
 //! `halts` (halt requests, [`HaltEvent`]), `timeout_s` per launch [60],
 //! `needs` (`root`: skipped unless the harness runs as root),
 //! `cache_tmpfs_bytes` (a tmpfs of that size on every node's cache base, so

@@ -5,6 +5,7 @@
 //! scr-harness run [--scheme XOR] [--plan faults.toml] [--nodes 4 --spares 2] [-- PROGRAM ARGS...]
 //! scr-harness campaign --list | --quick | [--only NAME] [--scheme S] | --random N [--seed S]
 //! scr-harness validate [--launcher mpirun|srun] [--nodes n1,n2,...]
+//! scr-harness check-node [--storage /dev/shm:BYTES]
 //! ```
 //!
 //! Exit codes (every subcommand):
@@ -52,6 +53,15 @@ enum Cmd {
     Run(RunArgs),
     /// Run scenarios of the catalogue (or random ones) across redundancy schemes.
     Campaign(CampaignArgs),
+    /// The developer guide's checklist for a new system (node kill, launcher,
+    /// down-node detection, steering, full cycle, health checks).
+    Validate(harness::validate::ValidateArgs),
+    /// scr_check_node on this node: storage reachable, writable, capacity, touch+rm.
+    CheckNode {
+        /// PATH[:MIN_BYTES] (repeatable; default /dev/shm).
+        #[arg(long = "storage", value_name = "PATH[:MIN_BYTES]")]
+        storage: Vec<String>,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -145,10 +155,10 @@ struct CampaignArgs {
     /// Only the CI subset.
     #[arg(long)]
     quick: bool,
-    /// Only these scenarios (repeatable).
+    /// Only these scenarios (repeatable; adds to --tag).
     #[arg(long)]
     only: Vec<String>,
-    /// Only scenarios with this tag (repeatable).
+    /// Only scenarios with this tag (repeatable; adds to --only).
     #[arg(long)]
     tag: Vec<String>,
     /// Only these schemes (repeatable).
@@ -184,6 +194,8 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Run(a) => run_cmd(a),
         Cmd::Campaign(a) => campaign_cmd(a),
+        Cmd::Validate(a) => harness::validate::main(a),
+        Cmd::CheckNode { storage } => harness::validate::check_node_main(&storage),
     }
 }
 
@@ -469,8 +481,12 @@ fn selected<'a>(cat: &'a Catalogue, a: &CampaignArgs) -> Vec<&'a Scenario> {
         .iter()
         .map(|(_, s)| s)
         .filter(|s| !a.quick || s.quick)
-        .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
-        .filter(|s| a.tag.is_empty() || s.tags.iter().any(|t| a.tag.contains(t)))
+        // --only and --tag add up: a scenario named or tagged is selected.
+        .filter(|s| {
+            (a.only.is_empty() && a.tag.is_empty())
+                || a.only.contains(&s.name)
+                || s.tags.iter().any(|t| a.tag.contains(t))
+        })
         .collect()
 }
 
@@ -625,7 +641,11 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
                 c.scheme,
                 c.expected,
                 c.outcome,
-                if c.why.is_empty() { String::new() } else { format!(" ({})", c.why) },
+                if c.why.is_empty() || c.why.starts_with("expected `") {
+                    String::new()
+                } else {
+                    format!(" ({})", c.why)
+                },
                 c.replay
             );
         }

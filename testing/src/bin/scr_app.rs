@@ -31,10 +31,11 @@
 //! restart=<name|none> source=<cache|rebuilt|none> verified_bytes=<N>
 //! checkpoints_written=<K> halted=<bool> status=<ok|MISMATCH|UNEXPECTED|error>`.
 //!
-//! Built with `--features scr/fault-injection`, every rank passes the
-//! injection point `app.file.write` once per checkpoint, after writing its
-//! first file (hit N = checkpoint N of this run): the application's own
-//! "during file write" moment.
+//! Built with `--features scr/fault-injection`, every rank passes two
+//! injection points of its own once per checkpoint (hit N = checkpoint N of
+//! this run): `app.file.write` after writing its first file ("during file
+//! write"), and `app.compute` after a barrier that follows Complete_output
+//! ("between checkpoints": every rank has finished checkpoint N).
 //!
 //! Exit codes: 0 ok; 2 some byte read back was wrong (never hidden); 3 the
 //! restart differed from `--expect-restart`; 42 simulated crash; 1 an SCR
@@ -356,6 +357,14 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             fail(rank, "SCR_Complete_output", &format!("{name} is not valid"));
         }
         written += 1;
+        // "Between checkpoints": every rank has finished Complete_output
+        // (the barrier), then the fault-injection testbed's moment
+        // `app.compute` (hit N = checkpoint N of this run; nothing without
+        // the feature). An injected error here has nothing to fail.
+        ok_or_fail(rank, "barrier", app.barrier());
+        if let Err(e) = scr::fault_point!("app.compute", rank = rank as u32) {
+            eprintln!("scr_app: rank {rank}: {}", std::io::Error::from(e));
+        }
         // SCR_Should_exit after every checkpoint, as the user guide asks:
         // a halt condition (scr halt, ExitBefore, ...) ends the run cleanly.
         if ok_or_fail(rank, "SCR_Should_exit", scr.should_exit()) {
