@@ -139,6 +139,8 @@ fn run_scenario(name: &str, sc: Scenario) {
         .expect("temp dir");
     let mut cl = SimCluster::new(tmp.path(), &app).expect("cluster dirs");
     cl.set("SCR_CACHE_SIZE", "2");
+    // The cache tier alone: nothing reaches the prefix to fetch from.
+    cl.set("SCR_FLUSH", "0");
     for (k, v) in sc.scheme {
         cl.set(k, v);
     }
@@ -566,6 +568,8 @@ fn xor_restart_with_fewer_ranks_is_skipped_not_misassigned() {
         .expect("temp dir");
     let mut cl = SimCluster::new(tmp.path(), app_bin()).expect("cluster dirs");
     cl.set("SCR_CACHE_SIZE", "2");
+    // The cache tier alone: nothing reaches the prefix to fetch from.
+    cl.set("SCR_FLUSH", "0");
     for (k, v) in XOR {
         cl.set(k, v);
     }

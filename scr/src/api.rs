@@ -49,6 +49,8 @@ use crate::records::Record;
 use crate::storage::dirs::{self, NodeIdentity};
 use crate::storage::path as spath;
 
+mod flushing;
+
 /// `SCR_MAX_FILENAME`: names and paths must be shorter than this.
 pub const MAX_FILENAME: usize = 1024;
 
@@ -125,6 +127,8 @@ pub struct Scr {
     halt_logged: bool,
     /// The phase opened by the non-borrowing `*_dyn` calls (C API).
     phase: Option<DynPhase>,
+    /// Flush bookkeeping: what is in the prefix, the background flush.
+    prefix: flushing::PrefixState,
 }
 
 /// The state of a phase kept inside [`Scr`] by the `*_dyn` calls, for
@@ -223,6 +227,7 @@ impl Scr {
             phase: None,
             compute_at: None,
             halt_logged: false,
+            prefix: flushing::PrefixState::default(),
         };
         if !enabled {
             return Ok(scr);
@@ -281,6 +286,7 @@ impl Scr {
             })
             .collect();
         cands.sort_unstable_by(|a, b| b.cmp(a));
+        scr.prefix_init(&mut job, &mut cands)?;
         // Every rank must agree on the candidates (they come from collective
         // decisions, so this checks the bookkeeping, not the user).
         let text: Vec<String> = cands.iter().map(i64::to_string).collect();
@@ -442,12 +448,28 @@ impl Scr {
             })
             .collect();
         let count = job.stores[store].count.max(1) as usize;
+        // Make room, oldest first; output that has not reached the prefix
+        // is flushed before it may go, and kept if that fails.
+        self.poll_async_flush(false)?;
         let mut evicted = Vec::new();
-        while in_store.len() >= count {
+        let mut kept = 0usize;
+        while in_store.len() + kept >= count && !in_store.is_empty() {
             let oldest = in_store.remove(0);
-            job.delete_dataset(oldest)?;
-            evicted.push(oldest);
+            if self.may_evict(oldest)? {
+                let job = self.job.as_mut().expect("initialised");
+                job.delete_dataset(oldest)?;
+                evicted.push(oldest);
+            } else {
+                kept += 1;
+                if self.job.as_ref().is_some_and(|j| j.rank() == 0) {
+                    eprintln!(
+                        "SCR: warning: keeping output dataset {oldest} in cache: \
+                         it has not reached the prefix directory"
+                    );
+                }
+            }
         }
+        let job = self.job.as_mut().expect("initialised");
         let dir = job.dataset_dir(&directory, dset);
         let cache_real = job.real(&job.cache_dir(store));
         let made = dirs::create_private_dirs_below(&cache_real, &job.real(&dir));
@@ -602,7 +624,12 @@ impl Scr {
         if let Some(job) = self.job("SCR_Current")? {
             same_everywhere(job.world.as_ref(), "SCR_Current", name)?;
         }
+        let in_prefix = self.prefix_current(name)?;
         let Some(d) = self.dataset_by_name(name)? else {
+            if in_prefix {
+                // Only in the prefix: a fetch at the next init starts there.
+                return Ok(());
+            }
             return Err(ScrError::UnknownDataset(name.into()));
         };
         let job = self.job.as_mut().expect("checked above");
@@ -625,6 +652,7 @@ impl Scr {
             job.delete_dataset(d)?;
             self.candidates.retain(|&x| x != d);
         }
+        self.prefix_delete(name)?;
         self.drop_index_entry(name)
     }
 
@@ -700,6 +728,9 @@ impl Scr {
             None => {}
         }
         self.compute_end();
+        if let Err(e) = self.finalize_flush() {
+            eprintln!("SCR: flush at finalize: {e}");
+        }
         self.finalized = true;
         let Some(job) = self.job.take() else {
             return Ok(());
@@ -1074,6 +1105,10 @@ impl OutputPhase<'_> {
                 ScrError::injected("api.complete_output.done", e)
             );
         }
+        let is_output = job
+            .filemap
+            .dataset(dset, me)?
+            .is_some_and(|d| d.flag_output == Some(true));
         if is_ckpt {
             self.scr.candidates.insert(0, dset);
             let need = &mut self.scr.need;
@@ -1081,6 +1116,7 @@ impl OutputPhase<'_> {
             need.total_cost_s += started.elapsed().as_secs_f64();
             need.last_end = Some(Instant::now());
         }
+        self.scr.after_complete(dset, is_ckpt, is_output, false)?;
         Ok(true)
     }
 }

@@ -30,6 +30,7 @@ pub mod fault;
 pub mod interval;
 pub mod kvtree;
 pub mod log;
+pub mod prefix;
 pub mod records;
 pub mod redundancy;
 pub mod storage;

@@ -38,6 +38,9 @@ pub enum ScrError {
     /// The redundancy scheme could not be applied.
     #[error("redundancy: {0}")]
     Redundancy(String),
+    /// A flush, fetch or index update in the prefix directory failed.
+    #[error("prefix directory: {0}")]
+    Prefix(String),
     /// A dataset name of SCR_MAX_FILENAME (1024) bytes or more.
     #[error("name of {len} bytes is too long: SCR_MAX_FILENAME is 1024 (names must be shorter)")]
     NameTooLong {

@@ -23,12 +23,12 @@
 //!
 //! Rank 0 prints machine-readable lines starting with `SCR_APP `:
 //! `SCR_APP init ...` (what SCR found in cache), `SCR_APP restart_attempt
-//! ... source=<cache|rebuilt> ...`, `SCR_APP restarted name=<name|none> ...`
+//! ... source=<cache|rebuilt|fetched> ...`, `SCR_APP restarted name=<name|none> ...`
 //! (the restart is decided), `SCR_APP checkpoint ...`, `SCR_APP
 //! MISMATCH rank=R ckpt=C file=F offset=O ...` for every wrong byte found,
 //! `SCR_APP crash ...`, `SCR_APP halt ...` (SCR_Should_exit said stop after
 //! a checkpoint: the run finalizes and exits 0), and last `SCR_APP
-//! restart=<name|none> source=<cache|rebuilt|none> verified_bytes=<N>
+//! restart=<name|none> source=<cache|rebuilt|fetched|none> verified_bytes=<N>
 //! checkpoints_written=<K> halted=<bool> status=<ok|MISMATCH|UNEXPECTED|error>`.
 //!
 //! Built with `--features scr/fault-injection`, every rank passes two
@@ -213,13 +213,14 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             .map(|(d, why)| format!("{d}:{why}"))
             .collect();
         println!(
-            "SCR_APP init ranks={size} found={} available={} rebuilt={} lost_ids={} skipped_ids={} moved_files={}",
+            "SCR_APP init ranks={size} found={} available={} rebuilt={} lost_ids={} skipped_ids={} moved_files={} fetched={}",
             ids(&report.found),
             ids(&report.available),
             ids(&report.rebuilt),
             ids(&report.lost.iter().map(|l| l.0).collect::<Vec<_>>()),
             ids(&report.skipped.iter().map(|l| l.0).collect::<Vec<_>>()),
-            report.moved_files
+            report.moved_files,
+            report.fetched.map_or("none".to_string(), |d| d.to_string())
         );
         for l in &lost {
             println!("SCR_APP lost {l}");
@@ -430,10 +431,12 @@ fn mid_write(rank: usize) -> bool {
     }
 }
 
-/// Where SCR found dataset `dset` at init: rebuilt in cache, or in cache as
-/// it was.
+/// Where SCR found dataset `dset` at init: fetched from the prefix, rebuilt
+/// in cache, or in cache as it was.
 fn source_of(report: &scr::cache::restart::InitReport, dset: i64) -> &'static str {
-    if report.rebuilt.contains(&dset) {
+    if report.fetched == Some(dset) {
+        "fetched"
+    } else if report.rebuilt.contains(&dset) {
         "rebuilt"
     } else {
         "cache"
