@@ -167,15 +167,23 @@ impl Report {
         let _ = writeln!(
             s,
             "| scenario | {} |",
-            schemes.iter().map(|x| x.name()).collect::<Vec<_>>().join(" | ")
+            schemes
+                .iter()
+                .map(|x| x.name())
+                .collect::<Vec<_>>()
+                .join(" | ")
         );
         let _ = writeln!(s, "|---|{}", "---|".repeat(schemes.len()));
         for (name, cells) in rows {
             let cols: Vec<String> = schemes
                 .iter()
                 .map(|sch| match cells.get(sch) {
-                    Some(c) if c.ok() => c.outcome.clone(),
-                    Some(c) => format!("**{}** (expected {})", c.outcome, c.expected),
+                    Some(c) if c.ok() => md_cell(&c.outcome),
+                    Some(c) => format!(
+                        "**{}** (expected {})",
+                        md_cell(&c.outcome),
+                        md_cell(&c.expected)
+                    ),
                     None => "-".into(),
                 })
                 .collect();
@@ -211,7 +219,10 @@ impl Report {
         );
         s.push_str(&self.outcome_table());
         let _ = writeln!(s, "\n## Cells\n");
-        let _ = writeln!(s, "| scenario | scheme | verdict | time (s) | seed | replay |");
+        let _ = writeln!(
+            s,
+            "| scenario | scheme | verdict | time (s) | seed | replay |"
+        );
         let _ = writeln!(s, "|---|---|---|---|---|---|");
         for c in &self.cells {
             let _ = writeln!(
@@ -246,6 +257,11 @@ impl Report {
         crate::plot::matrix(self, &png)?;
         Ok(vec![md, json, png])
     }
+}
+
+/// Text for a Markdown table cell (`|` separates an outcome's end).
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|")
 }
 
 /// The seed of one cell: from the campaign seed, the scenario and the scheme.
@@ -313,7 +329,13 @@ pub fn unmount_below(dir: &Path) {
 }
 
 /// Build the run loop of one cell.
-pub fn cell_loop(sc: &Scenario, scheme: Scheme, seed: u64, settings: &Settings, dir: &Path) -> Result<RunLoop, String> {
+pub fn cell_loop(
+    sc: &Scenario,
+    scheme: Scheme,
+    seed: u64,
+    settings: &Settings,
+    dir: &Path,
+) -> Result<RunLoop, String> {
     let mut env = base_env();
     for (k, v) in scheme.env() {
         env.insert(k.into(), v.into());
@@ -396,7 +418,9 @@ pub fn run_cell(sc: &Scenario, scheme: Scheme, settings: &Settings) -> (Cell, Op
         cell.outcome = "skipped: needs root".into();
         return (cell, None);
     }
-    let dir = settings.work.join(format!("{}-{}", sc.name, scheme.name().to_lowercase()));
+    let dir = settings
+        .work
+        .join(format!("{}-{}", sc.name, scheme.name().to_lowercase()));
     let start = Instant::now();
     let rl = match cell_loop(sc, scheme, seed, settings, &dir) {
         Ok(rl) => rl,
@@ -420,12 +444,20 @@ pub fn run_cell(sc: &Scenario, scheme: Scheme, settings: &Settings) -> (Cell, Op
         None => (Verdict::Unexpected, "no expectation".into()),
     };
     if let Some(w) = result.launches.iter().find_map(|l| l.why.clone()) {
-        why = if why.is_empty() { w } else { format!("{why}; {w}") };
+        why = if why.is_empty() {
+            w
+        } else {
+            format!("{why}; {w}")
+        };
     }
     let unfired: Vec<String> = result
         .launches
         .iter()
-        .flat_map(|l| l.unfired.iter().map(move |u| format!("launch {}: {u}", l.launch)))
+        .flat_map(|l| {
+            l.unfired
+                .iter()
+                .map(move |u| format!("launch {}: {u}", l.launch))
+        })
         .collect();
     let stuck: Vec<String> = result
         .launches
@@ -469,4 +501,96 @@ pub fn run_cell(sc: &Scenario, scheme: Scheme, settings: &Settings) -> (Cell, Op
         cell.kept = Some(dir);
     }
     (cell, Some(result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(scenario: &str, scheme: Scheme, outcome: &str, expected: &str, class: &str) -> Cell {
+        let verdict = if class == Class::SilentCorruption.name() {
+            "NEVER"
+        } else if outcome == expected {
+            "expected"
+        } else {
+            "unexpected"
+        };
+        Cell {
+            scenario: scenario.into(),
+            scheme,
+            seed: 1,
+            expected: expected.into(),
+            outcome: outcome.into(),
+            class: class.into(),
+            verdict: verdict.into(),
+            why: String::new(),
+            time_s: 1.0,
+            launches: 2,
+            replay: "scr-harness campaign --only x".into(),
+            kept: None,
+        }
+    }
+
+    fn report() -> Report {
+        Report {
+            campaign: "test".into(),
+            seed: 1,
+            command: "scr-harness campaign".into(),
+            cells: vec![
+                cell("b-node", Scheme::Single, "scratch, loss | completed", "scratch, loss | completed", "loss"),
+                cell("b-node", Scheme::Xor, "scratch, rebuilt:3 | completed", "scratch, rebuilt:3 | completed", "rebuilt"),
+                cell("a-flip", Scheme::Xor, "scratch, cache:2 | completed", "scratch, rebuilt:3 | completed", "SILENT-CORRUPTION"),
+                cell("a-flip", Scheme::Rs, "scratch, cache:3 | completed", "scratch, rebuilt:3 | completed", "cache"),
+            ],
+            time_s: 4.0,
+        }
+    }
+
+    #[test]
+    fn counts_and_the_summary_line() {
+        let r = report();
+        let c = r.counts();
+        assert_eq!((c.run, c.expected, c.unexpected, c.silent, c.hang), (4, 2, 2, 1, 0));
+        assert_eq!(
+            r.summary_line(),
+            "campaign test: 4 scenario runs, 2 as expected, 2 unexpected, 1 SILENT CORRUPTION, 0 HANG"
+        );
+    }
+
+    #[test]
+    fn the_outcome_table_has_no_times_and_marks_surprises() {
+        insta::assert_snapshot!(report().outcome_table(), @r"
+        | scenario | SINGLE | XOR | RS |
+        |---|---|---|---|
+        | a-flip | - | **scratch, cache:2 \| completed** (expected scratch, rebuilt:3 \| completed) | **scratch, cache:3 \| completed** (expected scratch, rebuilt:3 \| completed) |
+        | b-node | scratch, loss \| completed | scratch, rebuilt:3 \| completed | - |
+        ");
+    }
+
+    #[test]
+    fn results_are_written_as_markdown_json_and_png() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = report().write(tmp.path()).unwrap();
+        assert_eq!(files.len(), 3);
+        let png = std::fs::read(&files[2]).unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+        let back: Report =
+            serde_json::from_str(&std::fs::read_to_string(&files[1]).unwrap()).unwrap();
+        assert_eq!(back.cells.len(), 4);
+        assert!(std::fs::read_to_string(&files[0]).unwrap().contains("| a-flip | XOR | NEVER"));
+    }
+
+    #[test]
+    fn cell_seeds_are_stable_and_distinct() {
+        assert_eq!(cell_seed(1, "x", Scheme::Xor), cell_seed(1, "x", Scheme::Xor));
+        assert_ne!(cell_seed(1, "x", Scheme::Xor), cell_seed(1, "x", Scheme::Rs));
+        assert_ne!(cell_seed(1, "x", Scheme::Xor), cell_seed(2, "x", Scheme::Xor));
+        let d = data_seed(5, 8, 4, 1000);
+        for r in 0..8 {
+            for c in 1..=4 {
+                let f = testing::data::file_plan(d, r, c, 1000);
+                assert!(!f.is_empty() && f.iter().all(|f| f.size_bytes > 0));
+            }
+        }
+    }
 }

@@ -95,7 +95,11 @@ impl std::fmt::Display for DownReason {
             DownReason::Excluded => f.write_str("listed in SCR_EXCLUDE_NODES"),
             DownReason::Unreachable { detail } => write!(f, "unreachable: {detail}"),
             DownReason::StorageInaccessible { role, path, detail } => {
-                write!(f, "{role} directory {} inaccessible: {detail}", path.display())
+                write!(
+                    f,
+                    "{role} directory {} inaccessible: {detail}",
+                    path.display()
+                )
             }
             DownReason::NotWritable { role, path } => {
                 write!(f, "{role} directory {} is not writable", path.display())
@@ -261,7 +265,7 @@ pub fn expand_hostlist(list: &str) -> Result<Vec<String>, String> {
             ']' => depth -= 1,
             _ => {}
         }
-        if depth < 0 || depth > 1 {
+        if !(0..=1).contains(&depth) {
             return Err(format!("unbalanced brackets in host list {list:?}"));
         }
         if (c == ',' || c.is_whitespace()) && depth == 0 {
@@ -279,9 +283,7 @@ pub fn expand_hostlist(list: &str) -> Result<Vec<String>, String> {
             out.push(it);
             continue;
         };
-        let close = it
-            .rfind(']')
-            .ok_or_else(|| format!("`{it}`: missing ]"))?;
+        let close = it.rfind(']').ok_or_else(|| format!("`{it}`: missing ]"))?;
         let (head, tail) = (&it[..open], &it[close + 1..]);
         for part in it[open + 1..close].split(',') {
             match part.split_once('-') {
@@ -289,8 +291,10 @@ pub fn expand_hostlist(list: &str) -> Result<Vec<String>, String> {
                 Some((a, b)) => {
                     let width = a.len();
                     let (lo, hi): (u64, u64) = (
-                        a.parse().map_err(|_| format!("`{it}`: bad range start {a:?}"))?,
-                        b.parse().map_err(|_| format!("`{it}`: bad range end {b:?}"))?,
+                        a.parse()
+                            .map_err(|_| format!("`{it}`: bad range start {a:?}"))?,
+                        b.parse()
+                            .map_err(|_| format!("`{it}`: bad range end {b:?}"))?,
                     );
                     if hi < lo || hi - lo > 100_000 {
                         return Err(format!("`{it}`: range {a}-{b} is empty or too large"));

@@ -393,7 +393,11 @@ pub fn children_alive(launcher: u32) -> (usize, usize) {
     };
     let (mut total, mut alive) = (0, 0);
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         if pid == launcher {

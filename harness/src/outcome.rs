@@ -287,7 +287,9 @@ impl FromStr for Outcome {
         // No launch at all only makes sense with an end that explains it
         // (`| nodes`: too few healthy nodes to launch once).
         if launches.is_empty() && !explicit_end {
-            return Err(format!("`{s}`: no launch outcome (e.g. `scratch, rebuilt:3`)"));
+            return Err(format!(
+                "`{s}`: no launch outcome (e.g. `scratch, rebuilt:3`)"
+            ));
         }
         Ok(Outcome { launches, end })
     }
@@ -407,11 +409,9 @@ impl AppReport {
                             .unwrap_or(0),
                     });
                 }
-                "checkpoint" => {
-                    if f.get("complete") == Some(&"true") {
-                        if let Some(c) = f.get("name").and_then(|n| ckpt_id(n)) {
-                            r.completed.push(c);
-                        }
+                "checkpoint" if f.get("complete") == Some(&"true") => {
+                    if let Some(c) = f.get("name").and_then(|n| ckpt_id(n)) {
+                        r.completed.push(c);
                     }
                 }
                 "MISMATCH" => r.mismatches.push(line.to_string()),
@@ -462,7 +462,10 @@ pub fn classify(report: &AppReport, facts: &LaunchFacts) -> (Token, Option<Strin
         let Some(ckpt) = a.ckpt else {
             return (
                 Token::of(Class::SilentCorruption),
-                Some(format!("restarted from {:?}, not a checkpoint name", a.name)),
+                Some(format!(
+                    "restarted from {:?}, not a checkpoint name",
+                    a.name
+                )),
             );
         };
         if let Some(plan) = &facts.plan_bytes {
@@ -561,7 +564,10 @@ pub enum Verdict {
 /// is a silent roll-back and counts as SILENT CORRUPTION.
 pub fn judge(actual: &Outcome, expected: &Outcome, reports: &[AppReport]) -> (Verdict, String) {
     if actual.never() {
-        return (Verdict::Never, format!("{} happened", actual.headline().name()));
+        return (
+            Verdict::Never,
+            format!("{} happened", actual.headline().name()),
+        );
     }
     for (i, (a, e)) in actual.launches.iter().zip(&expected.launches).enumerate() {
         let (Some(want), true) = (e.ckpt, e.class.restarted()) else {
@@ -571,9 +577,9 @@ pub fn judge(actual: &Outcome, expected: &Outcome, reports: &[AppReport]) -> (Ve
             (true, Some(got)) => got < want,
             _ => matches!(a.class, Class::Scratch | Class::Loss),
         };
-        let said = reports
-            .get(i)
-            .is_some_and(|r| r.lost.contains(&(want as i64)) || r.attempts.iter().any(|t| t.ckpt == Some(want)));
+        let said = reports.get(i).is_some_and(|r| {
+            r.lost.contains(&(want as i64)) || r.attempts.iter().any(|t| t.ckpt == Some(want))
+        });
         if older && !said {
             return (
                 Verdict::Never,
@@ -675,7 +681,10 @@ SCR_APP restart=ckpt.3 source=rebuilt verified_bytes=100 checkpoints_written=1 s
             "SCR_APP init ranks=8 found=2,3 available=2 rebuilt=- lost_ids=3 skipped_ids=- moved_files=0\n\
              SCR_APP restart_attempt name=ckpt.2 dataset=2 ok=true verified_bytes=5 mismatches=0 unreadable=0\n",
         );
-        assert_eq!(classify(&r2, &facts(&[2, 3], &[(2, 5)])).0.to_string(), "cache:2");
+        assert_eq!(
+            classify(&r2, &facts(&[2, 3], &[(2, 5)])).0.to_string(),
+            "cache:2"
+        );
     }
 
     #[test]
@@ -699,7 +708,10 @@ SCR_APP restart=ckpt.3 source=rebuilt verified_bytes=100 checkpoints_written=1 s
         );
         let mut f = facts(&[], &[]);
         f.timed_out = true;
-        assert_eq!(classify(&AppReport::parse(none), &f).0, Token::of(Class::Hang));
+        assert_eq!(
+            classify(&AppReport::parse(none), &f).0,
+            Token::of(Class::Hang)
+        );
     }
 
     #[test]

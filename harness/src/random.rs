@@ -337,11 +337,85 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
         timeout_s: 60,
         needs: Vec::new(),
         cache_tmpfs_bytes: None,
-        expect: [(d.scheme.name().to_string(), expect)].into_iter().collect(),
+        expect: [(d.scheme.name().to_string(), expect)]
+            .into_iter()
+            .collect(),
     }
 }
 
 /// `n` random scenarios of a campaign seeded `seed`.
 pub fn scenarios(seed: u64, n: u32) -> Vec<Scenario> {
     (0..n).map(|i| scenario(seed, i)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(scheme: Scheme, crash: (u64, Phase, Crash), lost_after: &[usize]) -> Draw {
+        Draw {
+            scheme,
+            nodes: 4,
+            ranks_per_node: 2,
+            spares: 3,
+            set_size: 4,
+            failures: 2,
+            checkpoints: 3,
+            crash,
+            lost_after: lost_after.to_vec(),
+            damaged: Vec::new(),
+        }
+    }
+
+    fn o(s: &str) -> Outcome {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_oracle_follows_each_schemes_tolerance() {
+        let node1 = (3, Phase::Compute, Crash::KillNode(1));
+        assert_eq!(expect(&d(Scheme::Single, node1.clone(), &[])), o("scratch, loss"));
+        for s in [Scheme::Partner, Scheme::Xor, Scheme::Rs] {
+            assert_eq!(expect(&d(s, node1.clone(), &[])), o("scratch, rebuilt:3"), "{s}");
+        }
+        // Two neighbours: only RS (2 failures per set) survives.
+        assert_eq!(expect(&d(Scheme::Rs, node1.clone(), &[2])), o("scratch, rebuilt:3"));
+        assert_eq!(expect(&d(Scheme::Xor, node1.clone(), &[2])), o("scratch, loss"));
+        assert_eq!(expect(&d(Scheme::Partner, node1.clone(), &[2])), o("scratch, loss"));
+        // Two apart: PARTNER survives too.
+        assert_eq!(expect(&d(Scheme::Partner, node1.clone(), &[3])), o("scratch, rebuilt:3"));
+        // Three: nobody; more lost nodes than spares: no relaunch.
+        assert_eq!(expect(&d(Scheme::Rs, node1.clone(), &[2, 3])), o("scratch, loss"));
+        let mut few = d(Scheme::Rs, node1, &[2, 3]);
+        few.spares = 2;
+        assert_eq!(expect(&few), o("scratch | nodes"));
+    }
+
+    #[test]
+    fn the_oracle_knows_eviction_and_interrupted_checkpoints() {
+        let rank = |p| (3, p, Crash::KillRank(5));
+        assert_eq!(expect(&d(Scheme::Single, rank(Phase::Compute), &[])), o("scratch, cache:3"));
+        assert_eq!(expect(&d(Scheme::Single, rank(Phase::Start), &[])), o("scratch, cache:2"));
+        // Damage to the newest: SINGLE falls back to the older one kept in
+        // cache after a crash while computing, but not after one inside
+        // checkpoint 3 (Start evicted ckpt.1 and ckpt.3 is incomplete).
+        let mut dmg = d(Scheme::Single, rank(Phase::Compute), &[]);
+        dmg.damaged = vec![(2, 3)];
+        assert_eq!(expect(&dmg), o("scratch, cache:2"));
+        dmg.crash = (4, Phase::Write, Crash::KillRank(5));
+        assert_eq!(expect(&dmg), o("scratch, loss"));
+        dmg.scheme = Scheme::Xor;
+        assert_eq!(expect(&dmg), o("scratch, rebuilt:3"));
+    }
+
+    #[test]
+    fn random_scenarios_are_valid_and_replayable() {
+        for i in 0..200 {
+            let a = scenario(7, i);
+            a.check().unwrap_or_else(|e| panic!("random-{i}: {e}\n{a:?}"));
+            let b = scenario(7, i);
+            assert_eq!(a, b, "random-{i} is not a function of its seed");
+        }
+        assert_ne!(scenario(7, 0), scenario(8, 0));
+    }
 }

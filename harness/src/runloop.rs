@@ -69,7 +69,13 @@ pub struct AppSpec {
 impl AppSpec {
     /// `scr_app --seed S --mean-bytes M`, writing `first` checkpoints in
     /// the first launch and `later` in each relaunch.
-    pub fn scr_app(program: PathBuf, seed: u64, mean_bytes: u64, first: u64, later: u64) -> AppSpec {
+    pub fn scr_app(
+        program: PathBuf,
+        seed: u64,
+        mean_bytes: u64,
+        first: u64,
+        later: u64,
+    ) -> AppSpec {
         AppSpec {
             program,
             args: vec![
@@ -572,13 +578,22 @@ impl RunLoop {
         for launch in 1..=self.max_launches.max(1) {
             let mut external = Vec::new();
             let mut transient: Vec<Record> = Vec::new();
-            let before = self.due_at(launch, |w| matches!(w, When::BeforeRun { run } if *run == launch));
+            let before = self.due_at(
+                launch,
+                |w| matches!(w, When::BeforeRun { run } if *run == launch),
+            );
             let prev_or_first = if previous.is_empty() {
                 self.alloc.nodes[..self.alloc.job_nodes.min(self.alloc.nodes.len())].to_vec()
             } else {
                 previous.clone()
             };
-            self.do_due(&before, &prev_or_first, &mut transient, &mut external, &mut errors);
+            self.do_due(
+                &before,
+                &prev_or_first,
+                &mut transient,
+                &mut external,
+                &mut errors,
+            );
             let newly = down.update(&self.alloc.nodes, &excluded, &root_of, &self.storage);
             let newly_down: Vec<(String, String)> = newly
                 .iter()
@@ -617,7 +632,11 @@ impl RunLoop {
             let timed_out = rec.exit_code.is_none();
             let exited_ok = rec.exit_code == Some(0);
             let halted = rec.report.halted;
-            tokens.push(rec.token.parse().unwrap_or(Token::of(crate::outcome::Class::Died)));
+            tokens.push(
+                rec.token
+                    .parse()
+                    .unwrap_or(Token::of(crate::outcome::Class::Died)),
+            );
             launches.push(rec);
             previous = nodes;
             if timed_out {
@@ -628,7 +647,10 @@ impl RunLoop {
                 end = if halted { End::Halted } else { End::Completed };
                 break;
             }
-            if launches.last().is_some_and(|l| l.stderr.contains(LAUNCH_FAILED_MARK)) {
+            if launches
+                .last()
+                .is_some_and(|l| l.stderr.contains(LAUNCH_FAILED_MARK))
+            {
                 end = End::Launch;
                 break;
             }
@@ -750,9 +772,7 @@ impl RunLoop {
                         repeat: false,
                         rank: None,
                         node: None,
-                        action: scr::fault::Action::Delay {
-                            ms: WATCH_DELAY_MS,
-                        },
+                        action: scr::fault::Action::Delay { ms: WATCH_DELAY_MS },
                     });
                     watch.push((*after, vec![d]));
                 }
@@ -788,7 +808,11 @@ impl RunLoop {
                     watch.retain(|(after, due)| {
                         let arrived = fired
                             .iter()
-                            .filter(|f| f.point == POINT_COMPUTE && f.hit == *after && f.action.starts_with("delay"))
+                            .filter(|f| {
+                                f.point == POINT_COMPUTE
+                                    && f.hit == *after
+                                    && f.action.starts_with("delay")
+                            })
                             .count();
                         if arrived < ranks {
                             return true;
@@ -825,7 +849,10 @@ impl RunLoop {
                     f.point == spec.point
                         && spec.fires_on(f.hit)
                         && spec.rank.is_none_or(|r| f.rank == Some(r))
-                        && spec.node.as_ref().is_none_or(|n| f.node.as_ref() == Some(n))
+                        && spec
+                            .node
+                            .as_ref()
+                            .is_none_or(|n| f.node.as_ref() == Some(n))
                 })
             })
             .map(|spec| spec.to_string())
@@ -834,7 +861,9 @@ impl RunLoop {
         for f in self.plan.faults.iter().filter(|f| run_of(f) == launch) {
             if let What::KillNode { node, then } = &f.what {
                 if f.when.as_point().is_some()
-                    && fired.iter().any(|x| x.action == "kill-node" && x.node.as_deref() == Some(node))
+                    && fired
+                        .iter()
+                        .any(|x| x.action == "kill-node" && x.node.as_deref() == Some(node))
                 {
                     match self.aftermath(node, *then) {
                         Ok(done) => external.extend(done),
@@ -843,7 +872,10 @@ impl RunLoop {
                 }
             }
         }
-        let after = self.due_at(launch, |w| matches!(w, When::AfterRun { run } if *run == launch));
+        let after = self.due_at(
+            launch,
+            |w| matches!(w, When::AfterRun { run } if *run == launch),
+        );
         self.do_due(&after, nodes, transient, &mut external, errors);
         let mut launcher_stuck = false;
         let (exit_code, stdout, stderr, timed_out) = match result {
@@ -879,10 +911,7 @@ impl RunLoop {
             plan_bytes,
         };
         let (token, why) = classify(&report, &facts);
-        let first_id = report
-            .restarted()
-            .and_then(|a| a.ckpt)
-            .map_or(1, |c| c + 1);
+        let first_id = report.restarted().and_then(|a| a.ckpt).map_or(1, |c| c + 1);
         let mut completed = report.completed.clone();
         let all_fired = read_fault_log(&self.alloc.fault_log());
         for f in all_fired.iter().skip(log_start) {
@@ -1005,7 +1034,14 @@ mod tests {
         set_halt(tmp.path(), &HaltSet::CheckpointsLeft { left: 0 }).unwrap();
         assert!(halt_condition(tmp.path()).is_some());
         let tmp2 = tempfile::tempdir().unwrap();
-        set_halt(tmp2.path(), &HaltSet::ExitBefore { in_s: 10, margin_s: 60 }).unwrap();
+        set_halt(
+            tmp2.path(),
+            &HaltSet::ExitBefore {
+                in_s: 10,
+                margin_s: 60,
+            },
+        )
+        .unwrap();
         assert!(halt_condition(tmp2.path()).unwrap().contains("exit before"));
     }
 }

@@ -347,11 +347,10 @@ impl Catalogue {
         let mut scenarios = Vec::new();
         for f in files {
             let text = std::fs::read_to_string(&f).map_err(read_err(&f))?;
-            let file: CatalogueFile =
-                toml::from_str(&text).map_err(|e| CatalogueError::Parse {
-                    path: f.clone(),
-                    reason: e.to_string(),
-                })?;
+            let file: CatalogueFile = toml::from_str(&text).map_err(|e| CatalogueError::Parse {
+                path: f.clone(),
+                reason: e.to_string(),
+            })?;
             for s in file.scenario {
                 s.check().map_err(|reason| CatalogueError::Invalid {
                     path: f.clone(),
@@ -403,12 +402,18 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let write = |text: &str| {
             std::fs::write(tmp.path().join("a.toml"), text).unwrap();
-            Catalogue::load(tmp.path()).map(|_| ()).unwrap_err().to_string()
+            Catalogue::load(tmp.path())
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
         };
         let e = write(
             "[[scenario]]\nname = \"x\"\nabout = \"\"\n[scenario.expect]\nXOR = \"scratch\"\n",
         );
-        assert!(e.contains("scenario `x`") && e.contains("no expected outcome for SINGLE"), "{e}");
+        assert!(
+            e.contains("scenario `x`") && e.contains("no expected outcome for SINGLE"),
+            "{e}"
+        );
         let e = write(
             "[[scenario]]\nname = \"x\"\nabout = \"\"\n[scenario.expect]\nALL = \"scratch, rebuilt\"\n",
         );

@@ -251,8 +251,7 @@ impl Ctx {
                 Err(e) => Some(format!("unreachable: {e}")),
             };
             if let Some(detail) = reason {
-                self.down
-                    .mark(&n, health::DownReason::Reported { detail });
+                self.down.mark(&n, health::DownReason::Reported { detail });
                 newly.push(n);
             }
         }
@@ -454,8 +453,7 @@ fn detects_down(ctx: &mut Ctx, victim: &str) -> Check {
 
 fn steers_away(ctx: &Ctx, previous: &[String]) -> Check {
     let start = Instant::now();
-    let Some(nodes) =
-        crate::runloop::choose_nodes(&ctx.nodes, previous, &ctx.down, previous.len())
+    let Some(nodes) = crate::runloop::choose_nodes(&ctx.nodes, previous, &ctx.down, previous.len())
     else {
         return check(
             "next launch avoids down nodes",
@@ -507,9 +505,12 @@ fn full_cycle(ctx: &Ctx) -> Check {
             .app
             .clone()
             .or_else(|| std::env::var_os("SCR_APP_BIN").map(PathBuf::from))
-            .ok_or_else(|| "not run: give --app (scr_app built with --features scr/fault-injection)".to_string())?;
-        let sc: crate::scenario::Scenario = toml::from_str(FULL_CYCLE)
-            .map_err(|e| format!("built-in scenario: {e}"))?;
+            .ok_or_else(|| {
+                "not run: give --app (scr_app built with --features scr/fault-injection)"
+                    .to_string()
+            })?;
+        let sc: crate::scenario::Scenario =
+            toml::from_str(FULL_CYCLE).map_err(|e| format!("built-in scenario: {e}"))?;
         let settings = crate::campaign::Settings {
             app,
             scr_command: None,
@@ -519,7 +520,8 @@ fn full_cycle(ctx: &Ctx) -> Check {
             seed: crate::campaign::DEFAULT_SEED,
             replay: "scr-harness validate".into(),
         };
-        let (cell, result) = crate::campaign::run_cell(&sc, crate::scenario::Scheme::Xor, &settings);
+        let (cell, result) =
+            crate::campaign::run_cell(&sc, crate::scenario::Scheme::Xor, &settings);
         let detail = result
             .map(|r| {
                 r.launches
@@ -535,7 +537,11 @@ fn full_cycle(ctx: &Ctx) -> Check {
             Err(format!("{detail}: {} ({})", cell.outcome, cell.why))
         }
     })();
-    check("full cycle: checkpoint, node lost, rebuild, restart", start, r)
+    check(
+        "full cycle: checkpoint, node lost, rebuild, restart",
+        start,
+        r,
+    )
 }
 
 /// The full cycle as a scenario: 4 nodes and a spare, XOR, node n1 dies
@@ -580,7 +586,9 @@ fn health_check_catches(ctx: &Ctx) -> Vec<Check> {
     let start = Instant::now();
     let r = match health::check_node(Some(&probe), &sc(u64::MAX / 2)) {
         Err(why @ health::DownReason::Capacity { .. }) => Ok(format!("caught: {why}")),
-        other => Err(format!("a file system smaller than configured gave {other:?}")),
+        other => Err(format!(
+            "a file system smaller than configured gave {other:?}"
+        )),
     };
     out.push(check("health check: capacity", start, r));
     // touch + rm on a full file system (needs a mount: root).
@@ -618,10 +626,16 @@ pub fn main(a: ValidateArgs) -> ExitCode {
     };
     let failed = checks.iter().filter(|c| c.status == "FAIL").count();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&checks).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&checks).unwrap_or_default()
+        );
     } else {
         for c in &checks {
-            println!("[{:^7}] {} ({:.1} s)\n          {}", c.status, c.name, c.time_s, c.detail);
+            println!(
+                "[{:^7}] {} ({:.1} s)\n          {}",
+                c.status, c.name, c.time_s, c.detail
+            );
         }
         println!(
             "validate: {} checks, {} passed, {} failed, {} not run",

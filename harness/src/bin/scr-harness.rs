@@ -271,8 +271,10 @@ fn print_result(r: &RunResult) {
             "launch {} on {}: exit {} after {:.1} s → {}",
             l.launch,
             l.nodes.join(","),
-            l.exit_code
-                .map_or_else(|| "none (killed at the time bound)".to_string(), |c| c.to_string()),
+            l.exit_code.map_or_else(
+                || "none (killed at the time bound)".to_string(),
+                |c| c.to_string()
+            ),
             l.elapsed_s,
             l.token
         );
@@ -295,7 +297,11 @@ fn print_result(r: &RunResult) {
         for x in &l.external {
             println!("  harness: {x}");
         }
-        let mut app_lines = l.stdout.lines().filter(|x| x.starts_with("SCR_APP ")).peekable();
+        let mut app_lines = l
+            .stdout
+            .lines()
+            .filter(|x| x.starts_with("SCR_APP "))
+            .peekable();
         if app_lines.peek().is_none() {
             // Nothing from the application: show why the launch ended.
             let tail: Vec<&str> = l.stderr.lines().rev().take(6).collect();
@@ -329,7 +335,10 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             Err(e) => return harness_error(e),
         };
         let Some(sc) = cat.get(name) else {
-            return harness_error(format!("no scenario {name:?} in {}", catalogue_dir.display()));
+            return harness_error(format!(
+                "no scenario {name:?} in {}",
+                catalogue_dir.display()
+            ));
         };
         let app = match find_app(a.common.app.as_ref()) {
             Ok(p) => p,
@@ -347,7 +356,10 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         let seed = campaign::cell_seed(a.seed, &sc.name, a.scheme);
         let dir = work.join(format!("{}-{}", sc.name, a.scheme.name().to_lowercase()));
         match campaign::cell_loop(sc, a.scheme, seed, &settings, &dir) {
-            Ok(rl) => (rl, a.expect.clone().or_else(|| sc.expected(a.scheme).cloned())),
+            Ok(rl) => (
+                rl,
+                a.expect.clone().or_else(|| sc.expected(a.scheme).cloned()),
+            ),
             Err(e) => return harness_error(e),
         }
     } else {
@@ -408,7 +420,13 @@ fn run_cmd(a: RunArgs) -> ExitCode {
                 a.checkpoints + a.relaunch_checkpoints * u64::from(a.launches),
                 a.mean_bytes,
             );
-            AppSpec::scr_app(app, data, a.mean_bytes, a.checkpoints, a.relaunch_checkpoints)
+            AppSpec::scr_app(
+                app,
+                data,
+                a.mean_bytes,
+                a.checkpoints,
+                a.relaunch_checkpoints,
+            )
         };
         if plan.faults.iter().any(|f| f.what.in_process()) && !has_fault_injection(&app.program) {
             return harness_error(format!(
@@ -507,7 +525,12 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
                 let exp: Vec<String> = s
                     .schemes()
                     .iter()
-                    .map(|x| format!("{x}={}", s.expected(*x).map(|o| o.to_string()).unwrap_or_default()))
+                    .map(|x| {
+                        format!(
+                            "{x}={}",
+                            s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
+                        )
+                    })
                     .collect();
                 println!(
                     "{:<44} {:<5} {:<28} {} [{}]",
@@ -632,7 +655,10 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
         }
     }
     if a.common.json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
     } else {
         for c in report.cells.iter().filter(|c| !c.ok()) {
             println!(

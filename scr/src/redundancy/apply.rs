@@ -388,7 +388,9 @@ pub fn encode(
         let e = ctx.io_err(dir, None)(e.into());
         return match set.scheme {
             Scheme::Single => Err(e),
-            _ => ctx.agree(Err::<(), _>(e), |_| Vec::new()).map(|_| Vec::new()),
+            _ => ctx
+                .agree(Err::<(), _>(e), |_| Vec::new())
+                .map(|_| Vec::new()),
         };
     }
     match set.scheme {
