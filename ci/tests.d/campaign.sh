@@ -13,7 +13,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s)
 target/debug/scr-harness campaign --quick --app target/fault-injection/debug/scr_app \
-  --out "$out" --work target/scr-harness
+  --jobs 2 --out "$out" --work target/scr-harness
 echo "quick campaign: $(( $(date +%s) - start )) s"
 SCR_HARNESS_QUICK_JSON="$out/campaign-quick.json" \
   cargo test --quiet -p harness --test campaign_snapshot

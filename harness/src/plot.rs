@@ -103,14 +103,18 @@ pub fn matrix(report: &Report, path: &Path) -> Result<(), String> {
                 ))
                 .map_err(e)?;
             }
-            let last = cell
-                .outcome
-                .split('|')
-                .next()
-                .and_then(|t| t.rsplit(',').next())
-                .unwrap_or("")
-                .trim()
-                .to_string();
+            // The last launch's token, and the loop's end when it did not
+            // simply complete.
+            let (tokens, end) = cell.outcome.split_once('|').unwrap_or((&cell.outcome, ""));
+            let mut last = tokens.rsplit(',').next().unwrap_or("").trim().to_string();
+            let end = end.trim();
+            if !end.is_empty() && end != "completed" {
+                last = if last.is_empty() {
+                    end.to_string()
+                } else {
+                    format!("{last} | {end}")
+                };
+            }
             let mark = if cell.ok() { "" } else { " ✗" };
             root.draw(&Text::new(
                 format!("{last}{mark}"),

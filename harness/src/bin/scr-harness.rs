@@ -180,6 +180,9 @@ struct CampaignArgs {
     /// The campaign's name in result files (default: quick, full, random, or custom).
     #[arg(long)]
     name: Option<String>,
+    /// Cells run at once (each is one MPI job at a time, mostly waiting).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
 }
 
 fn main() -> ExitCode {
@@ -511,8 +514,14 @@ fn selected<'a>(cat: &'a Catalogue, a: &CampaignArgs) -> Vec<&'a Scenario> {
 fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     let dir = a.catalogue.clone().unwrap_or_else(scenario::default_dir);
     let (scenarios_owned, name): (Vec<Scenario>, String) = if let Some(n) = a.random {
+        // --only picks single random scenarios (their replay commands).
+        let all = harness::random::scenarios(a.seed, n);
+        let chosen: Vec<Scenario> = all
+            .into_iter()
+            .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
+            .collect();
         (
-            harness::random::scenarios(a.seed, n),
+            chosen,
             a.name.clone().unwrap_or_else(|| "random".into()),
         )
     } else {
@@ -609,33 +618,52 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let mut results = Vec::with_capacity(cells.len());
-    for (i, (sc, scheme)) in cells.iter().enumerate() {
-        bar.set_message(format!("{} {scheme}", sc.name));
-        let (cell, _) = campaign::run_cell(sc, *scheme, &settings);
-        let line = format!(
-            "[{}/{}] {} {}: {} ({}{}) {:.1} s",
-            i + 1,
-            cells.len(),
-            cell.scenario,
-            cell.scheme,
-            cell.outcome,
-            cell.verdict,
-            if cell.ok() {
-                String::new()
-            } else {
-                format!(": {}; replay: {}", cell.why, cell.replay)
-            },
-            cell.time_s
-        );
-        if tty {
-            bar.println(line);
-        } else {
-            eprintln!("{line}");
+    // Cells are independent (own directories, fault logs and job keys), so
+    // up to --jobs run at once; the report keeps the catalogue's order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<campaign::Cell>>> =
+        cells.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..a.jobs.clamp(1, 16) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some((sc, scheme)) = cells.get(i) else {
+                    break;
+                };
+                bar.set_message(format!("{} {scheme}", sc.name));
+                let (cell, _) = campaign::run_cell(sc, *scheme, &settings);
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                let line = format!(
+                    "[{n}/{}] {} {}: {} ({}{}) {:.1} s",
+                    cells.len(),
+                    cell.scenario,
+                    cell.scheme,
+                    cell.outcome,
+                    cell.verdict,
+                    if cell.ok() {
+                        String::new()
+                    } else {
+                        format!(": {}; replay: {}", cell.why, cell.replay)
+                    },
+                    cell.time_s
+                );
+                if tty {
+                    bar.println(line);
+                } else {
+                    eprintln!("{line}");
+                }
+                bar.inc(1);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(cell);
+                }
+            });
         }
-        bar.inc(1);
-        results.push(cell);
-    }
+    });
+    let results: Vec<campaign::Cell> = slots
+        .into_iter()
+        .filter_map(|m| m.into_inner().ok().flatten())
+        .collect();
     bar.finish_and_clear();
     let report = Report {
         campaign: name,
