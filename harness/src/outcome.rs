@@ -333,7 +333,7 @@ pub struct AppReport {
     pub mismatches: Vec<String>,
     /// `SCR_APP error ...` line, if the application stopped on an error.
     pub error: Option<String>,
-    /// The application saw a halt condition and stopped (`SCR_APP halt`).
+    /// The application saw a halt condition and stopped (`SCR_APP halted`).
     pub halted: bool,
     /// The restart was decided (`SCR_APP restarted`).
     pub decided: bool,
@@ -416,7 +416,7 @@ impl AppReport {
                 }
                 "MISMATCH" => r.mismatches.push(line.to_string()),
                 "error" => r.error = Some(rest.to_string()),
-                "halt" => r.halted = true,
+                "halted" => r.halted = true,
                 "restarted" => r.decided = true,
                 _ if f.contains_key("restart") && f.contains_key("status") => {
                     r.status = f.get("status").map(|s| s.to_string());

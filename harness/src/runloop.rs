@@ -67,8 +67,9 @@ pub struct AppSpec {
 }
 
 impl AppSpec {
-    /// `scr_app --seed S --mean-bytes M`, writing `first` checkpoints in
-    /// the first launch and `later` in each relaunch.
+    /// `scr_app --seed S --mean-bytes M --until-exit`, writing `first`
+    /// checkpoints in the first launch and `later` in each relaunch, and
+    /// asking SCR_Should_exit after each (a halt ends the run cleanly).
     pub fn scr_app(
         program: PathBuf,
         seed: u64,
@@ -83,6 +84,7 @@ impl AppSpec {
                 seed.to_string(),
                 "--mean-bytes".into(),
                 mean_bytes.to_string(),
+                "--until-exit".into(),
             ],
             first_args: vec!["--checkpoints".into(), first.to_string()],
             later_args: vec!["--checkpoints".into(), later.to_string()],
@@ -379,8 +381,45 @@ fn now_s() -> i64 {
         .unwrap_or(0)
 }
 
-/// Set a halt condition in the prefix's halt file (what `scr halt` does).
-pub fn set_halt(prefix: &Path, set: &HaltSet) -> Result<String, String> {
+/// Set a halt condition in the prefix's halt file: with `scr halt` when
+/// the `scr` command has it (what an administrator or a user would run),
+/// else by writing the halt file directly.
+pub fn set_halt(prefix: &Path, set: &HaltSet, scr: Option<&Path>) -> Result<String, String> {
+    if let Some(scr) = scr.filter(|s| has_subcommand(s, "halt")) {
+        let mut argv: Vec<OsString> = vec![scr.into(), "halt".into()];
+        match set {
+            HaltSet::Reason { reason } => {
+                argv.extend(["--reason".into(), reason.into()]);
+            }
+            HaltSet::ExitBefore { in_s, margin_s } => {
+                argv.extend([
+                    "--before".into(),
+                    format!("+{in_s}s").into(),
+                    "--seconds".into(),
+                    margin_s.to_string().into(),
+                ]);
+            }
+            HaltSet::CheckpointsLeft { left } => {
+                argv.extend(["--checkpoints".into(), left.to_string().into()]);
+            }
+        }
+        argv.push(prefix.into());
+        let shown = argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let out = crate::launch::run_argv(&argv, Duration::from_secs(30))
+            .map_err(|e| format!("{shown}: {e}"))?;
+        if !out.success() {
+            return Err(format!(
+                "{shown}: exit {}: {}",
+                out.code(),
+                out.stderr.trim()
+            ));
+        }
+        return Ok(format!("ran `{shown}`"));
+    }
     let dir = prefix.join(".scr");
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join(HALT_FILE);
@@ -397,14 +436,19 @@ pub fn set_halt(prefix: &Path, set: &HaltSet) -> Result<String, String> {
     Ok(format!("halt file: {set:?}"))
 }
 
-/// True when `scr` has a `postrun` subcommand.
-pub fn has_postrun(scr: &Path) -> bool {
+/// True when `scr` has the subcommand `name` (`scr NAME --help` succeeds).
+pub fn has_subcommand(scr: &Path, name: &str) -> bool {
     std::process::Command::new(scr)
-        .args(["postrun", "--help"])
+        .args([name, "--help"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// True when `scr` has a `postrun` subcommand.
+pub fn has_postrun(scr: &Path) -> bool {
+    has_subcommand(scr, "postrun")
 }
 
 /// A moment at which the harness acts from outside during a launch.
@@ -556,7 +600,11 @@ impl RunLoop {
                     Ok(done) => log.extend(done),
                     Err(e) => errors.push(e),
                 },
-                Due::Halt(h) => match set_halt(&self.alloc.prefix(), &h.set) {
+                Due::Halt(h) => match set_halt(
+                    &self.alloc.prefix(),
+                    &h.set,
+                    self.scr_command.as_deref(),
+                ) {
                     Ok(done) => log.push(done),
                     Err(e) => errors.push(e),
                 },
@@ -1028,10 +1076,11 @@ mod tests {
             &HaltSet::Reason {
                 reason: REASON_FINALIZE_CALLED.into(),
             },
+            None,
         )
         .unwrap();
         assert_eq!(halt_condition(tmp.path()), None);
-        set_halt(tmp.path(), &HaltSet::CheckpointsLeft { left: 0 }).unwrap();
+        set_halt(tmp.path(), &HaltSet::CheckpointsLeft { left: 0 }, None).unwrap();
         assert!(halt_condition(tmp.path()).is_some());
         let tmp2 = tempfile::tempdir().unwrap();
         set_halt(
@@ -1040,6 +1089,7 @@ mod tests {
                 in_s: 10,
                 margin_s: 60,
             },
+            None,
         )
         .unwrap();
         assert!(halt_condition(tmp2.path()).unwrap().contains("exit before"));

@@ -118,6 +118,14 @@ pub enum ScrError {
         /// What was wrong.
         why: &'static str,
     },
+    /// A halt condition ended the job inside SCR (SCR_HALT_EXIT=1) where
+    /// no process can be ended (the thread communicator); under MPI every
+    /// process exits with status 0 instead.
+    #[error("the job halted ({reason}) and SCR_HALT_EXIT=1: stop the run")]
+    Halted {
+        /// The halt condition, e.g. `NO_CHECKPOINTS_LEFT: CheckpointsLeft is 0`.
+        reason: String,
+    },
 }
 
 impl From<ConfigError> for ScrError {
