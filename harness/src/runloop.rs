@@ -703,7 +703,7 @@ impl RunLoop {
                 break;
             }
         }
-        let postrun = self.postrun(&down, &previous, &mut errors);
+        let postrun = self.postrun(&down, &mut errors);
         RunResult {
             launches,
             outcome: Outcome {
@@ -719,33 +719,35 @@ impl RunLoop {
         }
     }
 
-    fn postrun(
-        &self,
-        down: &DownList,
-        last_nodes: &[String],
-        errors: &mut Vec<String>,
-    ) -> Option<String> {
+    fn postrun(&self, down: &DownList, errors: &mut Vec<String>) -> Option<String> {
         let scr = self.scr_command.as_ref()?;
         if !has_postrun(scr) {
             return None;
         }
-        let up: Vec<&str> = last_nodes
-            .iter()
-            .filter(|n| !down.is_down(n))
-            .map(String::as_str)
-            .collect();
-        // `env VAR=VALUE ... scr postrun`: the variables reach the command
+        // `env VAR=VALUE ... scr postrun --prefix P --nodes ... --down ...
+        // --node-root <nodes>/{node}`: the variables reach the command
         // without touching the harness's own environment.
         let mut argv: Vec<OsString> = vec!["env".into()];
-        let mut vars = self.env.clone();
-        vars.insert(
-            "SCR_PREFIX".into(),
-            self.alloc.prefix().to_string_lossy().into_owned(),
+        argv.extend(
+            self.env
+                .iter()
+                .map(|(k, v)| OsString::from(format!("{k}={v}"))),
         );
-        vars.insert("SCR_NODELIST".into(), up.join(","));
-        argv.extend(vars.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
         argv.push(scr.clone().into());
         argv.push("postrun".into());
+        argv.push("--prefix".into());
+        argv.push(self.alloc.prefix().into());
+        argv.push("--nodes".into());
+        argv.push(self.alloc.nodes.join(",").into());
+        let down_nodes: Vec<&str> = down.entries().map(|(n, _)| n).collect();
+        if !down_nodes.is_empty() {
+            argv.push("--down".into());
+            argv.push(down_nodes.join(",").into());
+        }
+        argv.push("--node-root".into());
+        argv.push(
+            format!("{}/{{node}}", self.alloc.root.join("nodes").display()).into(),
+        );
         match crate::launch::run_argv(&argv, self.timeout) {
             Ok(out) => Some(format!(
                 "exit {}: {}{}",
