@@ -537,10 +537,34 @@ mod tests {
             seed: 1,
             command: "scr-harness campaign".into(),
             cells: vec![
-                cell("b-node", Scheme::Single, "scratch, loss | completed", "scratch, loss | completed", "loss"),
-                cell("b-node", Scheme::Xor, "scratch, rebuilt:3 | completed", "scratch, rebuilt:3 | completed", "rebuilt"),
-                cell("a-flip", Scheme::Xor, "scratch, cache:2 | completed", "scratch, rebuilt:3 | completed", "SILENT-CORRUPTION"),
-                cell("a-flip", Scheme::Rs, "scratch, cache:3 | completed", "scratch, rebuilt:3 | completed", "cache"),
+                cell(
+                    "b-node",
+                    Scheme::Single,
+                    "scratch, loss | completed",
+                    "scratch, loss | completed",
+                    "loss",
+                ),
+                cell(
+                    "b-node",
+                    Scheme::Xor,
+                    "scratch, rebuilt:3 | completed",
+                    "scratch, rebuilt:3 | completed",
+                    "rebuilt",
+                ),
+                cell(
+                    "a-flip",
+                    Scheme::Xor,
+                    "scratch, cache:2 | completed",
+                    "scratch, rebuilt:3 | completed",
+                    "SILENT-CORRUPTION",
+                ),
+                cell(
+                    "a-flip",
+                    Scheme::Rs,
+                    "scratch, cache:3 | completed",
+                    "scratch, rebuilt:3 | completed",
+                    "cache",
+                ),
             ],
             time_s: 4.0,
         }
@@ -550,7 +574,10 @@ mod tests {
     fn counts_and_the_summary_line() {
         let r = report();
         let c = r.counts();
-        assert_eq!((c.run, c.expected, c.unexpected, c.silent, c.hang), (4, 2, 2, 1, 0));
+        assert_eq!(
+            (c.run, c.expected, c.unexpected, c.silent, c.hang),
+            (4, 2, 2, 1, 0)
+        );
         assert_eq!(
             r.summary_line(),
             "campaign test: 4 scenario runs, 2 as expected, 2 unexpected, 1 SILENT CORRUPTION, 0 HANG"
@@ -577,14 +604,25 @@ mod tests {
         let back: Report =
             serde_json::from_str(&std::fs::read_to_string(&files[1]).unwrap()).unwrap();
         assert_eq!(back.cells.len(), 4);
-        assert!(std::fs::read_to_string(&files[0]).unwrap().contains("| a-flip | XOR | NEVER"));
+        assert!(std::fs::read_to_string(&files[0])
+            .unwrap()
+            .contains("| a-flip | XOR | NEVER"));
     }
 
     #[test]
     fn cell_seeds_are_stable_and_distinct() {
-        assert_eq!(cell_seed(1, "x", Scheme::Xor), cell_seed(1, "x", Scheme::Xor));
-        assert_ne!(cell_seed(1, "x", Scheme::Xor), cell_seed(1, "x", Scheme::Rs));
-        assert_ne!(cell_seed(1, "x", Scheme::Xor), cell_seed(2, "x", Scheme::Xor));
+        assert_eq!(
+            cell_seed(1, "x", Scheme::Xor),
+            cell_seed(1, "x", Scheme::Xor)
+        );
+        assert_ne!(
+            cell_seed(1, "x", Scheme::Xor),
+            cell_seed(1, "x", Scheme::Rs)
+        );
+        assert_ne!(
+            cell_seed(1, "x", Scheme::Xor),
+            cell_seed(2, "x", Scheme::Xor)
+        );
         let d = data_seed(5, 8, 4, 1000);
         for r in 0..8 {
             for c in 1..=4 {

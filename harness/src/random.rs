@@ -374,18 +374,40 @@ mod tests {
     #[test]
     fn the_oracle_follows_each_schemes_tolerance() {
         let node1 = (3, Phase::Compute, Crash::KillNode(1));
-        assert_eq!(expect(&d(Scheme::Single, node1.clone(), &[])), o("scratch, loss"));
+        assert_eq!(
+            expect(&d(Scheme::Single, node1.clone(), &[])),
+            o("scratch, loss")
+        );
         for s in [Scheme::Partner, Scheme::Xor, Scheme::Rs] {
-            assert_eq!(expect(&d(s, node1.clone(), &[])), o("scratch, rebuilt:3"), "{s}");
+            assert_eq!(
+                expect(&d(s, node1.clone(), &[])),
+                o("scratch, rebuilt:3"),
+                "{s}"
+            );
         }
         // Two neighbours: only RS (2 failures per set) survives.
-        assert_eq!(expect(&d(Scheme::Rs, node1.clone(), &[2])), o("scratch, rebuilt:3"));
-        assert_eq!(expect(&d(Scheme::Xor, node1.clone(), &[2])), o("scratch, loss"));
-        assert_eq!(expect(&d(Scheme::Partner, node1.clone(), &[2])), o("scratch, loss"));
+        assert_eq!(
+            expect(&d(Scheme::Rs, node1.clone(), &[2])),
+            o("scratch, rebuilt:3")
+        );
+        assert_eq!(
+            expect(&d(Scheme::Xor, node1.clone(), &[2])),
+            o("scratch, loss")
+        );
+        assert_eq!(
+            expect(&d(Scheme::Partner, node1.clone(), &[2])),
+            o("scratch, loss")
+        );
         // Two apart: PARTNER survives too.
-        assert_eq!(expect(&d(Scheme::Partner, node1.clone(), &[3])), o("scratch, rebuilt:3"));
+        assert_eq!(
+            expect(&d(Scheme::Partner, node1.clone(), &[3])),
+            o("scratch, rebuilt:3")
+        );
         // Three: nobody; more lost nodes than spares: no relaunch.
-        assert_eq!(expect(&d(Scheme::Rs, node1.clone(), &[2, 3])), o("scratch, loss"));
+        assert_eq!(
+            expect(&d(Scheme::Rs, node1.clone(), &[2, 3])),
+            o("scratch, loss")
+        );
         let mut few = d(Scheme::Rs, node1, &[2, 3]);
         few.spares = 2;
         assert_eq!(expect(&few), o("scratch | nodes"));
@@ -394,8 +416,14 @@ mod tests {
     #[test]
     fn the_oracle_knows_eviction_and_interrupted_checkpoints() {
         let rank = |p| (3, p, Crash::KillRank(5));
-        assert_eq!(expect(&d(Scheme::Single, rank(Phase::Compute), &[])), o("scratch, cache:3"));
-        assert_eq!(expect(&d(Scheme::Single, rank(Phase::Start), &[])), o("scratch, cache:2"));
+        assert_eq!(
+            expect(&d(Scheme::Single, rank(Phase::Compute), &[])),
+            o("scratch, cache:3")
+        );
+        assert_eq!(
+            expect(&d(Scheme::Single, rank(Phase::Start), &[])),
+            o("scratch, cache:2")
+        );
         // Damage to the newest: SINGLE falls back to the older one kept in
         // cache after a crash while computing, but not after one inside
         // checkpoint 3 (Start evicted ckpt.1 and ckpt.3 is incomplete).
@@ -412,7 +440,8 @@ mod tests {
     fn random_scenarios_are_valid_and_replayable() {
         for i in 0..200 {
             let a = scenario(7, i);
-            a.check().unwrap_or_else(|e| panic!("random-{i}: {e}\n{a:?}"));
+            a.check()
+                .unwrap_or_else(|e| panic!("random-{i}: {e}\n{a:?}"));
             let b = scenario(7, i);
             assert_eq!(a, b, "random-{i} is not a function of its seed");
         }

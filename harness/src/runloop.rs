@@ -600,14 +600,12 @@ impl RunLoop {
                     Ok(done) => log.extend(done),
                     Err(e) => errors.push(e),
                 },
-                Due::Halt(h) => match set_halt(
-                    &self.alloc.prefix(),
-                    &h.set,
-                    self.scr_command.as_deref(),
-                ) {
-                    Ok(done) => log.push(done),
-                    Err(e) => errors.push(e),
-                },
+                Due::Halt(h) => {
+                    match set_halt(&self.alloc.prefix(), &h.set, self.scr_command.as_deref()) {
+                        Ok(done) => log.push(done),
+                        Err(e) => errors.push(e),
+                    }
+                }
             }
         }
     }
@@ -745,9 +743,7 @@ impl RunLoop {
             argv.push(down_nodes.join(",").into());
         }
         argv.push("--node-root".into());
-        argv.push(
-            format!("{}/{{node}}", self.alloc.root.join("nodes").display()).into(),
-        );
+        argv.push(format!("{}/{{node}}", self.alloc.root.join("nodes").display()).into());
         match crate::launch::run_argv(&argv, self.timeout) {
             Ok(out) => Some(format!(
                 "exit {}: {}{}",

@@ -520,10 +520,7 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
             .into_iter()
             .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
             .collect();
-        (
-            chosen,
-            a.name.clone().unwrap_or_else(|| "random".into()),
-        )
+        (chosen, a.name.clone().unwrap_or_else(|| "random".into()))
     } else {
         let cat = match Catalogue::load(&dir) {
             Ok(c) => c,
