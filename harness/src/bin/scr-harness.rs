@@ -467,10 +467,16 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     }
     let reports: Vec<_> = result.launches.iter().map(|l| l.report.clone()).collect();
     if result.outcome.never() {
+        // The exact command line, with the seed made explicit.
+        let mut replay: Vec<String> = std::env::args().collect();
+        if !replay.iter().any(|x| x == "--seed" || x.starts_with("--seed=")) {
+            replay.insert(2.min(replay.len()), format!("--seed={}", a.seed));
+        }
         eprintln!(
-            "scr-harness: {}; {}",
+            "scr-harness: {}; seed {}; replay: {}",
             result.outcome.headline().name(),
-            faultsim::seed::replay_hint(a.seed, "scr-harness run ...same options...")
+            a.seed,
+            replay.join(" ")
         );
         return ExitCode::from(EXIT_NEVER);
     }
