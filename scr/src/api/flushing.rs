@@ -126,7 +126,7 @@ impl Scr {
 
     /// At complete: record the dataset in the flush file and flush it when
     /// it is due (every SCR_FLUSH-th checkpoint, every output dataset, or
-    /// `force` for a halt). Collective.
+    /// `force` for a halt when SCR_FLUSH > 0). Collective.
     pub(super) fn after_complete(
         &mut self,
         dset: i64,
@@ -157,7 +157,10 @@ impl Scr {
         }
         let every = job.cfg.get_u64("SCR_FLUSH")?.unwrap_or(10);
         let ckpt_id = job.checkpoint_id;
-        let due = output || force || (is_ckpt && every > 0 && ckpt_id % every as i64 == 0);
+        // A halt flushes what it stops at, unless flushing is off (SCR:
+        // scr_flush > 0).
+        let due =
+            output || (force && every > 0) || (is_ckpt && every > 0 && ckpt_id % every as i64 == 0);
         if due {
             self.flush_dataset(dset)?;
         } else {
