@@ -573,6 +573,18 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
         });
         (chosen, name)
     };
+    if a.list {
+        // Random mode: the drawn scenarios, without running them.
+        for s in &scenarios_owned {
+            let exp: Vec<String> = s
+                .schemes()
+                .iter()
+                .map(|x| format!("{x}={}", s.expected(*x).map(|o| o.to_string()).unwrap_or_default()))
+                .collect();
+            println!("{:<12} {} [{}]", s.name, s.about, exp.join("; "));
+        }
+        return ExitCode::SUCCESS;
+    }
     let app = match find_app(a.common.app.as_ref()) {
         Ok(p) => p,
         Err(e) => return harness_error(e),
