@@ -317,6 +317,11 @@ fn print_result(r: &RunResult) {
         }
         if let Some(w) = &l.why {
             println!("  SILENT CORRUPTION: {w}");
+        } else if let Some(a) = l.report.restarted() {
+            println!(
+                "  verified: every byte of {} read back matched the data plan ({} bytes, the plan's size of it)",
+                a.name, a.verified_bytes
+            );
         }
     }
     if let Some(p) = &r.postrun {
