@@ -474,7 +474,10 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     if result.outcome.never() {
         // The exact command line, with the seed made explicit.
         let mut replay: Vec<String> = std::env::args().collect();
-        if !replay.iter().any(|x| x == "--seed" || x.starts_with("--seed=")) {
+        if !replay
+            .iter()
+            .any(|x| x == "--seed" || x.starts_with("--seed="))
+        {
             replay.insert(2.min(replay.len()), format!("--seed={}", a.seed));
         }
         eprintln!(
@@ -584,7 +587,12 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
             let exp: Vec<String> = s
                 .schemes()
                 .iter()
-                .map(|x| format!("{x}={}", s.expected(*x).map(|o| o.to_string()).unwrap_or_default()))
+                .map(|x| {
+                    format!(
+                        "{x}={}",
+                        s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
+                    )
+                })
                 .collect();
             println!("{:<12} {} [{}]", s.name, s.about, exp.join("; "));
         }
