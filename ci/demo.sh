@@ -4,7 +4,9 @@
 # node n1's tree is removed, and the job is relaunched on the 3 survivors
 # plus a spare; every byte restored is verified against the data plan.
 # Exits non-zero unless the newest checkpoint came back bit-exact; the last
-# line says what happened. The older metadata demo is ci/demo-metadata.sh.
+# line says what happened. Then ci/demo-harness.sh: the SCR run loop with a
+# node killed, and a small campaign whose table and plot go to results/.
+# The older metadata demo is ci/demo-metadata.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh
@@ -12,4 +14,9 @@ bin=target/release
 mkdir -p target/demo
 "$bin/cache-demo" --app "$bin/scr_app" --work target/demo/cache \
   --scheme XOR --checkpoints 3 --lose n1 --timeout-s 120 2>&1 | tee target/demo/cache.log
+status=${PIPESTATUS[0]}
+[ "$status" = 0 ] || exit "$status"
+echo
+# The fault-injection harness: the run loop, a node lost, a campaign table and plot.
+bash ci/demo-harness.sh 2>&1 | tee target/demo/harness.log
 exit "${PIPESTATUS[0]}"

@@ -30,7 +30,8 @@
 //! ```
 //!
 //! Application moments map to the API's injection points
-//! ([`POINT_START_OUTPUT`], [`POINT_COMPLETE_OUTPUT`], [`POINT_AFTER_COMPLETE`]),
+//! ([`POINT_START_OUTPUT`], [`POINT_COMPLETE_OUTPUT`]) and to the test
+//! application's own [`POINT_COMPUTE`],
 //! so "kill rank 1 during Complete of checkpoint 2" is the 2nd hit of
 //! `api.complete_output` on rank 1.
 
@@ -45,8 +46,14 @@ use serde::{Deserialize, Serialize};
 pub const POINT_START_OUTPUT: &str = "api.start_output";
 /// Injection point reached inside Complete_output, before the dataset is marked complete.
 pub const POINT_COMPLETE_OUTPUT: &str = "api.complete_output";
-/// Injection point reached when Complete_output has returned: "between checkpoints N and N+1".
+/// Injection point reached when Complete_output has returned on this rank
+/// (other ranks may still be finishing theirs).
 pub const POINT_AFTER_COMPLETE: &str = "api.complete_output.done";
+/// The application's "between checkpoints N and N+1" moment: the test
+/// application (`scr_app`) passes it once per checkpoint after a barrier
+/// that follows Complete_output, so every rank has finished checkpoint N
+/// (a fault at [`POINT_AFTER_COMPLETE`] can kill ranks still committing N).
+pub const POINT_COMPUTE: &str = "app.compute";
 
 /// Injection points the library is known to have (names in other plans are
 /// allowed, with a [`Warning`]: plans may target a newer library).
@@ -54,7 +61,12 @@ pub const KNOWN_POINTS: &[&str] = &[
     POINT_START_OUTPUT,
     POINT_COMPLETE_OUTPUT,
     POINT_AFTER_COMPLETE,
+    POINT_COMPUTE,
     "cache.file.write",
+    // scr_app's own "during file write" moment (testing/src/bin/scr_app.rs).
+    "app.file.write",
+    // Entry of the redundancy encode at Complete_output, every scheme.
+    "redundancy.encode",
     "xor.encode.chunk",
     "partner.send.file",
     "rs.encode.chunk",
@@ -467,7 +479,7 @@ impl When {
                 repeat,
                 rank,
             } => Some((point.as_str(), *hit, *repeat, *rank)),
-            When::BetweenCheckpoints { after } => Some((POINT_AFTER_COMPLETE, *after, false, None)),
+            When::BetweenCheckpoints { after } => Some((POINT_COMPUTE, *after, false, None)),
             When::DuringStart { checkpoint } => {
                 Some((POINT_START_OUTPUT, *checkpoint, false, None))
             }
@@ -1101,7 +1113,7 @@ when = { at = "point", point = "fetch.file", repeat = true, rank = 3 }
         assert_eq!(plan.validate(&topo()), Ok(vec![]));
         assert_eq!(
             plan.to_env(1).as_deref(),
-            Some("api.complete_output#2@rank:1=kill;api.complete_output.done#3@rank:0=exit:4;api.start_output#1=error:enospc")
+            Some("api.complete_output#2@rank:1=kill;app.compute#3@rank:0=exit:4;api.start_output#1=error:enospc")
         );
     }
 

@@ -115,6 +115,17 @@ pub enum LaunchError {
     /// Waiting for the launcher failed.
     #[error("waiting for the job: {0}")]
     Wait(std::io::Error),
+    /// Every process the launcher started has exited but the launcher has
+    /// not (seen with OpenMPI 4.1 after MPI_Abort while the other ranks were
+    /// in MPI_Finalize: all ranks zombies, mpirun waiting on a futex). The
+    /// launcher was killed; the output is what the ranks printed.
+    #[error("the launcher did not return after every rank had exited: killed it")]
+    LauncherStuck {
+        /// Output captured.
+        stdout: String,
+        /// Error output captured.
+        stderr: String,
+    },
     /// The job exceeded its time bound; its whole process group was killed.
     #[error("job still running after {after:?}: killed its process group")]
     Timeout {
@@ -239,6 +250,27 @@ impl MpiJob {
 /// every process it started in that group) and the result is
 /// [`LaunchError::Timeout`].
 pub fn run_argv(argv: &[OsString], timeout: Duration) -> Result<JobOutput, LaunchError> {
+    run_argv_watched(argv, timeout, &mut |_| Tick::Continue)
+}
+
+/// What a watcher wants after looking at a running job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tick {
+    /// Keep waiting.
+    Continue,
+    /// The launcher is stuck (its ranks are gone): end it now.
+    LauncherStuck,
+}
+
+/// [`run_argv`], calling `tick` with the launcher's pid about every 20 ms
+/// while the job runs: the run loop applies faults from outside at moments
+/// of the running job (e.g. while every rank sleeps at an injection point)
+/// and notices a launcher that outlives its ranks.
+pub fn run_argv_watched(
+    argv: &[OsString],
+    timeout: Duration,
+    tick: &mut dyn FnMut(u32) -> Tick,
+) -> Result<JobOutput, LaunchError> {
     let (program, rest) = argv.split_first().ok_or(LaunchError::EmptyArgv)?;
     let start = Instant::now();
     let mut child = Command::new(program)
@@ -280,8 +312,13 @@ pub fn run_argv(argv: &[OsString], timeout: Duration) -> Result<JobOutput, Launc
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Ok(status),
-            Ok(None) if start.elapsed() >= timeout => break Err(()),
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) if start.elapsed() >= timeout => break Err(false),
+            Ok(None) => {
+                if tick(child.id()) == Tick::LauncherStuck {
+                    break Err(true);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
             Err(e) => {
                 kill_group(pgid);
                 let _ = child.wait();
@@ -296,7 +333,14 @@ pub fn run_argv(argv: &[OsString], timeout: Duration) -> Result<JobOutput, Launc
     }
     let status = match status {
         Ok(s) => s,
-        Err(()) => {
+        Err(true) => {
+            terminate_job(&mut child, pgid);
+            return Err(LaunchError::LauncherStuck {
+                stdout: out.join().unwrap_or_default(),
+                stderr: err.join().unwrap_or_default(),
+            });
+        }
+        Err(false) => {
             terminate_job(&mut child, pgid);
             return Err(LaunchError::Timeout {
                 after: timeout,
@@ -339,6 +383,44 @@ fn terminate_job(child: &mut std::process::Child, pgid: libc::pid_t) {
         }
     }
     let _ = child.wait();
+}
+
+/// The launcher's direct children: how many there are and how many have
+/// not exited (zombies count as exited). From `/proc`; `(0, 0)` without it.
+pub fn children_alive(launcher: u32) -> (usize, usize) {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return (0, 0);
+    };
+    let (mut total, mut alive) = (0, 0);
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == launcher {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let mut rest = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r.split_whitespace())
+            .into_iter()
+            .flatten();
+        let state = rest.next();
+        let ppid = rest.next().and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(launcher) {
+            total += 1;
+            if state != Some("Z") && state != Some("X") {
+                alive += 1;
+            }
+        }
+    }
+    (total, alive)
 }
 
 /// Every process descending from `root`, from the parent links in `/proc`

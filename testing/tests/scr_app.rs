@@ -79,7 +79,7 @@ fn crash_then_restart_verifies_every_byte_and_continues_ids() {
     assert_eq!(
         last_line(&run2),
         format!(
-            "SCR_APP restart=ckpt.2 source=cache verified_bytes={bytes} checkpoints_written=1 status=ok"
+            "SCR_APP restart=ckpt.2 source=cache verified_bytes={bytes} checkpoints_written=1 halted=false status=ok"
         )
     );
 

@@ -382,6 +382,17 @@ pub fn encode(
     register: &mut Register<'_>,
 ) -> Result<Vec<FileEntry>, ApplyError> {
     let ctx = Ctx::new(set)?;
+    // Fault injection: a crash while redundancy is applied. An injected
+    // error joins the schemes' first agreement, so the set fails together.
+    if let Err(e) = crate::fault_point!("redundancy.encode", rank = ctx.world_rank as u32) {
+        let e = ctx.io_err(dir, None)(e.into());
+        return match set.scheme {
+            Scheme::Single => Err(e),
+            _ => ctx
+                .agree(Err::<(), _>(e), |_| Vec::new())
+                .map(|_| Vec::new()),
+        };
+    }
     match set.scheme {
         Scheme::Single => Ok(Vec::new()),
         Scheme::Partner => encode_partner(&ctx, mine, dir, register),

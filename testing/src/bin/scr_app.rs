@@ -33,10 +33,20 @@
 //!
 //! Rank 0 prints machine-readable lines starting with `SCR_APP `:
 //! `SCR_APP init ...` (what SCR found in cache), `SCR_APP restart_attempt
-//! ...`, `SCR_APP checkpoint ...`, `SCR_APP MISMATCH rank=R ckpt=C file=F
-//! offset=O ...` for every wrong byte found, `SCR_APP crash ...`, and last
-//! `SCR_APP restart=<name|none> source=<cache|rebuilt|fetched|none>
-//! verified_bytes=<N> checkpoints_written=<K> status=<ok|MISMATCH|UNEXPECTED|error>`.
+//! ... source=<cache|rebuilt|fetched> ...`, `SCR_APP restarted name=<name|none> ...`
+//! (the restart is decided), `SCR_APP checkpoint ...`, `SCR_APP
+//! MISMATCH rank=R ckpt=C file=F offset=O ...` for every wrong byte found,
+//! `SCR_APP crash ...`, with `--until-exit` `SCR_APP step=...` and `SCR_APP
+//! halted ...` (SCR_Should_exit said stop: the run finalizes and exits 0),
+//! and last `SCR_APP
+//! restart=<name|none> source=<cache|rebuilt|fetched|none> verified_bytes=<N>
+//! checkpoints_written=<K> halted=<bool> status=<ok|MISMATCH|UNEXPECTED|error>`.
+//!
+//! Built with `--features scr/fault-injection`, every rank passes two
+//! injection points of its own once per checkpoint (hit N = checkpoint N of
+//! this run): `app.file.write` after writing its first file ("during file
+//! write"), and `app.compute` after a barrier that follows Complete_output
+//! ("between checkpoints": every rank has finished checkpoint N).
 //!
 //! Exit codes: 0 ok; 2 some byte read back was wrong (never hidden); 3 the
 //! restart differed from `--expect-restart`; 42 simulated crash; 1 an SCR
@@ -305,19 +315,13 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
                 print!("{}", String::from_utf8_lossy(&l));
             }
             println!(
-                "SCR_APP restart_attempt name={name} dataset={dset} ok={all_ok} verified_bytes={} mismatches={} unreadable={}",
-                counts[2], counts[0], counts[1]
+                "SCR_APP restart_attempt name={name} dataset={dset} ok={all_ok} source={} verified_bytes={} mismatches={} unreadable={}",
+                source_of(&report, dset), counts[2], counts[0], counts[1]
             );
         }
         mismatches_total += counts[0];
         if all_ok {
-            let source = if report.fetched == Some(dset) {
-                "fetched"
-            } else if report.rebuilt.contains(&dset) {
-                "rebuilt"
-            } else {
-                "cache"
-            };
+            let source = source_of(&report, dset);
             verified_total = counts[2] as u64;
             restarted = Some((name, ckpt.unwrap_or(0), source));
             break;
@@ -334,9 +338,18 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
         },
     };
 
+    if rank == 0 {
+        // The restart is decided: whatever happens next is about new checkpoints.
+        let (name, source) = restarted
+            .as_ref()
+            .map_or(("none", "none"), |r| (r.0.as_str(), r.2));
+        println!("SCR_APP restarted name={name} source={source} verified_bytes={verified_total}");
+    }
+
     // Checkpoints after the restarted one (or steps, with --until-exit).
     let mut next = restarted.as_ref().map_or(1, |r| r.1 + 1);
     let mut written = 0u64;
+    let mut halted = false;
     for step in 1..=args.checkpoints {
         if args.step_ms > 0 {
             std::thread::sleep(std::time::Duration::from_millis(args.step_ms));
@@ -376,6 +389,7 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             if rank == 0 {
                 println!("SCR_APP halted step={step} need_at_exit={need_at_exit}");
             }
+            halted = true;
             break;
         }
     }
@@ -399,13 +413,40 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             .as_ref()
             .map_or(("none", "none"), |r| (r.0.as_str(), r.2));
         println!(
-            "SCR_APP restart={name} source={source} verified_bytes={verified_total} checkpoints_written={written} status={status}"
+            "SCR_APP restart={name} source={source} verified_bytes={verified_total} checkpoints_written={written} halted={halted} status={status}"
         );
     }
     match status {
         "ok" => ExitCode::SUCCESS,
         "MISMATCH" => ExitCode::from(2),
         _ => ExitCode::from(3),
+    }
+}
+
+/// The application's own "during file write" moment for the
+/// fault-injection testbed: once per checkpoint on every rank, after its
+/// first file (or at once when it writes none), so hit N is checkpoint N of
+/// this run. Nothing without the feature. An injected error fails the
+/// checkpoint on this rank.
+fn mid_write(rank: usize) -> bool {
+    match scr::fault_point!("app.file.write", rank = rank as u32) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("scr_app: rank {rank}: writing: {}", std::io::Error::from(e));
+            false
+        }
+    }
+}
+
+/// Where SCR found dataset `dset` at init: fetched from the prefix, rebuilt
+/// in cache, or in cache as it was.
+fn source_of(report: &scr::cache::restart::InitReport, dset: i64) -> &'static str {
+    if report.fetched == Some(dset) {
+        "fetched"
+    } else if report.rebuilt.contains(&dset) {
+        "rebuilt"
+    } else {
+        "cache"
     }
 }
 
@@ -427,6 +468,7 @@ fn write_checkpoint(
         scr.start_output(Some(&name), Flags::CHECKPOINT),
     );
     let mut ok = true;
+    let mut mid_write_passed = false;
     for spec in file_plan(args.seed, rank as u32, c, args.mean_bytes) {
         let path = ok_or_fail(
             rank,
@@ -437,6 +479,13 @@ fn write_checkpoint(
             eprintln!("scr_app: rank {rank}: writing {}: {e}", path.display());
             ok = false;
         }
+        if !mid_write_passed {
+            mid_write_passed = true;
+            ok &= mid_write(rank);
+        }
+    }
+    if !mid_write_passed {
+        ok &= mid_write(rank);
     }
     let complete = ok_or_fail(rank, "SCR_Complete_output", out.complete(ok));
     if rank == 0 {
@@ -446,6 +495,14 @@ fn write_checkpoint(
         fail(rank, "SCR_Complete_output", &format!("{name} is not valid"));
     }
     *written += 1;
+    // "Between checkpoints": every rank has finished Complete_output (the
+    // barrier), then the fault-injection testbed's moment `app.compute`
+    // (hit N = checkpoint N of this run; nothing without the feature). An
+    // injected error here has nothing to fail.
+    ok_or_fail(rank, "barrier", app.barrier());
+    if let Err(e) = scr::fault_point!("app.compute", rank = rank as u32) {
+        eprintln!("scr_app: rank {rank}: {}", std::io::Error::from(e));
+    }
     if args.fail_after == Some(*written) {
         // Everyone completed the checkpoint before anyone dies.
         ok_or_fail(rank, "barrier", app.barrier());

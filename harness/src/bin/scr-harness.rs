@@ -1,0 +1,744 @@
+//! `scr-harness`: SCR's run loop with fault injection, scenario campaigns,
+//! and the new-system checklist.
+//!
+//! ```text
+//! scr-harness run [--scheme XOR] [--plan faults.toml] [--nodes 4 --spares 2] [-- PROGRAM ARGS...]
+//! scr-harness campaign --list | --quick | [--only NAME] [--scheme S] | --random N [--seed S]
+//! scr-harness validate [--launcher mpirun|srun] [--nodes n1,n2,...]
+//! scr-harness check-node [--storage /dev/shm:BYTES]
+//! ```
+//!
+//! Exit codes (every subcommand):
+//! - 0: success — `run`: the loop completed (or met `--expect`);
+//!   `campaign`: every scenario met its expected outcome; `validate`: every
+//!   check passed;
+//! - 1: an outcome differed from the expectation, or a check failed;
+//! - 2: SILENT CORRUPTION or HANG happened (never acceptable);
+//! - 3: the harness could not do its job (bad catalogue or plan, missing
+//!   application or launcher, I/O error);
+//! - 64: bad usage.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use faultsim::plan::Plan;
+use harness::campaign::{self, Report, Settings};
+use harness::outcome::{Outcome, Verdict};
+use harness::runloop::{default_storage, Allocation, AppSpec, RunLoop, RunResult};
+use harness::scenario::{self, Catalogue, Scenario, Scheme};
+
+const EXIT_UNEXPECTED: u8 = 1;
+const EXIT_NEVER: u8 = 2;
+const EXIT_HARNESS: u8 = 3;
+const EXIT_USAGE: u8 = 64;
+
+#[derive(Parser)]
+#[command(
+    name = "scr-harness",
+    about = "SCR run loop with fault injection, scenario campaigns, new-system validation",
+    after_help = "Exit codes: 0 success; 1 an outcome differed from its expectation or a check failed; \
+                  2 SILENT CORRUPTION or HANG; 3 harness error; 64 bad usage."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Launch an application with the SCR run loop on simulated nodes and spares.
+    Run(RunArgs),
+    /// Run scenarios of the catalogue (or random ones) across redundancy schemes.
+    Campaign(CampaignArgs),
+    /// The developer guide's checklist for a new system (node kill, launcher,
+    /// down-node detection, steering, full cycle, health checks).
+    Validate(harness::validate::ValidateArgs),
+    /// scr_check_node on this node: storage reachable, writable, capacity, touch+rm.
+    CheckNode {
+        /// PATH[:MIN_BYTES] (repeatable; default /dev/shm).
+        #[arg(long = "storage", value_name = "PATH[:MIN_BYTES]")]
+        storage: Vec<String>,
+    },
+}
+
+#[derive(Args, Clone)]
+struct Common {
+    /// The test application (scr_app built with --features scr/fault-injection;
+    /// default: $SCR_APP_BIN, else target/fault-injection/debug/scr_app).
+    #[arg(long)]
+    app: Option<PathBuf>,
+    /// The `scr` command, for `scr postrun` after the last launch.
+    #[arg(long)]
+    scr: Option<PathBuf>,
+    /// Launcher and its leading arguments, space separated.
+    #[arg(long, default_value = "mpirun --oversubscribe")]
+    mpirun: String,
+    /// Work directory (one subdirectory per run).
+    #[arg(long, default_value = "target/scr-harness")]
+    work: PathBuf,
+    /// Keep the work directories of passing runs too.
+    #[arg(long)]
+    keep: bool,
+    /// Print JSON on standard output instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Run a scenario of the catalogue with its settings, faults and expectation.
+    #[arg(long)]
+    scenario: Option<String>,
+    /// The catalogue directory.
+    #[arg(long)]
+    catalogue: Option<PathBuf>,
+    /// Redundancy scheme.
+    #[arg(long, default_value = "XOR")]
+    scheme: Scheme,
+    /// Fault plan file (JSON or TOML, see docs/fault-injection.md).
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    /// Seed of the data and of every random fault choice.
+    #[arg(long, default_value_t = campaign::DEFAULT_SEED)]
+    seed: u64,
+    /// Nodes a launch needs.
+    #[arg(long, default_value_t = 4)]
+    nodes: usize,
+    /// Ranks per node.
+    #[arg(long, default_value_t = 2)]
+    ranks_per_node: usize,
+    /// Spare nodes.
+    #[arg(long, default_value_t = 2)]
+    spares: usize,
+    /// Checkpoints of the first launch.
+    #[arg(long, default_value_t = 3)]
+    checkpoints: u64,
+    /// Checkpoints of each relaunch.
+    #[arg(long, default_value_t = 1)]
+    relaunch_checkpoints: u64,
+    /// Mean file size in bytes.
+    #[arg(long, default_value_t = 65536)]
+    mean_bytes: u64,
+    /// Most launches (SCR_RUNS).
+    #[arg(long, default_value_t = 3)]
+    launches: u32,
+    /// Bound on each launch, seconds.
+    #[arg(long, default_value_t = 60)]
+    timeout_s: u64,
+    /// A variable for every rank, VAR=VALUE (repeatable; SCR parameters).
+    #[arg(long = "env", value_name = "VAR=VALUE")]
+    env: Vec<String>,
+    /// Expected outcome, e.g. "scratch, rebuilt:3" (exit 1 when different).
+    #[arg(long)]
+    expect: Option<Outcome>,
+    /// Another application and its arguments instead of scr_app (its bytes
+    /// are not verified).
+    #[arg(last = true)]
+    program: Vec<String>,
+}
+
+#[derive(Args)]
+struct CampaignArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The catalogue directory.
+    #[arg(long)]
+    catalogue: Option<PathBuf>,
+    /// Print one line per scenario and exit.
+    #[arg(long)]
+    list: bool,
+    /// Only the CI subset.
+    #[arg(long)]
+    quick: bool,
+    /// Only these scenarios (repeatable; adds to --tag).
+    #[arg(long)]
+    only: Vec<String>,
+    /// Only scenarios with this tag (repeatable; adds to --only).
+    #[arg(long)]
+    tag: Vec<String>,
+    /// Only these schemes (repeatable).
+    #[arg(long)]
+    scheme: Vec<Scheme>,
+    /// Random mode: this many seeds, each choosing scheme, nodes, set size,
+    /// faults and their times.
+    #[arg(long)]
+    random: Option<u32>,
+    /// The campaign seed.
+    #[arg(long, default_value_t = campaign::DEFAULT_SEED)]
+    seed: u64,
+    /// Where the tables and the plot go.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Do not write results.
+    #[arg(long)]
+    no_results: bool,
+    /// The campaign's name in result files (default: quick, full, random, or custom).
+    #[arg(long)]
+    name: Option<String>,
+    /// Cells run at once (each is one MPI job at a time, mostly waiting).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.cmd {
+        Cmd::Run(a) => run_cmd(a),
+        Cmd::Campaign(a) => campaign_cmd(a),
+        Cmd::Validate(a) => harness::validate::main(a),
+        Cmd::CheckNode { storage } => harness::validate::check_node_main(&storage),
+    }
+}
+
+fn harness_error(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("scr-harness: {msg}");
+    ExitCode::from(EXIT_HARNESS)
+}
+
+/// scr_app: `--app`/`SCR_APP_BIN`, else the fault-injection build in the
+/// workspace's target directory, else beside this binary.
+fn find_app(given: Option<&PathBuf>) -> Result<PathBuf, String> {
+    let from_env = std::env::var_os("SCR_APP_BIN").map(PathBuf::from);
+    if let Some(p) = given.or(from_env.as_ref()) {
+        return if p.is_file() {
+            Ok(p.clone())
+        } else {
+            Err(format!("{}: no such application", p.display()))
+        };
+    }
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut tried = Vec::new();
+    for p in [
+        ws.join("target/fault-injection/debug/scr_app"),
+        ws.join("target/fault-injection/release/scr_app"),
+    ] {
+        if p.is_file() {
+            return Ok(p);
+        }
+        tried.push(p);
+    }
+    if let Some(p) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("scr_app")))
+    {
+        if p.is_file() {
+            return Ok(p);
+        }
+        tried.push(p);
+    }
+    Err(format!(
+        "scr_app not found (tried {}); build it with `cargo build -p testing --bin scr_app --features scr/fault-injection --target-dir target/fault-injection` or pass --app",
+        tried
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// True when the binary was built with injection points (the plan variable
+/// is compiled in only then).
+fn has_fault_injection(app: &Path) -> bool {
+    std::fs::read(app).is_ok_and(|b| b.windows(14).any(|w| w == b"SCR_FAULT_PLAN"))
+}
+
+fn find_scr(given: Option<&PathBuf>) -> Option<PathBuf> {
+    if let Some(p) = given {
+        return Some(p.clone());
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|d| d.join("scr")))
+        .filter(|p| p.is_file())
+}
+
+fn mpirun_argv(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+fn print_result(r: &RunResult) {
+    for l in &r.launches {
+        println!(
+            "launch {} on {}: exit {} after {:.1} s → {}",
+            l.launch,
+            l.nodes.join(","),
+            l.exit_code.map_or_else(
+                || "none (killed at the time bound)".to_string(),
+                |c| c.to_string()
+            ),
+            l.elapsed_s,
+            l.token
+        );
+        for (n, why) in &l.newly_down {
+            println!("  down before it: {n}: {why}");
+        }
+        if let Some(p) = &l.fault_plan {
+            println!("  SCR_FAULT_PLAN={p}");
+        }
+        for f in &l.fired {
+            println!(
+                "  fired: {} hit {} on rank {} ({}): {}",
+                f.point,
+                f.hit,
+                f.rank.map_or("-".into(), |r| r.to_string()),
+                f.node.as_deref().unwrap_or("-"),
+                f.action
+            );
+        }
+        for x in &l.external {
+            println!("  harness: {x}");
+        }
+        let mut app_lines = l
+            .stdout
+            .lines()
+            .filter(|x| x.starts_with("SCR_APP "))
+            .peekable();
+        if app_lines.peek().is_none() {
+            // Nothing from the application: show why the launch ended.
+            let tail: Vec<&str> = l.stderr.lines().rev().take(6).collect();
+            for line in tail.into_iter().rev() {
+                println!("  stderr: {line}");
+            }
+        }
+        for line in app_lines {
+            println!("  {line}");
+        }
+        if let Some(w) = &l.why {
+            println!("  SILENT CORRUPTION: {w}");
+        } else if let Some(a) = l.report.restarted() {
+            println!(
+                "  verified: every byte of {} read back matched the data plan ({} bytes, the plan's size of it)",
+                a.name, a.verified_bytes
+            );
+        }
+    }
+    if let Some(p) = &r.postrun {
+        println!("scr postrun: {p}");
+    }
+    for e in &r.harness_errors {
+        println!("harness error: {e}");
+    }
+    println!("outcome: {}", r.outcome);
+}
+
+fn run_cmd(a: RunArgs) -> ExitCode {
+    let catalogue_dir = a.catalogue.clone().unwrap_or_else(scenario::default_dir);
+    let scr_command = find_scr(a.common.scr.as_ref());
+    let work = a.common.work.join("run");
+    let (rl, expect) = if let Some(name) = &a.scenario {
+        let cat = match Catalogue::load(&catalogue_dir) {
+            Ok(c) => c,
+            Err(e) => return harness_error(e),
+        };
+        let Some(sc) = cat.get(name) else {
+            return harness_error(format!(
+                "no scenario {name:?} in {}",
+                catalogue_dir.display()
+            ));
+        };
+        let app = match find_app(a.common.app.as_ref()) {
+            Ok(p) => p,
+            Err(e) => return harness_error(e),
+        };
+        let settings = Settings {
+            app,
+            scr_command,
+            mpirun: mpirun_argv(&a.common.mpirun),
+            work: work.clone(),
+            keep: true,
+            seed: a.seed,
+            replay: String::new(),
+        };
+        let seed = campaign::cell_seed(a.seed, &sc.name, a.scheme);
+        let dir = work.join(format!("{}-{}", sc.name, a.scheme.name().to_lowercase()));
+        match campaign::cell_loop(sc, a.scheme, seed, &settings, &dir) {
+            Ok(rl) => (
+                rl,
+                a.expect.clone().or_else(|| sc.expected(a.scheme).cloned()),
+            ),
+            Err(e) => return harness_error(e),
+        }
+    } else {
+        let plan = match &a.plan {
+            Some(p) => match Plan::read(p) {
+                Ok(p) => p,
+                Err(e) => return harness_error(e),
+            },
+            None => Plan::default(),
+        };
+        let mut env = campaign::base_env();
+        for (k, v) in a.scheme.env() {
+            env.insert(k.into(), v.into());
+        }
+        for kv in &a.env {
+            let Some((k, v)) = kv.split_once('=') else {
+                eprintln!("scr-harness: --env {kv:?}: expected VAR=VALUE");
+                return ExitCode::from(EXIT_USAGE);
+            };
+            env.insert(k.into(), v.into());
+        }
+        let storage = default_storage(&env);
+        let dir = work.join(format!("seed-{}", a.seed));
+        let _ = std::fs::remove_dir_all(&dir);
+        let alloc = match Allocation::create(&dir, a.nodes, a.spares, a.ranks_per_node, &storage) {
+            Ok(x) => x,
+            Err(e) => return harness_error(format!("{}: {e}", dir.display())),
+        };
+        let topo = faultsim::plan::Topology {
+            nodes: alloc.nodes.clone(),
+            ranks_per_node: a.ranks_per_node as u32,
+        };
+        match plan.validate(&topo) {
+            Ok(warnings) => {
+                for w in warnings {
+                    eprintln!("scr-harness: warning: {w}");
+                }
+            }
+            Err(e) => return harness_error(e),
+        }
+        let app = if let Some((prog, args)) = a.program.split_first() {
+            AppSpec {
+                program: PathBuf::from(prog),
+                args: args.to_vec(),
+                first_args: Vec::new(),
+                later_args: Vec::new(),
+                data: None,
+            }
+        } else {
+            let app = match find_app(a.common.app.as_ref()) {
+                Ok(p) => p,
+                Err(e) => return harness_error(e),
+            };
+            let ranks = (a.nodes * a.ranks_per_node) as u32;
+            let data = campaign::data_seed(
+                a.seed,
+                ranks,
+                a.checkpoints + a.relaunch_checkpoints * u64::from(a.launches),
+                a.mean_bytes,
+            );
+            AppSpec::scr_app(
+                app,
+                data,
+                a.mean_bytes,
+                a.checkpoints,
+                a.relaunch_checkpoints,
+            )
+        };
+        if plan.faults.iter().any(|f| f.what.in_process()) && !has_fault_injection(&app.program) {
+            return harness_error(format!(
+                "{} was built without injection points; the plan's in-process faults would never fire",
+                app.program.display()
+            ));
+        }
+        let mut plan = plan;
+        plan.seed = Some(a.seed);
+        (
+            RunLoop {
+                alloc,
+                app,
+                env,
+                plan,
+                halts: Vec::new(),
+                seed: a.seed,
+                max_launches: a.launches,
+                timeout: Duration::from_secs(a.timeout_s),
+                storage,
+                mpirun: mpirun_argv(&a.common.mpirun),
+                scr_command,
+            },
+            a.expect.clone(),
+        )
+    };
+    let result = rl.run();
+    if a.common.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&result).unwrap_or_default()
+        );
+    } else {
+        print_result(&result);
+    }
+    let reports: Vec<_> = result.launches.iter().map(|l| l.report.clone()).collect();
+    if result.outcome.never() {
+        // The exact command line, with the seed made explicit.
+        let mut replay: Vec<String> = std::env::args().collect();
+        if !replay
+            .iter()
+            .any(|x| x == "--seed" || x.starts_with("--seed="))
+        {
+            replay.insert(2.min(replay.len()), format!("--seed={}", a.seed));
+        }
+        eprintln!(
+            "scr-harness: {}; seed {}; replay: {}",
+            result.outcome.headline().name(),
+            a.seed,
+            replay.join(" ")
+        );
+        return ExitCode::from(EXIT_NEVER);
+    }
+    let ok = match &expect {
+        Some(e) => {
+            let (v, why) = harness::outcome::judge(&result.outcome, e, &reports);
+            if v != Verdict::Expected {
+                eprintln!("scr-harness: {why}");
+            }
+            match v {
+                Verdict::Never => return ExitCode::from(EXIT_NEVER),
+                v => v == Verdict::Expected,
+            }
+        }
+        None => result.outcome.end == harness::outcome::End::Completed,
+    };
+    if ok && !a.common.keep {
+        let _ = std::fs::remove_dir_all(&rl.alloc.root);
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_UNEXPECTED)
+    }
+}
+
+fn selected<'a>(cat: &'a Catalogue, a: &CampaignArgs) -> Vec<&'a Scenario> {
+    cat.scenarios
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| !a.quick || s.quick)
+        // --only and --tag add up: a scenario named or tagged is selected.
+        .filter(|s| {
+            (a.only.is_empty() && a.tag.is_empty())
+                || a.only.contains(&s.name)
+                || s.tags.iter().any(|t| a.tag.contains(t))
+        })
+        .collect()
+}
+
+fn campaign_cmd(a: CampaignArgs) -> ExitCode {
+    let dir = a.catalogue.clone().unwrap_or_else(scenario::default_dir);
+    let (scenarios_owned, name): (Vec<Scenario>, String) = if let Some(n) = a.random {
+        // --only picks single random scenarios (their replay commands).
+        let all = harness::random::scenarios(a.seed, n);
+        let chosen: Vec<Scenario> = all
+            .into_iter()
+            .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
+            .collect();
+        (chosen, a.name.clone().unwrap_or_else(|| "random".into()))
+    } else {
+        let cat = match Catalogue::load(&dir) {
+            Ok(c) => c,
+            Err(e) => return harness_error(e),
+        };
+        if a.list {
+            for (_, s) in &cat.scenarios {
+                let exp: Vec<String> = s
+                    .schemes()
+                    .iter()
+                    .map(|x| {
+                        format!(
+                            "{x}={}",
+                            s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                println!(
+                    "{:<44} {:<5} {:<28} {} [{}]",
+                    s.name,
+                    if s.quick { "quick" } else { "" },
+                    s.tags.join(","),
+                    s.about,
+                    exp.join("; ")
+                );
+            }
+            return ExitCode::SUCCESS;
+        }
+        let chosen: Vec<Scenario> = selected(&cat, &a).into_iter().cloned().collect();
+        for o in &a.only {
+            if cat.get(o).is_none() {
+                eprintln!("scr-harness: no scenario {o:?} in {}", dir.display());
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+        let name = a.name.clone().unwrap_or_else(|| {
+            if a.quick && a.only.is_empty() && a.tag.is_empty() && a.scheme.is_empty() {
+                "quick".into()
+            } else if !a.quick && a.only.is_empty() && a.tag.is_empty() && a.scheme.is_empty() {
+                "full".into()
+            } else {
+                "custom".into()
+            }
+        });
+        (chosen, name)
+    };
+    if a.list {
+        // Random mode: the drawn scenarios, without running them.
+        for s in &scenarios_owned {
+            let exp: Vec<String> = s
+                .schemes()
+                .iter()
+                .map(|x| {
+                    format!(
+                        "{x}={}",
+                        s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
+                    )
+                })
+                .collect();
+            println!("{:<12} {} [{}]", s.name, s.about, exp.join("; "));
+        }
+        return ExitCode::SUCCESS;
+    }
+    let app = match find_app(a.common.app.as_ref()) {
+        Ok(p) => p,
+        Err(e) => return harness_error(e),
+    };
+    if !has_fault_injection(&app) {
+        return harness_error(format!(
+            "{} was built without injection points: build it with `cargo build -p testing --bin scr_app --features scr/fault-injection --target-dir target/fault-injection`",
+            app.display()
+        ));
+    }
+    let cells: Vec<(&Scenario, Scheme)> = scenarios_owned
+        .iter()
+        .flat_map(|s| {
+            s.schemes()
+                .into_iter()
+                .filter(|x| a.scheme.is_empty() || a.scheme.contains(x))
+                .map(move |x| (s, x))
+        })
+        .collect();
+    let replay = if a.random.is_some() {
+        format!("scr-harness campaign --random {}", a.random.unwrap_or(0))
+    } else {
+        "scr-harness campaign".to_string()
+    };
+    let settings = Settings {
+        app,
+        scr_command: find_scr(a.common.scr.as_ref()),
+        mpirun: mpirun_argv(&a.common.mpirun),
+        work: a.common.work.join(format!("campaign-{name}")),
+        keep: a.common.keep,
+        seed: a.seed,
+        replay,
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let start = Instant::now();
+    let bar = indicatif::ProgressBar::new(cells.len() as u64);
+    let tty = std::io::stderr().is_terminal();
+    if tty {
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+    } else {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    // Cells are independent (own directories, fault logs and job keys), so
+    // up to --jobs run at once; the report keeps the catalogue's order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<campaign::Cell>>> =
+        cells.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..a.jobs.clamp(1, 16) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some((sc, scheme)) = cells.get(i) else {
+                    break;
+                };
+                bar.set_message(format!("{} {scheme}", sc.name));
+                let (cell, _) = campaign::run_cell(sc, *scheme, &settings);
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                let line = format!(
+                    "[{n}/{}] {} {}: {} ({}{}) {:.1} s",
+                    cells.len(),
+                    cell.scenario,
+                    cell.scheme,
+                    cell.outcome,
+                    cell.verdict,
+                    if cell.ok() {
+                        String::new()
+                    } else {
+                        format!(": {}; replay: {}", cell.why, cell.replay)
+                    },
+                    cell.time_s
+                );
+                if tty {
+                    bar.println(line);
+                } else {
+                    eprintln!("{line}");
+                }
+                bar.inc(1);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(cell);
+                }
+            });
+        }
+    });
+    let results: Vec<campaign::Cell> = slots
+        .into_iter()
+        .filter_map(|m| m.into_inner().ok().flatten())
+        .collect();
+    bar.finish_and_clear();
+    let report = Report {
+        campaign: name,
+        seed: a.seed,
+        command,
+        cells: results,
+        time_s: start.elapsed().as_secs_f64(),
+    };
+    if !a.no_results {
+        match report.write(&a.out) {
+            Ok(files) => {
+                for f in files {
+                    eprintln!("scr-harness: wrote {}", f.display());
+                }
+            }
+            Err(e) => return harness_error(e),
+        }
+    }
+    if a.common.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        for c in report.cells.iter().filter(|c| !c.ok()) {
+            println!(
+                "NOT AS EXPECTED: {} {}: expected `{}`, got `{}`{}; replay: {}",
+                c.scenario,
+                c.scheme,
+                c.expected,
+                c.outcome,
+                if c.why.is_empty() || c.why.starts_with("expected `") {
+                    String::new()
+                } else {
+                    format!(" ({})", c.why)
+                },
+                c.replay
+            );
+        }
+    }
+    let counts = report.counts();
+    println!("{}", report.summary_line());
+    if counts.silent + counts.hang > 0 {
+        ExitCode::from(EXIT_NEVER)
+    } else if counts.unexpected > 0 {
+        ExitCode::from(EXIT_UNEXPECTED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,675 @@
+//! `scr-harness validate`: the developer guide's checklist for a new system
+//! ("Testing SCR on a New System"), automated.
+//!
+//! 1. **allocation survives a node kill** — a job runs, a node of it is
+//!    killed, and the job script (this process) still runs its next
+//!    command;
+//! 2. **launcher returns after a rank dies** — an MPI job whose rank 1 is
+//!    SIGKILLed must end, not hang (bounded wait);
+//! 3. **down nodes are detected, and why** — after the kill, the health
+//!    checks report exactly the killed node, with a reason;
+//! 4. **the next launch avoids them** — a second job runs in the broken
+//!    allocation, on the healthy nodes only (each rank prints its node);
+//! 5. **full cycle** — checkpoint (XOR), a node dies, relaunch on the rest
+//!    plus a spare, rebuild, restart from the newest checkpoint, verified
+//!    byte for byte;
+//! 6. **node health checks** — on every node: storage reachable, listed as
+//!    writable, capacity as configured, a file can be created and removed;
+//!    in simulated mode each check is also shown to catch the failure it is
+//!    for (a missing directory, a file system smaller than configured, a
+//!    full file system that refuses a new file).
+//!
+//! Simulated nodes (the default) need nothing but `mpirun`. On a real
+//! cluster give the launcher (`--launcher srun`, or `--launcher mpirun`
+//! with `--hostfile`), the nodes (`--nodes a,b,c,d,e`, the last one a
+//! spare) and, for checks 1, 3 and 5, a command that kills a node
+//! (`--kill-command 'ssh {node} sudo systemctl poweroff'`); without it those
+//! checks are reported as not run.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::health::{self, DownList, StorageCheck};
+use crate::launch::{run_argv, LaunchError, MpiJob};
+
+/// Options of `scr-harness validate`.
+#[derive(Args, Debug, Clone)]
+pub struct ValidateArgs {
+    /// `simulated` (default), `mpirun` (with --hostfile) or `srun`.
+    #[arg(long, default_value = "simulated")]
+    pub launcher: String,
+    /// The allocation's nodes, comma separated or as a host list
+    /// (`node[1-5]`); the last is kept as a spare. Simulated: 5 nodes.
+    #[arg(long)]
+    pub nodes: Option<String>,
+    /// OpenMPI hostfile (with `--launcher mpirun`).
+    #[arg(long)]
+    pub hostfile: Option<PathBuf>,
+    /// Command that kills a node on a real cluster; `{node}` is replaced.
+    #[arg(long)]
+    pub kill_command: Option<String>,
+    /// Node-local directories to check, `PATH[:MIN_BYTES]` (repeatable;
+    /// default /dev/shm).
+    #[arg(long = "storage", value_name = "PATH[:MIN_BYTES]")]
+    pub storage: Vec<String>,
+    /// The test application for the full cycle (scr_app).
+    #[arg(long)]
+    pub app: Option<PathBuf>,
+    /// Work directory (simulated nodes live here).
+    #[arg(long, default_value = "target/scr-harness/validate")]
+    pub work: PathBuf,
+    /// Bound on every job, seconds.
+    #[arg(long, default_value_t = 60)]
+    pub timeout_s: u64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One checklist item's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// Short name.
+    pub name: String,
+    /// `pass`, `FAIL` or `not run`.
+    pub status: String,
+    /// What was seen, and for a failure why and what to look at.
+    pub detail: String,
+    /// Wall time.
+    pub time_s: f64,
+}
+
+fn check(name: &str, start: Instant, r: Result<String, String>) -> Check {
+    let (status, detail) = match r {
+        Ok(d) => ("pass", d),
+        Err(d) if d.starts_with("not run:") => ("not run", d),
+        Err(d) => ("FAIL", d),
+    };
+    Check {
+        name: name.into(),
+        status: status.into(),
+        detail,
+        time_s: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn parse_storage(specs: &[String]) -> Result<Vec<StorageCheck>, String> {
+    if specs.is_empty() {
+        return Ok(vec![StorageCheck {
+            role: "cache".into(),
+            path: PathBuf::from("/dev/shm"),
+            min_capacity_bytes: 0,
+        }]);
+    }
+    specs
+        .iter()
+        .map(|s| {
+            let (path, bytes) = match s.rsplit_once(':') {
+                Some((p, b)) => (
+                    p,
+                    b.parse::<u64>()
+                        .map_err(|_| format!("--storage {s:?}: {b:?} is not a byte count"))?,
+                ),
+                None => (s.as_str(), 0),
+            };
+            Ok(StorageCheck {
+                role: "storage".into(),
+                path: PathBuf::from(path),
+                min_capacity_bytes: bytes,
+            })
+        })
+        .collect()
+}
+
+/// The rank variable any of the common launchers sets.
+const RANK_SH: &str = "${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMI_RANK:-0}}}";
+
+/// How jobs are started.
+#[derive(Debug, Clone)]
+enum Launcher {
+    Simulated { root: PathBuf },
+    Mpirun { hostfile: Option<PathBuf> },
+    Srun,
+}
+
+impl Launcher {
+    /// argv running `cmd` once on each of `nodes`.
+    fn argv(&self, nodes: &[String], cmd: &[&str]) -> Vec<std::ffi::OsString> {
+        match self {
+            Launcher::Simulated { root } => {
+                let mut job = MpiJob::simulated(cmd[0], nodes.len(), 1)
+                    .args(cmd[1..].iter().map(|s| s.to_string()));
+                for (spec, n) in job.nodes.iter_mut().zip(nodes) {
+                    spec.name = n.clone();
+                    spec.env.insert(
+                        crate::app::NODE_ROOT_VAR.into(),
+                        root.join(n).to_string_lossy().into_owned(),
+                    );
+                }
+                job.argv().unwrap_or_default()
+            }
+            Launcher::Mpirun { hostfile } => {
+                let mut v: Vec<std::ffi::OsString> = vec!["mpirun".into()];
+                if let Some(h) = hostfile {
+                    v.push("--hostfile".into());
+                    v.push(h.into());
+                }
+                v.extend(["--host".into(), nodes.join(",").into()]);
+                v.extend(["--map-by".into(), "node".into(), "-np".into()]);
+                v.push(nodes.len().to_string().into());
+                v.extend(cmd.iter().map(|s| s.into()));
+                v
+            }
+            Launcher::Srun => {
+                let mut v: Vec<std::ffi::OsString> = vec!["srun".into()];
+                v.push(format!("--nodelist={}", nodes.join(",")).into());
+                v.push(format!("--nodes={}", nodes.len()).into());
+                v.push(format!("--ntasks={}", nodes.len()).into());
+                v.extend(cmd.iter().map(|s| s.into()));
+                v
+            }
+        }
+    }
+
+    fn simulated_root(&self) -> Option<&Path> {
+        match self {
+            Launcher::Simulated { root } => Some(root),
+            _ => None,
+        }
+    }
+}
+
+struct Ctx {
+    launcher: Launcher,
+    nodes: Vec<String>,
+    storage: Vec<StorageCheck>,
+    kill_command: Option<String>,
+    timeout: Duration,
+    app: Option<PathBuf>,
+    work: PathBuf,
+    down: DownList,
+}
+
+impl Ctx {
+    /// Kill `node`: simulated — SIGKILL its processes (below `within`) and
+    /// remove its tree; real — the given kill command.
+    fn kill_node(&self, node: &str, within: Option<u32>) -> Result<String, String> {
+        match (&self.launcher, &self.kill_command) {
+            (Launcher::Simulated { root }, _) => {
+                let r = faultsim::inject::kill_node(node, within).map_err(|e| e.to_string())?;
+                let gone = faultsim::inject::remove_dir_tree(&root.join(node))
+                    .map_err(|e| e.to_string())?;
+                Ok(format!("{r:?}; {gone:?}"))
+            }
+            (_, Some(cmd)) => {
+                let line = cmd.replace("{node}", node);
+                let out = run_argv(
+                    &["sh".into(), "-c".into(), line.clone().into()],
+                    self.timeout,
+                )
+                .map_err(|e| format!("{line}: {e}"))?;
+                Ok(format!("`{line}` exited {}", out.code()))
+            }
+            (_, None) => Err("not run: give --kill-command to kill a real node".into()),
+        }
+    }
+
+    /// Health checks of every node; simulated nodes directly, real ones
+    /// through the launcher (`scr-harness check-node` on each).
+    fn update_down(&mut self) -> Vec<String> {
+        if let Some(root) = self.launcher.simulated_root().map(Path::to_path_buf) {
+            let root_of = |n: &str| Some(root.join(n));
+            let storage = self.storage.clone();
+            let nodes = self.nodes.clone();
+            return self.down.update(&nodes, &[], &root_of, &storage);
+        }
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("scr-harness"));
+        let exe_s = exe.to_string_lossy().into_owned();
+        let mut newly = Vec::new();
+        for n in self.nodes.clone() {
+            if self.down.is_down(&n) {
+                continue;
+            }
+            let mut cmd: Vec<String> = vec![exe_s.clone(), "check-node".into()];
+            for s in &self.storage {
+                cmd.push("--storage".into());
+                cmd.push(format!("{}:{}", s.path.display(), s.min_capacity_bytes));
+            }
+            let refs: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let argv = self.launcher.argv(std::slice::from_ref(&n), &refs);
+            let reason = match run_argv(&argv, self.timeout) {
+                Ok(out) if out.success() => None,
+                Ok(out) => Some(format!(
+                    "check-node exited {}: {}",
+                    out.code(),
+                    out.stdout.trim().lines().last().unwrap_or("").to_string() + out.stderr.trim()
+                )),
+                Err(e) => Some(format!("unreachable: {e}")),
+            };
+            if let Some(detail) = reason {
+                self.down.mark(&n, health::DownReason::Reported { detail });
+                newly.push(n);
+            }
+        }
+        newly
+    }
+}
+
+fn simulated_nodes(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("n{i}")).collect()
+}
+
+/// Run the checklist; the report and whether everything that ran passed.
+pub fn run(a: &ValidateArgs) -> Result<Vec<Check>, String> {
+    let storage = parse_storage(&a.storage)?;
+    let launcher = match a.launcher.as_str() {
+        "simulated" => {
+            let root = std::path::absolute(&a.work)
+                .map_err(|e| e.to_string())?
+                .join("nodes");
+            let _ = std::fs::remove_dir_all(&root);
+            Launcher::Simulated { root }
+        }
+        "mpirun" => Launcher::Mpirun {
+            hostfile: a.hostfile.clone(),
+        },
+        "srun" => Launcher::Srun,
+        other => return Err(format!("--launcher {other:?}: simulated, mpirun or srun")),
+    };
+    let nodes = match &a.nodes {
+        Some(list) => health::expand_hostlist(list)?,
+        None if launcher.simulated_root().is_some() => simulated_nodes(5),
+        None => return Err("--nodes is required with a real launcher".into()),
+    };
+    if nodes.len() < 3 {
+        return Err(format!(
+            "{} nodes: the checklist needs at least 3 (2 to run on, 1 spare)",
+            nodes.len()
+        ));
+    }
+    if let Some(root) = launcher.simulated_root() {
+        for n in &nodes {
+            for s in &storage {
+                let p = health::node_path(Some(&root.join(n)), &s.path);
+                std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+        }
+    }
+    let mut ctx = Ctx {
+        launcher,
+        nodes,
+        storage,
+        kill_command: a.kill_command.clone(),
+        timeout: Duration::from_secs(a.timeout_s),
+        app: a.app.clone(),
+        work: a.work.clone(),
+        down: DownList::new(),
+    };
+    let mut checks = Vec::new();
+    checks.push(health_checks(&mut ctx));
+    let job_nodes: Vec<String> = ctx.nodes[..ctx.nodes.len() - 1].to_vec();
+    let victim = job_nodes[1].clone();
+    checks.push(launcher_returns(&ctx, &job_nodes));
+    checks.push(survives_node_kill(&ctx, &job_nodes, &victim));
+    checks.push(detects_down(&mut ctx, &victim));
+    checks.push(steers_away(&ctx, &job_nodes));
+    checks.push(full_cycle(&ctx));
+    if ctx.launcher.simulated_root().is_some() {
+        checks.extend(health_check_catches(&ctx));
+    }
+    Ok(checks)
+}
+
+fn health_checks(ctx: &mut Ctx) -> Check {
+    let start = Instant::now();
+    let newly = ctx.update_down();
+    let r = if newly.is_empty() {
+        Ok(format!(
+            "{} nodes healthy: storage {} reachable, writable, capacity as configured, touch+rm works",
+            ctx.nodes.len(),
+            ctx.storage
+                .iter()
+                .map(|s| s.path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else {
+        Err(ctx
+            .down
+            .entries()
+            .map(|(n, r)| format!("{n}: {r}"))
+            .collect::<Vec<_>>()
+            .join("; "))
+    };
+    check("node health checks", start, r)
+}
+
+fn launcher_returns(ctx: &Ctx, nodes: &[String]) -> Check {
+    let start = Instant::now();
+    // Rank 1 kills itself after 2 s; everyone else would sleep far longer.
+    let script = format!("r={RANK_SH}; if [ \"$r\" = 1 ]; then sleep 2; kill -9 $$; fi; sleep 600");
+    let argv = ctx.launcher.argv(nodes, &["sh", "-c", &script]);
+    let r = match run_argv(&argv, ctx.timeout) {
+        Ok(out) if out.success() => Err(format!(
+            "the job exited 0 although rank 1 was killed; stderr: {}",
+            out.stderr.trim()
+        )),
+        Ok(out) => Ok(format!(
+            "rank 1 SIGKILLed: the launcher tore the job down and returned (exit {}) after {:.1} s",
+            out.code(),
+            out.elapsed.as_secs_f64()
+        )),
+        Err(LaunchError::Timeout { after, .. }) => Err(format!(
+            "the launcher did not return within {after:?} after a rank died: control never comes back to the job script (check the launcher's kill-on-bad-exit setting)"
+        )),
+        Err(e) => Err(format!("the launcher could not run: {e}")),
+    };
+    check("launcher returns after a rank dies", start, r)
+}
+
+fn survives_node_kill(ctx: &Ctx, nodes: &[String], victim: &str) -> Check {
+    let start = Instant::now();
+    let argv = ctx.launcher.argv(nodes, &["sleep", "600"]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let launcher_pid = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let pid_slot = launcher_pid.clone();
+    let timeout = ctx.timeout;
+    let job = std::thread::spawn(move || {
+        let r = crate::launch::run_argv_watched(&argv, timeout, &mut |pid| {
+            pid_slot.store(pid, std::sync::atomic::Ordering::Relaxed);
+            crate::launch::Tick::Continue
+        });
+        let _ = tx.send(());
+        r
+    });
+    // Let the job start, then kill the node under it (only processes of
+    // this job: the scan is limited to the launcher's descendants).
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = launcher_pid.load(std::sync::atomic::Ordering::Relaxed);
+    let killed = if pid == 0 {
+        Err("the job did not start within 2 s".to_string())
+    } else {
+        ctx.kill_node(victim, Some(pid))
+    };
+    let r = match killed {
+        Err(e) => {
+            let _ = rx.recv_timeout(ctx.timeout + Duration::from_secs(10));
+            Err(e)
+        }
+        Ok(how) => match rx.recv_timeout(ctx.timeout + Duration::from_secs(10)) {
+            Err(_) => Err(format!("killed {victim} ({how}) but the job never ended")),
+            Ok(()) => match job.join() {
+                Ok(Ok(out)) => {
+                    // The job script's next command still runs.
+                    let next = run_argv(&["echo".into(), "still here".into()], ctx.timeout);
+                    match next {
+                        Ok(n) if n.stdout.trim() == "still here" => Ok(format!(
+                            "killed {victim} ({how}); the job ended (exit {}) and the job script ran its next command",
+                            out.code()
+                        )),
+                        other => Err(format!("the job script cannot run commands after the kill: {other:?}")),
+                    }
+                }
+                Ok(Err(LaunchError::Timeout { .. })) => Err(format!(
+                    "killed {victim} ({how}) and the job hung until its time bound"
+                )),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err("the job thread panicked".into()),
+            },
+        },
+    };
+    check("allocation survives a node kill", start, r)
+}
+
+fn detects_down(ctx: &mut Ctx, victim: &str) -> Check {
+    let start = Instant::now();
+    let before: Vec<String> = ctx.down.entries().map(|(n, _)| n.to_string()).collect();
+    let newly = ctx.update_down();
+    let r = if before.iter().any(|n| n == victim) || newly.iter().any(|n| n == victim) {
+        let why = ctx
+            .down
+            .entries()
+            .map(|(n, r)| format!("{n}: {r}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        if newly.iter().any(|n| n != victim) {
+            Err(format!("more nodes than {victim} reported down: {why}"))
+        } else {
+            Ok(format!("down: {why}"))
+        }
+    } else if ctx.launcher.simulated_root().is_none() && ctx.kill_command.is_none() {
+        Err("not run: no node was killed (give --kill-command)".into())
+    } else {
+        Err(format!(
+            "{victim} was killed but the health checks find it healthy: add a check that would notice"
+        ))
+    };
+    check("down nodes are detected, and why", start, r)
+}
+
+fn steers_away(ctx: &Ctx, previous: &[String]) -> Check {
+    let start = Instant::now();
+    let Some(nodes) = crate::runloop::choose_nodes(&ctx.nodes, previous, &ctx.down, previous.len())
+    else {
+        return check(
+            "next launch avoids down nodes",
+            start,
+            Err("too few healthy nodes for a second job".into()),
+        );
+    };
+    let script = "echo \"node=${SCR_NODE_NAME:-$(hostname)}\"";
+    let argv = ctx.launcher.argv(&nodes, &["sh", "-c", script]);
+    let r = match run_argv(&argv, ctx.timeout) {
+        Ok(out) if out.success() => {
+            let mut seen: Vec<String> = out
+                .stdout
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("node=").map(str::to_string))
+                .collect();
+            seen.sort();
+            let mut want = nodes.clone();
+            want.sort();
+            let bad: Vec<&String> = seen.iter().filter(|n| ctx.down.is_down(n)).collect();
+            if !bad.is_empty() {
+                Err(format!("ranks ran on down nodes {bad:?}"))
+            } else if seen != want {
+                Err(format!("ranks ran on {seen:?}, expected {want:?}"))
+            } else {
+                Ok(format!(
+                    "a second job ran in the broken allocation on {}",
+                    nodes.join(",")
+                ))
+            }
+        }
+        Ok(out) => Err(format!(
+            "the second job failed (exit {}): {}",
+            out.code(),
+            out.stderr.trim()
+        )),
+        Err(e) => Err(format!("the second job did not run: {e}")),
+    };
+    check("next launch avoids down nodes", start, r)
+}
+
+fn full_cycle(ctx: &Ctx) -> Check {
+    let start = Instant::now();
+    let r = (|| {
+        if ctx.launcher.simulated_root().is_none() {
+            return Err("not run: the full cycle runs on simulated nodes (use `scr-harness run` with your launcher's nodes)".to_string());
+        }
+        let app = ctx
+            .app
+            .clone()
+            .or_else(|| std::env::var_os("SCR_APP_BIN").map(PathBuf::from))
+            .ok_or_else(|| {
+                "not run: give --app (scr_app built with --features scr/fault-injection)"
+                    .to_string()
+            })?;
+        let sc: crate::scenario::Scenario =
+            toml::from_str(FULL_CYCLE).map_err(|e| format!("built-in scenario: {e}"))?;
+        let settings = crate::campaign::Settings {
+            app,
+            scr_command: None,
+            mpirun: vec!["mpirun".into(), "--oversubscribe".into()],
+            work: ctx.work.join("cycle"),
+            keep: false,
+            seed: crate::campaign::DEFAULT_SEED,
+            replay: "scr-harness validate".into(),
+        };
+        let (cell, result) =
+            crate::campaign::run_cell(&sc, crate::scenario::Scheme::Xor, &settings);
+        let detail = result
+            .map(|r| {
+                r.launches
+                    .iter()
+                    .map(|l| format!("launch {} on {} → {}", l.launch, l.nodes.join(","), l.token))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default();
+        if cell.ok() {
+            Ok(format!("{detail} (every restored byte verified)"))
+        } else {
+            Err(format!("{detail}: {} ({})", cell.outcome, cell.why))
+        }
+    })();
+    check(
+        "full cycle: checkpoint, node lost, rebuild, restart",
+        start,
+        r,
+    )
+}
+
+/// The full cycle as a scenario: 4 nodes and a spare, XOR, node n1 dies
+/// after checkpoint 2.
+const FULL_CYCLE: &str = r#"
+name = "validate-full-cycle"
+about = "checkpoint with XOR, node n1 dies, relaunch on the rest and a spare, rebuild, restart"
+spares = 1
+schemes = ["XOR"]
+faults = [
+  { what = { kind = "kill-node", node = "n1" }, when = { at = "between-checkpoints", after = 2 } },
+]
+[expect]
+XOR = "scratch, rebuilt:2"
+"#;
+
+/// In simulated mode, show each health check catching its failure.
+fn health_check_catches(ctx: &Ctx) -> Vec<Check> {
+    let Some(root) = ctx.launcher.simulated_root() else {
+        return Vec::new();
+    };
+    let probe = root.join("probe");
+    let dir = PathBuf::from("/dev/shm");
+    let sc = |min: u64| {
+        vec![StorageCheck {
+            role: "cache".into(),
+            path: dir.clone(),
+            min_capacity_bytes: min,
+        }]
+    };
+    let mut out = Vec::new();
+    // Missing storage.
+    let start = Instant::now();
+    let _ = std::fs::create_dir_all(&probe);
+    let r = match health::check_node(Some(&probe), &sc(0)) {
+        Err(why @ health::DownReason::StorageInaccessible { .. }) => Ok(format!("caught: {why}")),
+        other => Err(format!("a missing storage directory gave {other:?}")),
+    };
+    out.push(check("health check: missing storage", start, r));
+    let _ = std::fs::create_dir_all(probe.join("dev/shm"));
+    // Capacity.
+    let start = Instant::now();
+    let r = match health::check_node(Some(&probe), &sc(u64::MAX / 2)) {
+        Err(why @ health::DownReason::Capacity { .. }) => Ok(format!("caught: {why}")),
+        other => Err(format!(
+            "a file system smaller than configured gave {other:?}"
+        )),
+    };
+    out.push(check("health check: capacity", start, r));
+    // touch + rm on a full file system (needs a mount: root).
+    let start = Instant::now();
+    let at = probe.join("dev/shm");
+    let r = match faultsim::inject::mount_tmpfs(&at, 64 * 1024) {
+        Err(e) => Err(format!("not run: cannot mount a small tmpfs ({e})")),
+        Ok(mounted) => {
+            let fill = faultsim::inject::fill_dir(&at, 0, 1 << 20);
+            let res = match (fill, health::check_node(Some(&probe), &sc(0))) {
+                (Ok(_), Err(why @ health::DownReason::TouchFailed { .. })) => {
+                    Ok(format!("caught: {why}"))
+                }
+                (Ok(_), other) => Err(format!("a full file system gave {other:?}")),
+                (Err(e), _) => Err(format!("could not fill the tmpfs: {e}")),
+            };
+            let _ = mounted.undo();
+            res
+        }
+    };
+    out.push(check("health check: touch and remove", start, r));
+    let _ = std::fs::remove_dir_all(&probe);
+    out
+}
+
+/// `scr-harness validate`: print the report; exit 0 when every check that
+/// ran passed, 1 when one failed, 3 when the checklist could not run.
+pub fn main(a: ValidateArgs) -> ExitCode {
+    let checks = match run(&a) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("scr-harness validate: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let failed = checks.iter().filter(|c| c.status == "FAIL").count();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&checks).unwrap_or_default()
+        );
+    } else {
+        for c in &checks {
+            println!(
+                "[{:^7}] {} ({:.1} s)\n          {}",
+                c.status, c.name, c.time_s, c.detail
+            );
+        }
+        println!(
+            "validate: {} checks, {} passed, {} failed, {} not run",
+            checks.len(),
+            checks.iter().filter(|c| c.status == "pass").count(),
+            failed,
+            checks.iter().filter(|c| c.status == "not run").count()
+        );
+    }
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `scr-harness check-node --storage PATH[:MIN_BYTES]...`: `scr_check_node`
+/// on this node. Exit 0 when healthy, 1 with the reason otherwise.
+pub fn check_node_main(storage: &[String]) -> ExitCode {
+    let s = match parse_storage(storage) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("scr-harness check-node: {e}");
+            return ExitCode::from(64);
+        }
+    };
+    match health::check_node(None, &s) {
+        Ok(()) => {
+            println!("healthy");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            println!("down: {why}");
+            ExitCode::from(1)
+        }
+    }
+}
