@@ -87,7 +87,9 @@ fn register_into(
 /// dataset's redundancy scheme at complete (collective over the world:
 /// every rank calls it when every rank's files are valid). Each file is
 /// read once: SINGLE only computes the CRCs; the other schemes compute them
-/// from the same read that feeds the encode ([`apply::encode`]).
+/// from the same read that feeds the encode ([`apply::encode`]). The final
+/// metas are set in the filemap in memory; the caller writes it (the files
+/// they describe exist already, so no ordering rule is at stake).
 pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
     let me = job.rank();
     let rd = job
@@ -110,7 +112,7 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
             meta.crc32 = Some(crc);
             job.filemap.set_meta(dset, me, &f, &meta);
         }
-        return job.write_filemap();
+        return Ok(());
     }
     let di = job
         .descs
@@ -169,7 +171,7 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
         m.file = Some(logical.clone());
         job.filemap.set_meta(dset, me, &logical, &m);
     }
-    job.write_filemap()
+    Ok(())
 }
 
 /// Rebuild what the scheme allows after some rank lost files of `dset`

@@ -561,7 +561,7 @@ pub fn crc_of_file(path: &Path) -> std::io::Result<(u32, u64)> {
     use std::io::Read;
     let mut f = fs::File::open(path)?;
     let len = f.metadata()?.len();
-    if len >= 1 << 20 {
+    if len >= crate::storage::mapped::MAP_MIN_BYTES {
         if let Ok(m) = crate::storage::mapped::Mapped::new(&f, len) {
             return Ok((crc32fast::hash(m.bytes()), len));
         }

@@ -63,6 +63,7 @@ use crate::kvtree::file::{self as kvfile, HEADER_LEN};
 use crate::kvtree::KvTree;
 use crate::records::xor_header::xor_file_name;
 use crate::records::{Dataset, FileType, Meta, Node, Record, RecordError, XorHeader, XorMember};
+use crate::storage::mapped::MAP_MIN_BYTES;
 
 use super::gf256;
 use super::logical::LogicalFile;
@@ -685,7 +686,7 @@ fn open_checked(
         .map(|f| f.path.as_path())
         .zip(sizes.iter().copied())
         .collect();
-    let lf = LogicalFile::open_mapped(&list).map_err(ctx.red_err(None))?;
+    let lf = LogicalFile::open_mapped(&list, MAP_MIN_BYTES).map_err(ctx.red_err(None))?;
     let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
     let computed = lf.crcs(ctx.set.piece_bytes).map_err(ctx.red_err(None))?;
     let crcs = check_crcs(ctx, &paths, &metas(files), Some(computed))?;

@@ -56,13 +56,16 @@ impl LogicalFile {
         })
     }
 
-    /// [`LogicalFile::open`], with every file mapped read-only
-    /// ([`crate::storage::mapped`]) so that [`LogicalFile::crcs`] and the
-    /// reads after it walk the page cache once, and
-    /// [`LogicalFile::bytes`] lends the bytes without copying them.
-    pub fn open_mapped<P: AsRef<Path>>(files: &[(P, u64)]) -> Result<Self, RedundancyError> {
+    /// [`LogicalFile::open`], with every file of at least `min_bytes`
+    /// mapped read-only ([`crate::storage::mapped`]) so that
+    /// [`LogicalFile::crcs`] and the reads after it walk the page cache
+    /// once, and [`LogicalFile::bytes`] lends the bytes without copying them.
+    pub fn open_mapped<P: AsRef<Path>>(
+        files: &[(P, u64)],
+        min_bytes: u64,
+    ) -> Result<Self, RedundancyError> {
         let mut lf = Self::open(files)?;
-        for part in &mut lf.parts {
+        for part in lf.parts.iter_mut().filter(|p| p.size >= min_bytes.max(1)) {
             part.map = Some(Mapped::new(&part.file, part.size).map_err(io_error(&part.path))?);
         }
         Ok(lf)
@@ -269,7 +272,8 @@ mod tests {
             }
             // Mapped: the same bytes through read_at and with_bytes, and
             // the same CRCs as read in pieces.
-            let mapped = LogicalFile::open_mapped(&files).expect("open mapped");
+            // Threshold 100: some files mapped, some read.
+            let mapped = LogicalFile::open_mapped(&files, 100).expect("open mapped");
             let mut got_mapped = vec![0x55u8; len];
             mapped.read_at(offset, &mut got_mapped).expect("read mapped");
             prop_assert_eq!(&got_mapped, &got);

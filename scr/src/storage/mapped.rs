@@ -18,6 +18,11 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
+/// Files smaller than this are read rather than mapped: below it the
+/// mmap/munmap calls (and, in a multithreaded process, the TLB shootdown
+/// of the unmap) cost more than the copy they save.
+pub const MAP_MIN_BYTES: u64 = 1 << 20;
+
 /// A read-only shared mapping of a whole file (empty files map nothing).
 #[derive(Debug)]
 pub struct Mapped {

@@ -592,6 +592,31 @@ fn a_piece_of_one_byte_and_pieces_larger_than_chunks_both_work() {
 }
 
 #[test]
+fn files_large_enough_to_be_mapped_encode_and_rebuild_like_small_ones() {
+    // Files of at least MAP_MIN_BYTES are mapped: pieces are lent from the
+    // mapping, except where one crosses into the next file or the padding.
+    let m = MAP_MIN_BYTES as usize;
+    let sizes = vec![
+        vec![m + 4099, 17, m],
+        vec![2 * m + 1],
+        vec![],
+        vec![300, m + 1],
+        vec![m - 1],
+    ];
+    let runs: Vec<SetRun> = [Scheme::Partner, Scheme::Xor, Scheme::Rs { k: 2 }]
+        .into_iter()
+        .map(|scheme| SetRun {
+            scheme,
+            sizes: sizes.clone(),
+            lost: vec![false, true, false, false, scheme != Scheme::Xor],
+            flip: false,
+            flip_red: false,
+        })
+        .collect();
+    run_job(&runs, 256 << 10, 77).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
 fn two_hundred_forty_ranks_in_twenty_sets_of_mixed_schemes() {
     let mut rng = ChaCha8Rng::seed_from_u64(240);
     let runs: Vec<SetRun> = (0..20)
