@@ -125,12 +125,19 @@ fn init(
     node: usize,
     vars: &[(&str, String)],
 ) -> Scr {
-    let mut all: Vec<(&str, String)> = vec![
-        ("SCR_PREFIX", prefix.to_string_lossy().into_owned()),
-        ("USER", "bench".into()),
-        ("SCR_SET_FAILURES", RS_K.to_string()),
+    let mut all: Vec<(String, String)> = vec![
+        ("SCR_PREFIX".into(), prefix.to_string_lossy().into_owned()),
+        ("USER".into(), "bench".into()),
+        ("SCR_SET_FAILURES".into(), RS_K.to_string()),
     ];
-    all.extend(vars.iter().cloned());
+    all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    // Other SCR parameters (e.g. SCR_MPI_BUF_SIZE) pass through from the
+    // process environment, so a run can vary them.
+    for (k, v) in std::env::vars() {
+        if k.starts_with("SCR_") && !all.iter().any(|(a, _)| *a == k) {
+            all.push((k, v));
+        }
+    }
     let opts = InitOptions {
         env: Some(Box::new(MapEnv::new(all).with_cwd(prefix))),
         node: Some(NodeIdentity {

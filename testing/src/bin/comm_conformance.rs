@@ -62,7 +62,8 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "rank {rank}/{size} node {node} seed {seed:#x}: {} passed, {} failed",
+        "rank {rank}/{size} node {node} seed {seed:#x} wait {:?}: {} passed, {} failed",
+        comm.wait_mode(),
         report.passed(),
         report.failed()
     );
