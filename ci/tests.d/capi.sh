@@ -48,9 +48,11 @@ run() {
     [ "$i" -gt 0 ] && ctx+=(:)
     ctx+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$nodes/n$i" "$@")
   done
+  local xs=(-x SCR_PREFIX -x SCR_JOB_ID -x SCR_COPY_TYPE -x SCR_SET_SIZE -x SCR_CACHE_SIZE)
+  # SCR_FLUSH only when a step sets it (config.c sets it through SCR_Config).
+  [ -n "${SCR_FLUSH:-}" ] && xs+=(-x SCR_FLUSH)
   (cd "$prefix" && SCR_PREFIX="$prefix" SCR_JOB_ID="capi-$case" \
-    timeout 60 mpirun --oversubscribe -x SCR_PREFIX -x SCR_JOB_ID \
-      -x SCR_COPY_TYPE -x SCR_SET_SIZE -x SCR_CACHE_SIZE "${ctx[@]}")
+    timeout 60 mpirun --oversubscribe "${xs[@]}" "${ctx[@]}")
 }
 
 # check NAME COMMAND...: run a step, count it.
@@ -89,6 +91,22 @@ SCR_CACHE_SIZE=4 check "Current: restart"    run current "$b/current" read
 
 SCR_CACHE_SIZE=2 check "restart loop: write" run loop "$b/restart_loop" write
 SCR_CACHE_SIZE=2 check "restart loop over Complete_restart(0)" run loop "$b/restart_loop" read
+
+# The same programs with a node lost between the runs: restart from the
+# cache XOR rebuilds on the survivors.
+SCR_CACHE_SIZE=4 check "output before node loss"       run output_nl "$b/output" write
+rm -rf "$work/output_nl/nodes/n1"
+SCR_CACHE_SIZE=4 check "output: restart after losing n1" run output_nl "$b/output" read
+SCR_CACHE_SIZE=4 check "Current/Delete/Drop before node loss" run current_nl "$b/current" write
+rm -rf "$work/current_nl/nodes/n3"
+SCR_CACHE_SIZE=4 check "Current: restart after losing n3" run current_nl "$b/current" read
+SCR_CACHE_SIZE=2 check "restart loop before node loss" run loop_nl "$b/restart_loop" write
+rm -rf "$work/loop_nl/nodes/n0"
+SCR_CACHE_SIZE=2 check "restart loop after losing n0" run loop_nl "$b/restart_loop" read
+
+SCR_FLUSH=1 check "prefix: flush, Delete, Drop" run prefix "$b/prefix" write
+rm -rf "$work/prefix/nodes"
+SCR_FLUSH=1 check "prefix: fetch after losing every cache" run prefix "$b/prefix" read
 
 check "Should_exit 0 normally"                run halt "$b/should_exit" normal
 check "Should_exit 0 after a finalised run"   run halt "$b/should_exit" normal

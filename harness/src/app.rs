@@ -214,6 +214,33 @@ impl SimCluster {
     }
 }
 
+/// `None` when MPI jobs can run here; else why not (only a missing
+/// `mpirun` is a reason for an MPI test to skip).
+pub fn mpirun_missing() -> Option<String> {
+    match std::process::Command::new("mpirun")
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+    {
+        Ok(_) => None,
+        Err(e) => Some(format!("mpirun not runnable ({e})")),
+    }
+}
+
+/// A binary of this workspace for a test: `$<var>` when set, else `name`
+/// beside the running test's own target directory
+/// (`target/<profile>/deps/<test>-<hash>` → `target/<profile>/<name>`).
+pub fn workspace_binary(var: &str, name: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var) {
+        return PathBuf::from(p);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join(name)))
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
 /// Flip bit `bit` (0–7) of byte `offset` of `path` in place.
 pub fn flip_bit(path: &Path, offset: u64, bit: u8) -> io::Result<()> {
     let mut bytes = fs::read(path)?;

@@ -19,9 +19,8 @@
 //! `mpirun` on the PATH every test says so and returns.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
-use harness::app::{flip_bit, AppRun, SimCluster};
+use harness::app::{flip_bit, mpirun_missing, AppRun, SimCluster};
 use scr::redundancy::sets::{build_sets, partner_plan};
 use testing::data::file_plan;
 
@@ -42,20 +41,6 @@ fn app_bin() -> PathBuf {
         .and_then(|deps| deps.parent())
         .expect("test executable lives in target/<profile>/deps");
     profile_dir.join("scr_app")
-}
-
-/// `None` when the MPI tests can run; else why not (only a missing mpirun
-/// is a reason to skip).
-fn mpirun_missing() -> Option<String> {
-    match Command::new("mpirun")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-    {
-        Ok(_) => None,
-        Err(e) => Some(format!("mpirun not runnable ({e})")),
-    }
 }
 
 fn node_of(rank: usize) -> usize {
@@ -139,6 +124,8 @@ fn run_scenario(name: &str, sc: Scenario) {
         .expect("temp dir");
     let mut cl = SimCluster::new(tmp.path(), &app).expect("cluster dirs");
     cl.set("SCR_CACHE_SIZE", "2");
+    // The cache tier alone: nothing reaches the prefix to fetch from.
+    cl.set("SCR_FLUSH", "0");
     for (k, v) in sc.scheme {
         cl.set(k, v);
     }
@@ -566,6 +553,8 @@ fn xor_restart_with_fewer_ranks_is_skipped_not_misassigned() {
         .expect("temp dir");
     let mut cl = SimCluster::new(tmp.path(), app_bin()).expect("cluster dirs");
     cl.set("SCR_CACHE_SIZE", "2");
+    // The cache tier alone: nothing reaches the prefix to fetch from.
+    cl.set("SCR_FLUSH", "0");
     for (k, v) in XOR {
         cl.set(k, v);
     }

@@ -40,6 +40,7 @@ use crate::cache::restart::{self, InitReport};
 use crate::cache::{param, Job, ScrError, ScrResult};
 use crate::comm::Comm;
 use crate::config::{load_collective, Config, Environment, LoadOptions};
+use crate::halt::{CheckAt, HaltMonitor, Halted};
 use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset;
 use crate::records::halt::{Halt, REASON_FINALIZE_CALLED};
@@ -48,6 +49,8 @@ use crate::records::meta::{FileType, Meta};
 use crate::records::Record;
 use crate::storage::dirs::{self, NodeIdentity};
 use crate::storage::path as spath;
+
+mod flushing;
 
 /// `SCR_MAX_FILENAME`: names and paths must be shorter than this.
 pub const MAX_FILENAME: usize = 1024;
@@ -121,10 +124,12 @@ pub struct Scr {
     finalized: bool,
     /// When the current compute phase began (for COMPUTE_END's secs).
     compute_at: Option<Instant>,
-    /// HALT is logged once, the first time Should_exit says yes.
-    halt_logged: bool,
+    /// Halt conditions: the halt file, SCR_HALT_SECONDS, SCR_HALT_EXIT.
+    halt: HaltMonitor,
     /// The phase opened by the non-borrowing `*_dyn` calls (C API).
     phase: Option<DynPhase>,
+    /// Flush bookkeeping: what is in the prefix, the background flush.
+    prefix: flushing::PrefixState,
 }
 
 /// The state of a phase kept inside [`Scr`] by the `*_dyn` calls, for
@@ -222,7 +227,8 @@ impl Scr {
             finalized: false,
             phase: None,
             compute_at: None,
-            halt_logged: false,
+            halt: HaltMonitor::default(),
+            prefix: flushing::PrefixState::default(),
         };
         if !enabled {
             return Ok(scr);
@@ -231,29 +237,19 @@ impl Scr {
             .node
             .unwrap_or_else(|| NodeIdentity::from_env(|k| std::env::var_os(k)));
         let mut job = Job::new(comm, cfg, node)?;
-        if job.rank() == 0 {
-            // A new run of a job whose previous run finalised: that reason
-            // is no longer a reason to halt (SCR_Init does the same).
-            let path = job
-                .prefix
-                .join(".scr")
-                .join(crate::records::halt::HALT_FILE);
-            if path.exists() {
-                let cleared = Halt::update_file(&path, |h: &mut Halt| {
-                    if h.exit_reason.as_deref() == Some(REASON_FINALIZE_CALLED) {
-                        h.exit_reason = None;
-                    }
-                });
-                if let Err(e) = cleared {
-                    eprintln!("SCR: warning: halt file: {e}");
-                }
-            }
-        }
         job.open_log();
         job.log(
             Entry::event(EventType::Start)
                 .procs_nodes(job.world.size() as u64, job.node_count as u64),
         );
+        // Halt file for this run, then "exit right now if we need to halt".
+        scr.halt = HaltMonitor::init(&job)?;
+        if let Some(h) = scr.halt.check(&job, CheckAt::Init)? {
+            if scr.halt.exits_at(CheckAt::Init) {
+                scr.finalized = true;
+                return Err(HaltMonitor::exit_job(job, &h));
+            }
+        }
         if job.rank() == 0 && !opts.configs.is_empty() {
             if let Err(e) = job.cfg.write_app_conf(&job.prefix) {
                 eprintln!("SCR: warning: {e}");
@@ -281,6 +277,7 @@ impl Scr {
             })
             .collect();
         cands.sort_unstable_by(|a, b| b.cmp(a));
+        scr.prefix_init(&mut job, &mut cands)?;
         // Every rank must agree on the candidates (they come from collective
         // decisions, so this checks the bookkeeping, not the user).
         let text: Vec<String> = cands.iter().map(i64::to_string).collect();
@@ -343,7 +340,7 @@ impl Scr {
     /// SCR_CHECKPOINT_OVERHEAD percent of time spent checkpointing. With no
     /// policy set every call answers yes. A pending halt answers yes.
     pub fn need_checkpoint(&mut self) -> ScrResult<bool> {
-        let halt = self.should_exit_local();
+        let halt = self.halt_check(CheckAt::NeedCheckpoint);
         let init_at = self.init_at;
         let need = &mut self.need;
         need.calls += 1;
@@ -357,7 +354,7 @@ impl Scr {
         let interval = job.cfg.get_u64("SCR_CHECKPOINT_INTERVAL")?.unwrap_or(0);
         let seconds = job.cfg.get_u64("SCR_CHECKPOINT_SECONDS")?.unwrap_or(0);
         let overhead = job.cfg.get_f64("SCR_CHECKPOINT_OVERHEAD")?.unwrap_or(0.0);
-        let mut yes = halt?;
+        let mut yes = halt?.is_some();
         if interval == 0 && seconds == 0 && overhead <= 0.0 {
             yes = true;
         }
@@ -442,12 +439,28 @@ impl Scr {
             })
             .collect();
         let count = job.stores[store].count.max(1) as usize;
+        // Make room, oldest first; output that has not reached the prefix
+        // is flushed before it may go, and kept if that fails.
+        self.poll_async_flush(false)?;
         let mut evicted = Vec::new();
-        while in_store.len() >= count {
+        let mut kept = 0usize;
+        while in_store.len() + kept >= count && !in_store.is_empty() {
             let oldest = in_store.remove(0);
-            job.delete_dataset(oldest)?;
-            evicted.push(oldest);
+            if self.may_evict(oldest)? {
+                let job = self.job.as_mut().expect("initialised");
+                job.delete_dataset(oldest)?;
+                evicted.push(oldest);
+            } else {
+                kept += 1;
+                if self.job.as_ref().is_some_and(|j| j.rank() == 0) {
+                    eprintln!(
+                        "SCR: warning: keeping output dataset {oldest} in cache: \
+                         it has not reached the prefix directory"
+                    );
+                }
+            }
         }
+        let job = self.job.as_mut().expect("initialised");
         let dir = job.dataset_dir(&directory, dset);
         let cache_real = job.real(&job.cache_dir(store));
         let made = dirs::create_private_dirs_below(&cache_real, &job.real(&dir));
@@ -532,50 +545,47 @@ impl Scr {
         })
     }
 
-    /// The halt decision on this process's view (rank 0's is broadcast by
-    /// the collective callers).
-    fn should_exit_local(&self) -> ScrResult<bool> {
-        Ok(self.halt_reason_local()?.is_some())
+    /// Check the halt conditions at `at` (collective, rank 0 decides; see
+    /// [`crate::halt`]): `Some` on every rank when the run must stop.
+    fn halt_check(&mut self, at: CheckAt) -> ScrResult<Option<Halted>> {
+        match &self.job {
+            Some(job) if !self.finalized => self.halt.check(job, at),
+            _ => Ok(None),
+        }
     }
 
-    /// Why the run should stop, on rank 0 (`None` elsewhere).
-    fn halt_reason_local(&self) -> ScrResult<Option<String>> {
-        let Some(job) = self.job.as_ref() else {
-            return Ok(None);
+    /// After a halt found at `at` (and the flush it calls for): with
+    /// SCR_HALT_EXIT=1 end the job (MPI processes exit with status 0;
+    /// the thread communicator gets [`ScrError::Halted`]). Collective.
+    fn halt_exit(&mut self, at: CheckAt, halted: &Halted) -> ScrResult<()> {
+        if !self.halt.exits_at(at) {
+            return Ok(());
+        }
+        // As SCR before it exits: finish the background flush and flush the
+        // newest checkpoint (SCR_FLUSH > 0) and pending output. A failed
+        // flush leaves the cached copy for `scr postrun`, as at finalize.
+        if let Err(e) = self.finalize_flush() {
+            eprintln!("SCR: flush before the halt exit: {e}");
+        }
+        let Some(job) = self.job.take() else {
+            return Ok(());
         };
-        if job.world.rank() != 0 {
-            return Ok(None);
-        }
-        let path = job
-            .prefix
-            .join(".scr")
-            .join(crate::records::halt::HALT_FILE);
-        match Halt::read_file(&path) {
-            Ok(h) => Ok(h.halt_reason(now_s()).map(|r| r.to_string())),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => {
-                eprintln!("SCR: warning: halt file unreadable: {e}");
-                Ok(None)
-            }
-        }
+        self.finalized = true;
+        Err(HaltMonitor::exit_job(job, halted))
+    }
+
+    /// The halt condition found by the latest check (init, a completed
+    /// dataset, Should_exit or Need_checkpoint), the same on every rank.
+    pub fn halt_pending(&self) -> Option<&Halted> {
+        self.halt.last()
     }
 
     /// SCR_Should_exit: whether the run should stop (a halt condition in
-    /// the halt file). Collective; rank 0 decides.
+    /// the halt file, or the allocation ending within SCR_HALT_SECONDS).
+    /// Collective; rank 0 decides.
     pub fn should_exit(&mut self) -> ScrResult<bool> {
-        let reason = self.halt_reason_local()?;
-        let first = !self.halt_logged;
-        let Some(job) = self.job("SCR_Should_exit")? else {
-            return Ok(false);
-        };
-        let mut buf = vec![u8::from(reason.is_some())];
-        job.world.bcast_bytes(0, &mut buf)?;
-        let yes = buf.first() == Some(&1);
-        if let Some(reason) = reason.filter(|_| first) {
-            job.log(Entry::event(EventType::Halt).note(reason));
-        }
-        self.halt_logged |= yes;
-        Ok(yes)
+        self.job("SCR_Should_exit")?;
+        Ok(self.halt_check(CheckAt::ShouldExit)?.is_some())
     }
 
     fn dataset_by_name(&mut self, name: &str) -> ScrResult<Option<i64>> {
@@ -602,7 +612,12 @@ impl Scr {
         if let Some(job) = self.job("SCR_Current")? {
             same_everywhere(job.world.as_ref(), "SCR_Current", name)?;
         }
+        let in_prefix = self.prefix_current(name)?;
         let Some(d) = self.dataset_by_name(name)? else {
+            if in_prefix {
+                // Only in the prefix: a fetch at the next init starts there.
+                return Ok(());
+            }
             return Err(ScrError::UnknownDataset(name.into()));
         };
         let job = self.job.as_mut().expect("checked above");
@@ -625,6 +640,7 @@ impl Scr {
             job.delete_dataset(d)?;
             self.candidates.retain(|&x| x != d);
         }
+        self.prefix_delete(name)?;
         self.drop_index_entry(name)
     }
 
@@ -700,6 +716,9 @@ impl Scr {
             None => {}
         }
         self.compute_end();
+        if let Err(e) = self.finalize_flush() {
+            eprintln!("SCR: flush at finalize: {e}");
+        }
         self.finalized = true;
         let Some(job) = self.job.take() else {
             return Ok(());
@@ -1077,12 +1096,28 @@ impl OutputPhase<'_> {
                 ScrError::injected("api.complete_output.done", e)
             );
         }
+        let is_output = job
+            .filemap
+            .dataset(dset, me)?
+            .is_some_and(|d| d.flag_output == Some(true));
         if is_ckpt {
             self.scr.candidates.insert(0, dset);
             let need = &mut self.scr.need;
             need.checkpoints += 1;
             need.total_cost_s += started.elapsed().as_secs_f64();
             need.last_end = Some(Instant::now());
+        }
+        // Step 11: check whether the run must halt (a completed checkpoint
+        // decrements CheckpointsLeft first); record the dataset in the flush
+        // file and flush it when due — a halt makes a checkpoint due.
+        let at = CheckAt::Complete {
+            checkpoint: is_ckpt,
+        };
+        let halted = self.scr.halt_check(at)?;
+        self.scr
+            .after_complete(dset, is_ckpt, is_output, halted.is_some())?;
+        if let Some(h) = halted {
+            self.scr.halt_exit(at, &h)?;
         }
         Ok(true)
     }

@@ -16,6 +16,7 @@
 //!   GF(2^8), codecs, chunk layouts, set selection (no communication).
 //! - [`cache`]: datasets in node-local cache, filemaps, restart in place.
 //! - [`api`]: the user API ([`Scr`], phases, [`Flags`]).
+//! - [`halt`]: halt conditions (the halt file, SCR_HALT_SECONDS, `scr halt`).
 //! - [`fault`]: injection points for the testbed, compiled in only with the
 //!   `fault-injection` feature.
 //! - [`log`]: SCR's text log (parser; the writer comes with the cache tier).
@@ -27,9 +28,11 @@ pub mod cache;
 pub mod comm;
 pub mod config;
 pub mod fault;
+pub mod halt;
 pub mod interval;
 pub mod kvtree;
 pub mod log;
+pub mod prefix;
 pub mod records;
 pub mod redundancy;
 pub mod storage;

@@ -34,6 +34,8 @@ fn opts(root: &Path, prefix: &Path, node: usize, scheme: &str, set_size: usize) 
         ("SCR_SET_SIZE", set_size.to_string()),
         ("SCR_SET_FAILURES", "2".to_string()),
         ("SCR_MPI_BUF_SIZE", "4096".to_string()),
+        // The cache tier alone: nothing reaches the prefix to fetch from.
+        ("SCR_FLUSH", "0".to_string()),
     ];
     InitOptions {
         env: Some(Box::new(MapEnv::new(vars).with_cwd(prefix))),

@@ -149,9 +149,17 @@ fn a_job_logs_its_events_once_and_the_tools_read_them() {
         "OUTPUT_START",
         "xfer:OUTPUT",
         "OUTPUT_END",
+        // Output reaches the prefix at once.
+        "FLUSH_START",
+        "xfer:FLUSH_SYNC",
+        "FLUSH_SUCCESS",
         "COMPUTE_START",
         "HALT",
         "COMPUTE_END",
+        // Finalize flushes the newest checkpoint (SCR_FLUSH > 0).
+        "FLUSH_START",
+        "xfer:FLUSH_SYNC",
+        "FLUSH_SUCCESS",
     ]);
     assert_eq!(kinds, want);
     for r in &run1 {

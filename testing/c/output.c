@@ -19,6 +19,8 @@ int main(int argc, char** argv)
     CHECK(write_file(path, g_rank, 100));
     OK(SCR_Complete_output(1));
     CHECK(file_matches(path, g_rank, 100));
+    /* Output reaches the prefix at complete, at the path it was routed as. */
+    CHECK(file_matches(file, g_rank, 100));
     OK(SCR_Have_restart(&flag, NULL));
     CHECK(flag == 0);
 

@@ -10,6 +10,11 @@ use clap::{Parser, Subcommand};
 use scr::interval::estimate;
 use scr::interval::model::Level;
 
+#[path = "scr/flush_file.rs"]
+mod flush_file_cmd;
+#[path = "scr/halt.rs"]
+mod halt_cmd;
+
 /// Inspect and manage SCR checkpoint metadata.
 #[derive(Parser)]
 #[command(name = "scr", version, about)]
@@ -91,6 +96,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Set, unset or list the halt conditions of a job (scr_halt): halt
+    /// after N checkpoints, before or after a time, now; edits
+    /// `<prefix>/.scr/halt.scr` under its lock while the job runs.
+    Halt(halt_cmd::HaltArgs),
+    /// Ask the flush file (`<prefix>/.scr/flush.scr`) about datasets
+    /// (scr_flush_file): the newest, whether one needs a flush, where it is,
+    /// its directory.
+    FlushFile(flush_file_cmd::FlushFileArgs),
 }
 
 /// A failure with its exit code.
@@ -117,7 +130,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("scr: {}", f.message);
+            // An empty message is a plain "no" (scr flush-file --needflush).
+            if !f.message.is_empty() {
+                eprintln!("scr: {}", f.message);
+            }
             ExitCode::from(f.code)
         }
     }
@@ -154,6 +170,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             table,
             json,
         })?),
+        Command::Halt(args) => halt_cmd::run(args),
+        Command::FlushFile(args) => flush_file_cmd::run(args),
     }
 }
 

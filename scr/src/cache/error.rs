@@ -38,6 +38,9 @@ pub enum ScrError {
     /// The redundancy scheme could not be applied.
     #[error("redundancy: {0}")]
     Redundancy(String),
+    /// A flush, fetch or index update in the prefix directory failed.
+    #[error("prefix directory: {0}")]
+    Prefix(String),
     /// A dataset name of SCR_MAX_FILENAME (1024) bytes or more.
     #[error("name of {len} bytes is too long: SCR_MAX_FILENAME is 1024 (names must be shorter)")]
     NameTooLong {
@@ -114,6 +117,14 @@ pub enum ScrError {
         call: &'static str,
         /// What was wrong.
         why: &'static str,
+    },
+    /// A halt condition ended the job inside SCR (SCR_HALT_EXIT=1) where
+    /// no process can be ended (the thread communicator); under MPI every
+    /// process exits with status 0 instead.
+    #[error("the job halted ({reason}) and SCR_HALT_EXIT=1: stop the run")]
+    Halted {
+        /// The halt condition, e.g. `NO_CHECKPOINTS_LEFT: CheckpointsLeft is 0`.
+        reason: String,
     },
 }
 

@@ -87,9 +87,9 @@ fn register_into(
 /// dataset's redundancy scheme at complete (collective over the world:
 /// every rank calls it when every rank's files are valid). Each file is
 /// read once: SINGLE only computes the CRCs; the other schemes compute them
-/// from the same read that feeds the encode ([`apply::encode`]). The final
-/// metas are set in the filemap in memory; the caller writes it (the files
-/// they describe exist already, so no ordering rule is at stake).
+/// from the same read that feeds the encode ([`apply::encode`]); a CRC the
+/// filemap already records (a fetched file's) is checked instead. Writes
+/// the filemap with the final metas.
 pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
     let me = job.rank();
     let rd = job
@@ -98,8 +98,13 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
         .ok_or_else(|| ScrError::Redundancy(format!("dataset {dset}: no redundancy descriptor")))?;
     let scheme = scheme_of(&rd);
     if scheme == Scheme::Single {
-        // No set to talk to (SINGLE has no set communicator).
+        // No set to talk to (SINGLE has no set communicator). A CRC already
+        // recorded was checked by whoever recorded it (a fetch verifies
+        // every file as it copies it), so only missing ones are computed.
         for (f, mut meta) in job.app_files(dset) {
+            if meta.crc32.is_some() {
+                continue;
+            }
             let real = job.real(Path::new(&f));
             let (crc, len) = crc_of_file(&real).map_err(io_err(&real, "CRC32"))?;
             if !meta.size_matches(len) {
@@ -112,7 +117,7 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
             meta.crc32 = Some(crc);
             job.filemap.set_meta(dset, me, &f, &meta);
         }
-        return Ok(());
+        return job.write_filemap();
     }
     let di = job
         .descs
@@ -171,7 +176,7 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
         m.file = Some(logical.clone());
         job.filemap.set_meta(dset, me, &logical, &m);
     }
-    Ok(())
+    job.write_filemap()
 }
 
 /// Rebuild what the scheme allows after some rank lost files of `dset`

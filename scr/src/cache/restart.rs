@@ -44,6 +44,11 @@ pub struct InitReport {
     pub skipped: Vec<(i64, String)>,
     /// Files moved between nodes to reach their owner rank.
     pub moved_files: u64,
+    /// The checkpoint fetched from the prefix directory, when the cache
+    /// had none (its dataset id and directory).
+    pub fetched: Option<i64>,
+    /// The prefix directory the fetched checkpoint came from.
+    pub fetched_dir: Option<String>,
 }
 
 /// World ranks of a descriptor's set, by set rank (recorded under MEMBERS).

@@ -116,6 +116,19 @@ pub fn abort_job(code: i32) -> ! {
     std::process::exit(code)
 }
 
+/// End this process cleanly: `MPI_Finalize` when MPI is active, then
+/// `exit(code)` (SCR_HALT_EXIT; every rank calls it after a barrier).
+pub fn finalize_and_exit(code: i32) -> ! {
+    if mpi_is_active() {
+        // SAFETY: MPI is initialised and not finalised; communicators still
+        // held by the application stay valid handles until exit.
+        unsafe {
+            ffi::MPI_Finalize();
+        }
+    }
+    std::process::exit(code)
+}
+
 /// A [`Comm`] over an MPI communicator (SCR's `scr_comm_world` and the
 /// communicators split from it). Not `Send`: MPI handles belong to the thread
 /// that uses them (MPI is initialised with `MPI_THREAD_SINGLE`).

@@ -227,6 +227,13 @@ impl Config {
         if let Some((var, v)) = job_vars.iter().find_map(|n| nonempty(n).map(|v| (*n, v))) {
             derived.insert("SCR_JOB_ID".to_string(), (v, format!("${var}")));
         }
+        // The allocation's end for SCR_HALT_SECONDS (Slurm 23.02+ exports it).
+        if let Some(v) = nonempty("SLURM_JOB_END_TIME") {
+            derived.insert(
+                "SCR_END_TIME".to_string(),
+                (v, "$SLURM_JOB_END_TIME".to_string()),
+            );
+        }
 
         // The user file is found from the environment alone, as in SCR.
         let prefix: Option<PathBuf> = nonempty("SCR_PREFIX")

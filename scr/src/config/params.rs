@@ -266,6 +266,14 @@ pub const PARAMS: &[ParamInfo] = &[
         "exit inside SCR when a halt condition fires",
     ),
     p(
+        "SCR_END_TIME",
+        None,
+        Str,
+        true,
+        true,
+        "allocation end, seconds since the epoch (0 unknown, -1 none; default $SLURM_JOB_END_TIME)",
+    ),
+    p(
         "SCR_MPI_BUF_SIZE",
         Some("1048576"),
         Bytes,
@@ -661,7 +669,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(PARAMS.len(), 59);
+        assert_eq!(PARAMS.len(), 60);
     }
 
     #[test]

@@ -128,6 +128,15 @@ impl FlushFile {
     pub fn latest(&self) -> Option<i64> {
         self.datasets.keys().next_back().copied()
     }
+
+    /// Ids of the datasets with location `loc`, ascending.
+    pub fn ids_at(&self, loc: Location) -> Vec<i64> {
+        self.datasets
+            .iter()
+            .filter(|(_, e)| e.locations.contains(&loc))
+            .map(|(id, _)| *id)
+            .collect()
+    }
 }
 
 impl Record for FlushFile {
@@ -237,6 +246,8 @@ DSET
         assert!(example().need_flush(17));
         assert!(!example().need_flush(18));
         assert_eq!(example().latest(), Some(18));
+        assert_eq!(example().ids_at(Location::Cache), [17, 18]);
+        assert_eq!(example().ids_at(Location::Pfs), [18]);
     }
 
     #[test]

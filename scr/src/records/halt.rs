@@ -40,8 +40,10 @@ const KNOWN: &[&str] = &[
 pub const REASON_FINALIZE_CALLED: &str = "SCR_FINALIZE_CALLED";
 
 impl Halt {
-    /// Why the run should halt at `now_s`, if it should (`scr_bool_check_halt_and_decrement`
-    /// without the decrement). `ExitBefore` without `HaltSeconds` uses a margin of 0.
+    /// Why a job should not be run (again) at `now_s`, if so: a launcher's
+    /// view, as `scr_retries_halt`, where any `ExitReason` counts, including
+    /// `SCR_FINALIZE_CALLED`. `ExitBefore` without `HaltSeconds` uses a
+    /// margin of 0. A running job decides with [`crate::halt::evaluate`].
     pub fn halt_reason(&self, now_s: i64) -> Option<String> {
         if let Some(r) = &self.exit_reason {
             return Some(format!("reason: {r}"));

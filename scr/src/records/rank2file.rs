@@ -352,6 +352,72 @@ fn read_level(
     parent_level: Option<i64>,
     out: &mut Rank2File,
 ) -> Result<u64, RecordError> {
+    read_level_with(dir, path, offset, parent_level, out, None)
+}
+
+/// One file (part) of a rank2file tree still to be read: what a
+/// distributed reader hands to another process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rank2FilePart {
+    /// The file, relative to the map's directory.
+    pub file: String,
+    /// Byte offset of the part within the file.
+    pub offset: u64,
+    /// Level of the file that referenced it (the part's level is lower).
+    pub parent_level: i64,
+}
+
+impl Rank2File {
+    /// Read one part of a split map without descending: level-0 ranks are
+    /// added to `out`, references to lower levels are returned for other
+    /// readers (SCR's distributed rank2file read, at most 1 MB a file).
+    /// `part = None` reads the root. Returns the part's `RANKS` and its
+    /// children.
+    pub fn read_part(
+        dir: &Path,
+        part: Option<&Rank2FilePart>,
+        out: &mut Rank2File,
+    ) -> Result<(u64, Vec<Rank2FilePart>), RecordError> {
+        let mut children = Vec::new();
+        let ranks = match part {
+            None => read_level_with(
+                dir,
+                &dir.join(RANK2FILE_ROOT),
+                0,
+                None,
+                out,
+                Some(&mut children),
+            )?,
+            Some(p) => {
+                if !safe_relative(&p.file) {
+                    return Err(RecordError::Inconsistent {
+                        record: Self::RECORD,
+                        path: "FILE".into(),
+                        problem: format!("{:?} is not a path inside the dataset directory", p.file),
+                    });
+                }
+                read_level_with(
+                    dir,
+                    &dir.join(&p.file),
+                    p.offset,
+                    Some(p.parent_level),
+                    out,
+                    Some(&mut children),
+                )?
+            }
+        };
+        Ok((ranks, children))
+    }
+}
+
+fn read_level_with(
+    dir: &Path,
+    path: &Path,
+    offset: u64,
+    parent_level: Option<i64>,
+    out: &mut Rank2File,
+    mut children: Option<&mut Vec<Rank2FilePart>>,
+) -> Result<u64, RecordError> {
     let len = std::fs::metadata(path)
         .map_err(|source| KvFileError::Io {
             path: path.to_path_buf(),
@@ -427,7 +493,16 @@ fn read_level(
                 format!("{file:?} is not a path inside the dataset directory"),
             )));
         }
-        read_level(dir, &dir.join(&file), off, Some(level), out)?;
+        match children.as_deref_mut() {
+            Some(c) => c.push(Rank2FilePart {
+                file,
+                offset: off,
+                parent_level: level,
+            }),
+            None => {
+                read_level(dir, &dir.join(&file), off, Some(level), out)?;
+            }
+        }
     }
     Ok(ranks)
 }

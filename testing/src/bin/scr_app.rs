@@ -5,6 +5,7 @@
 //! ```text
 //! mpirun -np 8 scr_app --seed 7 --checkpoints 3 --mean-bytes 65536 \
 //!     [--prefix DIR] [--fail-after K] [--expect-restart NAME|none|any]
+//!     [--until-exit] [--step-ms MS] [--ask-need]
 //! ```
 //!
 //! What rank `r` writes in checkpoint `c` is `testing::data::file_plan(seed,
@@ -17,6 +18,15 @@
 //! restart with the result; on failure SCR offers the next older one.
 //! Then write `--checkpoints` more, numbered after the restarted one.
 //!
+//! With `--until-exit` the application loops like a long-running code, for
+//! at most `--checkpoints` steps: compute (sleep `--step-ms`), checkpoint
+//! (only when SCR_Need_checkpoint says so with `--ask-need`), then ask
+//! SCR_Should_exit and stop when it says yes — after a last checkpoint if
+//! Need_checkpoint asks for one. Rank 0 prints `SCR_APP step=K need=<b>
+//! checkpoint=<name|-> should_exit=<b> t0_ms=<unix ms> t1_ms=<unix ms>`
+//! (t0/t1 bracket the Should_exit call) per step and `SCR_APP halted
+//! step=K need_at_exit=<b>` when it stops.
+//!
 //! With `--fail-after K` the run ends abruptly after its K-th checkpoint of
 //! this run completed on every rank: exit code 42, no SCR_Finalize, no
 //! MPI_Finalize (a crash, so a launcher can remove a node and relaunch).
@@ -25,7 +35,7 @@
 //! `SCR_APP init ...` (what SCR found in cache), `SCR_APP restart_attempt
 //! ...`, `SCR_APP checkpoint ...`, `SCR_APP MISMATCH rank=R ckpt=C file=F
 //! offset=O ...` for every wrong byte found, `SCR_APP crash ...`, and last
-//! `SCR_APP restart=<name|none> source=<cache|rebuilt|none>
+//! `SCR_APP restart=<name|none> source=<cache|rebuilt|fetched|none>
 //! verified_bytes=<N> checkpoints_written=<K> status=<ok|MISMATCH|UNEXPECTED|error>`.
 //!
 //! Exit codes: 0 ok; 2 some byte read back was wrong (never hidden); 3 the
@@ -73,6 +83,22 @@ struct Args {
     /// Check the restart: a checkpoint name, `none`, or `any`.
     #[arg(long)]
     expect_restart: Option<String>,
+    /// Loop until SCR_Should_exit says yes (at most --checkpoints steps).
+    #[arg(long)]
+    until_exit: bool,
+    /// Milliseconds of "compute" before each step's checkpoint decision.
+    #[arg(long, default_value_t = 0)]
+    step_ms: u64,
+    /// Checkpoint only when SCR_Need_checkpoint says so.
+    #[arg(long)]
+    ask_need: bool,
+}
+
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
 }
 
 /// The process environment with SCR_PREFIX overridden by `--prefix`.
@@ -204,13 +230,14 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             .map(|(d, why)| format!("{d}:{why}"))
             .collect();
         println!(
-            "SCR_APP init ranks={size} found={} available={} rebuilt={} lost_ids={} skipped_ids={} moved_files={}",
+            "SCR_APP init ranks={size} found={} available={} rebuilt={} lost_ids={} skipped_ids={} moved_files={} fetched={}",
             ids(&report.found),
             ids(&report.available),
             ids(&report.rebuilt),
             ids(&report.lost.iter().map(|l| l.0).collect::<Vec<_>>()),
             ids(&report.skipped.iter().map(|l| l.0).collect::<Vec<_>>()),
-            report.moved_files
+            report.moved_files,
+            report.fetched.map_or("none".to_string(), |d| d.to_string())
         );
         for l in &lost {
             println!("SCR_APP lost {l}");
@@ -284,7 +311,9 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
         }
         mismatches_total += counts[0];
         if all_ok {
-            let source = if report.rebuilt.contains(&dset) {
+            let source = if report.fetched == Some(dset) {
+                "fetched"
+            } else if report.rebuilt.contains(&dset) {
                 "rebuilt"
             } else {
                 "cache"
@@ -305,45 +334,49 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
         },
     };
 
-    // Checkpoints after the restarted one.
-    let first = restarted.as_ref().map_or(1, |r| r.1 + 1);
+    // Checkpoints after the restarted one (or steps, with --until-exit).
+    let mut next = restarted.as_ref().map_or(1, |r| r.1 + 1);
     let mut written = 0u64;
-    for c in first..first + args.checkpoints {
-        let name = format!("ckpt.{c}");
-        let mut out = ok_or_fail(
-            rank,
-            "SCR_Start_output",
-            scr.start_output(Some(&name), Flags::CHECKPOINT),
-        );
-        let mut ok = true;
-        for spec in file_plan(args.seed, rank as u32, c, args.mean_bytes) {
-            let path = ok_or_fail(
-                rank,
-                "SCR_Route_file",
-                out.route_file(ckpt_path(prefix, c, &spec)),
-            );
-            if let Err(e) = write_file(&path, &spec) {
-                eprintln!("scr_app: rank {rank}: writing {}: {e}", path.display());
-                ok = false;
-            }
+    for step in 1..=args.checkpoints {
+        if args.step_ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(args.step_ms));
         }
-        let complete = ok_or_fail(rank, "SCR_Complete_output", out.complete(ok));
+        let need = !args.ask_need || ok_or_fail(rank, "SCR_Need_checkpoint", scr.need_checkpoint());
+        let mut name = None;
+        if need {
+            name = Some(write_checkpoint(
+                args,
+                &mut scr,
+                app,
+                prefix,
+                next,
+                &mut written,
+            ));
+            next += 1;
+        }
+        if !args.until_exit {
+            continue;
+        }
+        let t0 = unix_ms();
+        let exit = ok_or_fail(rank, "SCR_Should_exit", scr.should_exit());
+        let t1 = unix_ms();
         if rank == 0 {
-            println!("SCR_APP checkpoint name={name} complete={complete}");
+            println!(
+                "SCR_APP step={step} need={need} checkpoint={} should_exit={exit} t0_ms={t0} t1_ms={t1}",
+                name.as_deref().unwrap_or("-")
+            );
         }
-        if !complete {
-            fail(rank, "SCR_Complete_output", &format!("{name} is not valid"));
-        }
-        written += 1;
-        if args.fail_after == Some(written) {
-            // Everyone completed the checkpoint before anyone dies.
-            ok_or_fail(rank, "barrier", app.barrier());
-            if rank == 0 {
-                println!("SCR_APP crash after_checkpoints={written} last={name}");
-                let _ = std::io::stdout().flush();
+        if exit {
+            // A pending halt asks for a last checkpoint (if this step wrote none).
+            let need_at_exit =
+                need || ok_or_fail(rank, "SCR_Need_checkpoint", scr.need_checkpoint());
+            if need_at_exit && !need {
+                write_checkpoint(args, &mut scr, app, prefix, next, &mut written);
             }
-            ok_or_fail(rank, "barrier", app.barrier());
-            std::process::exit(42);
+            if rank == 0 {
+                println!("SCR_APP halted step={step} need_at_exit={need_at_exit}");
+            }
+            break;
         }
     }
 
@@ -374,6 +407,56 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
         "MISMATCH" => ExitCode::from(2),
         _ => ExitCode::from(3),
     }
+}
+
+/// Write checkpoint `ckpt.<c>` (every rank's planned files), report it,
+/// and crash here if `--fail-after` says so. Returns its name.
+fn write_checkpoint(
+    args: &Args,
+    scr: &mut Scr,
+    app: &MpiComm,
+    prefix: &Path,
+    c: u64,
+    written: &mut u64,
+) -> String {
+    let rank = app.rank();
+    let name = format!("ckpt.{c}");
+    let mut out = ok_or_fail(
+        rank,
+        "SCR_Start_output",
+        scr.start_output(Some(&name), Flags::CHECKPOINT),
+    );
+    let mut ok = true;
+    for spec in file_plan(args.seed, rank as u32, c, args.mean_bytes) {
+        let path = ok_or_fail(
+            rank,
+            "SCR_Route_file",
+            out.route_file(ckpt_path(prefix, c, &spec)),
+        );
+        if let Err(e) = write_file(&path, &spec) {
+            eprintln!("scr_app: rank {rank}: writing {}: {e}", path.display());
+            ok = false;
+        }
+    }
+    let complete = ok_or_fail(rank, "SCR_Complete_output", out.complete(ok));
+    if rank == 0 {
+        println!("SCR_APP checkpoint name={name} complete={complete}");
+    }
+    if !complete {
+        fail(rank, "SCR_Complete_output", &format!("{name} is not valid"));
+    }
+    *written += 1;
+    if args.fail_after == Some(*written) {
+        // Everyone completed the checkpoint before anyone dies.
+        ok_or_fail(rank, "barrier", app.barrier());
+        if rank == 0 {
+            println!("SCR_APP crash after_checkpoints={written} last={name}");
+            let _ = std::io::stdout().flush();
+        }
+        ok_or_fail(rank, "barrier", app.barrier());
+        std::process::exit(42);
+    }
+    name
 }
 
 /// Route one planned file of checkpoint `ckpt`, check its size and every

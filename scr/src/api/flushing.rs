@@ -1,0 +1,359 @@
+//! The API's use of the prefix tier: when to flush (every SCR_FLUSH-th
+//! checkpoint, every output dataset, at finalize, on a halt), the
+//! background flush's life cycle, fetch at init, and what Current, Delete
+//! and cache eviction do in the prefix directory.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::Scr;
+use crate::cache::{Job, ScrError, ScrResult};
+use crate::prefix::flush::{flush_async_start, flush_async_test, flush_sync, AsyncFlush};
+use crate::prefix::layout::META_DIR;
+use crate::prefix::{self, fetch, on_rank0, update_flush_file, update_index};
+use crate::records::index::index_path;
+use crate::records::rank2file::Rank2File;
+use crate::records::{Index, Record};
+
+/// What the library knows about the prefix directory during a run.
+#[derive(Debug, Default)]
+pub(super) struct PrefixState {
+    /// Datasets known to be in the prefix directory.
+    pub on_pfs: BTreeSet<i64>,
+    /// The background flush under way, if any.
+    pub pending: Option<AsyncFlush>,
+}
+
+fn flag(job: &Job, name: &str, default: bool) -> ScrResult<bool> {
+    Ok(job.cfg.get_bool(name)?.unwrap_or(default))
+}
+
+/// Whether dataset `d` is output (SCR_FLAG_OUTPUT) on any rank. Collective.
+fn is_output(job: &Job, d: i64) -> ScrResult<bool> {
+    let here = job
+        .dataset(d)
+        .is_some_and(|ds| ds.flag_output == Some(true));
+    Ok(job.world.any_true(here)?)
+}
+
+impl Scr {
+    /// After restart in place at init: fetch when the cache has no
+    /// checkpoint, bring the flush file in line with the cache, and learn
+    /// what is in the prefix already. Collective.
+    pub(super) fn prefix_init(&mut self, job: &mut Job, cands: &mut Vec<i64>) -> ScrResult<()> {
+        if cands.is_empty() && flag(job, "SCR_FETCH", true)? {
+            if let Some(cur) = crate::cache::param(&job.cfg, "SCR_CURRENT") {
+                // The user named the checkpoint to start from: the fetch
+                // starts at its copy in the prefix.
+                let p = job.prefix.clone();
+                let set = on_rank0(job.world.as_ref(), "set the index's CURRENT", || {
+                    if !index_path(&p).exists() {
+                        return Ok(());
+                    }
+                    update_index(&p, |idx| {
+                        if let Some(dir) = dirs_named(idx, &cur).into_iter().next_back() {
+                            idx.set_current(&dir);
+                        }
+                    })
+                });
+                if let Err(e) = set {
+                    eprintln!("SCR: warning: SCR_CURRENT={cur}: {e}");
+                }
+            }
+            if let Some(f) = fetch::fetch_sync(job)? {
+                cands.push(f.id);
+                self.report.available.push(f.id);
+                self.report.fetched = Some(f.id);
+                self.report.fetched_dir = Some(f.dir);
+            }
+        }
+        prefix::rebuild_flush_file(job, &self.report.available)?;
+        self.prefix.on_pfs = prefix::datasets_on_pfs(job)?.into_iter().collect();
+        if let Some(&newest) = cands.first() {
+            if flag(job, "SCR_FLUSH_ON_RESTART", false)?
+                && !self.prefix.on_pfs.contains(&newest)
+                && flush_sync(job, newest)?
+            {
+                self.prefix.on_pfs.insert(newest);
+            }
+        }
+        Ok(())
+    }
+
+    /// Finish the background flush if every rank's copy is done (or, with
+    /// `wait`, once it is). Collective.
+    pub(super) fn poll_async_flush(&mut self, wait: bool) -> ScrResult<()> {
+        let Some(job) = self.job.as_ref() else {
+            return Ok(());
+        };
+        let Some(af) = self.prefix.pending.as_mut() else {
+            return Ok(());
+        };
+        if let Some(done) = flush_async_test(job, af, wait)? {
+            let d = af.dset();
+            self.prefix.pending = None;
+            if done {
+                self.prefix.on_pfs.insert(d);
+            }
+        }
+        Ok(())
+    }
+
+    /// Flush `d` now, synchronously or in the background as configured.
+    /// Collective.
+    pub(super) fn flush_dataset(&mut self, d: i64) -> ScrResult<bool> {
+        let asynchronous = match self.job.as_ref() {
+            Some(job) => flag(job, "SCR_FLUSH_ASYNC", false)?,
+            None => return Ok(false),
+        };
+        if self.prefix.pending.as_ref().is_some_and(|a| a.dset() == d) {
+            return Ok(true);
+        }
+        if asynchronous {
+            // One background flush at a time: finish the previous one.
+            self.poll_async_flush(true)?;
+            let job = self.job.as_ref().expect("checked above");
+            self.prefix.pending = flush_async_start(job, d)?;
+            return Ok(self.prefix.pending.is_some());
+        }
+        let job = self.job.as_ref().expect("checked above");
+        let ok = flush_sync(job, d)?;
+        if ok {
+            self.prefix.on_pfs.insert(d);
+        }
+        Ok(ok)
+    }
+
+    /// At complete: record the dataset in the flush file and flush it when
+    /// it is due (every SCR_FLUSH-th checkpoint, every output dataset, or
+    /// `force` for a halt when SCR_FLUSH > 0). Collective.
+    pub(super) fn after_complete(
+        &mut self,
+        dset: i64,
+        is_ckpt: bool,
+        output: bool,
+        force: bool,
+    ) -> ScrResult<()> {
+        let Some(job) = self.job.as_ref() else {
+            return Ok(());
+        };
+        let pl = prefix::flush::placement(job, dset)?;
+        let ds = job.dataset(dset);
+        let p = job.prefix.clone();
+        let booked = on_rank0(job.world.as_ref(), "update the flush file", || {
+            update_flush_file(&p, |ff| {
+                ff.location_set(dset, crate::records::Location::Cache);
+                let e = ff.datasets.entry(dset).or_default();
+                e.dir = Some(pl.dir.clone());
+                e.orig_dir = pl.orig_dir.clone();
+                e.name = ds.as_ref().and_then(|d| d.name.clone());
+                e.checkpoint = Some(is_ckpt);
+                e.output = Some(output);
+                e.dataset = ds.clone();
+            })
+        });
+        if let Err(e) = booked {
+            eprintln!("SCR: warning: {e}");
+        }
+        let every = job.cfg.get_u64("SCR_FLUSH")?.unwrap_or(10);
+        let ckpt_id = job.checkpoint_id;
+        // A halt flushes what it stops at, unless flushing is off (SCR:
+        // scr_flush > 0).
+        let due =
+            output || (force && every > 0) || (is_ckpt && every > 0 && ckpt_id % every as i64 == 0);
+        if due {
+            self.flush_dataset(dset)?;
+        } else {
+            self.poll_async_flush(false)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `d` may leave the cache: output must reach the prefix first
+    /// (flushed now if it has not), and a dataset being flushed in the
+    /// background is waited for. Collective.
+    pub(super) fn may_evict(&mut self, d: i64) -> ScrResult<bool> {
+        if self.prefix.pending.as_ref().is_some_and(|a| a.dset() == d) {
+            self.poll_async_flush(true)?;
+        }
+        let Some(job) = self.job.as_ref() else {
+            return Ok(true);
+        };
+        if self.prefix.on_pfs.contains(&d) || !is_output(job, d)? {
+            return Ok(true);
+        }
+        let ok = self.flush_dataset(d)?;
+        if self.prefix.pending.as_ref().is_some_and(|a| a.dset() == d) {
+            self.poll_async_flush(true)?;
+        }
+        Ok(ok && self.prefix.on_pfs.contains(&d))
+    }
+
+    /// At finalize: complete the background flush, then flush the newest
+    /// checkpoint (when SCR_FLUSH > 0) and any output not yet in the prefix.
+    /// Collective.
+    pub(super) fn finalize_flush(&mut self) -> ScrResult<()> {
+        self.poll_async_flush(true)?;
+        let Some(job) = self.job.as_ref() else {
+            return Ok(());
+        };
+        let every = job.cfg.get_u64("SCR_FLUSH")?.unwrap_or(10);
+        let all = job.datasets_everywhere()?;
+        let mut newest_ckpt = None;
+        for &d in &all {
+            let here = job
+                .dataset(d)
+                .is_some_and(|ds| ds.flag_checkpoint.unwrap_or(ds.ckpt.is_some()));
+            if job.world.any_true(here)? {
+                newest_ckpt = Some(d);
+            }
+        }
+        let mut todo = Vec::new();
+        for d in all {
+            if self.prefix.on_pfs.contains(&d) {
+                continue;
+            }
+            if is_output(job, d)? || (every > 0 && Some(d) == newest_ckpt) {
+                todo.push(d);
+            }
+        }
+        for d in todo {
+            let job = self.job.as_ref().expect("checked above");
+            if flush_sync(job, d)? {
+                self.prefix.on_pfs.insert(d);
+            }
+        }
+        Ok(())
+    }
+
+    /// SCR_Current in the prefix: point the index's CURRENT at the copy of
+    /// `name`. Returns whether the index has it. Collective.
+    pub(super) fn prefix_current(&mut self, name: &str) -> ScrResult<bool> {
+        let Some(job) = self.job.as_ref() else {
+            return Ok(false);
+        };
+        let p = job.prefix.clone();
+        let found = on_rank0(job.world.as_ref(), "update the index", || {
+            if !index_path(&p).exists() {
+                return Ok(false);
+            }
+            update_index(&p, |idx| {
+                match dirs_named(idx, name).into_iter().next_back() {
+                    Some(dir) => {
+                        idx.set_current(&dir);
+                        true
+                    }
+                    None => false,
+                }
+            })
+        })?;
+        let mut b = vec![u8::from(found == Some(true))];
+        job.world.bcast_bytes(0, &mut b)?;
+        Ok(b[0] == 1)
+    }
+
+    /// SCR_Delete in the prefix: every copy of `name` (its files as the
+    /// rank2file map lists them, its `.scr` metadata, directories left
+    /// empty up to the prefix) and its index and flush file entries.
+    /// Collective; rank 0 does the work.
+    pub(super) fn prefix_delete(&mut self, name: &str) -> ScrResult<()> {
+        let Some(job) = self.job.as_ref() else {
+            return Ok(());
+        };
+        let p = job.prefix.clone();
+        let removed = on_rank0(
+            job.world.as_ref(),
+            "delete the dataset in the prefix",
+            || {
+                if !index_path(&p).exists() {
+                    return Ok(Vec::new());
+                }
+                let idx = Index::read_file(index_path(&p))?;
+                let mut ids = Vec::new();
+                for dir in dirs_named(&idx, name) {
+                    if let Some(id) = idx.dataset_id_by_dir(&dir) {
+                        ids.push(id);
+                    }
+                    delete_copy(&p, &dir)?;
+                    update_index(&p, |idx| {
+                        idx.remove_dir(&dir);
+                    })?;
+                }
+                if !ids.is_empty() && prefix::flush_file_path(&p).exists() {
+                    update_flush_file(&p, |ff| {
+                        for id in &ids {
+                            ff.location_unset(*id, crate::records::Location::Pfs);
+                            if ff.datasets.get(id).is_some_and(|e| e.locations.is_empty()) {
+                                ff.remove(*id);
+                            }
+                        }
+                    })?;
+                }
+                Ok(ids)
+            },
+        )?;
+        let mut b: Vec<u8> = removed
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|i| i.to_be_bytes())
+            .collect();
+        job.world.bcast_bytes(0, &mut b)?;
+        for c in b.chunks_exact(8) {
+            self.prefix
+                .on_pfs
+                .remove(&i64::from_be_bytes(c.try_into().expect("8 bytes")));
+        }
+        Ok(())
+    }
+}
+
+/// Directories in the index holding a dataset named `name`, oldest first.
+fn dirs_named(idx: &Index, name: &str) -> Vec<String> {
+    idx.datasets
+        .values()
+        .flat_map(|m| m.iter())
+        .filter(|(_, e)| e.dataset.as_ref().and_then(|d| d.name.as_deref()) == Some(name))
+        .map(|(dir, _)| dir.clone())
+        .collect()
+}
+
+/// Remove one copy of a dataset from the prefix directory.
+fn delete_copy(prefix: &Path, dir: &str) -> ScrResult<()> {
+    let dset_dir = prefix.join(dir);
+    let meta_dir = dset_dir.join(META_DIR);
+    let summary = crate::records::summary::Summary::read_file(
+        meta_dir.join(crate::records::summary::SUMMARY_FILE),
+    )
+    .ok();
+    let placement = prefix::layout::Placement {
+        dir: dir.to_owned(),
+        orig_dir: summary.and_then(|s| s.orig_dir),
+    };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    match Rank2File::read_split(&meta_dir) {
+        Ok(map) => {
+            for files in map.rank.values() {
+                for rel in files.files.keys() {
+                    let f = placement.stored_path(prefix, rel);
+                    let _ = std::fs::remove_file(&f);
+                    if let Some(parent) = f.parent() {
+                        dirs.push(parent.to_path_buf());
+                    }
+                }
+            }
+        }
+        Err(e) if e.is_not_found() => {}
+        Err(e) => return Err(ScrError::from(e)),
+    }
+    if meta_dir.is_dir() {
+        std::fs::remove_dir_all(&meta_dir)
+            .map_err(crate::cache::error::io_err(&meta_dir, "remove directory"))?;
+    }
+    dirs.push(dset_dir);
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    dirs.dedup();
+    for d in dirs {
+        prefix::remove_empty_dirs_up_to(&d, prefix);
+    }
+    Ok(())
+}

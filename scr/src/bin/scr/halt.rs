@@ -1,0 +1,217 @@
+//! `scr halt`: set, unset or list a job's halt conditions (SCR's
+//! `scr_halt`, which runs `scr_halt_cntl` on the halt file).
+
+use std::path::{Path, PathBuf};
+
+use scr::halt::time::{parse_time, SystemZone};
+use scr::halt::{describe, halt_path, now_s, to_json, HaltEdit, REASON_JOB_HALTED};
+use scr::records::halt::Halt;
+use scr::records::Record;
+
+use super::Failure;
+
+/// Options of `scr halt` (those of `scr_halt`).
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+TIME is seconds since the epoch (@1795426800, or 9+ digits), relative \
+(+90s, +15m, now+2h, +1:30), an ISO date and time (\"2026-11-22 14:00\", \
+2026-11-22T14:00Z), a time of day (14:00, 2pm, 1400, noon: its next \
+occurrence), optionally with a day (today, tomorrow, mon..sun, 11/22, \
+\"Nov 22\"); local time unless an offset is given.
+
+With no condition option, the job halts at its next check (ExitReason \
+JOB_HALTED), as with --immediate. The running job reads the file at \
+each completed dataset, SCR_Should_exit and SCR_Need_checkpoint.
+
+Exit codes: 0 done; 1 the halt file or prefix directory could not be \
+read or written (the message says which and why); 2 usage error (bad \
+option, bad TIME, a field both set and unset).")]
+pub struct HaltArgs {
+    /// Halt the job after N more checkpoints (CheckpointsLeft).
+    #[arg(short = 'c', long, value_name = "N")]
+    checkpoints: Option<u32>,
+    /// Halt the job before TIME, HaltSeconds ahead of it (ExitBefore).
+    #[arg(short = 'b', long, value_name = "TIME")]
+    before: Option<String>,
+    /// Halt the job after TIME (ExitAfter).
+    #[arg(short = 'a', long, value_name = "TIME")]
+    after: Option<String>,
+    /// Set or reset the job's SCR_HALT_SECONDS (HaltSeconds): the margin
+    /// before --before and before the end of the allocation.
+    #[arg(short = 's', long, value_name = "N")]
+    seconds: Option<u32>,
+    /// Halt the job at its next check (ExitReason JOB_HALTED).
+    #[arg(short = 'i', long)]
+    immediate: bool,
+    /// Halt the job at its next check with this ExitReason.
+    #[arg(long, value_name = "TEXT", conflicts_with = "immediate")]
+    reason: Option<String>,
+    /// List the halt conditions (after applying any others given).
+    #[arg(short = 'l', long)]
+    list: bool,
+    /// Unset the checkpoint condition.
+    #[arg(long)]
+    unset_checkpoints: bool,
+    /// Unset the halt-before condition.
+    #[arg(long)]
+    unset_before: bool,
+    /// Unset the halt-after condition.
+    #[arg(long)]
+    unset_after: bool,
+    /// Unset HaltSeconds.
+    #[arg(long)]
+    unset_seconds: bool,
+    /// Unset the halt reason (e.g. SCR_FINALIZE_CALLED, so a launcher runs
+    /// the job again).
+    #[arg(long)]
+    unset_reason: bool,
+    /// Remove the halt file.
+    #[arg(short = 'r', long, conflicts_with_all = [
+        "checkpoints", "before", "after", "seconds", "immediate", "reason", "list",
+        "unset_checkpoints", "unset_before", "unset_after", "unset_seconds",
+        "unset_reason", "json",
+    ])]
+    remove: bool,
+    /// Print the settings as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Prefix directories (default: $SCR_PREFIX, else the current directory).
+    #[arg(value_name = "PREFIX")]
+    dirs: Vec<PathBuf>,
+}
+
+/// The prefix directories a command works on: those given, else
+/// `$SCR_PREFIX`, else the current directory.
+pub fn prefixes(given: &[PathBuf]) -> Vec<PathBuf> {
+    if !given.is_empty() {
+        return given.to_vec();
+    }
+    match std::env::var_os("SCR_PREFIX").filter(|v| !v.is_empty()) {
+        Some(p) => vec![PathBuf::from(p)],
+        None => vec![PathBuf::from(".")],
+    }
+}
+
+fn usage(message: String) -> Failure {
+    Failure { code: 2, message }
+}
+
+/// The edit the options ask for (usage errors: exit 2).
+fn edit_of(a: &HaltArgs, now: i64) -> Result<HaltEdit, Failure> {
+    let time = |opt: &str, t: &Option<String>| {
+        t.as_deref()
+            .map(|t| parse_time(t, now, &SystemZone).map_err(|e| usage(format!("--{opt}: {e}"))))
+            .transpose()
+    };
+    let mut e = HaltEdit {
+        checkpoints: a.checkpoints.map(i64::from),
+        before_s: time("before", &a.before)?,
+        after_s: time("after", &a.after)?,
+        seconds: a.seconds.map(i64::from),
+        reason: a
+            .reason
+            .clone()
+            .or_else(|| a.immediate.then(|| REASON_JOB_HALTED.to_string())),
+        unset_checkpoints: a.unset_checkpoints,
+        unset_before: a.unset_before,
+        unset_after: a.unset_after,
+        unset_seconds: a.unset_seconds,
+        unset_reason: a.unset_reason,
+    };
+    if let Some(r) = &e.reason {
+        if r.trim().is_empty() || r.contains('\0') {
+            return Err(usage(format!(
+                "--reason {r:?}: give a non-empty reason without NUL bytes"
+            )));
+        }
+    }
+    let both = e.conflicts();
+    if !both.is_empty() {
+        return Err(usage(format!(
+            "--{0} and --unset-{0} given together: choose one",
+            both.join(", --")
+        )));
+    }
+    // A bare `scr halt` halts the job, as scr_halt does.
+    if e.is_empty() && !a.list {
+        e.reason = Some(REASON_JOB_HALTED.to_string());
+    }
+    Ok(e)
+}
+
+/// Run `scr halt`.
+pub fn run(a: HaltArgs) -> Result<(), Failure> {
+    let now = now_s();
+    let edit = if a.remove {
+        HaltEdit::default()
+    } else {
+        edit_of(&a, now)?
+    };
+    for prefix in prefixes(&a.dirs) {
+        if !prefix.is_dir() {
+            return Err(format!(
+                "prefix directory {} does not exist (give the job's SCR_PREFIX)",
+                prefix.display()
+            )
+            .into());
+        }
+        let path = halt_path(&prefix);
+        if a.remove {
+            remove(&path)?;
+        } else if edit.is_empty() {
+            list(&path, a.json, now)?;
+        } else {
+            apply(&path, &edit, a.json, now)?;
+        }
+    }
+    Ok(())
+}
+
+fn remove(path: &Path) -> Result<(), Failure> {
+    match std::fs::remove_file(path) {
+        Ok(()) => println!("Removed halt file {}", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("No halt file {}", path.display())
+        }
+        Err(e) => return Err(format!("{}: remove: {e}", path.display()).into()),
+    }
+    Ok(())
+}
+
+fn list(path: &Path, json: bool, now: i64) -> Result<(), Failure> {
+    let (exists, h) = match Halt::read_file(path) {
+        Ok(h) => (true, h),
+        Err(e) if e.is_not_found() => (false, Halt::default()),
+        Err(e) => return Err(e.to_string().into()),
+    };
+    if json {
+        println!("{}", to_json(path, exists, &h, now));
+    } else {
+        print!("{}", describe(path, &h));
+    }
+    Ok(())
+}
+
+fn apply(path: &Path, edit: &HaltEdit, json: bool, now: i64) -> Result<(), Failure> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: create: {e}", dir.display()))?;
+    }
+    let (said, h) = edit.apply_to_file(path).map_err(|e| e.to_string())?;
+    for (opt, t) in [("--before", edit.before_s), ("--after", edit.after_s)] {
+        if let Some(t) = t.filter(|t| *t <= now) {
+            eprintln!("scr halt: note: {opt} time {t} has passed: the job halts at its next check");
+        }
+    }
+    if json {
+        let mut j = to_json(path, true, &h, now);
+        j["changes"] = serde_json::json!(said);
+        println!("{j}");
+    } else {
+        for s in &said {
+            println!("{s}");
+        }
+        println!();
+        print!("{}", describe(path, &h));
+    }
+    Ok(())
+}

@@ -1,0 +1,532 @@
+//! Fetch: bring a checkpoint back from the prefix directory into cache
+//! when the cache holds nothing usable (program flow "scr_fetch_sync").
+//! Rank 0 reads the index and walks the checkpoints from CURRENT (or the
+//! newest) to older ones, skipping copies marked incomplete or FAILED; for
+//! each, rank 0 reads the summary, the rank2file tree is read by several
+//! ranks (no file over 1 MB), every rank copies its files into its cache
+//! through a window of SCR_FETCH_WIDTH readers verifying size and CRC32,
+//! and the redundancy scheme is applied. A copy that fails anywhere is
+//! marked FAILED in the index and the next older one is tried.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::layout::Placement;
+use super::{
+    copy_all, now_s, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
+    windowed, CopyItem,
+};
+use crate::cache::{Job, ScrError, ScrResult};
+use crate::kvtree::KvTree;
+use crate::log::writer::{Entry, EventType, XferType};
+use crate::records::dataset::Dataset;
+use crate::records::index::{index_path, timestamp};
+use crate::records::meta::{FileType, Meta};
+use crate::records::rank2file::Rank2FilePart;
+use crate::records::summary::{Summary, SUMMARY_FILE};
+use crate::records::{Index, Location, Rank2File, RankFiles, Record};
+use crate::storage::dirs;
+
+/// A checkpoint fetched into cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// Its dataset id.
+    pub id: i64,
+    /// Its dataset directory in the prefix.
+    pub dir: String,
+}
+
+/// Why a copy in the prefix could not be used.
+enum Attempt {
+    /// In cache now; the summary's ORIGDIR.
+    Done(Option<String>),
+    /// The copy is bad: mark it FAILED.
+    Failed(String),
+    /// Not usable by this run, but not bad (a different rank count).
+    Skipped(String),
+}
+
+/// The checkpoints worth trying, best first, from rank 0's index.
+fn candidates(idx: &Index) -> Vec<(i64, String)> {
+    let current = idx
+        .current
+        .as_deref()
+        .and_then(|c| idx.dataset_id_by_dir(c));
+    let mut out = Vec::new();
+    for (id, dirs) in idx.datasets.iter().rev() {
+        if current.is_some_and(|c| *id > c) {
+            continue;
+        }
+        for (dir, e) in dirs {
+            let is_ckpt = e
+                .dataset
+                .as_ref()
+                .is_some_and(|d| d.flag_checkpoint.unwrap_or(d.ckpt.is_some()));
+            if e.complete == Some(true) && e.failed.is_empty() && is_ckpt {
+                out.push((*id, dir.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn encode_list(list: &[(i64, String)]) -> Vec<u8> {
+    let mut t = KvTree::new();
+    for (i, (id, dir)) in list.iter().enumerate() {
+        let e = t.entry(i.to_string());
+        e.set_int("ID", *id);
+        e.set_str("DIR", dir);
+    }
+    t.pack()
+}
+
+fn decode_list(b: &[u8]) -> Vec<(i64, String)> {
+    let Ok(t) = KvTree::unpack_exact(b) else {
+        return Vec::new();
+    };
+    let mut v: Vec<(usize, i64, String)> = t
+        .iter()
+        .filter_map(|(k, e)| {
+            Some((
+                k.parse().ok()?,
+                e.val("ID")?.parse().ok()?,
+                e.val("DIR")?.to_owned(),
+            ))
+        })
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, id, d)| (id, d)).collect()
+}
+
+fn encode_parts(parts: &[Rank2FilePart]) -> Vec<u8> {
+    let mut t = KvTree::new();
+    for (i, p) in parts.iter().enumerate() {
+        let e = t.entry(i.to_string());
+        e.set_str("FILE", &p.file);
+        e.set_val("OFFSET", p.offset);
+        e.set_int("LEVEL", p.parent_level);
+    }
+    t.pack()
+}
+
+fn decode_parts(b: &[u8]) -> Result<Vec<Rank2FilePart>, String> {
+    let t = KvTree::unpack_exact(b).map_err(|e| e.to_string())?;
+    let mut v: Vec<(usize, Rank2FilePart)> = Vec::new();
+    for (k, e) in t.iter() {
+        let get = |key: &str| {
+            e.val(key)
+                .ok_or_else(|| format!("rank2file part {k}: no {key}"))
+        };
+        v.push((
+            k.parse().map_err(|_| format!("rank2file part key {k:?}"))?,
+            Rank2FilePart {
+                file: get("FILE")?.to_owned(),
+                offset: get("OFFSET")?
+                    .parse()
+                    .map_err(|_| "bad OFFSET".to_string())?,
+                parent_level: get("LEVEL")?.parse().map_err(|_| "bad LEVEL".to_string())?,
+            },
+        ));
+    }
+    v.sort_by_key(|(i, _)| *i);
+    Ok(v.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Read the rank2file tree in `meta_dir` with every rank taking a share of
+/// its files, and hand each rank its own entry (SCR's distributed read).
+/// `Ok(Err(why))` (the same on every rank) when the map is unreadable.
+/// Collective.
+fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Result<(u64, RankFiles), String>> {
+    let world = job.world.as_ref();
+    let (me, n) = (world.rank(), world.size());
+    let mut found = Rank2File::default();
+    let mut err: Option<String> = None;
+    let mut head = Vec::new();
+    if me == 0 {
+        match Rank2File::read_part(meta_dir, None, &mut found) {
+            Ok((ranks, children)) => {
+                head = encode_parts(&children);
+                found.ranks = ranks;
+            }
+            Err(e) => err = Some(e.to_string()),
+        }
+    }
+    let ok = world.all_true(err.is_none())?;
+    if !ok {
+        return Ok(Err(err.unwrap_or_else(|| {
+            "rank 0 could not read the rank2file map".into()
+        })));
+    }
+    let mut ranks_buf = if me == 0 {
+        found.ranks.to_be_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
+    world.bcast_bytes(0, &mut ranks_buf)?;
+    let ranks = u64::from_be_bytes(ranks_buf.as_slice().try_into().unwrap_or([0; 8]));
+    world.bcast_bytes(0, &mut head)?;
+    let mut parts = decode_parts(&head).unwrap_or_default();
+    // Level by level: part i is read by rank i mod n.
+    let mut rounds = 0;
+    while !parts.is_empty() {
+        rounds += 1;
+        let mut next = Vec::new();
+        let mut local_err = None;
+        if rounds > 64 {
+            local_err = Some("rank2file tree deeper than 64 levels".to_string());
+        } else {
+            for (i, p) in parts.iter().enumerate() {
+                if i % n != me {
+                    continue;
+                }
+                match Rank2File::read_part(meta_dir, Some(p), &mut found) {
+                    Ok((_, children)) => next.extend(children),
+                    Err(e) => {
+                        local_err = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+        }
+        if !world.all_true(local_err.is_none())? {
+            let why = local_err.unwrap_or_else(|| "another rank could not read its part".into());
+            return Ok(Err(why));
+        }
+        let all = world.allgather_bytes(&encode_parts(&next))?;
+        parts = Vec::new();
+        for b in all {
+            parts.extend(decode_parts(&b).unwrap_or_default());
+        }
+    }
+    // Hand every entry to its rank.
+    let mut bad = None;
+    let mut sends: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+    for (r, files) in &found.rank {
+        match usize::try_from(*r).ok().filter(|r| *r < n) {
+            Some(dest) => {
+                sends.insert(dest, pack_rank_files(*r, files));
+            }
+            None => bad = Some(format!("the map lists rank {r}, this run has {n} ranks")),
+        }
+    }
+    if ranks != n as u64 {
+        bad = Some(format!(
+            "the checkpoint was written by {ranks} ranks, this run has {n}"
+        ));
+    }
+    if !world.all_true(bad.is_none())? {
+        return Ok(Err(bad.unwrap_or_else(|| {
+            format!("the checkpoint was written by {ranks} ranks, this run has {n}")
+        })));
+    }
+    let got = world.exchange_sparse(&sends)?;
+    let mut mine = None;
+    let mut problem = None;
+    for (_, b) in got {
+        match unpack_rank_files(&b) {
+            Ok(m) => {
+                for (r, f) in m {
+                    if r != me as i64 || mine.replace(f).is_some() {
+                        problem = Some(format!("rank {me}: rank2file entry listed twice"));
+                    }
+                }
+            }
+            Err(e) => problem = Some(e),
+        }
+    }
+    if !world.all_true(problem.is_none())? {
+        return Ok(Err(
+            problem.unwrap_or_else(|| "bad rank2file entry on another rank".into())
+        ));
+    }
+    Ok(Ok((ranks, mine.unwrap_or_default())))
+}
+
+/// Try to fetch the copy of `id` in `dir`. Collective.
+fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
+    let prefix = job.prefix.clone();
+    // Rank 0 reads the summary and broadcasts it.
+    let mut buf = Vec::new();
+    let mut why = String::new();
+    if job.rank() == 0 {
+        let path = prefix
+            .join(dir)
+            .join(super::layout::META_DIR)
+            .join(SUMMARY_FILE);
+        match Summary::read_file(&path) {
+            Ok(s) if !s.complete => why = format!("{}: marked incomplete", path.display()),
+            Ok(s) if s.dataset.id != id => {
+                why = format!(
+                    "{}: summary is of dataset {}, the index says {id}",
+                    path.display(),
+                    s.dataset.id
+                )
+            }
+            Ok(s) => buf = s.to_tree().pack(),
+            Err(e) => why = e.to_string(),
+        }
+    }
+    job.world.bcast_bytes(0, &mut buf)?;
+    if buf.is_empty() {
+        let mut w = why.into_bytes();
+        job.world.bcast_bytes(0, &mut w)?;
+        return Ok(Attempt::Failed(String::from_utf8_lossy(&w).into_owned()));
+    }
+    let summary = KvTree::unpack_exact(&buf)
+        .map_err(|e| ScrError::Prefix(e.to_string()))
+        .and_then(|t| Summary::from_tree(&t).map_err(ScrError::from))?;
+    let placement = Placement {
+        dir: dir.to_owned(),
+        orig_dir: summary.orig_dir.clone(),
+    };
+    let meta_dir = placement.meta_dir(&prefix);
+    let mine = match read_rank2file(job, &meta_dir)? {
+        Ok((_, files)) => files,
+        Err(e) if e.contains("ranks, this run has") => return Ok(Attempt::Skipped(e)),
+        Err(e) => return Ok(Attempt::Failed(e)),
+    };
+    let me = job.rank();
+    let mut ds: Dataset = summary.dataset.clone();
+    let ckpt = ds.ckpt.unwrap_or(id);
+    let di = job.desc_for(ckpt);
+    let store = job.descs[di].store;
+    let directory = PathBuf::from(&job.descs[di].record.directory);
+    let dset_dir = job.dataset_dir(&directory, id);
+    // Filemap first (an entry may outlive its file, never the reverse).
+    let mut local: Result<Vec<CopyItem>, String> = Ok(Vec::new());
+    if mine
+        .expected_files
+        .is_some_and(|e| e != mine.files.len() as u64)
+    {
+        local = Err(format!(
+            "rank {me}: the map lists {} files, FILES says {:?}",
+            mine.files.len(),
+            mine.expected_files
+        ));
+    }
+    let made =
+        dirs::create_private_dirs_below(&job.real(&job.cache_dir(store)), &job.real(&dset_dir));
+    if let Err(e) = made {
+        local = Err(e.to_string());
+    }
+    let mut in_progress = ds.clone();
+    in_progress.complete = Some(false);
+    job.filemap.set_dataset(id, me, &in_progress);
+    let record = job.descs[di].record.clone();
+    job.filemap.set_desc(id, me, &record);
+    let mut metas = Vec::new();
+    if let Ok(items) = &mut local {
+        for (rel, e) in &mine.files {
+            if e.nofetch {
+                continue;
+            }
+            let routed = placement.routed_path(&prefix, rel);
+            let Ok(rel_prefix) = routed.strip_prefix(&prefix) else {
+                local = Err(format!("{rel}: leaves the prefix"));
+                break;
+            };
+            let logical = dset_dir.join(rel_prefix);
+            let logical_s = logical.to_string_lossy().into_owned();
+            let meta = Meta {
+                file: Some(logical_s.clone()),
+                file_type: Some(FileType::Full),
+                complete: Some(false),
+                size_bytes: e.size_bytes,
+                crc32: e.crc32,
+                ckpt: Some(ckpt),
+                ranks: Some(job.world.size() as u64),
+                orig: Some(routed.to_string_lossy().into_owned()),
+                orig_path: routed.parent().map(|p| p.to_string_lossy().into_owned()),
+                orig_name: routed.file_name().map(|p| p.to_string_lossy().into_owned()),
+                ..Meta::default()
+            };
+            job.filemap.add_file(id, me, &logical_s);
+            job.filemap.set_meta(id, me, &logical_s, &meta);
+            items.push(CopyItem {
+                src: placement.stored_path(&prefix, rel),
+                dst: job.real(&logical),
+                rel: rel.clone(),
+                size: e.size_bytes,
+                crc: e.crc32,
+            });
+            metas.push((logical_s, meta));
+        }
+    }
+    job.filemap.set_expected_files(id, me, metas.len() as u64);
+    let written = job.write_filemap();
+    if let Err(e) = written {
+        local = Err(e.to_string());
+    }
+    let width = job
+        .cfg
+        .get_u64("SCR_FETCH_WIDTH")
+        .ok()
+        .flatten()
+        .unwrap_or(256) as usize;
+    let me32 = me as u32;
+    let copied = match local {
+        Ok(items) => windowed(job.world.as_ref(), width, || {
+            copy_all(&items, true, None, || {
+                crate::fault_point!("fetch.file", rank = me32)
+                    .map_err(|e| format!("injected fault: {e}"))
+            })
+        })?,
+        Err(e) => windowed(job.world.as_ref(), width, || Err(e))?,
+    };
+    let ok = job.world.all_true(copied.is_ok())?;
+    if !ok {
+        let mine_why = copied.err().unwrap_or_default();
+        if !mine_why.is_empty() {
+            eprintln!("SCR: fetch of dataset {id}: rank {me}: {mine_why}");
+        }
+        let reasons = job.world.gather_bytes(0, mine_why.as_bytes())?;
+        job.delete_dataset(id)?;
+        let why = reasons
+            .map(|r| {
+                r.iter()
+                    .enumerate()
+                    .filter(|(_, b)| !b.is_empty())
+                    .map(|(i, b)| format!("rank {i}: {}", String::from_utf8_lossy(b)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default();
+        return Ok(Attempt::Failed(why));
+    }
+    for (logical, mut meta) in metas {
+        meta.complete = Some(true);
+        job.filemap.set_meta(id, me, &logical, &meta);
+    }
+    ds.complete = Some(true);
+    job.filemap.set_dataset(id, me, &ds);
+    job.write_filemap()?;
+    // Protect the fetched copy in cache as a new checkpoint would be.
+    let applied = crate::cache::glue::encode(job, id);
+    let protected = job.world.all_true(applied.is_ok())?;
+    if let Err(e) = &applied {
+        eprintln!("SCR: fetch of dataset {id}: rank {me}: redundancy not applied: {e}");
+    }
+    if !protected {
+        job.delete_dataset(id)?;
+        return Ok(Attempt::Failed(
+            "the redundancy scheme could not be applied in cache".into(),
+        ));
+    }
+    job.write_master_filemap()?;
+    job.dataset_id = job.dataset_id.max(id);
+    job.checkpoint_id = job.checkpoint_id.max(ckpt);
+    Ok(Attempt::Done(summary.orig_dir))
+}
+
+/// Fetch the newest usable checkpoint from the prefix directory into cache
+/// (scr_fetch_sync). `None` when there is none. Collective.
+pub fn fetch_sync(job: &mut Job) -> ScrResult<Option<Fetched>> {
+    let started = Instant::now();
+    let prefix = job.prefix.clone();
+    let mut list = Vec::new();
+    if job.rank() == 0 {
+        match Index::read_file(index_path(&prefix)) {
+            Ok(idx) => list = encode_list(&candidates(&idx)),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => eprintln!(
+                "SCR: cannot fetch: the index is damaged ({e}); \
+                 rebuild it from the dataset directories with `scr index --rebuild`"
+            ),
+        }
+    }
+    job.world.bcast_bytes(0, &mut list)?;
+    let list = decode_list(&list);
+    if list.is_empty() {
+        return Ok(None);
+    }
+    job.log(Entry::event(EventType::FetchStart));
+    for (id, dir) in list {
+        let t = Instant::now();
+        let outcome = attempt(job, id, &dir)?;
+        let when = timestamp(now_s());
+        match outcome {
+            Attempt::Done(orig) => {
+                let ds = job.dataset(id);
+                let name = ds
+                    .as_ref()
+                    .and_then(|d| d.name.clone())
+                    .unwrap_or_else(|| Dataset::default_name(id));
+                let d = dir.clone();
+                let dsc = ds.clone();
+                let recorded = on_rank0(job.world.as_ref(), "record the fetch", || {
+                    update_index(&prefix, |idx| {
+                        idx.mark_fetched(id, &d, when.clone());
+                        idx.set_current(&d);
+                    })?;
+                    update_flush_file(&prefix, |ff| {
+                        ff.location_set(id, Location::Cache);
+                        ff.location_set(id, Location::Pfs);
+                        let e = ff.datasets.entry(id).or_default();
+                        e.dir = Some(d.clone());
+                        e.orig_dir = orig.clone();
+                        e.name = dsc.as_ref().and_then(|x| x.name.clone());
+                        e.checkpoint = Some(true);
+                        e.output = dsc.as_ref().and_then(|x| x.flag_output);
+                        e.dataset = dsc.clone();
+                    })
+                });
+                if let Err(e) = recorded {
+                    eprintln!("SCR: warning: fetch of dataset {id}: {e}");
+                }
+                let bytes = ds.as_ref().and_then(|d| d.size_bytes).unwrap_or(0);
+                let files = ds.as_ref().and_then(|d| d.files).unwrap_or(0);
+                job.log(
+                    Entry::xfer(XferType::Fetch)
+                        .from(prefix.join(&dir).display().to_string())
+                        .dset(id)
+                        .name(name.as_str())
+                        .secs(t.elapsed().as_secs_f64())
+                        .bytes(bytes)
+                        .files(files),
+                );
+                job.log(
+                    Entry::event(EventType::FetchSuccess)
+                        .dset(id)
+                        .name(name)
+                        .secs(started.elapsed().as_secs_f64()),
+                );
+                return Ok(Some(Fetched { id, dir }));
+            }
+            Attempt::Failed(why) => {
+                if job.rank() == 0 {
+                    eprintln!("SCR: fetch of dataset {id} from {dir} failed: {why}");
+                }
+                let d = dir.clone();
+                let marked = on_rank0(job.world.as_ref(), "mark the copy failed", || {
+                    update_index(&prefix, |idx| {
+                        idx.mark_failed(id, &d, when.clone());
+                        if idx.current.as_deref() == Some(d.as_str()) {
+                            idx.current = None;
+                        }
+                    })
+                });
+                if let Err(e) = marked {
+                    eprintln!("SCR: warning: {e}");
+                }
+                job.log(
+                    Entry::event(EventType::FetchFail)
+                        .dset(id)
+                        .note(format!("{dir}: {why}"))
+                        .secs(t.elapsed().as_secs_f64()),
+                );
+            }
+            Attempt::Skipped(why) => {
+                if job.rank() == 0 {
+                    eprintln!("SCR: not fetching dataset {id} from {dir}: {why}");
+                }
+                job.log(
+                    Entry::event(EventType::FetchFail)
+                        .dset(id)
+                        .note(format!("{dir}: skipped: {why}")),
+                );
+            }
+        }
+    }
+    Ok(None)
+}

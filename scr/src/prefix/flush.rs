@@ -1,0 +1,454 @@
+//! Flush: copy a cached dataset to the prefix directory and record it in
+//! the index (developer guide "Flush program flow", scr_flush_sync and
+//! scr_flush_async). Every rank copies its own files, admitted through a
+//! sliding window of SCR_FLUSH_WIDTH writers, computing CRC32 on the way
+//! (SCR_CRC_ON_FLUSH) and comparing it with the CRC recorded in cache.
+//! Rank 0 then writes the rank2file map and the summary into
+//! `<D>/.scr`, and only after both are on disk marks the dataset COMPLETE
+//! in the index: a flush that fails anywhere fails on every rank, leaves
+//! the index without a COMPLETE entry for it, and keeps the cached copy.
+
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::layout::{common_dir, Placement};
+use super::{
+    copy_all, now_s, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
+    windowed, Copied, CopyFailure, CopyItem, Throttle,
+};
+use crate::cache::{Job, ScrError, ScrResult};
+use crate::log::writer::{Entry, EventType, XferType};
+use crate::records::dataset::Dataset;
+use crate::records::index::timestamp;
+use crate::records::rank2file::MAX_RANK2FILE_BYTES;
+use crate::records::summary::{Summary, SUMMARY_FILE};
+use crate::records::{Location, Rank2File, Rank2FileEntry, RankFiles, Record};
+
+/// A flush that has been set up on every rank.
+#[derive(Debug)]
+pub struct FlushPlan {
+    /// The dataset id.
+    pub dset: i64,
+    /// Where it goes.
+    pub placement: Placement,
+    /// Its descriptor (this rank's copy).
+    pub dataset: Dataset,
+    pub(crate) items: Vec<CopyItem>,
+    started: Instant,
+}
+
+impl FlushPlan {
+    fn name(&self) -> String {
+        self.dataset
+            .name
+            .clone()
+            .unwrap_or_else(|| Dataset::default_name(self.dset))
+    }
+}
+
+/// Encode a directory (components) for the placement vote.
+fn encode_dir(c: &Option<Vec<String>>) -> Vec<u8> {
+    match c {
+        None => Vec::new(),
+        Some(c) => {
+            let mut v = vec![1u8];
+            v.extend_from_slice(c.join("\0").as_bytes());
+            v
+        }
+    }
+}
+
+fn decode_dir(b: &[u8]) -> Option<Vec<String>> {
+    let (&first, rest) = b.split_first()?;
+    if first != 1 {
+        return None;
+    }
+    let s = String::from_utf8_lossy(rest);
+    Some(if s.is_empty() {
+        Vec::new()
+    } else {
+        s.split('\0').map(str::to_owned).collect()
+    })
+}
+
+/// The dataset directory of `dset` as every rank's routed files decide it
+/// (docs/formats.md). Collective.
+pub fn placement(job: &Job, dset: i64) -> ScrResult<Placement> {
+    let files = job.app_files(dset);
+    let dirs: Vec<std::path::PathBuf> = files
+        .iter()
+        .filter_map(|(_, m)| m.orig_path.as_deref().map(std::path::PathBuf::from))
+        .collect();
+    let mine = common_dir(&job.prefix, dirs.iter().map(|p| p.as_path()));
+    let all = job.world.allgather_bytes(&encode_dir(&mine))?;
+    let mut acc: Option<Vec<String>> = None;
+    for b in &all {
+        if let Some(c) = decode_dir(b) {
+            acc = Some(match acc {
+                None => c,
+                Some(a) => a
+                    .iter()
+                    .zip(&c)
+                    .take_while(|(x, y)| x == y)
+                    .map(|(x, _)| x.clone())
+                    .collect(),
+            });
+        }
+    }
+    Ok(Placement::choose(dset, acc.as_deref()))
+}
+
+/// Parameter as bool with a default.
+fn flag(job: &Job, name: &str, default: bool) -> bool {
+    job.cfg.get_bool(name).ok().flatten().unwrap_or(default)
+}
+
+/// Set up the flush of `dset` on every rank: placement, copy list, and
+/// rank 0's bookkeeping (FLUSHING in the flush file; index entries of
+/// whatever the copy is about to overwrite removed first, so the index
+/// never points at bytes that changed under it). `Ok(Err(why))` when the
+/// flush cannot start (the same on every rank). Collective.
+pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Result<FlushPlan, String>> {
+    let placement = placement(job, dset)?;
+    let mut local: Result<Vec<CopyItem>, String> = Ok(Vec::new());
+    let dataset = job.dataset(dset);
+    if dataset.is_none() {
+        local = Err(format!(
+            "rank {}: dataset {dset} is not in cache",
+            job.rank()
+        ));
+    }
+    if let Ok(items) = &mut local {
+        for (logical, meta) in job.app_files(dset) {
+            let Some(rel) = placement.rel_of(&job.prefix, &meta) else {
+                local = Err(format!(
+                    "rank {}: {logical}: routed path {:?} is not inside {}",
+                    job.rank(),
+                    meta.orig,
+                    placement.routed_dir(&job.prefix).display()
+                ));
+                break;
+            };
+            if !meta.is_complete() {
+                local = Err(format!("rank {}: {logical} is incomplete", job.rank()));
+                break;
+            }
+            items.push(CopyItem {
+                src: job.real(Path::new(&logical)),
+                dst: placement.stored_path(&job.prefix, &rel),
+                rel,
+                size: meta.size_bytes,
+                crc: meta.crc32,
+            });
+        }
+    }
+    let ok = job.world.all_true(local.is_ok())?;
+    let items = match local {
+        Ok(items) if ok => items,
+        Ok(_) => return Ok(Err("another rank cannot flush its files".into())),
+        Err(e) => return Ok(Err(e)),
+    };
+    let dataset = dataset.expect("checked above");
+    let name = dataset
+        .name
+        .clone()
+        .unwrap_or_else(|| Dataset::default_name(dset));
+    job.log(Entry::event(event).dset(dset).name(name.as_str()));
+    let prefix = job.prefix.clone();
+    let pl = placement.clone();
+    let ds = dataset.clone();
+    let booked = on_rank0(job.world.as_ref(), "record the flush start", || {
+        update_index(&prefix, |idx| {
+            // Whatever the index says is in this directory is about to be
+            // overwritten: forget it before the first byte is written.
+            while idx.remove_dir(&pl.dir) {}
+        })?;
+        update_flush_file(&prefix, |ff| {
+            ff.location_set(dset, Location::Cache);
+            ff.location_set(dset, Location::Flushing);
+            ff.location_unset(dset, Location::Pfs);
+            let e = ff.datasets.entry(dset).or_default();
+            e.dir = Some(pl.dir.clone());
+            e.orig_dir = pl.orig_dir.clone();
+            e.name = ds.name.clone();
+            e.checkpoint = Some(ds.flag_checkpoint.unwrap_or(ds.ckpt.is_some()));
+            e.output = Some(ds.flag_output.unwrap_or(false));
+            e.dataset = Some(ds.clone());
+        })
+    });
+    if let Err(e) = booked {
+        return Ok(Err(e.to_string()));
+    }
+    Ok(Ok(FlushPlan {
+        dset,
+        placement,
+        dataset,
+        items,
+        started: Instant::now(),
+    }))
+}
+
+/// Gather every rank's copy result and, when all succeeded, write the
+/// rank2file map, the summary and the index entry (rank 0). Returns
+/// whether the dataset is now in the prefix. Collective.
+pub(crate) fn finish(
+    job: &Job,
+    plan: &FlushPlan,
+    local: Result<Vec<Copied>, CopyFailure>,
+    xfer: XferType,
+) -> ScrResult<bool> {
+    let (ok_event, fail_event) = match xfer {
+        XferType::FlushAsync => (EventType::AsyncFlushSuccess, EventType::AsyncFlushFail),
+        _ => (EventType::FlushSuccess, EventType::FlushFail),
+    };
+    let dset = plan.dset;
+    let ok = job.world.all_true(local.is_ok())?;
+    // Rank 0 learns every rank's reason for the log.
+    let why = match &local {
+        Err(e) => format!("rank {}: {e}", job.rank()),
+        Ok(_) => String::new(),
+    };
+    if let Err(e) = &local {
+        eprintln!("SCR: flush of dataset {dset}: rank {}: {e}", job.rank());
+        if e.contains("CRC32 mismatch") {
+            // Every rank that saw one logs it (the log is rank 0's; others
+            // report on stderr above).
+            job.log(
+                Entry::event(EventType::Crc32Mismatch)
+                    .dset(dset)
+                    .note(e.as_str()),
+            );
+        }
+    }
+    let reasons = job.world.gather_bytes(0, why.as_bytes())?;
+    let prefix = job.prefix.clone();
+    if !ok {
+        let note = reasons
+            .map(|r| {
+                r.iter()
+                    .filter(|b| !b.is_empty())
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default();
+        let _ = on_rank0(job.world.as_ref(), "record the failed flush", || {
+            update_flush_file(&prefix, |ff| ff.location_unset(dset, Location::Flushing))
+        });
+        job.log(
+            Entry::event(fail_event)
+                .dset(dset)
+                .name(plan.name())
+                .note(note)
+                .secs(plan.started.elapsed().as_secs_f64()),
+        );
+        return Ok(false);
+    }
+    let copied = local.expect("all ranks succeeded");
+    let mut mine = RankFiles {
+        expected_files: Some(copied.len() as u64),
+        ..RankFiles::default()
+    };
+    for c in &copied {
+        mine.files.insert(
+            c.rel.clone(),
+            Rank2FileEntry {
+                size_bytes: Some(c.size),
+                crc32: Some(c.crc),
+                ..Rank2FileEntry::default()
+            },
+        );
+    }
+    let bytes: u64 = copied.iter().map(|c| c.size).sum();
+    let total_bytes = job.sum(bytes as i64)?.max(0) as u64;
+    let total_files = job.sum(copied.len() as i64)?.max(0) as u64;
+    let packed = pack_rank_files(job.rank(), &mine);
+    let gathered = job.world.gather_bytes(0, &packed)?;
+    let ranks = job.world.size() as u64;
+    let pl = plan.placement.clone();
+    let mut ds = plan.dataset.clone();
+    let recorded = on_rank0(job.world.as_ref(), "write the flush metadata", || {
+        let mut map = Rank2File {
+            ranks,
+            ..Rank2File::default()
+        };
+        for b in gathered.unwrap_or_default() {
+            let part = unpack_rank_files(&b).map_err(ScrError::Prefix)?;
+            map.rank.extend(part);
+        }
+        let meta_dir = pl.meta_dir(&prefix);
+        std::fs::create_dir_all(&meta_dir)
+            .map_err(crate::cache::error::io_err(&meta_dir, "create directory"))?;
+        map.write_split(&meta_dir, MAX_RANK2FILE_BYTES)?;
+        ds.complete = Some(true);
+        ds.size_bytes = Some(total_bytes);
+        ds.files = Some(total_files);
+        let mut summary = Summary::new(ds.clone(), true);
+        summary.orig_dir = pl.orig_dir.clone();
+        summary.write_file(meta_dir.join(SUMMARY_FILE))?;
+        let is_ckpt = ds.flag_checkpoint.unwrap_or(ds.ckpt.is_some());
+        update_index(&prefix, |idx| {
+            idx.set_dataset(dset, &pl.dir, ds.clone(), true);
+            idx.mark_flushed(dset, &pl.dir, timestamp(now_s()));
+            if is_ckpt {
+                idx.set_current(&pl.dir);
+            }
+        })?;
+        update_flush_file(&prefix, |ff| {
+            ff.location_set(dset, Location::Pfs);
+            ff.location_unset(dset, Location::Flushing);
+        })
+    });
+    let secs = plan.started.elapsed().as_secs_f64();
+    if let Err(e) = recorded {
+        let _ = on_rank0(job.world.as_ref(), "record the failed flush", || {
+            update_flush_file(&prefix, |ff| ff.location_unset(dset, Location::Flushing))
+        });
+        job.log(
+            Entry::event(fail_event)
+                .dset(dset)
+                .name(plan.name())
+                .note(e.to_string())
+                .secs(secs),
+        );
+        if job.rank() == 0 {
+            eprintln!("SCR: flush of dataset {dset}: {e}");
+        }
+        return Ok(false);
+    }
+    job.log(
+        Entry::xfer(xfer)
+            .from(
+                job.descs
+                    .first()
+                    .map(|d| d.record.directory.clone())
+                    .unwrap_or_default(),
+            )
+            .to(plan
+                .placement
+                .dataset_dir(&job.prefix)
+                .display()
+                .to_string())
+            .dset(dset)
+            .name(plan.name())
+            .secs(secs)
+            .bytes(total_bytes)
+            .files(total_files),
+    );
+    job.log(
+        Entry::event(ok_event)
+            .dset(dset)
+            .name(plan.name())
+            .secs(secs),
+    );
+    Ok(true)
+}
+
+/// Flush `dset` now (scr_flush_sync). `Ok(true)` when it is in the prefix
+/// directory and the index; `Ok(false)` when the flush failed (on every
+/// rank; the cached copy stays). Collective.
+pub fn flush_sync(job: &Job, dset: i64) -> ScrResult<bool> {
+    let plan = match prepare(job, dset, EventType::FlushStart)? {
+        Ok(p) => p,
+        Err(why) => {
+            if job.rank() == 0 {
+                eprintln!("SCR: flush of dataset {dset} not started: {why}");
+            }
+            job.log(Entry::event(EventType::FlushFail).dset(dset).note(why));
+            return Ok(false);
+        }
+    };
+    let crc = flag(job, "SCR_CRC_ON_FLUSH", true);
+    let width = job
+        .cfg
+        .get_u64("SCR_FLUSH_WIDTH")
+        .ok()
+        .flatten()
+        .unwrap_or(256) as usize;
+    let me = job.rank() as u32;
+    let local = windowed(job.world.as_ref(), width, || {
+        copy_all(&plan.items, crc, None, || {
+            crate::fault_point!("flush.file.copied", rank = me)
+                .map_err(|e| format!("injected fault: {e}"))
+        })
+    })?;
+    finish(job, &plan, local, XferType::FlushSync)
+}
+
+/// A flush running in the background (SCR_FLUSH_ASYNC=1).
+#[derive(Debug)]
+pub struct AsyncFlush {
+    plan: FlushPlan,
+    handle: Option<JoinHandle<Result<Vec<Copied>, CopyFailure>>>,
+}
+
+impl AsyncFlush {
+    /// The dataset being flushed.
+    pub fn dset(&self) -> i64 {
+        self.plan.dset
+    }
+}
+
+/// Start flushing `dset` in the background: the collective set-up happens
+/// now, each rank's copy runs in a thread paced by SCR_FLUSH_ASYNC_BW
+/// (shared by the ranks of a node) and SCR_FLUSH_ASYNC_PERCENT. `None`
+/// when it could not start. Collective.
+pub fn flush_async_start(job: &Job, dset: i64) -> ScrResult<Option<AsyncFlush>> {
+    let plan = match prepare(job, dset, EventType::AsyncFlushStart)? {
+        Ok(p) => p,
+        Err(why) => {
+            job.log(Entry::event(EventType::AsyncFlushFail).dset(dset).note(why));
+            return Ok(None);
+        }
+    };
+    let crc = flag(job, "SCR_CRC_ON_FLUSH", true);
+    let bw = job
+        .cfg
+        .get_u64("SCR_FLUSH_ASYNC_BW")
+        .ok()
+        .flatten()
+        .unwrap_or(200 << 20) as f64;
+    let percent = job
+        .cfg
+        .get("SCR_FLUSH_ASYNC_PERCENT")
+        .and_then(|e| e.value.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    let per_rank = bw / job.node_comm.size().max(1) as f64;
+    let throttle = Throttle {
+        bw: (per_rank > 0.0).then_some(per_rank),
+        percent,
+    };
+    let items = plan.items.clone();
+    let me = job.rank() as u32;
+    let handle = std::thread::Builder::new()
+        .name(format!("scr-flush-{dset}"))
+        .spawn(move || {
+            copy_all(&items, crc, Some(throttle), || {
+                crate::fault_point!("flush.async.file.copied", rank = me)
+                    .map_err(|e| format!("injected fault: {e}"))
+            })
+        })
+        .map_err(crate::cache::error::io_err("scr-flush", "spawn thread"))?;
+    Ok(Some(AsyncFlush {
+        plan,
+        handle: Some(handle),
+    }))
+}
+
+/// Check (or with `wait`, wait for) a background flush. `None` while some
+/// rank is still copying; `Some(in_prefix)` once it ended, with the index
+/// and flush file completed. Collective.
+pub fn flush_async_test(job: &Job, af: &mut AsyncFlush, wait: bool) -> ScrResult<Option<bool>> {
+    let done_here = wait || af.handle.as_ref().is_none_or(|h| h.is_finished());
+    if !job.world.all_true(done_here)? {
+        return Ok(None);
+    }
+    let local = match af.handle.take() {
+        Some(h) => h
+            .join()
+            .unwrap_or_else(|_| Err("the flush thread panicked".into())),
+        None => Err("the flush was already completed".into()),
+    };
+    finish(job, &af.plan, local, XferType::FlushAsync).map(Some)
+}

@@ -1,0 +1,351 @@
+//! The prefix tier: flush datasets from cache to the prefix directory on
+//! the parallel file system (synchronously or in the background), fetch a
+//! checkpoint back into cache when the cache holds nothing usable, and keep
+//! the index and flush file that record where every dataset is (developer
+//! guide: "Fetch, flush, and scavenge", "Index file", "Summary file",
+//! "Rank2file map", "Flush file"; program flow of scr_flush_sync and
+//! scr_fetch_sync). The layout is in docs/formats.md, "The prefix
+//! directory", and [`layout`].
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::cache::error::io_err;
+use crate::cache::{Job, ScrError, ScrResult};
+use crate::comm::Comm;
+use crate::records::flush::{FlushFile, FLUSH_FILE};
+use crate::records::index::index_path;
+use crate::records::{Index, Record};
+
+pub mod fetch;
+pub mod flush;
+pub mod layout;
+
+/// `<prefix>/.scr/flush.scr`.
+pub fn flush_file_path(prefix: &Path) -> PathBuf {
+    prefix.join(layout::META_DIR).join(FLUSH_FILE)
+}
+
+/// Seconds since the epoch, now.
+pub(crate) fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Run `f` on rank 0 and make its success everyone's answer: `Ok` on every
+/// rank only if rank 0's `f` succeeded. Other ranks learn the failure as a
+/// [`ScrError::Prefix`] naming `what`.
+pub(crate) fn on_rank0<T>(
+    world: &dyn Comm,
+    what: &str,
+    f: impl FnOnce() -> ScrResult<T>,
+) -> ScrResult<Option<T>> {
+    let r = if world.rank() == 0 { Some(f()) } else { None };
+    let ok = !matches!(&r, Some(Err(_)));
+    let all = world.all_true(ok)?;
+    match r {
+        Some(Err(e)) => Err(e),
+        Some(Ok(v)) => Ok(Some(v)),
+        None if all => Ok(None),
+        None => Err(ScrError::Prefix(format!("rank 0 failed to {what}"))),
+    }
+}
+
+/// Read–modify–write the flush file (rank 0 only; callers make it
+/// collective with [`on_rank0`]).
+pub(crate) fn update_flush_file<R>(
+    prefix: &Path,
+    f: impl FnOnce(&mut FlushFile) -> R,
+) -> ScrResult<R> {
+    let path = flush_file_path(prefix);
+    ensure_meta_dir(prefix)?;
+    Ok(FlushFile::update_file(&path, f)?)
+}
+
+/// Read–modify–write the index (rank 0 only).
+pub(crate) fn update_index<R>(prefix: &Path, f: impl FnOnce(&mut Index) -> R) -> ScrResult<R> {
+    ensure_meta_dir(prefix)?;
+    Ok(Index::update_file(index_path(prefix), f)?)
+}
+
+fn ensure_meta_dir(prefix: &Path) -> ScrResult<()> {
+    let d = prefix.join(layout::META_DIR);
+    fs::create_dir_all(&d).map_err(io_err(&d, "create directory"))
+}
+
+/// One file to copy between cache and prefix.
+#[derive(Debug, Clone)]
+pub(crate) struct CopyItem {
+    /// Real source path.
+    pub src: PathBuf,
+    /// Real destination path.
+    pub dst: PathBuf,
+    /// The rank2file key.
+    pub rel: String,
+    /// Size recorded for the file, checked after the copy.
+    pub size: Option<u64>,
+    /// CRC32 recorded for the file, compared with the copy's when both are
+    /// known.
+    pub crc: Option<u32>,
+}
+
+/// Pacing of a background copy: at most `bw` bytes a second and a CPU
+/// share of `percent` (SCR_FLUSH_ASYNC_BW, SCR_FLUSH_ASYNC_PERCENT; 0 or
+/// 100 means no CPU limit).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Throttle {
+    /// Bytes per second; `None` for no limit.
+    pub bw: Option<f64>,
+    /// CPU share in percent.
+    pub percent: f64,
+}
+
+/// What happened to one copied file.
+#[derive(Debug, Clone)]
+pub(crate) struct Copied {
+    pub rel: String,
+    pub size: u64,
+    pub crc: u32,
+}
+
+/// Why a copy failed, in words for the log and the caller.
+pub(crate) type CopyFailure = String;
+
+/// Chunk size of prefix copies.
+const CHUNK: usize = 4 << 20;
+
+/// Copy one file, computing its CRC32 on the way when `crc` is set, and
+/// fsync it. The parent directory of `dst` is created.
+pub(crate) fn copy_file(
+    item: &CopyItem,
+    crc: bool,
+    throttle: Option<(&Throttle, &mut Pace)>,
+    buf: &mut Vec<u8>,
+) -> Result<Copied, CopyFailure> {
+    let fail = |what: &str, p: &Path, e: std::io::Error| format!("{}: {what}: {e}", p.display());
+    let mut src = fs::File::open(&item.src).map_err(|e| fail("open", &item.src, e))?;
+    if let Some(parent) = item.dst.parent() {
+        fs::create_dir_all(parent).map_err(|e| fail("create directory", parent, e))?;
+    }
+    let mut dst = fs::File::create(&item.dst).map_err(|e| fail("create", &item.dst, e))?;
+    buf.resize(CHUNK, 0);
+    let mut h = crc32fast::Hasher::new();
+    let mut total = 0u64;
+    let mut pace = throttle;
+    loop {
+        let t = Instant::now();
+        let n = src.read(buf).map_err(|e| fail("read", &item.src, e))?;
+        if n == 0 {
+            break;
+        }
+        if crc {
+            h.update(&buf[..n]);
+        }
+        dst.write_all(&buf[..n])
+            .map_err(|e| fail("write", &item.dst, e))?;
+        total += n as u64;
+        if let Some((th, p)) = pace.as_mut() {
+            p.after(th, n as u64, t.elapsed());
+        }
+    }
+    dst.sync_all().map_err(|e| fail("fsync", &item.dst, e))?;
+    if let Some(s) = item.size {
+        if s != total {
+            return Err(format!(
+                "{}: copied {total} bytes, the filemap says {s}",
+                item.src.display()
+            ));
+        }
+    }
+    let got = h.finalize();
+    if crc {
+        if let Some(want) = item.crc {
+            if want != got {
+                return Err(format!(
+                    "CRC32 mismatch: {} has {got:#x}, recorded {want:#x}",
+                    item.src.display()
+                ));
+            }
+        }
+    }
+    Ok(Copied {
+        rel: item.rel.clone(),
+        size: total,
+        crc: if crc { got } else { item.crc.unwrap_or(got) },
+    })
+}
+
+/// Running totals of a paced copy.
+#[derive(Debug)]
+pub(crate) struct Pace {
+    start: Instant,
+    bytes: u64,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        Pace {
+            start: Instant::now(),
+            bytes: 0,
+        }
+    }
+}
+
+impl Pace {
+    /// Account `n` bytes that took `busy`, then sleep as the throttle asks.
+    fn after(&mut self, th: &Throttle, n: u64, busy: Duration) {
+        self.bytes += n;
+        let mut sleep = Duration::ZERO;
+        if th.percent > 0.0 && th.percent < 100.0 {
+            sleep = busy.mul_f64(100.0 / th.percent - 1.0);
+        }
+        if let Some(bw) = th.bw.filter(|b| *b > 0.0) {
+            let due = Duration::from_secs_f64(self.bytes as f64 / bw);
+            let el = self.start.elapsed() + sleep;
+            if due > el {
+                sleep += due - el;
+            }
+        }
+        if !sleep.is_zero() {
+            std::thread::sleep(sleep);
+        }
+    }
+}
+
+/// Copy `items` in order, calling `after_file` (an injection point) after
+/// each; stops at the first failure.
+pub(crate) fn copy_all(
+    items: &[CopyItem],
+    crc: bool,
+    throttle: Option<Throttle>,
+    after_file: impl Fn() -> Result<(), CopyFailure>,
+) -> Result<Vec<Copied>, CopyFailure> {
+    let mut buf = Vec::new();
+    let mut pace = Pace::default();
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        let th = throttle.as_ref().map(|t| (t, &mut pace));
+        out.push(copy_file(it, crc, th, &mut buf)?);
+        after_file()?;
+    }
+    Ok(out)
+}
+
+/// Admit at most `width` ranks at a time into `f` (SCR_FLUSH_WIDTH,
+/// SCR_FETCH_WIDTH): rank `r` starts after rank `r - width` finished and
+/// passes the turn to rank `r + width`, so the window slides instead of
+/// advancing in waves. Every rank passes the turn on, whatever `f` did.
+pub(crate) fn windowed<T>(world: &dyn Comm, width: usize, f: impl FnOnce() -> T) -> ScrResult<T> {
+    let (r, n) = (world.rank(), world.size());
+    let w = width.max(1);
+    let mut token = Vec::new();
+    if r >= w {
+        world.sendrecv_bytes(None, Some(r - w), &mut token)?;
+    }
+    let out = f();
+    if r + w < n {
+        world.sendrecv_bytes(Some((r + w, &[1u8][..])), None, &mut token)?;
+    }
+    Ok(out)
+}
+
+/// Remove `dir` and its now-empty parents up to (not including) `stop`.
+pub(crate) fn remove_empty_dirs_up_to(dir: &Path, stop: &Path) {
+    let mut d = dir.to_path_buf();
+    while d.starts_with(stop) && d != stop {
+        if fs::remove_dir(&d).is_err() {
+            break;
+        }
+        if !d.pop() {
+            break;
+        }
+    }
+}
+
+/// Which datasets are in the prefix directory (`PFS` in the flush file),
+/// as rank 0 read it at init, for every rank.
+pub(crate) fn datasets_on_pfs(job: &Job) -> ScrResult<Vec<i64>> {
+    let mut buf = Vec::new();
+    if job.rank() == 0 {
+        let ids: Vec<i64> = match FlushFile::read_file(flush_file_path(&job.prefix)) {
+            Ok(ff) => ff
+                .datasets
+                .iter()
+                .filter(|(_, e)| e.locations.contains(&crate::records::Location::Pfs))
+                .map(|(id, _)| *id)
+                .collect(),
+            Err(e) if e.is_not_found() => Vec::new(),
+            Err(e) => {
+                eprintln!("SCR: warning: flush file: {e}");
+                Vec::new()
+            }
+        };
+        buf = ids.iter().flat_map(|i| i.to_be_bytes()).collect();
+    }
+    job.world.bcast_bytes(0, &mut buf)?;
+    Ok(buf
+        .chunks_exact(8)
+        .map(|c| i64::from_be_bytes(c.try_into().expect("8 bytes")))
+        .collect())
+}
+
+/// The flush file after init (`scr_flush_file_rebuild`): a dataset is in
+/// `CACHE` exactly when it is usable in cache now; a `FLUSHING` left by a
+/// run that died during a flush is cleared (that flush never completed);
+/// entries with no location left are dropped. Collective.
+pub(crate) fn rebuild_flush_file(job: &Job, in_cache: &[i64]) -> ScrResult<()> {
+    use crate::records::Location;
+    let prefix = job.prefix.clone();
+    let cached: Vec<i64> = in_cache.to_vec();
+    let r = on_rank0(job.world.as_ref(), "update the flush file", || {
+        let path = flush_file_path(&prefix);
+        if !path.exists() && cached.is_empty() {
+            return Ok(());
+        }
+        update_flush_file(&prefix, |ff| {
+            let ids: Vec<i64> = ff.datasets.keys().copied().collect();
+            for id in ids {
+                ff.location_unset(id, Location::Flushing);
+                ff.location_unset(id, Location::SyncFlushing);
+                if cached.contains(&id) {
+                    ff.location_set(id, Location::Cache);
+                } else {
+                    ff.location_unset(id, Location::Cache);
+                }
+                if ff.datasets.get(&id).is_some_and(|e| e.locations.is_empty()) {
+                    ff.remove(id);
+                }
+            }
+        })
+    });
+    if let Err(e) = r {
+        // The flush file is advisory for the library (the index decides
+        // restarts); a damaged one must not stop the run.
+        eprintln!("SCR: warning: {e}");
+    }
+    Ok(())
+}
+
+/// Pack a rank's files for a gather.
+pub(crate) fn pack_rank_files(rank: i64, files: &crate::records::RankFiles) -> Vec<u8> {
+    let mut m = crate::records::Rank2File {
+        ranks: (rank + 1) as u64,
+        ..Default::default()
+    };
+    m.rank.insert(rank, files.clone());
+    m.to_tree().pack()
+}
+
+/// Unpack what [`pack_rank_files`] packed.
+pub(crate) fn unpack_rank_files(
+    bytes: &[u8],
+) -> Result<BTreeMap<i64, crate::records::RankFiles>, String> {
+    let t = crate::kvtree::KvTree::unpack_exact(bytes).map_err(|e| e.to_string())?;
+    let m = crate::records::Rank2File::from_tree(&t).map_err(|e| e.to_string())?;
+    Ok(m.rank)
+}

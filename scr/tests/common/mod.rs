@@ -1,0 +1,141 @@
+//! Shared by the thread-communicator integration tests: a cluster of
+//! simulated nodes as directory trees, deterministic per-rank data, and
+//! checkpoint/restart loops that check every byte.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use scr::comm::thread::ThreadComm;
+use scr::comm::Comm;
+use scr::config::MapEnv;
+use scr::storage::dirs::NodeIdentity;
+use scr::{Flags, InitOptions, Scr};
+
+pub struct Cluster {
+    _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub prefix: PathBuf,
+}
+
+impl Cluster {
+    pub fn new() -> Cluster {
+        Cluster::in_dir(&std::env::temp_dir())
+    }
+
+    /// A cluster whose node trees and prefix live below `dir` (e.g.
+    /// /dev/shm, where fsync is free, for tests with thousands of files).
+    pub fn in_dir(dir: &Path) -> Cluster {
+        let tmp = tempfile::tempdir_in(dir).unwrap();
+        let root = tmp.path().to_path_buf();
+        let prefix = root.join("prefix");
+        std::fs::create_dir_all(&prefix).unwrap();
+        Cluster {
+            _tmp: tmp,
+            root,
+            prefix,
+        }
+    }
+
+    pub fn node(&self, n: usize) -> NodeIdentity {
+        NodeIdentity {
+            name: format!("n{n}"),
+            root: Some(self.root.join(format!("n{n}"))),
+        }
+    }
+
+    pub fn kill_node(&self, n: usize) {
+        std::fs::remove_dir_all(self.root.join(format!("n{n}"))).unwrap();
+    }
+
+    pub fn opts(&self, node: NodeIdentity, extra: &[(&str, &str)]) -> InitOptions {
+        let prefix = self.prefix.to_string_lossy().into_owned();
+        let mut vars: BTreeMap<String, String> = [
+            ("SCR_PREFIX", prefix.as_str()),
+            ("SCR_JOB_ID", "77"),
+            ("USER", "tester"),
+            ("SCR_CACHE_BASE", "/dev/shm"),
+            ("SCR_CNTL_BASE", "/dev/shm"),
+            // The cache tier alone: nothing reaches the prefix to fetch from.
+            ("SCR_FLUSH", "0"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in extra {
+            vars.insert(k.to_string(), v.to_string());
+        }
+        InitOptions {
+            env: Some(Box::new(MapEnv::new(vars).with_cwd(&self.prefix))),
+            node: Some(node),
+            ..InitOptions::default()
+        }
+    }
+}
+
+pub fn data(seed: u64, rank: usize, ckpt: usize, file: usize) -> Vec<u8> {
+    // Sizes differ across ranks; some ranks write zero bytes.
+    let len = (seed as usize * 7 + rank * 1013 + ckpt * 37 + file * 11) % 5000;
+    (0..len)
+        .map(|i| (i as u64 ^ seed ^ (rank as u64) << 8 ^ (ckpt as u64) << 16) as u8)
+        .collect()
+}
+
+pub fn write_ckpts(scr: &mut Scr, comm: &dyn Comm, prefix: &Path, seed: u64, n: usize) {
+    let rank = comm.rank();
+    for c in 1..=n {
+        let mut out = scr
+            .start_output(Some(&format!("ckpt.{c}")), Flags::CHECKPOINT)
+            .unwrap();
+        let files = if rank % 3 == 2 { 0 } else { 1 + rank % 2 };
+        for f in 0..files {
+            let p = out
+                .route_file(prefix.join(format!("ckpt.{c}/rank{rank}.f{f}")))
+                .unwrap();
+            std::fs::write(&p, data(seed, rank, c, f)).unwrap();
+        }
+        assert!(out.complete(true).unwrap(), "checkpoint {c} complete");
+    }
+}
+
+/// Restart and return (name restarted from, all bytes verified).
+pub fn restart_and_verify(
+    scr: &mut Scr,
+    comm: &dyn Comm,
+    prefix: &Path,
+    seed: u64,
+) -> Option<String> {
+    let rank = comm.rank();
+    let name = scr.have_restart().unwrap()?;
+    let c: usize = name.trim_start_matches("ckpt.").parse().unwrap();
+    let mut r = scr.start_restart().unwrap();
+    let files = if rank % 3 == 2 { 0 } else { 1 + rank % 2 };
+    let mut ok = true;
+    for f in 0..files {
+        let p = r
+            .route_file(prefix.join(format!("ckpt.{c}/rank{rank}.f{f}")))
+            .unwrap();
+        ok &= std::fs::read(&p).unwrap() == data(seed, rank, c, f);
+    }
+    assert!(ok, "rank {rank}: bytes of {name} match");
+    assert!(r.complete(ok).unwrap());
+    Some(name)
+}
+
+pub fn run(
+    cl: &Cluster,
+    nranks: usize,
+    node_of: impl Fn(usize) -> usize + Sync,
+    extra: &[(&str, &str)],
+    body: impl Fn(&mut Scr, &dyn Comm) -> Option<String> + Sync,
+) -> Vec<Option<String>> {
+    ThreadComm::run(nranks, |comm| {
+        let opts = cl.opts(cl.node(node_of(comm.rank())), extra);
+        let world = comm.split(Some(0), comm.rank() as i64).unwrap().unwrap();
+        let mut scr = Scr::init_with(world, opts).unwrap();
+        let r = body(&mut scr, comm);
+        scr.finalize().unwrap();
+        r
+    })
+    .unwrap()
+}

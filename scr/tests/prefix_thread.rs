@@ -1,0 +1,459 @@
+//! The prefix tier end to end with the thread communicator: flush to the
+//! prefix directory, lose every cache (a new allocation), fetch back and
+//! check every byte; fall back past a damaged copy; survive an unwritable
+//! prefix; flush output before it leaves the cache; delete; async flush.
+
+mod common;
+
+use std::path::Path;
+
+use common::{data, restart_and_verify, run, write_ckpts, Cluster};
+use scr::records::index::index_path;
+use scr::records::{FlushFile, Index, Location, Record};
+use scr::{Flags, Scr};
+
+const XOR: [(&str, &str); 3] = [
+    ("SCR_COPY_TYPE", "XOR"),
+    ("SCR_SET_SIZE", "4"),
+    ("SCR_CACHE_SIZE", "2"),
+];
+
+fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut v = XOR.to_vec();
+    v.extend_from_slice(extra);
+    v
+}
+
+fn index(cl: &Cluster) -> Index {
+    Index::read_file(index_path(&cl.prefix)).expect("index readable")
+}
+
+fn wipe_caches(cl: &Cluster, nodes: usize) {
+    for n in 0..nodes {
+        let _ = std::fs::remove_dir_all(cl.root.join(format!("n{n}")));
+    }
+}
+
+#[test]
+fn flush_every_checkpoint_then_fetch_after_losing_every_cache() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    run(
+        &cl,
+        8,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 11, 3);
+            None
+        },
+    );
+    let idx = index(&cl);
+    assert_eq!(
+        idx.datasets.keys().copied().collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert_eq!(idx.current.as_deref(), Some("ckpt.3"));
+    for (id, dirs) in &idx.datasets {
+        let e = &dirs[&format!("ckpt.{id}")];
+        assert_eq!(e.complete, Some(true));
+        assert!(e.flushed.is_some());
+    }
+    assert!(cl.prefix.join("ckpt.3/.scr/summary.scr").is_file());
+    assert!(cl.prefix.join("ckpt.3/.scr/rank2file.scr").is_file());
+    let ff = FlushFile::read_file(cl.prefix.join(".scr/flush.scr")).unwrap();
+    assert!(ff.location_test(3, Location::Pfs));
+    assert!(!ff.location_test(3, Location::Flushing));
+    // The files are where the application routed them.
+    assert_eq!(
+        std::fs::read(cl.prefix.join("ckpt.3/rank0.f0")).unwrap(),
+        data(11, 0, 3, 0)
+    );
+
+    // A new allocation: every node's cache is gone.
+    wipe_caches(&cl, 4);
+    let got = run(
+        &cl,
+        8,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            assert_eq!(scr.init_report().fetched, Some(3));
+            restart_and_verify(scr, c, &cl.prefix, 11)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.3")),
+        "{got:?}"
+    );
+    let idx = index(&cl);
+    assert_eq!(idx.datasets[&3]["ckpt.3"].fetched.len(), 1);
+}
+
+#[test]
+fn a_damaged_copy_is_marked_failed_and_the_older_one_is_fetched() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 3, 2);
+            None
+        },
+    );
+    // Flip one bit of a flushed file of ckpt.2.
+    let f = cl.prefix.join("ckpt.2/rank0.f0");
+    let mut bytes = std::fs::read(&f).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    std::fs::write(&f, bytes).unwrap();
+    wipe_caches(&cl, 4);
+    let got = run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            assert_eq!(scr.init_report().fetched, Some(1));
+            restart_and_verify(scr, c, &cl.prefix, 3)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+    let idx = index(&cl);
+    assert_eq!(idx.datasets[&2]["ckpt.2"].failed.len(), 1);
+    assert_eq!(idx.current.as_deref(), Some("ckpt.1"));
+}
+
+#[test]
+fn a_damaged_summary_or_rank2file_falls_back_too() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 4, 3);
+            None
+        },
+    );
+    // ckpt.3: truncated rank2file; ckpt.2: summary with a flipped byte.
+    let r2f = cl.prefix.join("ckpt.3/.scr/rank2file.scr");
+    let len = std::fs::metadata(&r2f).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&r2f)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let sum = cl.prefix.join("ckpt.2/.scr/summary.scr");
+    let mut b = std::fs::read(&sum).unwrap();
+    let mid = b.len() / 2;
+    b[mid] ^= 0xff;
+    std::fs::write(&sum, b).unwrap();
+    wipe_caches(&cl, 4);
+    let got = run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| restart_and_verify(scr, c, &cl.prefix, 4),
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn files_routed_into_the_prefix_go_to_a_dataset_directory() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    let body = |scr: &mut Scr, c: &dyn scr::comm::Comm, restart: bool| {
+        let rank = c.rank();
+        if restart {
+            let name = scr.have_restart().unwrap();
+            assert_eq!(name.as_deref(), Some("two"));
+            let mut r = scr.start_restart().unwrap();
+            let p = r
+                .route_file(cl.prefix.join(format!("r{rank}.dat")))
+                .unwrap();
+            let ok = std::fs::read(&p).unwrap() == data(9, rank, 2, 0);
+            assert!(ok);
+            assert!(r.complete(ok).unwrap());
+            return None;
+        }
+        for (i, name) in ["one", "two"].iter().enumerate() {
+            let mut out = scr.start_output(Some(name), Flags::CHECKPOINT).unwrap();
+            let p = out
+                .route_file(cl.prefix.join(format!("r{rank}.dat")))
+                .unwrap();
+            std::fs::write(&p, data(9, rank, i + 1, 0)).unwrap();
+            assert!(out.complete(true).unwrap());
+        }
+        None
+    };
+    run(&cl, 4, |r| r / 2, &extra, |scr, c| body(scr, c, false));
+    // Both checkpoints named the same files: each has its own directory.
+    assert_eq!(
+        std::fs::read(cl.prefix.join("scr.dataset.1/r0.dat")).unwrap(),
+        data(9, 0, 1, 0)
+    );
+    assert_eq!(
+        std::fs::read(cl.prefix.join("scr.dataset.2/r0.dat")).unwrap(),
+        data(9, 0, 2, 0)
+    );
+    assert!(!cl.prefix.join("r0.dat").exists());
+    wipe_caches(&cl, 2);
+    run(&cl, 4, |r| r / 2, &extra, |scr, c| body(scr, c, true));
+}
+
+#[test]
+fn an_unwritable_prefix_fails_the_flush_everywhere_and_keeps_the_cache() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    // A file where ckpt.2's directory must go: every rank's copy fails.
+    std::fs::write(cl.prefix.join("ckpt.2"), b"in the way").unwrap();
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 6, 2);
+            None
+        },
+    );
+    let idx = index(&cl);
+    assert!(idx.datasets.contains_key(&1));
+    assert!(
+        !idx.datasets.contains_key(&2),
+        "no COMPLETE entry for a failed flush"
+    );
+    let ff = FlushFile::read_file(cl.prefix.join(".scr/flush.scr")).unwrap();
+    assert!(ff.need_flush(2));
+    assert!(!ff.location_test(2, Location::Flushing));
+    // The cached copy stayed: a restart in place gets ckpt.2; its flush at
+    // finalize is retried and succeeds once the obstacle is gone.
+    std::fs::remove_file(cl.prefix.join("ckpt.2")).unwrap();
+    let got = run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            assert_eq!(scr.init_report().fetched, None);
+            restart_and_verify(scr, c, &cl.prefix, 6)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.2")),
+        "{got:?}"
+    );
+    assert_eq!(index(&cl).datasets[&2]["ckpt.2"].complete, Some(true));
+}
+
+#[test]
+fn output_reaches_the_prefix_before_it_leaves_the_cache() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "0"), ("SCR_CACHE_SIZE", "1")]);
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            let rank = c.rank();
+            for i in 1..=3usize {
+                let mut out = scr
+                    .start_output(Some(&format!("out.{i}")), Flags::OUTPUT)
+                    .unwrap();
+                let p = out
+                    .route_file(cl.prefix.join(format!("out.{i}/r{rank}")))
+                    .unwrap();
+                std::fs::write(&p, data(2, rank, i, 0)).unwrap();
+                assert!(out.complete(true).unwrap());
+            }
+            None
+        },
+    );
+    for i in 1..=3usize {
+        assert_eq!(
+            std::fs::read(cl.prefix.join(format!("out.{i}/r1"))).unwrap(),
+            data(2, 1, i, 0)
+        );
+    }
+    let idx = index(&cl);
+    assert_eq!(idx.datasets.len(), 3);
+    // Output is not a checkpoint: CURRENT is never set by it.
+    assert_eq!(idx.current, None);
+}
+
+#[test]
+fn delete_removes_the_copy_in_the_prefix() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 8, 2);
+            scr.delete("ckpt.1").unwrap();
+            None
+        },
+    );
+    assert!(!cl.prefix.join("ckpt.1").exists());
+    assert!(cl.prefix.join("ckpt.2/rank0.f0").exists());
+    let idx = index(&cl);
+    assert!(!idx.datasets.contains_key(&1));
+    assert!(idx.datasets.contains_key(&2));
+}
+
+#[test]
+fn current_names_the_copy_a_fetch_starts_from() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 5, 3);
+            None
+        },
+    );
+    wipe_caches(&cl, 4);
+    let mut extra2 = extra.clone();
+    extra2.push(("SCR_CURRENT", "ckpt.2"));
+    let got = run(
+        &cl,
+        4,
+        |r| r,
+        &extra2,
+        |scr, c| restart_and_verify(scr, c, &cl.prefix, 5),
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.2")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn async_flush_completes_by_finalize() {
+    let cl = Cluster::new();
+    let extra = with(&[
+        ("SCR_FLUSH", "1"),
+        ("SCR_FLUSH_ASYNC", "1"),
+        ("SCR_FLUSH_ASYNC_BW", "100000000"),
+    ]);
+    run(
+        &cl,
+        4,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 12, 3);
+            None
+        },
+    );
+    let idx = index(&cl);
+    assert_eq!(
+        idx.datasets.keys().copied().collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert_eq!(idx.current.as_deref(), Some("ckpt.3"));
+    wipe_caches(&cl, 2);
+    let got = run(
+        &cl,
+        4,
+        |r| r / 2,
+        &extra,
+        |scr, c| restart_and_verify(scr, c, &cl.prefix, 12),
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.3")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn finalize_flushes_the_newest_checkpoint() {
+    let cl = Cluster::new();
+    // Every 10th checkpoint only: none of the 3 is due, finalize flushes 3.
+    let extra = with(&[("SCR_FLUSH", "10")]);
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 1, 3);
+            None
+        },
+    );
+    let idx = index(&cl);
+    assert_eq!(idx.datasets.keys().copied().collect::<Vec<_>>(), vec![3]);
+    assert!(!Path::new(&cl.prefix.join("ckpt.2")).exists());
+}
+
+#[test]
+fn a_rank2file_map_over_1_mb_is_split_and_read_by_many_ranks() {
+    // 40 ranks x 120 files with long names: about 1.3 MB of map, so the
+    // flush writes several leaves and the fetch reads them on several ranks.
+    let cl = Cluster::in_dir(Path::new("/dev/shm"));
+    let extra = [
+        ("SCR_COPY_TYPE", "SINGLE"),
+        ("SCR_FLUSH", "1"),
+        ("SCR_CACHE_SIZE", "1"),
+    ];
+    const FILES: usize = 120;
+    let name = |rank: usize, f: usize| {
+        format!(
+            "big/rank{rank:03}/{}-{f:05}.dat",
+            "a-rather-long-file-name-to-fill-the-rank2file-map".repeat(4)
+        )
+    };
+    let body = |scr: &mut Scr, c: &dyn scr::comm::Comm, restart: bool| {
+        let rank = c.rank();
+        if restart {
+            assert_eq!(scr.init_report().fetched, Some(1));
+            let mut r = scr.start_restart().unwrap();
+            let mut ok = true;
+            for f in 0..FILES {
+                let p = r.route_file(cl.prefix.join(name(rank, f))).unwrap();
+                ok &= std::fs::read(&p).unwrap() == format!("{rank}:{f}").into_bytes();
+            }
+            assert!(ok, "rank {rank}: every file fetched bit-exact");
+            assert!(r.complete(ok).unwrap());
+            return None;
+        }
+        let mut out = scr.start_output(Some("big"), Flags::CHECKPOINT).unwrap();
+        for f in 0..FILES {
+            let p = out.route_file(cl.prefix.join(name(rank, f))).unwrap();
+            std::fs::write(&p, format!("{rank}:{f}")).unwrap();
+        }
+        assert!(out.complete(true).unwrap());
+        None
+    };
+    run(&cl, 40, |r| r / 4, &extra, |scr, c| body(scr, c, false));
+    let parts: Vec<_> = std::fs::read_dir(cl.prefix.join("big/.scr/.scr"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert!(parts.len() >= 2, "map split into {} parts", parts.len());
+    for p in &parts {
+        assert!(p.metadata().unwrap().len() <= 1 << 20);
+    }
+    wipe_caches(&cl, 10);
+    run(&cl, 40, |r| r / 4, &extra, |scr, c| body(scr, c, true));
+}
