@@ -142,59 +142,6 @@ pub struct MpiComm {
     exchanges: Cell<u64>,
     /// Largest single MPI message; every rank of a communicator must agree.
     chunk_bytes: usize,
-    /// How `sendrecv_bytes` waits (see [`WaitMode`]).
-    wait: WaitMode,
-}
-
-/// How point-to-point receives and send completions wait.
-///
-/// MPI implementations wait by polling (OpenMPI's shared-memory transport
-/// has no blocking mode): right for a rank with a core of its own, ruinous
-/// when more ranks share a host than it has cores — as when nodes are
-/// simulated on one machine, or a job is oversubscribed — because every
-/// waiting rank keeps taking CPU from the ranks doing the work. Measured on
-/// 2 cores with 4 ranks (benches/checkpoint.rs under mpirun): the PARTNER
-/// and XOR transfers ran at about half the speed of the thread
-/// communicator, with a third of the time in context switches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitMode {
-    /// Block inside MPI (`MPI_Mprobe`, `MPI_Waitall`): MPI polls.
-    Spin,
-    /// Poll with `MPI_Improbe`/`MPI_Testall`, and after a short burst of
-    /// polls sleep between them (5 µs doubling to 200 µs), so a waiting
-    /// rank yields its core to the working ones.
-    Sleep,
-}
-
-impl WaitMode {
-    /// Environment variable choosing the mode: `spin`, `sleep`, or `auto`
-    /// (the default: [`WaitMode::Sleep`] when more ranks of the world share
-    /// this host than it has CPUs available to this process).
-    pub const ENV: &'static str = "SCR_COMM_WAIT";
-}
-
-/// The pauses of [`WaitMode::Sleep`]: a burst of plain polls (a message
-/// that is about to arrive costs no sleep), then sleeps doubling from 5 µs
-/// to 200 µs (a rank wakes at most 200 µs late; pieces of SCR_MPI_BUF_SIZE
-/// take longer than that to produce).
-#[derive(Debug, Default)]
-struct Backoff {
-    polls: u32,
-    sleep_us: u64,
-}
-
-impl Backoff {
-    const SPIN_POLLS: u32 = 64;
-
-    fn pause(&mut self) {
-        if self.polls < Self::SPIN_POLLS {
-            self.polls += 1;
-            std::hint::spin_loop();
-            return;
-        }
-        self.sleep_us = (self.sleep_us * 2).clamp(5, 200);
-        std::thread::sleep(std::time::Duration::from_micros(self.sleep_us));
-    }
 }
 
 impl std::fmt::Debug for MpiComm {
@@ -219,65 +166,8 @@ impl MpiComm {
         unsafe { Self::duplicate_of(ffi::RSMPI_COMM_WORLD) }
     }
 
-    /// Choose the [`WaitMode`] from [`WaitMode::ENV`] and, for `auto`, from
-    /// the number of ranks sharing this host (collective; done by
-    /// [`MpiComm::duplicate_of`], so [`MpiComm::world`] and the C API's
-    /// communicators get it). Communicators split from this one inherit it.
-    fn with_auto_wait(mut self) -> CommResult<MpiComm> {
-        let var = std::env::var(WaitMode::ENV).unwrap_or_default();
-        self.wait = match var.trim() {
-            "spin" => WaitMode::Spin,
-            "sleep" => WaitMode::Sleep,
-            _ => {
-                let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-                if self.ranks_on_this_host()? > cpus {
-                    WaitMode::Sleep
-                } else {
-                    WaitMode::Spin
-                }
-            }
-        };
-        Ok(self)
-    }
-
-    /// Use `mode` here and in communicators split from this one.
-    pub fn with_wait(mut self, mode: WaitMode) -> MpiComm {
-        self.wait = mode;
-        self
-    }
-
-    /// The [`WaitMode`] in use.
-    pub fn wait_mode(&self) -> WaitMode {
-        self.wait
-    }
-
-    /// Ranks of this communicator on this host (`MPI_COMM_TYPE_SHARED`).
-    fn ranks_on_this_host(&self) -> CommResult<usize> {
-        const OP: &str = "MPI_Comm_split_type";
-        let mut shared = MaybeUninit::uninit();
-        // SAFETY: valid communicator, constants and out-pointer.
-        check(OP, unsafe {
-            ffi::MPI_Comm_split_type(
-                self.comm,
-                ffi::RSMPI_COMM_TYPE_SHARED,
-                0,
-                ffi::RSMPI_INFO_NULL,
-                shared.as_mut_ptr(),
-            )
-        })?;
-        // SAFETY: MPI_Comm_split_type succeeded.
-        let mut shared = unsafe { shared.assume_init() };
-        let mut size = 0;
-        // SAFETY: `shared` is a valid communicator we own.
-        let sized = check(OP, unsafe { ffi::MPI_Comm_size(shared, &mut size) });
-        // SAFETY: freeing the communicator created above.
-        unsafe { ffi::MPI_Comm_free(&mut shared) };
-        sized?;
-        Ok(size.max(1) as usize)
-    }
-
     /// Duplicate an existing communicator handle (e.g. one a C application
-    /// passes in), and choose its [`WaitMode`] (collective).
+    /// passes in).
     ///
     /// # Safety
     /// `comm` must be a valid intra-communicator and MPI must be active.
@@ -288,7 +178,7 @@ impl MpiComm {
             ffi::MPI_Comm_dup(comm, dup.as_mut_ptr())
         })?;
         // SAFETY: MPI_Comm_dup succeeded, so `dup` is initialised and owned by us.
-        unsafe { Self::adopt(dup.assume_init()) }?.with_auto_wait()
+        unsafe { Self::adopt(dup.assume_init()) }
     }
 
     /// Take ownership of `comm` (freed on drop): set `MPI_ERRORS_RETURN`,
@@ -302,7 +192,6 @@ impl MpiComm {
             size: 0,
             exchanges: Cell::new(0),
             chunk_bytes: DEFAULT_CHUNK_BYTES,
-            wait: WaitMode::Spin,
         };
         // SAFETY: `comm` is valid; `this` frees it on every error path below.
         unsafe {
@@ -402,33 +291,10 @@ impl MpiComm {
         loop {
             let mut msg = MaybeUninit::uninit();
             let mut status = MaybeUninit::<ffi::MPI_Status>::zeroed();
-            match self.wait {
-                // SAFETY: valid communicator; out-pointers are valid.
-                WaitMode::Spin => check(op, unsafe {
-                    ffi::MPI_Mprobe(source, tag, comm, msg.as_mut_ptr(), status.as_mut_ptr())
-                })?,
-                WaitMode::Sleep => {
-                    let mut backoff = Backoff::default();
-                    loop {
-                        let mut flag: c_int = 0;
-                        // SAFETY: valid communicator; out-pointers are valid.
-                        check(op, unsafe {
-                            ffi::MPI_Improbe(
-                                source,
-                                tag,
-                                comm,
-                                &mut flag,
-                                msg.as_mut_ptr(),
-                                status.as_mut_ptr(),
-                            )
-                        })?;
-                        if flag != 0 {
-                            break;
-                        }
-                        backoff.pause();
-                    }
-                }
-            }
+            // SAFETY: valid communicator; out-pointers are valid.
+            check(op, unsafe {
+                ffi::MPI_Mprobe(source, tag, comm, msg.as_mut_ptr(), status.as_mut_ptr())
+            })?;
             let mut count: c_int = 0;
             // SAFETY: MPI_Mprobe succeeded, so status and msg are initialised.
             let (mut msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
@@ -467,25 +333,6 @@ impl MpiComm {
     fn wait_all(&self, op: &'static str, requests: &mut [ffi::MPI_Request]) -> CommResult<()> {
         if requests.is_empty() {
             return Ok(());
-        }
-        if self.wait == WaitMode::Sleep {
-            let mut backoff = Backoff::default();
-            loop {
-                let mut flag: c_int = 0;
-                // SAFETY: every request came from a successful MPI_Isend.
-                check(op, unsafe {
-                    ffi::MPI_Testall(
-                        requests.len() as c_int,
-                        requests.as_mut_ptr(),
-                        &mut flag,
-                        ffi::RSMPI_STATUSES_IGNORE,
-                    )
-                })?;
-                if flag != 0 {
-                    return Ok(());
-                }
-                backoff.pause();
-            }
         }
         // SAFETY: every request came from a successful MPI_Isend.
         check(op, unsafe {
@@ -799,9 +646,7 @@ impl Comm for MpiComm {
             return Ok(None);
         }
         // SAFETY: a fresh communicator from MPI_Comm_split, now owned here.
-        let c = unsafe { Self::adopt(newcomm) }?
-            .with_chunk_bytes(self.chunk_bytes)
-            .with_wait(self.wait);
+        let c = unsafe { Self::adopt(newcomm) }?.with_chunk_bytes(self.chunk_bytes);
         Ok(Some(Box::new(c)))
     }
 

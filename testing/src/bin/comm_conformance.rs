@@ -62,8 +62,7 @@ fn main() -> ExitCode {
         }
     };
     println!(
-        "rank {rank}/{size} node {node} seed {seed:#x} wait {:?}: {} passed, {} failed",
-        comm.wait_mode(),
+        "rank {rank}/{size} node {node} seed {seed:#x}: {} passed, {} failed",
         report.passed(),
         report.failed()
     );
