@@ -42,7 +42,7 @@ pub const RS_K: usize = 2;
 pub struct Params {
     /// Bytes per rank of each checkpoint table row, in MiB.
     pub sizes_mib: Vec<usize>,
-    /// Repetitions; each time is the median.
+    /// Repetitions (after one warm-up); each time is the median.
     pub reps: usize,
     /// Schemes (SCR_COPY_TYPE values).
     pub schemes: Vec<String>,
@@ -195,12 +195,19 @@ pub fn checkpoint_row(
     let vars = [
         ("SCR_JOB_ID", format!("bench-{scheme}")),
         ("SCR_COPY_TYPE", scheme.to_string()),
-        ("SCR_CACHE_SIZE", (p.reps + 1).to_string()),
+        ("SCR_CACHE_SIZE", (p.reps + 2).to_string()),
     ];
     let mut scr = init(world, &prefix, root, rank, &vars);
     let red = redundancy_bytes(scheme, size).min(size);
     let (mut raw, mut ours, mut read, mut red_write) = (vec![], vec![], vec![], vec![]);
-    for rep in 0..p.reps {
+    // Repetition 0 warms up (first-touch page allocation, page tables of
+    // fresh buffers, the dataset directories) and is not counted.
+    for rep in 0..=p.reps {
+        if rep == 1 {
+            for v in [&mut raw, &mut ours, &mut read, &mut red_write] {
+                v.clear();
+            }
+        }
         let raw_path = raw_dir.join(format!("rank{rank}.{rep}"));
         raw.push(timed(comm, || write_fsync(&raw_path, &data)));
         read.push(timed(comm, || {
