@@ -1,2 +1,7 @@
-//! Shared helpers for the benchmarks: timing and ratio reporting.
+//! Shared code of the benchmarks: the checkpoint-to-cache benchmark runs the
+//! same rank code over the thread communicator (`cargo bench --bench
+//! checkpoint`) and over MPI (`checkpoint-mpi` under `mpirun`,
+//! `benches/mpi-checkpoint.sh`).
 #![deny(missing_docs)]
+
+pub mod checkpoint;

@@ -5,8 +5,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::error::io_err;
 use super::restart::world_ranks_of;
-use super::{Job, ScrError};
+use super::{crc_of_file, Job, ScrError};
 use crate::comm::Comm;
 use crate::records::dataset::Dataset;
 use crate::records::meta::Meta;
@@ -114,8 +115,13 @@ fn record_partner_node(job: &mut Job, dset: i64, rd: &RedDesc) -> bool {
         .is_ok()
 }
 
-/// Apply the dataset's redundancy scheme at complete (collective over the
-/// world: every rank calls it when every rank's files are valid).
+/// Record the CRC32 of every application file of `dset` and apply the
+/// dataset's redundancy scheme at complete (collective over the world:
+/// every rank calls it when every rank's files are valid). Each file is
+/// read once: SINGLE only computes the CRCs; the other schemes compute them
+/// from the same read that feeds the encode ([`apply::encode`]); a CRC the
+/// filemap already records (a fetched file's) is checked instead. Writes
+/// the filemap with the final metas.
 pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
     let me = job.rank();
     let rd = job
@@ -124,7 +130,26 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
         .ok_or_else(|| ScrError::Redundancy(format!("dataset {dset}: no redundancy descriptor")))?;
     let scheme = scheme_of(&rd);
     if scheme == Scheme::Single {
-        return Ok(());
+        // No set to talk to (SINGLE has no set communicator). A CRC already
+        // recorded was checked by whoever recorded it (a fetch verifies
+        // every file as it copies it), so only missing ones are computed.
+        for (f, mut meta) in job.app_files(dset) {
+            if meta.crc32.is_some() {
+                continue;
+            }
+            let real = job.real(Path::new(&f));
+            let (crc, len) = crc_of_file(&real).map_err(io_err(&real, "CRC32"))?;
+            if !meta.size_matches(len) {
+                return Err(ScrError::Redundancy(format!(
+                    "{}: {len} bytes, but {:?} were recorded at complete",
+                    real.display(),
+                    meta.size_bytes
+                )));
+            }
+            meta.crc32 = Some(crc);
+            job.filemap.set_meta(dset, me, &f, &meta);
+        }
+        return job.write_filemap();
     }
     let di = job
         .descs
@@ -139,6 +164,7 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
     let dataset = job
         .dataset(dset)
         .ok_or_else(|| ScrError::Redundancy(format!("dataset {dset}: no dataset descriptor")))?;
+    let app = job.app_files(dset);
     let mine = member_files(job, dset);
     let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
     let dir_real = job.real(&dir_logical);
@@ -165,8 +191,19 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
     job.descs[di].comm = Some(comm);
     let written = result.map_err(|e| ScrError::Redundancy(e.to_string()))?;
     record_partner_node(job, dset, &rd);
+    if written.app_crcs.len() != app.len() {
+        return Err(ScrError::Redundancy(format!(
+            "dataset {dset}: the encode returned {} CRCs for {} files",
+            written.app_crcs.len(),
+            app.len()
+        )));
+    }
+    for ((f, mut meta), crc) in app.into_iter().zip(written.app_crcs) {
+        meta.crc32 = Some(crc);
+        job.filemap.set_meta(dset, me, &f, &meta);
+    }
     // Final meta (size, CRC) of every redundancy file.
-    for fe in written {
+    for fe in written.redundancy {
         let logical = logical_of(&fe.path, &dir_real, &dir_logical);
         let mut m = fe.meta.clone();
         m.file = Some(logical.clone());

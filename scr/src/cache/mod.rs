@@ -555,36 +555,15 @@ impl Job {
 
 /// CRC32 and length of a file.
 ///
-/// Mapped rather than read where possible: on a RAM disk the read copy
-/// costs as much as the CRC itself, and the checkpoint cost is bounded by
-/// memory bandwidth (benches/checkpoint.rs). Cache files are private to the
-/// job (0700 directories) and not written while they are checked, so the
-/// mapping cannot shrink under us.
+/// Mapped rather than read where possible (see [`crate::storage::mapped`]):
+/// on a RAM disk the read copy costs as much as the CRC itself.
 pub fn crc_of_file(path: &Path) -> std::io::Result<(u32, u64)> {
     use std::io::Read;
-    use std::os::fd::AsRawFd;
     let mut f = fs::File::open(path)?;
     let len = f.metadata()?.len();
-    if len >= 1 << 20 && usize::try_from(len).is_ok() {
-        // SAFETY: a read-only private mapping of `len` bytes of an open
-        // file; the pointer is used only within this block, for exactly
-        // `len` bytes, and unmapped before returning.
-        unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                len as usize,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                f.as_raw_fd(),
-                0,
-            );
-            if p != libc::MAP_FAILED {
-                libc::madvise(p, len as usize, libc::MADV_SEQUENTIAL);
-                let bytes = std::slice::from_raw_parts(p as *const u8, len as usize);
-                let crc = crc32fast::hash(bytes);
-                libc::munmap(p, len as usize);
-                return Ok((crc, len));
-            }
+    if len >= crate::storage::mapped::MAP_MIN_BYTES {
+        if let Ok(m) = crate::storage::mapped::Mapped::new(&f, len) {
+            return Ok((crc32fast::hash(m.bytes()), len));
         }
     }
     let mut h = crc32fast::Hasher::new();

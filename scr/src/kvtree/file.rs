@@ -183,16 +183,20 @@ fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> KvF
 /// Encode `tree` as the bytes of a kvtree file, with a CRC32 trailer when
 /// `with_crc` (SCR writes its files with the trailer).
 pub fn encode(tree: &KvTree, with_crc: bool) -> Vec<u8> {
-    let data_len = tree.packed_size();
-    let total = HEADER_LEN + data_len + if with_crc { 4 } else { 0 };
-    let mut out = Vec::with_capacity(total);
+    // One walk of the tree: pack, then patch the size field (a separate
+    // packed_size walk cost as much as packing for filemaps).
+    let mut out = Vec::with_capacity(HEADER_LEN + 4096);
     out.extend_from_slice(&MAGIC.to_be_bytes());
     out.extend_from_slice(&FILE_TYPE_HASH.to_be_bytes());
     out.extend_from_slice(&FILE_VERSION.to_be_bytes());
-    out.extend_from_slice(&(total as u64).to_be_bytes());
+    let size_at = out.len();
+    out.extend_from_slice(&0u64.to_be_bytes());
     let flags = if with_crc { FLAG_CRC32 } else { 0 };
     out.extend_from_slice(&flags.to_be_bytes());
+    assert_eq!(out.len(), HEADER_LEN, "header layout");
     tree.pack_into(&mut out);
+    let total = out.len() + if with_crc { 4 } else { 0 };
+    out[size_at..size_at + 8].copy_from_slice(&(total as u64).to_be_bytes());
     if with_crc {
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_be_bytes());

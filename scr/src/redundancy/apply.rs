@@ -63,6 +63,7 @@ use crate::kvtree::file::{self as kvfile, HEADER_LEN};
 use crate::kvtree::KvTree;
 use crate::records::xor_header::xor_file_name;
 use crate::records::{Dataset, FileType, Meta, Node, Record, RecordError, XorHeader, XorMember};
+use crate::storage::mapped::MAP_MIN_BYTES;
 
 use super::gf256;
 use super::logical::LogicalFile;
@@ -370,17 +371,33 @@ fn basename(logical: &str) -> String {
         .unwrap_or_else(|| "file".to_string())
 }
 
+/// What [`encode`] produced for this member.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Encoded {
+    /// CRC32 of each of this member's application files, in order: computed
+    /// by the encode from the same read that feeds the scheme, so the caller
+    /// records them instead of reading the files again.
+    pub app_crcs: Vec<u32>,
+    /// This member's redundancy files with TYPE, SIZE, CRC32 and
+    /// COMPLETE = 1 (PARTNER: the copies of the left neighbour's files,
+    /// owner [`partner_owner`], in its file order; SINGLE: none).
+    pub redundancy: Vec<FileEntry>,
+}
+
 /// Apply the set's scheme at `SCR_Complete_output` (collective over
-/// `set.comm`; `scr_reddesc_apply()`): write this member's redundancy files
-/// into `dir` and return them with TYPE, SIZE, CRC32 and COMPLETE = 1.
-/// SINGLE writes nothing; PARTNER returns the copies of the left
-/// neighbour's files (owner [`partner_owner`]), in its file order.
+/// `set.comm` except for SINGLE, which only computes the CRCs;
+/// `scr_reddesc_apply()`): compute the CRC32 of this member's files (a file
+/// whose meta already records one must match it), then write this
+/// member's redundancy files into `dir`. Each application file is read
+/// once: it is mapped, its CRC computed from the mapping (the redundancy
+/// headers, written before the parity, record it), and the scheme reads the
+/// same pages.
 pub fn encode(
     set: &SetInfo,
     mine: &MemberFiles,
     dir: &Path,
     register: &mut Register<'_>,
-) -> Result<Vec<FileEntry>, ApplyError> {
+) -> Result<Encoded, ApplyError> {
     let ctx = Ctx::new(set)?;
     // Fault injection: a crash while redundancy is applied. An injected
     // error joins the schemes' first agreement, so the set fails together.
@@ -390,11 +407,20 @@ pub fn encode(
             Scheme::Single => Err(e),
             _ => ctx
                 .agree(Err::<(), _>(e), |_| Vec::new())
-                .map(|_| Vec::new()),
+                .map(|_| Encoded {
+                    app_crcs: Vec::new(),
+                    redundancy: Vec::new(),
+                }),
         };
     }
     match set.scheme {
-        Scheme::Single => Ok(Vec::new()),
+        Scheme::Single => {
+            let (_, _, metas) = open_checked(&ctx, &mine.files)?;
+            Ok(Encoded {
+                app_crcs: crcs_of(&metas),
+                redundancy: Vec::new(),
+            })
+        }
         Scheme::Partner => encode_partner(&ctx, mine, dir, register),
         Scheme::Xor => encode_coded(&ctx, 1, mine, dir, register),
         Scheme::Rs { k } => encode_coded(&ctx, k, mine, dir, register),
@@ -661,6 +687,38 @@ fn open_logical(ctx: &Ctx, files: &[FileEntry]) -> Result<LogicalFile, ApplyErro
     LogicalFile::open(&list).map_err(ctx.red_err(None))
 }
 
+/// Opens a member's files mapped and computes each one's CRC32, checked
+/// against the recorded one where there is one. Returns the sizes, the
+/// logical file and the metas with CRC set.
+fn open_checked(
+    ctx: &Ctx,
+    files: &[FileEntry],
+) -> Result<(Vec<u64>, LogicalFile, Vec<Meta>), ApplyError> {
+    let sizes = sizes(ctx, files)?;
+    let list: Vec<(&Path, u64)> = files
+        .iter()
+        .map(|f| f.path.as_path())
+        .zip(sizes.iter().copied())
+        .collect();
+    let lf = LogicalFile::open_mapped(&list, MAP_MIN_BYTES).map_err(ctx.red_err(None))?;
+    let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
+    let computed = lf.crcs(ctx.set.piece_bytes).map_err(ctx.red_err(None))?;
+    let crcs = check_crcs(ctx, &paths, &metas(files), Some(computed))?;
+    let metas = files
+        .iter()
+        .zip(crcs)
+        .map(|(f, crc)| Meta {
+            crc32: Some(crc),
+            ..f.meta.clone()
+        })
+        .collect();
+    Ok((sizes, lf, metas))
+}
+
+fn crcs_of(metas: &[Meta]) -> Vec<u32> {
+    metas.iter().map(|m| m.crc32.unwrap_or(0)).collect()
+}
+
 fn member_tree(rank: i64, files: &[Meta]) -> KvTree {
     XorMember {
         rank,
@@ -860,11 +918,11 @@ fn sync_logical(ctx: &Ctx, lf: &LogicalFile) -> Result<(), ApplyError> {
 /// Both sides know both lengths, so the numbers of messages match. After a
 /// local failure the member keeps sending (zeros) and receiving so its
 /// neighbours finish; the failure is reported at the next agreement.
+/// Pieces are sent straight from the sender's mapping when it has one.
 #[allow(clippy::too_many_arguments)]
 fn stream(
     ctx: &Ctx,
     send: Option<(usize, Option<&LogicalFile>, u64)>,
-    mut send_crc: Option<&mut SegmentCrc>,
     recv: Option<(usize, Option<&LogicalFile>, u64)>,
     mut recv_crc: Option<&mut SegmentCrc>,
     latched: &mut Option<ApplyError>,
@@ -875,25 +933,23 @@ fn stream(
     let send_len = send.map_or(0, |s| s.2);
     let recv_len = recv.map_or(0, |r| r.2);
     let steps = send_len.div_ceil(piece).max(recv_len.div_ceil(piece));
+    let mut zeros = Vec::new();
     for step in 0..steps {
         let off = step * piece;
         let mut to = None;
         if let Some((dest, lf, len)) = send {
             if off < len {
                 let take = (len - off).min(piece) as usize;
-                out.resize(take, 0);
-                match (lf, latched.is_none()) {
-                    (Some(lf), true) => {
-                        let r = lf.read_at(off, out).map_err(ctx.red_err(Some(off)));
-                        if latch(latched, r).is_some() {
-                            if let Some(c) = send_crc.as_deref_mut() {
-                                c.update(off, out);
-                            }
-                        }
-                    }
-                    _ => out.fill(0),
+                let mut bytes = None;
+                if let (Some(lf), true) = (lf, latched.is_none()) {
+                    let r = lf.bytes(off, take, out).map_err(ctx.red_err(Some(off)));
+                    bytes = latch(latched, r);
                 }
-                to = Some((dest, &out[..]));
+                let bytes = bytes.unwrap_or_else(|| {
+                    zeros.resize(take, 0);
+                    &zeros[..]
+                });
+                to = Some((dest, bytes));
             }
         }
         let from = recv.and_then(|(src, _, len)| (off < len).then_some(src));
@@ -935,7 +991,6 @@ fn receive_files(
     paths: &[PathBuf],
     src: usize,
     send: Option<(usize, Option<&LogicalFile>, u64)>,
-    send_crc: Option<&mut SegmentCrc>,
     register: &mut Register<'_>,
     latched: &mut Option<ApplyError>,
     bufs: (&mut Vec<u8>, &mut Vec<u8>),
@@ -965,7 +1020,6 @@ fn receive_files(
     stream(
         ctx,
         send,
-        send_crc,
         Some((src, lf.as_ref(), total)),
         Some(&mut crc),
         latched,
@@ -1025,10 +1079,10 @@ fn encode_partner(
     mine: &MemberFiles,
     dir: &Path,
     register: &mut Register<'_>,
-) -> Result<Vec<FileEntry>, ApplyError> {
-    let prep = sizes(ctx, &mine.files).and_then(|s| Ok((s, open_logical(ctx, &mine.files)?)));
-    let tree = member_tree(ctx.world_rank, &metas(&mine.files));
-    let ((my_sizes, lf), all) = ctx.agree(prep, |_| tree.pack())?;
+) -> Result<Encoded, ApplyError> {
+    let prep = open_checked(ctx, &mine.files);
+    let ((my_sizes, lf, my_metas), all) =
+        ctx.agree(prep, |(_, _, m)| member_tree(ctx.world_rank, m).pack())?;
     let (left, right) = (ctx.left(1), ctx.right(1));
     // Every member checks every list, so a bad one stops all alike.
     let mut members = all
@@ -1048,7 +1102,6 @@ fn encode_partner(
     let paths = copy_paths(dir, owner, &copies);
     let mut latched = None;
     let my_len: u64 = my_sizes.iter().sum();
-    let mut my_crc = SegmentCrc::new(&my_sizes, my_len);
     let (mut out, mut inc) = (Vec::new(), Vec::new());
     let entries = receive_files(
         ctx,
@@ -1057,19 +1110,16 @@ fn encode_partner(
         &paths,
         left,
         Some((right, Some(&lf), my_len)),
-        Some(&mut my_crc),
         register,
         &mut latched,
         (&mut out, &mut inc),
     )?;
-    if latched.is_none() {
-        let paths: Vec<PathBuf> = mine.files.iter().map(|f| f.path.clone()).collect();
-        let r = check_crcs(ctx, &paths, &metas(&mine.files), my_crc.finish());
-        latch(&mut latched, r);
-    }
     ctx.agree(latched.map_or(Ok(()), Err), |_| Vec::new())?;
     assert_eq!(entries.len(), left_member.files.len());
-    Ok(entries)
+    Ok(Encoded {
+        app_crcs: crcs_of(&my_metas),
+        redundancy: entries,
+    })
 }
 
 /// `scr_reddesc_recover_partner()`: each lost member gets its files back
@@ -1167,7 +1217,6 @@ fn rebuild_partner(
             &paths,
             right,
             None,
-            None,
             register,
             &mut latched,
             (&mut out, &mut inc),
@@ -1177,7 +1226,6 @@ fn rebuild_partner(
         stream(
             ctx,
             Some((left, copy_lf.as_ref(), len)),
-            None,
             None,
             None,
             &mut latched,
@@ -1197,7 +1245,6 @@ fn rebuild_partner(
             &paths,
             left,
             None,
-            None,
             register,
             &mut latched,
             (&mut out, &mut inc),
@@ -1207,7 +1254,6 @@ fn rebuild_partner(
         stream(
             ctx,
             Some((right, own_lf.as_ref(), len)),
-            None,
             None,
             None,
             &mut latched,
@@ -1498,6 +1544,34 @@ impl MemberIo<'_> {
         Ok(())
     }
 
+    /// This member's bytes of `src` at `off`: lent from the mapping of
+    /// the data when there is one, else read into `scratch`.
+    fn share<'s>(
+        &'s mut self,
+        ctx: &Ctx,
+        src: Src,
+        off: u64,
+        scratch: &'s mut Vec<u8>,
+    ) -> Result<&'s [u8], ApplyError> {
+        let len = scratch.len();
+        match (src, self.logical) {
+            (Src::Data { chunk }, Some(lf)) => {
+                let pos = chunk as u64 * self.chunk + off;
+                let bytes = lf
+                    .bytes(pos, len, scratch)
+                    .map_err(ctx.red_err(Some(pos)))?;
+                if let Some(c) = &mut self.data_crc {
+                    c.update(pos, bytes);
+                }
+                Ok(bytes)
+            }
+            _ => {
+                self.read(ctx, src, off, scratch)?;
+                Ok(scratch)
+            }
+        }
+    }
+
     fn write(&mut self, ctx: &Ctx, sink: Src, off: u64, bytes: &[u8]) -> Result<(), ApplyError> {
         match sink {
             Src::Data { chunk } => {
@@ -1598,21 +1672,21 @@ fn ring(
                 }
                 continue;
             }
-            if latch(latched, io.read(ctx, *src, off, &mut read)).is_none() {
+            let Some(bytes) = latch(latched, io.share(ctx, *src, off, &mut read)) else {
                 if step == 0 {
                     acc.fill(0);
                 }
                 continue;
-            }
+            };
             for (q, &c) in coefs.iter().enumerate() {
                 let row = &mut acc[q * len..(q + 1) * len];
                 match (step, c) {
-                    (0, 1) => row.copy_from_slice(&read),
+                    (0, 1) => row.copy_from_slice(bytes),
                     (0, _) => {
                         row.fill(0);
-                        gf256::mul_add_into(row, &read, c);
+                        gf256::mul_add_into(row, bytes, c);
                     }
-                    _ => gf256::mul_add_into(row, &read, c),
+                    _ => gf256::mul_add_into(row, bytes, c),
                 }
             }
         }
@@ -1772,12 +1846,12 @@ fn encode_coded(
     mine: &MemberFiles,
     dir: &Path,
     register: &mut Register<'_>,
-) -> Result<Vec<FileEntry>, ApplyError> {
+) -> Result<Encoded, ApplyError> {
     let (n, me) = (ctx.n, ctx.me);
     let layout = RsSet::new(n, k).map_err(ctx.red_err(None))?;
-    let prep = sizes(ctx, &mine.files).and_then(|s| Ok((s, open_logical(ctx, &mine.files)?)));
-    let tree = member_tree(ctx.world_rank, &metas(&mine.files));
-    let ((my_sizes, lf), all) = ctx.agree(prep, |_| tree.pack())?;
+    let prep = open_checked(ctx, &mine.files);
+    let ((my_sizes, lf, my_metas), all) =
+        ctx.agree(prep, |(_, _, m)| member_tree(ctx.world_rank, m).pack())?;
     let members: Vec<XorMember> = all
         .iter()
         .enumerate()
@@ -1815,27 +1889,23 @@ fn encode_coded(
     // passes the N − k data members; the last one hands row j to s + j.
     let tables = Tables::new(n, k, n - k, k, dests, mine_t, sinks);
     let my_len: u64 = my_sizes.iter().sum();
+    // The CRCs are already known (open_checked), so the ring only reads.
     let mut io = MemberIo {
         chunk,
         logical: Some(&lf),
         logical_len: my_len,
-        data_crc: Some(SegmentCrc::new(&my_sizes, chunk)),
+        data_crc: None,
         red_read: None,
         red_write: writer,
     };
     ring(ctx, chunk, &tables, &mut io, &mut latched)?;
-    if latched.is_none() {
-        let paths: Vec<PathBuf> = mine.files.iter().map(|f| f.path.clone()).collect();
-        let crcs = io.data_crc.take().and_then(SegmentCrc::finish);
-        latch(
-            &mut latched,
-            check_crcs(ctx, &paths, &metas(&mine.files), crcs),
-        );
-    }
     let entry = finish_red_file(ctx, io.red_write.take(), path, meta, &mut latched);
     ctx.agree(latched.map_or(Ok(()), Err), |_| Vec::new())?;
     let entry = entry.ok_or_else(|| ctx.inconsistent("internal: no redundancy file".into()))?;
-    Ok(vec![entry])
+    Ok(Encoded {
+        app_crcs: crcs_of(&my_metas),
+        redundancy: vec![entry],
+    })
 }
 
 /// `scr_reddesc_recover_xor()` (k = 1) and redset's `redset_recover_rs()`.

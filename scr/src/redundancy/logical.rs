@@ -8,6 +8,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::RedundancyError;
+use crate::storage::mapped::Mapped;
 
 #[derive(Debug)]
 struct Part {
@@ -16,6 +17,8 @@ struct Part {
     start: u64,
     size: u64,
     file: File,
+    /// Set by [`LogicalFile::open_mapped`]: reads come from here.
+    map: Option<Mapped>,
 }
 
 /// The logical file over an ordered list of files with recorded sizes. Reads
@@ -53,6 +56,21 @@ impl LogicalFile {
         })
     }
 
+    /// [`LogicalFile::open`], with every file of at least `min_bytes`
+    /// mapped read-only ([`crate::storage::mapped`]) so that
+    /// [`LogicalFile::crcs`] and the reads after it walk the page cache
+    /// once, and [`LogicalFile::bytes`] lends the bytes without copying them.
+    pub fn open_mapped<P: AsRef<Path>>(
+        files: &[(P, u64)],
+        min_bytes: u64,
+    ) -> Result<Self, RedundancyError> {
+        let mut lf = Self::open(files)?;
+        for part in lf.parts.iter_mut().filter(|p| p.size >= min_bytes.max(1)) {
+            part.map = Some(Mapped::new(&part.file, part.size).map_err(io_error(&part.path))?);
+        }
+        Ok(lf)
+    }
+
     /// Creates (or truncates) the files for writing, each set to its
     /// recorded size, as the rebuild of a lost member does before it writes
     /// the recovered logical range with [`LogicalFile::write_at`].
@@ -84,6 +102,7 @@ impl LogicalFile {
                 start,
                 size: *size,
                 file,
+                map: None,
             });
             start = start
                 .checked_add(*size)
@@ -119,9 +138,15 @@ impl LogicalFile {
         for part in self.overlapping(offset, data_end) {
             let (lo, hi) = (offset.max(part.start), data_end.min(part.start + part.size));
             let dst = &mut buf[(lo - offset) as usize..(hi - offset) as usize];
-            part.file
-                .read_exact_at(dst, lo - part.start)
-                .map_err(io_error(&part.path))?;
+            match &part.map {
+                Some(m) => dst.copy_from_slice(
+                    &m.bytes()[(lo - part.start) as usize..(hi - part.start) as usize],
+                ),
+                None => part
+                    .file
+                    .read_exact_at(dst, lo - part.start)
+                    .map_err(io_error(&part.path))?,
+            }
         }
         Ok(())
     }
@@ -148,6 +173,56 @@ impl LogicalFile {
             part.file.sync_all().map_err(io_error(&part.path))?;
         }
         Ok(())
+    }
+
+    /// Logical bytes `[offset, offset + len)` (zero padded past the end):
+    /// borrowed from the mapping when the range lies inside one mapped
+    /// file, else read into `scratch`.
+    pub fn bytes<'a>(
+        &'a self,
+        offset: u64,
+        len: usize,
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<&'a [u8], RedundancyError> {
+        let end = offset.saturating_add(len as u64);
+        let first = self.parts.partition_point(|p| p.start + p.size <= offset);
+        if let Some(part) = self.parts.get(first) {
+            if let Some(m) = &part.map {
+                if part.start <= offset && end <= part.start + part.size {
+                    let lo = (offset - part.start) as usize;
+                    return Ok(&m.bytes()[lo..lo + len]);
+                }
+            }
+        }
+        scratch.resize(len, 0);
+        self.read_at(offset, scratch)?;
+        Ok(scratch)
+    }
+
+    /// CRC32 of each file, in order: from the mapping when mapped, else read
+    /// in pieces of `piece_bytes`.
+    pub fn crcs(&self, piece_bytes: usize) -> Result<Vec<u32>, RedundancyError> {
+        let mut buf = Vec::new();
+        self.parts
+            .iter()
+            .map(|part| {
+                if let Some(m) = &part.map {
+                    return Ok(crc32fast::hash(m.bytes()));
+                }
+                buf.resize(piece_bytes.max(1), 0);
+                let mut h = crc32fast::Hasher::new();
+                let mut off = 0u64;
+                while off < part.size {
+                    let take = (part.size - off).min(buf.len() as u64) as usize;
+                    part.file
+                        .read_exact_at(&mut buf[..take], off)
+                        .map_err(io_error(&part.path))?;
+                    h.update(&buf[..take]);
+                    off += take as u64;
+                }
+                Ok(h.finalize())
+            })
+            .collect()
     }
 
     /// The files with at least one byte in logical range `[lo, hi)`; found
@@ -195,6 +270,19 @@ mod tests {
                 let want = concatenated.get(offset as usize + i).copied().unwrap_or(0);
                 prop_assert_eq!(*b, want, "logical byte {}", offset as usize + i);
             }
+            // Mapped: the same bytes through read_at and with_bytes, and
+            // the same CRCs as read in pieces.
+            // Threshold 100: some files mapped, some read.
+            let mapped = LogicalFile::open_mapped(&files, 100).expect("open mapped");
+            let mut got_mapped = vec![0x55u8; len];
+            mapped.read_at(offset, &mut got_mapped).expect("read mapped");
+            prop_assert_eq!(&got_mapped, &got);
+            let mut scratch = Vec::new();
+            let lent = mapped.bytes(offset, len, &mut scratch).expect("bytes");
+            prop_assert_eq!(lent, &got[..]);
+            let want: Vec<u32> = contents.iter().map(|c| crc32fast::hash(c)).collect();
+            prop_assert_eq!(mapped.crcs(5).expect("crcs"), want.clone());
+            prop_assert_eq!(logical.crcs(5).expect("crcs"), want);
 
             // Write the whole padded range into fresh files: the data comes
             // back, the padding is dropped.

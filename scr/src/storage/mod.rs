@@ -2,4 +2,5 @@
 //! path handling.
 
 pub mod dirs;
+pub mod mapped;
 pub mod path;

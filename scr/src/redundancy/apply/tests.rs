@@ -38,6 +38,19 @@ fn content(seed: u64, world: usize, file: usize, len: usize) -> Vec<u8> {
     v
 }
 
+/// The one set of a 4-rank job, dataset 1.
+fn set_of_four(comm: &dyn Comm, scheme: Scheme, piece_bytes: usize) -> SetInfo<'_> {
+    SetInfo {
+        comm,
+        group_id: 0,
+        world_ranks: vec![0, 1, 2, 3],
+        world_size: 4,
+        dataset: Dataset::new(1),
+        scheme,
+        piece_bytes,
+    }
+}
+
 fn logical_name(world: usize, file: usize) -> String {
     format!("/prefix/ckpt.3/rank{world}/part{file}.dat")
 }
@@ -159,7 +172,23 @@ fn rank_body(
         registered.borrow_mut().push((owner, path.to_path_buf()));
         Ok(())
     };
-    let red = encode(&set, &mine, &dir, &mut reg).map_err(|e| format!("encode: {e}"))?;
+    // Odd world ranks pass no CRC (as SCR_Complete_output does: the encode
+    // computes it), even ones a recorded CRC the encode must match.
+    let mut to_encode = mine.clone();
+    if w % 2 == 1 {
+        for f in &mut to_encode.files {
+            f.meta.crc32 = None;
+        }
+    }
+    let encoded = encode(&set, &to_encode, &dir, &mut reg).map_err(|e| format!("encode: {e}"))?;
+    let want_crcs: Vec<u32> = mine.files.iter().filter_map(|f| f.meta.crc32).collect();
+    if encoded.app_crcs != want_crcs {
+        return Err(format!(
+            "encode returned CRCs {:x?}, the files have {want_crcs:x?}",
+            encoded.app_crcs
+        ));
+    }
+    let red = encoded.redundancy;
     // Encode's own promises: registered first, CRC and size as written,
     // parity equal to the in-memory reference codec's.
     let mut saved = Vec::new();
@@ -523,15 +552,7 @@ fn a_member_that_dies_before_encode_ends_the_others_with_a_comm_error_not_a_hang
                     meta: app_meta(comm.rank(), 0, b"abcdef"),
                 }],
             };
-            let set = SetInfo {
-                comm,
-                group_id: 0,
-                world_ranks: vec![0, 1, 2, 3],
-                world_size: 4,
-                dataset: Dataset::new(1),
-                scheme,
-                piece_bytes: 2,
-            };
+            let set = set_of_four(comm, scheme, 2);
             Some(
                 encode(&set, &mine, dir.path(), &mut |_, _, _| Ok(()))
                     .map(|_| ())
@@ -568,6 +589,31 @@ fn a_piece_of_one_byte_and_pieces_larger_than_chunks_both_work() {
             .collect();
         run_job(&runs, piece, 21).unwrap_or_else(|e| panic!("{e}"));
     }
+}
+
+#[test]
+fn files_large_enough_to_be_mapped_encode_and_rebuild_like_small_ones() {
+    // Files of at least MAP_MIN_BYTES are mapped: pieces are lent from the
+    // mapping, except where one crosses into the next file or the padding.
+    let m = MAP_MIN_BYTES as usize;
+    let sizes = vec![
+        vec![m + 4099, 17, m],
+        vec![2 * m + 1],
+        vec![],
+        vec![300, m + 1],
+        vec![m - 1],
+    ];
+    let runs: Vec<SetRun> = [Scheme::Partner, Scheme::Xor, Scheme::Rs { k: 2 }]
+        .into_iter()
+        .map(|scheme| SetRun {
+            scheme,
+            sizes: sizes.clone(),
+            lost: vec![false, true, false, false, scheme != Scheme::Xor],
+            flip: false,
+            flip_red: false,
+        })
+        .collect();
+    run_job(&runs, 256 << 10, 77).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
@@ -609,15 +655,7 @@ fn a_refusing_register_callback_fails_every_member_with_register() {
                 meta: app_meta(comm.rank(), 0, b"abc"),
             }],
         };
-        let set = SetInfo {
-            comm,
-            group_id: 0,
-            world_ranks: vec![0, 1, 2, 3],
-            world_size: 4,
-            dataset: Dataset::new(1),
-            scheme: Scheme::Xor,
-            piece_bytes: 2,
-        };
+        let set = set_of_four(comm, Scheme::Xor, 2);
         let me = comm.rank();
         let mut reg = |owner: i64, path: &Path, _: &Meta| {
             if me == 2 {
@@ -636,6 +674,44 @@ fn a_refusing_register_callback_fails_every_member_with_register() {
     })
     .expect("no panic");
     assert_eq!(out, vec![Err(FailureKind::Register); 4]);
+}
+
+#[test]
+fn a_file_that_differs_from_its_recorded_crc_fails_the_encode_with_crc_on_every_member() {
+    for scheme in [
+        Scheme::Single,
+        Scheme::Partner,
+        Scheme::Xor,
+        Scheme::Rs { k: 2 },
+    ] {
+        let root = tempfile::tempdir().expect("tempdir");
+        let out = ThreadComm::run(4, |comm| {
+            let dir = root.path().join(format!("m{}", comm.rank()));
+            std::fs::create_dir_all(&dir).expect("dir");
+            let path = dir.join("f");
+            let bytes = content(5, comm.rank(), 0, 3000);
+            std::fs::write(&path, &bytes).expect("write");
+            let mut meta = app_meta(comm.rank(), 0, &bytes);
+            if comm.rank() == 1 {
+                meta.crc32 = meta.crc32.map(|c| c ^ 1);
+            }
+            let mine = MemberFiles {
+                files: vec![FileEntry { path, meta }],
+            };
+            let set = set_of_four(comm, scheme, 1000);
+            encode(&set, &mine, &dir, &mut |_, _, _| Ok(()))
+                .map(|_| ())
+                .map_err(|e| e.kind())
+        })
+        .expect("no panic");
+        let want = if scheme == Scheme::Single {
+            // SINGLE does not communicate: only the member with the bad file fails.
+            vec![Ok(()), Err(FailureKind::Crc), Ok(()), Ok(())]
+        } else {
+            vec![Err(FailureKind::Crc); 4]
+        };
+        assert_eq!(out, want, "{scheme:?}");
+    }
 }
 
 #[test]
@@ -822,15 +898,7 @@ fn encode_ratio_to_raw_write() {
                     meta: app_meta(comm.rank(), 0, &bytes),
                 }],
             };
-            let set = SetInfo {
-                comm,
-                group_id: 0,
-                world_ranks: vec![0, 1, 2, 3],
-                world_size: 4,
-                dataset: Dataset::new(1),
-                scheme,
-                piece_bytes: 1 << 20,
-            };
+            let set = set_of_four(comm, scheme, 1 << 20);
             let t1 = std::time::Instant::now();
             encode(&set, &mine, &dir, &mut |_, _, _| Ok(())).expect("encode");
             comm.barrier().expect("barrier");

@@ -1,0 +1,365 @@
+//! Checkpoint to cache, per redundancy scheme, as a ratio to a raw
+//! write+fsync of the same bytes measured in the same run; and restart with
+//! one node lost against reading the dataset once.
+//!
+//! [`RANKS`] ranks on as many simulated nodes (`n0`…, node-local storage
+//! under one directory, /dev/shm in the benchmarks); each rank writes one
+//! file of SIZE bytes. Timed for SCR: Start_output → route_file →
+//! write+fsync → Complete_output (which computes each file's CRC32 and
+//! applies the scheme). Timed raw: the same write+fsync into the same file
+//! system. The slowest rank sets each time (a checkpoint is done when every
+//! rank is). Ratio = raw / SCR, so 1.0 means SCR costs nothing beyond the
+//! write itself.
+//!
+//! Beside it, the floor measured in the same repetition: what any
+//! implementation that records a CRC32 of every file and stores the
+//! scheme's redundancy bytes on the same storage must at least do — read
+//! the file once (CRC32 of the mapped file) and write+fsync the redundancy
+//! bytes (PARTNER: SIZE; XOR: SIZE/(N−1); RS: k·SIZE/(N−k)). "best ratio"
+//! = raw / (raw + floor) is the ratio such an implementation could reach if
+//! reading, encoding and communicating cost nothing more.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use scr::comm::{Comm, ReduceOp};
+use scr::config::MapEnv;
+use scr::storage::dirs::NodeIdentity;
+use scr::{Flags, InitOptions, Scr};
+
+/// Ranks (and simulated nodes) of the benchmark.
+pub const RANKS: usize = 4;
+
+/// Parity members per RS set (SCR_SET_FAILURES).
+pub const RS_K: usize = 2;
+
+/// What to run, from the environment: `BENCH_SIZES_MIB` (default
+/// "64,256"), `BENCH_REPS` (3), `BENCH_SCHEMES` ("SINGLE,PARTNER,XOR,RS"),
+/// `BENCH_RESTART_MIB` (64), `BENCH_PHASES` (set: print rank 0's phase
+/// times to stderr).
+#[derive(Debug, Clone)]
+pub struct Params {
+    /// Bytes per rank of each checkpoint table row, in MiB.
+    pub sizes_mib: Vec<usize>,
+    /// Repetitions (after one warm-up); each time is the median.
+    pub reps: usize,
+    /// Schemes (SCR_COPY_TYPE values).
+    pub schemes: Vec<String>,
+    /// Bytes per rank of the restart table, in MiB.
+    pub restart_mib: usize,
+    /// Print rank 0's phase times.
+    pub phases: bool,
+}
+
+impl Params {
+    /// From the process environment (see the type's documentation).
+    pub fn from_env() -> Params {
+        let var = |k: &str| std::env::var(k).ok();
+        Params {
+            sizes_mib: var("BENCH_SIZES_MIB")
+                .unwrap_or_else(|| "64,256".into())
+                .split(',')
+                .filter_map(|s| s.trim().parse().ok())
+                .collect(),
+            reps: var("BENCH_REPS")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(3)
+                .max(1),
+            schemes: var("BENCH_SCHEMES")
+                .unwrap_or_else(|| "SINGLE,PARTNER,XOR,RS".into())
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            restart_mib: var("BENCH_RESTART_MIB")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(64),
+            phases: std::env::var_os("BENCH_PHASES").is_some(),
+        }
+    }
+}
+
+/// A fresh world communicator for each SCR_Init (the thread communicator
+/// splits its world, MPI duplicates MPI_COMM_WORLD).
+pub type WorldFn<'a> = &'a dyn Fn() -> Box<dyn Comm>;
+
+/// Redundancy bytes a member of a set of [`RANKS`] stores for `size` bytes
+/// of its own under `scheme` (headers aside).
+pub fn redundancy_bytes(scheme: &str, size: usize) -> usize {
+    let n = RANKS;
+    match scheme {
+        "PARTNER" => size,
+        "XOR" => size.div_ceil(n - 1),
+        "RS" => RS_K * size.div_ceil(n - RS_K),
+        _ => 0,
+    }
+}
+
+fn write_fsync(path: &Path, data: &[u8]) {
+    let mut f = std::fs::File::create(path).expect("create");
+    f.write_all(data).expect("write");
+    f.sync_all().expect("fsync");
+}
+
+/// Slowest rank's seconds for `f`, started together at a barrier.
+fn timed(comm: &dyn Comm, f: impl FnOnce()) -> f64 {
+    comm.barrier().expect("barrier");
+    let t = Instant::now();
+    f();
+    let mut s = [t.elapsed().as_secs_f64()];
+    comm.allreduce_f64(&mut s, ReduceOp::Max)
+        .expect("allreduce");
+    s[0]
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn init(
+    world: WorldFn,
+    prefix: &Path,
+    node_root: &Path,
+    node: usize,
+    vars: &[(&str, String)],
+) -> Scr {
+    let mut all: Vec<(String, String)> = vec![
+        ("SCR_PREFIX".into(), prefix.to_string_lossy().into_owned()),
+        ("USER".into(), "bench".into()),
+        ("SCR_SET_FAILURES".into(), RS_K.to_string()),
+    ];
+    all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    // Other SCR parameters (e.g. SCR_MPI_BUF_SIZE) pass through from the
+    // process environment, so a run can vary them.
+    for (k, v) in std::env::vars() {
+        if k.starts_with("SCR_") && !all.iter().any(|(a, _)| *a == k) {
+            all.push((k, v));
+        }
+    }
+    let opts = InitOptions {
+        env: Some(Box::new(MapEnv::new(all).with_cwd(prefix))),
+        node: Some(NodeIdentity {
+            name: format!("n{node}"),
+            root: Some(node_root.join(format!("n{node}"))),
+        }),
+        ..InitOptions::default()
+    };
+    Scr::init_with(world(), opts).expect("init")
+}
+
+/// Medians of one checkpoint table row (slowest rank of each repetition).
+#[derive(Debug, Clone, Copy)]
+pub struct CkptRow {
+    /// Raw write+fsync of the file.
+    pub raw_s: f64,
+    /// SCR checkpoint of the same bytes.
+    pub scr_s: f64,
+    /// CRC32 of the written file, mapped (reading it once).
+    pub read_s: f64,
+    /// Raw write+fsync of the scheme's redundancy bytes.
+    pub red_write_s: f64,
+}
+
+impl CkptRow {
+    /// raw / SCR.
+    pub fn ratio(&self) -> f64 {
+        self.raw_s / self.scr_s
+    }
+
+    /// raw / (raw + read once + redundancy write).
+    pub fn best_ratio(&self) -> f64 {
+        self.raw_s / (self.raw_s + self.read_s + self.red_write_s)
+    }
+}
+
+/// One checkpoint row: `reps` checkpoints of `size` bytes per rank with
+/// `scheme`, each beside a raw write and the floor's parts. Collective.
+pub fn checkpoint_row(
+    comm: &dyn Comm,
+    world: WorldFn,
+    root: &Path,
+    scheme: &str,
+    size: usize,
+    p: &Params,
+) -> CkptRow {
+    let rank = comm.rank();
+    let prefix = root.join(format!("prefix-{scheme}"));
+    std::fs::create_dir_all(&prefix).expect("prefix");
+    let data: Vec<u8> = (0..size)
+        .map(|i| ((i as u64 * 2654435761) ^ rank as u64) as u8)
+        .collect();
+    let raw_dir = root.join(format!("n{rank}/dev/shm/raw"));
+    std::fs::create_dir_all(&raw_dir).expect("raw dir");
+    let vars = [
+        ("SCR_JOB_ID", format!("bench-{scheme}")),
+        ("SCR_COPY_TYPE", scheme.to_string()),
+        ("SCR_CACHE_SIZE", (p.reps + 2).to_string()),
+    ];
+    let mut scr = init(world, &prefix, root, rank, &vars);
+    let red = redundancy_bytes(scheme, size).min(size);
+    let (mut raw, mut ours, mut read, mut red_write) = (vec![], vec![], vec![], vec![]);
+    // Repetition 0 warms up (first-touch page allocation, page tables of
+    // fresh buffers, the dataset directories) and is not counted.
+    for rep in 0..=p.reps {
+        if rep == 1 {
+            for v in [&mut raw, &mut ours, &mut read, &mut red_write] {
+                v.clear();
+            }
+        }
+        let raw_path = raw_dir.join(format!("rank{rank}.{rep}"));
+        raw.push(timed(comm, || write_fsync(&raw_path, &data)));
+        read.push(timed(comm, || {
+            std::hint::black_box(scr::cache::crc_of_file(&raw_path).expect("crc"));
+        }));
+        let red_path = raw_dir.join(format!("rank{rank}.{rep}.red"));
+        red_write.push(if red > 0 {
+            timed(comm, || write_fsync(&red_path, &data[..red]))
+        } else {
+            0.0
+        });
+        let _ = std::fs::remove_file(&red_path);
+        std::fs::remove_file(&raw_path).expect("remove raw");
+        let name = format!("bench.{rep}");
+        let file = prefix.join(format!("rank{rank}.ckpt"));
+        let scr = &mut scr;
+        ours.push(timed(comm, || {
+            let t0 = Instant::now();
+            let mut out = scr
+                .start_output(Some(&name), Flags::CHECKPOINT)
+                .expect("start");
+            let t1 = Instant::now();
+            let path = out.route_file(&file).expect("route");
+            write_fsync(&path, &data);
+            let t2 = Instant::now();
+            assert!(out.complete(true).expect("complete"), "checkpoint valid");
+            if p.phases && rank == 0 {
+                eprintln!(
+                    "rank 0 {scheme} {} MiB: start {:.1} ms, route+write {:.1} ms, complete {:.1} ms",
+                    size >> 20,
+                    (t1 - t0).as_secs_f64() * 1e3,
+                    (t2 - t1).as_secs_f64() * 1e3,
+                    t2.elapsed().as_secs_f64() * 1e3
+                );
+            }
+        }));
+    }
+    scr.finalize().expect("finalize");
+    CkptRow {
+        raw_s: median(raw),
+        scr_s: median(ours),
+        read_s: median(read),
+        red_write_s: median(red_write),
+    }
+}
+
+/// Restart with one node lost: write one checkpoint with `scheme` on nodes
+/// n0…, remove node n1's tree, and time SCR_Init on the survivors plus a
+/// spare n[`RANKS`] (the distribute and rebuild) against reading the whole
+/// dataset once. Returns (SCR_Init s, read s). Collective.
+pub fn restart_one_node_lost(
+    comm: &dyn Comm,
+    world: WorldFn,
+    root: &Path,
+    scheme: &str,
+    size: usize,
+) -> (f64, f64) {
+    let rank = comm.rank();
+    let prefix = root.join("prefix");
+    std::fs::create_dir_all(&prefix).expect("prefix");
+    let vars = [
+        ("SCR_JOB_ID", "bench-restart".to_string()),
+        ("SCR_COPY_TYPE", scheme.to_string()),
+    ];
+    let data: Vec<u8> = (0..size)
+        .map(|i| ((i as u64 * 40503) ^ rank as u64) as u8)
+        .collect();
+    let mut scr = init(world, &prefix, root, rank, &vars);
+    let mut out = scr
+        .start_output(Some("c"), Flags::CHECKPOINT)
+        .expect("start");
+    let file = out
+        .route_file(prefix.join(format!("rank{rank}.ckpt")))
+        .expect("route");
+    write_fsync(&file, &data);
+    assert!(out.complete(true).expect("complete"));
+    scr.finalize().expect("finalize");
+    drop(data);
+    // Reading the dataset once (every rank its own file, page cache warm as
+    // it is for SCR too).
+    let read_s = timed(comm, || {
+        std::hint::black_box(std::fs::read(&file).expect("read"));
+    });
+    comm.barrier().expect("barrier");
+    if rank == 0 {
+        std::fs::remove_dir_all(root.join("n1")).expect("kill n1");
+    }
+    comm.barrier().expect("barrier");
+    let node = if rank == 1 { RANKS } else { rank };
+    let mut scr = None;
+    let rebuild_s = timed(comm, || scr = Some(init(world, &prefix, root, node, &vars)));
+    let scr = scr.expect("initialised");
+    assert_eq!(scr.init_report().rebuilt, vec![1], "rebuilt the checkpoint");
+    scr.finalize().expect("finalize");
+    (rebuild_s, read_s)
+}
+
+/// Every table of the benchmark, run on `comm` (collective); rank 0 prints
+/// them to stdout as Markdown. `root` is a directory every rank sees (the
+/// simulated nodes' trees go below it) and `label` names the communicator.
+pub fn run_all(comm: &dyn Comm, world: WorldFn, root: &Path, p: &Params, label: &str) {
+    assert_eq!(comm.size(), RANKS, "the benchmark runs on {RANKS} ranks");
+    let rank0 = comm.rank() == 0;
+    let say = |line: String| {
+        if rank0 {
+            println!("{line}");
+            let _ = std::io::stdout().flush();
+        }
+    };
+    say(format!(
+        "Checkpoint to cache, {RANKS} ranks on {RANKS} simulated nodes, {label}, median of {}:",
+        p.reps
+    ));
+    say(String::new());
+    say("| size per rank | scheme | raw write+fsync (s) | SCR checkpoint (s) | ratio raw/SCR | floor: read once + write redundancy (s) | best possible ratio |".into());
+    say("| --- | --- | --- | --- | --- | --- | --- |".into());
+    for &mib in &p.sizes_mib {
+        for scheme in &p.schemes {
+            let dir = root.join(format!("{scheme}-{mib}"));
+            let r = checkpoint_row(comm, world, &dir, scheme, mib << 20, p);
+            say(format!(
+                "| {mib} MiB | {scheme} | {:.3} | {:.3} | {:.2} | {:.3} + {:.3} | {:.2} |",
+                r.raw_s,
+                r.scr_s,
+                r.ratio(),
+                r.read_s,
+                r.red_write_s,
+                r.best_ratio()
+            ));
+            cleanup(comm, &dir);
+        }
+    }
+    say(String::new());
+    say("| size per rank | scheme | SCR_Init with one node lost (s) | read dataset once (s) | rebuild / read |".into());
+    say("| --- | --- | --- | --- | --- |".into());
+    for scheme in p.schemes.iter().filter(|s| *s != "SINGLE") {
+        let dir = root.join(format!("restart-{scheme}"));
+        let (rebuild, read) = restart_one_node_lost(comm, world, &dir, scheme, p.restart_mib << 20);
+        say(format!(
+            "| {} MiB | {scheme} | {rebuild:.3} | {read:.3} | {:.1} |",
+            p.restart_mib,
+            rebuild / read
+        ));
+        cleanup(comm, &dir);
+    }
+}
+
+/// Remove a row's directory once every rank is done with it.
+fn cleanup(comm: &dyn Comm, dir: &Path) {
+    comm.barrier().expect("barrier");
+    if comm.rank() == 0 {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    comm.barrier().expect("barrier");
+}
