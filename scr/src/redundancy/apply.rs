@@ -405,12 +405,10 @@ pub fn encode(
         let e = ctx.io_err(dir, None)(e.into());
         return match set.scheme {
             Scheme::Single => Err(e),
-            _ => ctx
-                .agree(Err::<(), _>(e), |_| Vec::new())
-                .map(|_| Encoded {
-                    app_crcs: Vec::new(),
-                    redundancy: Vec::new(),
-                }),
+            _ => ctx.agree(Err::<(), _>(e), |_| Vec::new()).map(|_| Encoded {
+                app_crcs: Vec::new(),
+                redundancy: Vec::new(),
+            }),
         };
     }
     match set.scheme {
