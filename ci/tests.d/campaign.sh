@@ -18,6 +18,9 @@ target/debug/scr-harness campaign --quick --app target/fault-injection/debug/scr
 echo "quick campaign: $(( $(date +%s) - start )) s"
 SCR_HARNESS_QUICK_JSON="$out/campaign-quick.json" \
   cargo test --quiet -p harness --test campaign_snapshot
+# The run loop's RUN_START/RUN_END/NODE_FAIL beside the library's log.
+SCR_APP_BIN="$PWD/target/fault-injection/debug/scr_app" \
+  cargo test --quiet -p harness --test runloop_log -- --ignored
 # The new-system checklist on simulated nodes (about 10 s).
 target/debug/scr-harness validate --app target/fault-injection/debug/scr_app \
   --work target/scr-harness/validate

@@ -9,6 +9,7 @@ pub mod launch;
 pub mod outcome;
 pub mod plot;
 pub mod random;
+pub mod runlog;
 pub mod runloop;
 pub mod scenario;
 pub mod validate;

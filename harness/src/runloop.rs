@@ -621,6 +621,8 @@ impl RunLoop {
         let excluded = self.excluded();
         let mut end = End::Retries;
         let root_of = |n: &str| Some(self.alloc.node_root(n));
+        let (runlog, warning) = crate::runlog::RunLog::open(&self.alloc.prefix(), &self.env);
+        errors.extend(warning);
         for launch in 1..=self.max_launches.max(1) {
             let mut external = Vec::new();
             let mut transient: Vec<Record> = Vec::new();
@@ -649,6 +651,9 @@ impl RunLoop {
                         .map(|(d, r)| (d.to_string(), r.to_string()))
                 })
                 .collect();
+            for (node, reason) in &newly_down {
+                runlog.node_fail(node, reason);
+            }
             if launch > 1 {
                 if let Some(reason) = halt_condition(&self.alloc.prefix()) {
                     external.push(format!("halt condition before launch {launch}: {reason}"));
@@ -664,6 +669,8 @@ impl RunLoop {
                 undo_all(&mut transient, &mut errors);
                 break;
             };
+            let procs = (nodes.len() * self.alloc.ranks_per_node) as u64;
+            runlog.run_start(launch, self.max_launches.max(1), procs, &nodes);
             let rec = self.launch(
                 launch,
                 &nodes,
@@ -678,6 +685,11 @@ impl RunLoop {
             let timed_out = rec.exit_code.is_none();
             let exited_ok = rec.exit_code == Some(0);
             let halted = rec.report.halted;
+            runlog.run_end(
+                launch,
+                &crate::runlog::run_end_note(rec.exit_code, halted, self.timeout.as_secs_f64()),
+                rec.elapsed_s,
+            );
             tokens.push(
                 rec.token
                     .parse()
