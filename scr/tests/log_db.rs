@@ -244,7 +244,10 @@ fn an_unusable_database_never_fails_the_job() {
             "SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_NAME={}\n",
             cl.root.join("no/such/dir/x.db").display()
         ),
-        "SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_HOST=db.example\n".to_string(),
+        // A server nobody runs (connection refused at once) and one of a
+        // kind this library does not speak.
+        "SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_HOST=127.0.0.1:1\n".to_string(),
+        "SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_HOST=mysql://db.example/scr\n".to_string(),
     ];
     for (i, text) in cases.iter().enumerate() {
         let sys = system(&cl, text);

@@ -13,6 +13,7 @@ use crate::cache::{Job, ScrResult};
 use crate::config::{Config, ConfigError, Location};
 use crate::interval::adaptive::{decide, Decision, History, Inputs, MtbfConfig};
 use crate::log::db::{read_records, DbSettings};
+use crate::log::server::{self, ServerSettings};
 use crate::log::writer::{log_path, Entry, EventType};
 use crate::log::{read_log, Record};
 
@@ -70,11 +71,29 @@ fn drop_this_run(records: &mut Vec<Record>, jobid: &str) {
 /// exists, else the text log; `None` when neither exists or is readable (a
 /// warning: the policy then works from this run and SCR_MTBF alone).
 fn read_history(job: &Job) -> Option<History> {
-    let db = DbSettings::from_config(&job.cfg)
-        .ok()
-        .flatten()
-        .filter(|s| s.host.is_none())
-        .map(|s| s.path(&job.prefix));
+    let settings = DbSettings::from_config(&job.cfg).ok().flatten();
+    if let Some(s) = settings.as_ref().filter(|s| s.host.is_some()) {
+        // The server holds every job of the site: this job's earlier runs
+        // are those logged under its id and prefix (the history reads the
+        // rest as other jobs, which is what they are).
+        let read = ServerSettings::from_db_settings(s).and_then(|srv| {
+            let recs = server::read_records(&srv)?;
+            Ok((srv.shown().to_string(), recs))
+        });
+        return match read {
+            Ok((shown, mut recs)) => {
+                if job.log.as_ref().is_some_and(|l| l.db_path().is_some()) {
+                    drop_this_run(&mut recs, &job.jobid);
+                }
+                Some(History::from_records(shown, &recs))
+            }
+            Err(e) => {
+                eprintln!("SCR: warning: adaptive checkpoint policy ignores the logs: {e}");
+                None
+            }
+        };
+    }
+    let db = settings.map(|s| s.path(&job.prefix));
     let logged_to = |p: &Path, db: bool| {
         job.log.as_ref().is_some_and(|l| {
             if db {

@@ -78,8 +78,9 @@ enum Command {
         /// SCR text log files.
         #[arg(long = "log", value_name = "FILE", num_args = 1..)]
         logs: Vec<PathBuf>,
-        /// SCR log databases (SQLite, SCR_LOG_DB_ENABLE).
-        #[arg(long = "db", value_name = "FILE", num_args = 1..)]
+        /// SCR log databases (SCR_LOG_DB_ENABLE): SQLite files, or a
+        /// PostgreSQL server as postgresql://USER[:PASS]@HOST[:PORT]/DBNAME.
+        #[arg(long = "db", value_name = "FILE|URL", num_args = 1..)]
         dbs: Vec<PathBuf>,
         /// Checkpoint cost in seconds (single level; overrides the logs).
         #[arg(long, value_name = "SECONDS")]
@@ -326,7 +327,15 @@ fn interval(args: IntervalArgs) -> Result<(), String> {
         records.extend(parsed.records);
     }
     for path in &args.dbs {
-        records.extend(scr::log::db::read_records(path).map_err(|e| e.to_string())?);
+        let shown = path.to_string_lossy();
+        let recs = if scr::log::server::is_server_url(&shown) {
+            let user = std::env::var("USER").ok();
+            scr::log::server::ServerSettings::parse(&shown, None, None, None, user.as_deref())
+                .and_then(|s| scr::log::server::read_records(&s))
+        } else {
+            scr::log::db::read_records(path)
+        };
+        records.extend(recs.map_err(|e| e.to_string())?);
     }
     let est =
         (!args.logs.is_empty() || !args.dbs.is_empty()).then(|| estimate::estimate(&records, 0.95));

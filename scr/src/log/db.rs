@@ -4,10 +4,10 @@
 //!
 //! Where: `<prefix>/.scr/log.db` by default; `SCR_LOG_DB_NAME` names another
 //! file (an absolute path, or a name relative to `<prefix>/.scr/`), so a
-//! site can collect every job in one place. SCR's server settings
-//! (`SCR_LOG_DB_HOST`, `_USER`, `_PASS`: MySQL in LLNL's SCR) are not
-//! supported: with `SCR_LOG_DB_HOST` set the database log is off with a
-//! warning rather than written somewhere the site did not ask for.
+//! site can collect every job in one place. With `SCR_LOG_DB_HOST` set the
+//! same tables live on a PostgreSQL server instead ([`super::server`];
+//! `SCR_LOG_DB_NAME` is then the database, with `SCR_LOG_DB_USER` and
+//! `SCR_LOG_DB_PASS`: SCR's settings, though LLNL's SCR speaks MySQL).
 //!
 //! The schema is versioned: `schema_version` lists every migration applied
 //! (version, when, what). Opening for writing applies the missing ones, each
@@ -177,11 +177,23 @@ pub enum DbError {
         /// What is wrong.
         what: String,
     },
-    /// A server database was configured; this library writes SQLite only.
-    #[error("SCR_LOG_DB_HOST={host} asks for a server database, which this library does not support (only the embedded SQLite log): database logging is off")]
-    ServerUnsupported {
+    /// SCR_LOG_DB_HOST (or a `--db` URL) does not name a usable server.
+    #[error("log database server {host:?}: {why}")]
+    BadServer {
         /// The configured host.
         host: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The log database server refused an operation or could not be reached.
+    #[error("log database {server}: {what}: {source}")]
+    Server {
+        /// `postgresql://user@host:port/dbname` (never the password).
+        server: String,
+        /// What was being done.
+        what: &'static str,
+        /// The cause.
+        source: Box<postgres::Error>,
     },
     /// A logging parameter has a bad value.
     #[error(transparent)]
@@ -194,13 +206,39 @@ impl From<ConfigError> for DbError {
     }
 }
 
+/// A password: kept out of `Debug` output and messages.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap `s`.
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+    /// The password itself, for the connection only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
 /// What SCR_LOG_DB_* say (read from the site's configuration).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DbSettings {
-    /// `SCR_LOG_DB_NAME`: file name or absolute path.
+    /// `SCR_LOG_DB_NAME`: file name or absolute path; with a host, the
+    /// server's database (default `scr`).
     pub name: Option<String>,
-    /// `SCR_LOG_DB_HOST`: a server, which we do not support.
+    /// `SCR_LOG_DB_HOST`: a PostgreSQL server instead of a file.
     pub host: Option<String>,
+    /// `SCR_LOG_DB_USER` (server only; default the job's user).
+    pub user: Option<String>,
+    /// `SCR_LOG_DB_PASS` (server only).
+    pub pass: Option<Secret>,
     /// `SCR_LOG_DB_DEBUG` > 0: echo each statement to stderr.
     pub debug: bool,
     /// `SCR_USER_NAME`, recorded in `jobs.username`.
@@ -222,6 +260,8 @@ impl DbSettings {
         Ok(Some(DbSettings {
             name: nonempty(cfg, "SCR_LOG_DB_NAME"),
             host: nonempty(cfg, "SCR_LOG_DB_HOST"),
+            user: nonempty(cfg, "SCR_LOG_DB_USER"),
+            pass: nonempty(cfg, "SCR_LOG_DB_PASS").map(Secret),
             debug: cfg.get_u64("SCR_LOG_DB_DEBUG")?.unwrap_or(0) > 0,
             username: nonempty(cfg, "SCR_USER_NAME"),
             jobname: nonempty(cfg, "SCR_JOB_NAME"),
@@ -372,9 +412,74 @@ fn to_i64(v: Option<u64>) -> Option<i64> {
     v.map(|v| i64::try_from(v).unwrap_or(i64::MAX))
 }
 
-/// An open database log of one job on one process.
+/// An open database log of one job on one process: the SQLite file or
+/// the server.
 #[derive(Debug)]
-pub struct DbLog {
+pub enum DbLog {
+    /// `<prefix>/.scr/log.db` or SCR_LOG_DB_NAME.
+    Sqlite(SqliteLog),
+    /// SCR_LOG_DB_HOST.
+    Server(Box<super::server::ServerLog>),
+}
+
+impl DbLog {
+    /// Open the database `settings` name for `prefix` (a server when
+    /// SCR_LOG_DB_HOST is set), migrate it, and find or add this job's row.
+    pub fn open(settings: &DbSettings, prefix: &Path, jobid: &str) -> Result<DbLog, DbError> {
+        if settings.host.is_some() {
+            return super::server::ServerLog::open(settings, prefix, jobid)
+                .map(|l| DbLog::Server(Box::new(l)));
+        }
+        SqliteLog::open(settings, prefix, jobid).map(DbLog::Sqlite)
+    }
+
+    /// The database file, or `postgresql://user@host:port/dbname`.
+    pub fn path(&self) -> &Path {
+        match self {
+            DbLog::Sqlite(l) => l.path(),
+            DbLog::Server(l) => l.path(),
+        }
+    }
+
+    /// The `runs` row this process's entries belong to, once a `START` or
+    /// `RUN_START` has been logged.
+    pub fn run_row(&self) -> Option<i64> {
+        match self {
+            DbLog::Sqlite(l) => l.run_row(),
+            DbLog::Server(l) => l.run_row(),
+        }
+    }
+
+    /// Record `e`, stamped `unix_s` shown in the zone `offset_s` east of
+    /// UTC, as written by `host`; one transaction. A `START` adopts the
+    /// newest run of its job the run loop opened that no application has
+    /// claimed, else opens its own; `RUN_START` opens a run; `RUN_END`
+    /// closes it.
+    pub fn insert(
+        &mut self,
+        unix_s: f64,
+        offset_s: i64,
+        host: &str,
+        e: &Entry,
+    ) -> Result<(), DbError> {
+        match self {
+            DbLog::Sqlite(l) => l.insert(unix_s, offset_s, host, e),
+            DbLog::Server(l) => l.insert(unix_s, offset_s, host, e),
+        }
+    }
+}
+
+/// The type name an entry is stored under (`START`, `FLUSH_SYNC`, ...).
+pub(crate) fn entry_kind_name(e: &Entry) -> &'static str {
+    match e.kind {
+        EntryKind::Event(t) => t.as_str(),
+        EntryKind::Xfer(t) => t.as_str(),
+    }
+}
+
+/// The SQLite database log.
+#[derive(Debug)]
+pub struct SqliteLog {
     conn: Connection,
     path: PathBuf,
     job_row: i64,
@@ -382,17 +487,14 @@ pub struct DbLog {
     debug: bool,
 }
 
-impl DbLog {
-    /// Open the database `settings` name for `prefix`, migrate it, and find
-    /// or add this job's row.
-    pub fn open(settings: &DbSettings, prefix: &Path, jobid: &str) -> Result<DbLog, DbError> {
-        if let Some(host) = &settings.host {
-            return Err(DbError::ServerUnsupported { host: host.clone() });
-        }
+impl SqliteLog {
+    /// Open the database file `settings` name for `prefix`, migrate it, and
+    /// find or add this job's row.
+    pub fn open(settings: &DbSettings, prefix: &Path, jobid: &str) -> Result<SqliteLog, DbError> {
         let path = settings.path(prefix);
         let conn = open_for_writing(&path)?;
         let prefix_s = prefix.to_string_lossy().into_owned();
-        let mut db = DbLog {
+        let mut db = SqliteLog {
             conn,
             path,
             job_row: 0,
@@ -451,10 +553,7 @@ impl DbLog {
         e: &Entry,
     ) -> Result<(), DbError> {
         let time = format_timestamp(unix_s, offset_s);
-        let kind = match e.kind {
-            EntryKind::Event(t) => t.as_str(),
-            EntryKind::Xfer(t) => t.as_str(),
-        };
+        let kind = entry_kind_name(e);
         self.trace("insert", &[&time, kind]);
         let path = self.path.clone();
         let job = self.job_row;
@@ -624,99 +723,104 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>, DbError> {
     let mut stmt = conn
         .prepare(&sql)
         .map_err(sql_err(path, "reading entries"))?;
-    type Row = (
-        i64,
-        i64,
-        f64,
-        String,
-        String,
-        String,
-        Option<String>,
-        Option<i64>,
-        Option<String>,
-        Option<f64>,
-        Option<i64>,
-        Option<i64>,
-        Option<i64>,
-        Option<i64>,
-        Option<String>,
-        Option<String>,
-    );
     let rows = stmt
         .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-                r.get(7)?,
-                r.get(8)?,
-                r.get(9)?,
-                r.get(10)?,
-                r.get(11)?,
-                r.get(12)?,
-                r.get(13)?,
-                r.get(14)?,
-                r.get(15)?,
-            ))
+            Ok(RawEntry {
+                transfer: r.get::<_, i64>(0)? != 0,
+                id: r.get(1)?,
+                time_s: r.get(2)?,
+                host: r.get(3)?,
+                jobid: r.get(4)?,
+                ty: r.get(5)?,
+                note: r.get(6)?,
+                dset: r.get(7)?,
+                name: r.get(8)?,
+                secs: r.get(9)?,
+                bytes: r.get(10)?,
+                files: r.get(11)?,
+                procs: r.get(12)?,
+                nodes: r.get(13)?,
+                from: r.get(14)?,
+                to: r.get(15)?,
+            })
         })
         .map_err(sql_err(path, "reading entries"))?;
     let mut out = Vec::new();
     for row in rows {
-        let row: Row = row.map_err(sql_err(path, "reading an entry"))?;
-        let (k, id, time_s, host, jobid, ty, note, dset, name, secs) = (
-            row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9,
-        );
-        let (bytes, files, procs, nodes, from, to) =
-            (row.10, row.11, row.12, row.13, row.14, row.15);
-        let table = if k == 0 { "events" } else { "transfers" };
-        let bad = |what: String| DbError::BadRow {
-            path: path.to_path_buf(),
-            table,
-            id,
-            what,
-        };
-        let count = |field: &str, v: Option<i64>| -> Result<Option<u64>, DbError> {
-            v.map(|v| u64::try_from(v).map_err(|_| bad(format!("{field}={v} is negative"))))
-                .transpose()
-        };
-        if !time_s.is_finite() {
-            return Err(bad(format!("time_s={time_s} is not a time")));
-        }
-        if let Some(s) = secs.filter(|s| !(s.is_finite() && *s >= 0.0)) {
-            return Err(bad(format!("secs={s} is not a non-negative number")));
-        }
-        let mut other = std::collections::BTreeMap::new();
-        if let Some(f) = from {
-            other.insert("from".to_string(), f);
-        }
-        if let Some(t) = to {
-            other.insert("to".to_string(), t);
-        }
-        out.push(Record {
-            time_s,
-            host: Some(host),
-            jobid: Some(jobid),
-            kind: if k == 0 {
-                RecordKind::Event(ty)
-            } else {
-                RecordKind::Transfer(ty)
-            },
-            note,
-            dset: count("dset", dset)?,
-            name,
-            secs,
-            bytes: count("bytes", bytes)?.map(|b| b as f64),
-            files: count("files", files)?,
-            procs: count("procs", procs)?,
-            nodes: count("nodes", nodes)?,
-            other,
-        });
+        let raw = row.map_err(sql_err(path, "reading an entry"))?;
+        out.push(raw_to_record(raw, path)?);
     }
     Ok(out)
+}
+
+/// One row of `events` or `transfers` as stored, before it is checked.
+#[derive(Debug, Clone)]
+pub(crate) struct RawEntry {
+    pub transfer: bool,
+    pub id: i64,
+    pub time_s: f64,
+    pub host: String,
+    pub jobid: String,
+    pub ty: String,
+    pub note: Option<String>,
+    pub dset: Option<i64>,
+    pub name: Option<String>,
+    pub secs: Option<f64>,
+    pub bytes: Option<i64>,
+    pub files: Option<i64>,
+    pub procs: Option<i64>,
+    pub nodes: Option<i64>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+/// Check a stored row and turn it into a log record; a value the log format
+/// does not allow is [`DbError::BadRow`] naming the table and row id.
+pub(crate) fn raw_to_record(raw: RawEntry, path: &Path) -> Result<Record, DbError> {
+    let table = if raw.transfer { "transfers" } else { "events" };
+    let id = raw.id;
+    let bad = |what: String| DbError::BadRow {
+        path: path.to_path_buf(),
+        table,
+        id,
+        what,
+    };
+    let count = |field: &str, v: Option<i64>| -> Result<Option<u64>, DbError> {
+        v.map(|v| u64::try_from(v).map_err(|_| bad(format!("{field}={v} is negative"))))
+            .transpose()
+    };
+    if !raw.time_s.is_finite() {
+        return Err(bad(format!("time_s={} is not a time", raw.time_s)));
+    }
+    if let Some(s) = raw.secs.filter(|s| !(s.is_finite() && *s >= 0.0)) {
+        return Err(bad(format!("secs={s} is not a non-negative number")));
+    }
+    let mut other = std::collections::BTreeMap::new();
+    if let Some(f) = raw.from {
+        other.insert("from".to_string(), f);
+    }
+    if let Some(t) = raw.to {
+        other.insert("to".to_string(), t);
+    }
+    Ok(Record {
+        time_s: raw.time_s,
+        host: Some(raw.host),
+        jobid: Some(raw.jobid),
+        kind: if raw.transfer {
+            RecordKind::Transfer(raw.ty)
+        } else {
+            RecordKind::Event(raw.ty)
+        },
+        note: raw.note,
+        dset: count("dset", raw.dset)?,
+        name: raw.name,
+        secs: raw.secs,
+        bytes: count("bytes", raw.bytes)?.map(|b| b as f64),
+        files: count("files", raw.files)?,
+        procs: count("procs", raw.procs)?,
+        nodes: count("nodes", raw.nodes)?,
+        other,
+    })
 }
 
 #[cfg(test)]
@@ -728,6 +832,8 @@ mod tests {
         DbSettings {
             name: name.map(str::to_owned),
             host: None,
+            user: None,
+            pass: None,
             debug: false,
             username: Some("u".into()),
             jobname: None,
@@ -872,11 +978,21 @@ mod tests {
             db_path(p, Some("/var/scr/all.db")),
             Path::new("/var/scr/all.db")
         );
+        // A host means the server: nothing listens on port 1, so opening
+        // fails at once, naming the server and never the password.
         let mut s = settings(None);
-        s.host = Some("dbhost".into());
+        s.host = Some("127.0.0.1:1".into());
+        s.pass = Some(Secret::new("hunter2"));
         let e = DbLog::open(&s, p, "1").unwrap_err();
-        assert!(matches!(e, DbError::ServerUnsupported { .. }), "{e}");
-        assert!(e.to_string().contains("dbhost"));
+        assert!(matches!(e, DbError::Server { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("postgresql://u@127.0.0.1:1/scr"), "{msg}");
+        assert!(msg.contains("connecting"), "{msg}");
+        assert!(!msg.contains("hunter2") && !format!("{s:?}").contains("hunter2"));
+        s.host = Some("mysql://dbhost/scr".into());
+        let e = DbLog::open(&s, p, "1").unwrap_err();
+        assert!(matches!(e, DbError::BadServer { .. }), "{e}");
+        assert!(e.to_string().contains("PostgreSQL"), "{e}");
     }
 
     #[test]
@@ -928,8 +1044,8 @@ mod tests {
         )
         .unwrap();
         assert_ne!(app2.run_row(), app.run_row());
-        let mut st = app2
-            .conn
+        let conn = Connection::open(app2.path()).unwrap();
+        let mut st = conn
             .prepare(
                 "SELECT launched_by, start_s, app_start_s, last_s, end_s, end_note, procs \
                  FROM runs ORDER BY id",

@@ -3,6 +3,7 @@
 
 pub mod db;
 pub mod parse;
+pub mod server;
 pub mod writer;
 
 pub use parse::{parse_line, read_log, LineError, LogError, Parsed, Record, RecordKind};
