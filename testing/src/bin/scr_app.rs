@@ -467,7 +467,7 @@ fn write_checkpoint(
     let rank = app.rank();
     let name = format!("ckpt.{c}");
     let flags = match args.output_every {
-        Some(k) if k > 0 && c % k == 0 => Flags::CHECKPOINT | Flags::OUTPUT,
+        Some(k) if k > 0 && c.is_multiple_of(k) => Flags::CHECKPOINT | Flags::OUTPUT,
         _ => Flags::CHECKPOINT,
     };
     let mut out = ok_or_fail(
