@@ -1511,6 +1511,37 @@ mod tests {
     }
 
     #[test]
+    fn postrun_json_gives_one_result_per_dataset() {
+        let json = r#"{"up_nodes":["n0"],"down_nodes":["n1"],"datasets":[
+            {"id":2,"name":"ckpt.2","kind":"output","complete":true,"current":false,"error":null,"copies":[],"index":null},
+            {"id":3,"name":"ckpt.3","kind":"checkpoint","complete":false,"current":false,"error":null,
+             "copies":[{"node":"n1","round":"originals","report":null,"not_cached":false,"error":"gone"}]}],
+            "nothing_to_do":null,"index_rebuilt":null}"#;
+        let r = PostrunJson::parse(json, 3).unwrap();
+        assert_eq!(r.results(), [Scavenged::Saved(2), Scavenged::Lost(3)]);
+        assert_eq!(r.datasets[1].copies[0].error.as_deref(), Some("gone"));
+        let nothing =
+            PostrunJson::parse(r#"{"datasets":[],"nothing_to_do":"already"}"#, 0).unwrap();
+        assert_eq!(nothing.results(), [Scavenged::Nothing]);
+        let e = PostrunJson::parse("scr postrun: nothing", 0).unwrap_err();
+        assert!(e.to_string().contains("not a report"), "{e}");
+    }
+
+    #[test]
+    fn newest_complete_checkpoint_comes_from_the_index() {
+        use scr::records::{Dataset, Index, Record};
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(newest_complete_checkpoint(tmp.path()), None);
+        let mut idx = Index::default();
+        idx.set_dataset(2, "ckpt.2", Dataset::new(2), true);
+        idx.set_dataset(3, "ckpt.3", Dataset::new(3), false);
+        let path = scr::records::index::index_path(tmp.path());
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        idx.write_file(&path).unwrap();
+        assert_eq!(newest_complete_checkpoint(tmp.path()), Some(2));
+    }
+
+    #[test]
     fn halt_file_conditions_are_seen_and_finalize_is_not_a_halt() {
         let tmp = tempfile::tempdir().unwrap();
         assert_eq!(halt_condition(tmp.path()), None);
