@@ -2,18 +2,21 @@
 # quick) under real mpirun: every scenario must meet its expected outcome
 # for every scheme, and the outcome table must match its insta snapshot;
 # then `scr-harness validate` (the new-system checklist) on simulated nodes.
-# scr_app is built with injection points in its own target directory, so
-# the workspace's binaries stay free of them (ci/tests.d/fault-points-free.sh).
+# scr_app and the `scr` command (whose `scr postrun` runs `scr copy` on
+# every node, with the injection point scavenge.file) are built with
+# injection points in their own target directory, so the workspace's
+# binaries stay free of them (ci/tests.d/fault-points-free.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app --features scr/fault-injection \
+cargo build --quiet -p testing --bin scr_app -p scr --bin scr --features scr/fault-injection \
   --target-dir target/fault-injection
 cargo build --quiet -p harness --bin scr-harness -p scr --bin scr
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s)
 target/debug/scr-harness campaign --quick --app target/fault-injection/debug/scr_app \
+  --scr target/fault-injection/debug/scr \
   --jobs 2 --out "$out" --work target/scr-harness
 echo "quick campaign: $(( $(date +%s) - start )) s"
 SCR_HARNESS_QUICK_JSON="$out/campaign-quick.json" \

@@ -54,6 +54,9 @@ pub const POINT_AFTER_COMPLETE: &str = "api.complete_output.done";
 /// that follows Complete_output, so every rank has finished checkpoint N
 /// (a fault at [`POINT_AFTER_COMPLETE`] can kill ranks still committing N).
 pub const POINT_COMPUTE: &str = "app.compute";
+/// Injection point of `scr copy` (the scavenge on one node), reached after
+/// each file copied to the prefix.
+pub const POINT_SCAVENGE_FILE: &str = "scavenge.file";
 
 /// Injection points the library is known to have (names in other plans are
 /// allowed, with a [`Warning`]: plans may target a newer library).
@@ -75,7 +78,7 @@ pub const KNOWN_POINTS: &[&str] = &[
     "rebuild.xor.received",
     "rebuild.init",
     "fetch.file",
-    "scavenge.file",
+    POINT_SCAVENGE_FILE,
 ];
 
 /// Most faults in one plan.
@@ -467,6 +470,25 @@ pub enum When {
         /// The launch.
         run: u32,
     },
+    /// During `scr postrun`, the scavenge after the run loop's last launch.
+    /// Without `point` the harness applies the fault from outside just
+    /// before postrun starts (a node dies, files are damaged, the prefix
+    /// goes away; transient faults are undone when postrun ends). With
+    /// `point` the fault fires inside the scavenge's own processes (`scr
+    /// copy` on each node, e.g. at [`POINT_SCAVENGE_FILE`]), matched by
+    /// node rather than rank: no rank runs there.
+    Postrun {
+        /// The injection point, for faults inside the scavenge.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        point: Option<String>,
+        /// The hit (1-based) of the point, counted per process (each node's
+        /// `scr copy` counts its own files).
+        #[serde(default = "one")]
+        hit: u64,
+        /// Also on every later hit.
+        #[serde(default, skip_serializing_if = "is_default")]
+        repeat: bool,
+    },
 }
 
 impl When {
@@ -486,8 +508,26 @@ impl When {
             When::DuringComplete { checkpoint } => {
                 Some((POINT_COMPLETE_OUTPUT, *checkpoint, false, None))
             }
-            When::BeforeRun { .. } | When::AfterRun { .. } => None,
+            When::BeforeRun { .. } | When::AfterRun { .. } | When::Postrun { .. } => None,
         }
+    }
+
+    /// The injection point and hit of a fault inside `scr postrun`'s
+    /// processes (`at = "postrun"` with a point).
+    pub fn as_postrun_point(&self) -> Option<(&str, u64, bool)> {
+        match self {
+            When::Postrun {
+                point: Some(p),
+                hit,
+                repeat,
+            } => Some((p.as_str(), *hit, *repeat)),
+            _ => None,
+        }
+    }
+
+    /// True for the moments of `scr postrun` (with or without a point).
+    pub fn is_postrun(&self) -> bool {
+        matches!(self, When::Postrun { .. })
     }
 }
 
@@ -793,6 +833,35 @@ impl Plan {
                     return Err(invalid("outputs are numbered from 1".into()));
                 }
             }
+            When::Postrun { point, hit, .. } => {
+                if fault.run != 1 {
+                    return Err(invalid(format!(
+                        "`run = {}` means nothing for postrun, which comes once after the last launch; leave `run` out",
+                        fault.run
+                    )));
+                }
+                if let Some(point) = point {
+                    if !valid_name(point) {
+                        return Err(invalid(format!(
+                            "point name `{point}` must be non-empty [A-Za-z0-9._-]"
+                        )));
+                    }
+                    if *hit == 0 {
+                        return Err(invalid("hit counts start at 1".into()));
+                    }
+                    if !KNOWN_POINTS.contains(&point.as_str()) {
+                        warnings.push(Warning::UnknownPoint {
+                            index,
+                            point: point.clone(),
+                        });
+                    }
+                }
+                if matches!(fault.what, What::KillRank { .. } | What::ExitRank { .. }) {
+                    return Err(bad_moment(
+                        "no rank runs during postrun; use kill-node (with a point: that node's `scr copy` dies)",
+                    ));
+                }
+            }
             When::BeforeRun { run } | When::AfterRun { run } => {
                 if *run == 0 {
                     return Err(invalid("runs are numbered from 1".into()));
@@ -805,8 +874,9 @@ impl Plan {
                 }
             }
         }
-        let between_runs = fault.when.as_point().is_none();
-        let at_point = matches!(fault.when, When::Point { .. });
+        let postrun_point = fault.when.as_postrun_point().is_some();
+        let between_runs = fault.when.as_point().is_none() && !postrun_point;
+        let at_point = matches!(fault.when, When::Point { .. }) || postrun_point;
         let when_rank = match &fault.when {
             When::Point { rank, .. } => *rank,
             _ => None,
@@ -915,7 +985,9 @@ impl Plan {
             let Some(spec) = self.spec_of(f) else {
                 continue;
             };
-            let key = (f.run, spec.point, spec.hit, spec.rank, spec.node);
+            // Postrun faults are keyed apart from every launch's (run 0).
+            let run = if f.when.is_postrun() { 0 } else { f.run };
+            let key = (run, spec.point, spec.hit, spec.rank, spec.node);
             if let Some((first, _)) = seen.iter().find(|(_, k)| *k == key) {
                 return Err(PlanError::Contradiction {
                     first: *first,
@@ -958,7 +1030,10 @@ impl Plan {
     }
 
     fn spec_of(&self, f: &Fault) -> Option<FaultSpec> {
-        let (point, hit, repeat, when_rank) = f.when.as_point()?;
+        let (point, hit, repeat, when_rank) = f
+            .when
+            .as_point()
+            .or_else(|| f.when.as_postrun_point().map(|(p, h, r)| (p, h, r, None)))?;
         let (action, rank, node) = match &f.what {
             What::KillRank { rank } => (Action::Kill, Some(*rank), None),
             What::ExitRank { rank, code } => (Action::Exit { code: *code }, Some(*rank), None),
@@ -983,7 +1058,20 @@ impl Plan {
             faults: self
                 .faults
                 .iter()
-                .filter(|f| f.run == run)
+                .filter(|f| f.run == run && !f.when.is_postrun())
+                .filter_map(|f| self.spec_of(f))
+                .collect(),
+        }
+    }
+
+    /// The library-side faults of `scr postrun` (`at = "postrun"` with a
+    /// point), as `scr::fault` reads them in the scavenge's processes.
+    pub fn postrun_fault_plan(&self) -> FaultPlan {
+        FaultPlan {
+            faults: self
+                .faults
+                .iter()
+                .filter(|f| f.when.as_postrun_point().is_some())
                 .filter_map(|f| self.spec_of(f))
                 .collect(),
         }
@@ -1003,7 +1091,8 @@ impl Plan {
             !f.what.in_process()
                 || match f.what {
                     What::KillNode { then, .. } => {
-                        then != NodeAftermath::Keep || f.when.as_point().is_none()
+                        then != NodeAftermath::Keep
+                            || (f.when.as_point().is_none() && f.when.as_postrun_point().is_none())
                     }
                     _ => false,
                 }
@@ -1014,7 +1103,12 @@ impl Plan {
     pub fn points(&self) -> BTreeSet<String> {
         self.faults
             .iter()
-            .filter_map(|f| f.when.as_point().map(|(p, ..)| p.to_string()))
+            .filter_map(|f| {
+                f.when
+                    .as_point()
+                    .map(|(p, ..)| p.to_string())
+                    .or_else(|| f.when.as_postrun_point().map(|(p, ..)| p.to_string()))
+            })
             .collect()
     }
 }
@@ -1346,5 +1440,67 @@ when = { at = "point", point = "fetch.file", repeat = true, rank = 3 }
         assert!(glob.matches(Path::new("scr.dataset.3/rank_0.ckpt")));
         assert!(!glob.matches(Path::new("scr.dataset.3/sub/rank_0.ckpt")));
         assert!(Selector::Glob("**/*.xor".into()).matches(Path::new("a/b/.scr/1_of_2_in_0.xor")));
+    }
+
+    #[test]
+    fn postrun_moments_route_faults_to_the_scavenge() {
+        let text = r#"
+[[faults]]
+what = { kind = "kill-node", node = "n1", then = "keep" }
+when = { at = "postrun", point = "scavenge.file", hit = 2 }
+[[faults]]
+what = { kind = "pfs-outage" }
+when = { at = "postrun" }
+[[faults]]
+what = { kind = "kill-rank", rank = 1 }
+when = { at = "point", point = "scavenge.file", hit = 2 }
+"#;
+        let plan = Plan::from_toml(text, "t").expect("parses");
+        assert_eq!(plan.validate(&topo()), Ok(vec![]));
+        // The postrun point is not a launch's; a launch's point with the
+        // same name and hit does not contradict it.
+        assert_eq!(
+            plan.postrun_fault_plan().to_string(),
+            "scavenge.file#2@node:n1=kill-node"
+        );
+        assert_eq!(
+            plan.fault_plan(1).to_string(),
+            "scavenge.file#2@rank:1=kill"
+        );
+        let ext: Vec<usize> = plan.external().map(|(i, _)| i).collect();
+        assert_eq!(ext, [1]);
+        assert!(plan.points().contains("scavenge.file"));
+        let bad = one_fault(
+            What::KillRank { rank: 1 },
+            When::Postrun {
+                point: Some("scavenge.file".into()),
+                hit: 1,
+                repeat: false,
+            },
+        );
+        let e = bad.validate(&topo()).unwrap_err().to_string();
+        assert!(e.contains("no rank runs during postrun"), "{e}");
+        let bad = one_fault(
+            What::Corrupt {
+                target: Target {
+                    area: Area::Cache,
+                    node: None,
+                    dataset: None,
+                    select: Selector::Role(Role::AppFile),
+                    files: None,
+                },
+                how: Corruption::Delete,
+            },
+            When::Postrun {
+                point: Some("scavenge.file".into()),
+                hit: 1,
+                repeat: false,
+            },
+        );
+        assert!(bad.validate(&topo()).is_err());
+        let mut late = plan.clone();
+        late.faults[1].run = 2;
+        let e = late.validate(&topo()).unwrap_err().to_string();
+        assert!(e.contains("leave `run` out"), "{e}");
     }
 }

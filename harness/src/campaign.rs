@@ -371,6 +371,8 @@ pub fn cell_loop(
         sc.checkpoints,
         sc.relaunch_checkpoints,
     );
+    let mut app = app;
+    app.args.extend(sc.app_args.iter().cloned());
     let mut plan = sc.plan();
     plan.seed = Some(seed);
     Ok(RunLoop {
@@ -385,6 +387,7 @@ pub fn cell_loop(
         storage,
         mpirun: settings.mpirun.clone(),
         scr_command: settings.scr_command.clone(),
+        next_allocation: sc.next_allocation,
     })
 }
 
@@ -439,11 +442,17 @@ pub fn run_cell(sc: &Scenario, scheme: Scheme, settings: &Settings) -> (Cell, Op
     cell.outcome = result.outcome.to_string();
     cell.class = result.outcome.headline().name().to_string();
     let reports: Vec<AppReport> = result.launches.iter().map(|l| l.report.clone()).collect();
+    let next_report = result.next.as_ref().map(|l| &l.report);
     let (verdict, mut why) = match sc.expected(scheme) {
-        Some(exp) => judge(&result.outcome, exp, &reports),
+        Some(exp) => judge(&result.outcome, exp, &reports, next_report),
         None => (Verdict::Unexpected, "no expectation".into()),
     };
-    if let Some(w) = result.launches.iter().find_map(|l| l.why.clone()) {
+    if let Some(w) = result
+        .launches
+        .iter()
+        .chain(result.next.as_ref())
+        .find_map(|l| l.why.clone())
+    {
         why = if why.is_empty() {
             w
         } else {
@@ -458,6 +467,12 @@ pub fn run_cell(sc: &Scenario, scheme: Scheme, settings: &Settings) -> (Cell, Op
                 .iter()
                 .map(move |u| format!("launch {}: {u}", l.launch))
         })
+        .chain(
+            result
+                .postrun
+                .iter()
+                .flat_map(|p| p.unfired.iter().map(|u| format!("postrun: {u}"))),
+        )
         .collect();
     let stuck: Vec<String> = result
         .launches

@@ -16,6 +16,13 @@
 //! The run loop ends in one [`End`]. A scenario's outcome is the sequence of
 //! tokens, one per launch, and the end: `scratch, rebuilt:3 | completed`.
 //! docs/decisions.md ("Outcome classes") gives the rules and why.
+//!
+//! A scenario that checks the scavenge (`next_allocation = true`) adds two
+//! clauses after `;`: what `scr postrun` saved ([`Scavenged`], one per
+//! dataset it handled) and how the next allocation (new nodes, empty
+//! caches, the same prefix) restarted (a [`Token`]):
+//! `scratch, died | retries; postrun saved:3; next fetched:3`.
+//! docs/decisions.md ("Scavenge outcomes") gives the grammar and the rules.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -120,37 +127,185 @@ impl fmt::Display for Token {
     }
 }
 
+/// Why an expected outcome does not parse. Catalogue errors wrap it with
+/// the file and the scenario's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutcomeError {
+    /// A token names no class.
+    #[error("`{token}`: unknown class {name:?} (one of {known})")]
+    UnknownClass {
+        /// The token.
+        token: String,
+        /// The name given.
+        name: String,
+        /// The classes there are.
+        known: String,
+    },
+    /// A checkpoint id that is not a number.
+    #[error("`{token}`: checkpoint id {id:?} is not a number")]
+    BadCheckpoint {
+        /// The token.
+        token: String,
+        /// The id given.
+        id: String,
+    },
+    /// A restart class without its checkpoint id.
+    #[error("`{token}`: {name} needs a checkpoint id, e.g. {name}:3")]
+    NeedsCheckpoint {
+        /// The token.
+        token: String,
+        /// The class.
+        name: String,
+    },
+    /// A class that takes no checkpoint id was given one.
+    #[error("`{token}`: {name} takes no checkpoint id")]
+    TakesNoCheckpoint {
+        /// The token.
+        token: String,
+        /// The class.
+        name: String,
+    },
+    /// The end after `|` is not one of the ends.
+    #[error("unknown end {end:?} (one of {known})")]
+    UnknownEnd {
+        /// The end given.
+        end: String,
+        /// The ends there are.
+        known: String,
+    },
+    /// No launch token and no end that explains it.
+    #[error("`{text}`: no launch outcome (e.g. `scratch, rebuilt:3`)")]
+    NoLaunch {
+        /// The outcome text.
+        text: String,
+    },
+    /// A clause after `;` that is neither `postrun ...` nor `next ...`.
+    #[error("`{clause}`: unknown clause; after `;` come `postrun saved:N` (or lost:N, nothing, failed) and `next TOKEN`")]
+    UnknownClause {
+        /// The clause.
+        clause: String,
+    },
+    /// The same clause twice.
+    #[error("`{clause}`: the {what} clause is given twice")]
+    Repeated {
+        /// The clause.
+        clause: String,
+        /// `postrun` or `next`.
+        what: &'static str,
+    },
+    /// A postrun result that is not one of the forms.
+    #[error("`{token}`: unknown postrun result (saved:N, lost:N, nothing, failed, HANG)")]
+    BadScavenged {
+        /// The token.
+        token: String,
+    },
+    /// `postrun` or `next` with nothing after it.
+    #[error("`{clause}`: says nothing (e.g. `postrun saved:3`, `next fetched:3`)")]
+    EmptyClause {
+        /// The clause.
+        clause: String,
+    },
+}
+
 impl FromStr for Token {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Token, String> {
+    type Err = OutcomeError;
+    fn from_str(s: &str) -> Result<Token, OutcomeError> {
         let s = s.trim();
         let (name, ckpt) = match s.split_once(':') {
             Some((n, c)) => (
                 n,
-                Some(
-                    c.parse::<u64>()
-                        .map_err(|_| format!("`{s}`: checkpoint id {c:?} is not a number"))?,
-                ),
+                Some(c.parse::<u64>().map_err(|_| OutcomeError::BadCheckpoint {
+                    token: s.to_string(),
+                    id: c.to_string(),
+                })?),
             ),
             None => (s, None),
         };
         let class = Class::ALL
             .into_iter()
             .find(|c| c.name().eq_ignore_ascii_case(name))
-            .ok_or_else(|| {
-                format!(
-                    "`{s}`: unknown class {name:?} (one of {})",
-                    Class::ALL.map(Class::name).join(", ")
-                )
+            .ok_or_else(|| OutcomeError::UnknownClass {
+                token: s.to_string(),
+                name: name.to_string(),
+                known: Class::ALL.map(Class::name).join(", "),
             })?;
         if class.restarted() != ckpt.is_some() {
+            let (token, name) = (s.to_string(), name.to_string());
             return Err(if class.restarted() {
-                format!("`{s}`: {name} needs a checkpoint id, e.g. {name}:3")
+                OutcomeError::NeedsCheckpoint { token, name }
             } else {
-                format!("`{s}`: {name} takes no checkpoint id")
+                OutcomeError::TakesNoCheckpoint { token, name }
             });
         }
         Ok(Token { class, ckpt })
+    }
+}
+
+/// What `scr postrun` did with one dataset, or why it did nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scavenged {
+    /// Checkpoint N is complete in the prefix (indexed COMPLETE).
+    Saved(u64),
+    /// Postrun tried checkpoint N and could not save it whole.
+    Lost(u64),
+    /// Nothing needed a scavenge (the newest checkpoint was already in the
+    /// prefix, or nothing was ever cached).
+    Nothing,
+    /// Postrun could not run at all (no report: unreadable flush file, no
+    /// node up, prefix gone).
+    Failed,
+    /// Postrun outlived its bound. Must never happen.
+    Hang,
+}
+
+impl Scavenged {
+    /// True for the result that must never happen.
+    pub fn never(self) -> bool {
+        self == Scavenged::Hang
+    }
+}
+
+impl fmt::Display for Scavenged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scavenged::Saved(n) => write!(f, "saved:{n}"),
+            Scavenged::Lost(n) => write!(f, "lost:{n}"),
+            Scavenged::Nothing => f.write_str("nothing"),
+            Scavenged::Failed => f.write_str("failed"),
+            Scavenged::Hang => f.write_str("HANG"),
+        }
+    }
+}
+
+impl Serialize for Scavenged {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl FromStr for Scavenged {
+    type Err = OutcomeError;
+    fn from_str(s: &str) -> Result<Scavenged, OutcomeError> {
+        let t = s.trim();
+        let bad = || OutcomeError::BadScavenged {
+            token: t.to_string(),
+        };
+        let id = |c: &str| {
+            c.parse::<u64>().map_err(|_| OutcomeError::BadCheckpoint {
+                token: t.to_string(),
+                id: c.to_string(),
+            })
+        };
+        match t.split_once(':') {
+            Some((k, c)) if k.eq_ignore_ascii_case("saved") => Ok(Scavenged::Saved(id(c)?)),
+            Some((k, c)) if k.eq_ignore_ascii_case("lost") => Ok(Scavenged::Lost(id(c)?)),
+            Some(_) => Err(bad()),
+            None if t.eq_ignore_ascii_case("nothing") => Ok(Scavenged::Nothing),
+            None if t.eq_ignore_ascii_case("failed") => Ok(Scavenged::Failed),
+            None if t.eq_ignore_ascii_case("hang") => Ok(Scavenged::Hang),
+            None => Err(bad()),
+        }
     }
 }
 
@@ -203,52 +358,77 @@ impl fmt::Display for End {
 }
 
 impl FromStr for End {
-    type Err = String;
-    fn from_str(s: &str) -> Result<End, String> {
+    type Err = OutcomeError;
+    fn from_str(s: &str) -> Result<End, OutcomeError> {
         End::ALL
             .into_iter()
             .find(|e| e.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                format!(
-                    "unknown end {s:?} (one of {})",
-                    End::ALL.map(End::name).join(", ")
-                )
+            .ok_or_else(|| OutcomeError::UnknownEnd {
+                end: s.trim().to_string(),
+                known: End::ALL.map(End::name).join(", "),
             })
     }
 }
 
-/// A run loop's outcome: one token per launch, then how it ended.
+/// A run loop's outcome: one token per launch, then how it ended; for a
+/// scenario that checks the scavenge, what `scr postrun` saved and how the
+/// next allocation restarted.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Outcome {
     /// One token per launch, in order.
     pub launches: Vec<Token>,
     /// How the loop ended.
     pub end: End,
+    /// What `scr postrun` did, one result per dataset it handled (`None`:
+    /// not checked).
+    pub postrun: Option<Vec<Scavenged>>,
+    /// The next allocation's restart (`None`: no next allocation).
+    pub next: Option<Token>,
 }
 
 impl Outcome {
-    /// The headline class: SILENT CORRUPTION or HANG when any launch had
-    /// it, else the last launch's class.
+    /// Launch tokens and an end, nothing about a scavenge.
+    pub fn of(launches: Vec<Token>, end: End) -> Outcome {
+        Outcome {
+            launches,
+            end,
+            postrun: None,
+            next: None,
+        }
+    }
+
+    /// The headline class: SILENT CORRUPTION or HANG when any launch (or
+    /// the next allocation, or postrun) had it, else the next allocation's
+    /// class when there is one, else the last launch's.
     pub fn headline(&self) -> Class {
         for never in [Class::SilentCorruption, Class::Hang] {
-            if self.launches.iter().any(|t| t.class == never) {
+            if self
+                .launches
+                .iter()
+                .chain(self.next.as_ref())
+                .any(|t| t.class == never)
+            {
                 return never;
             }
         }
-        if self.end == End::Hang {
+        if self.end == End::Hang || self.postrun.iter().flatten().any(|p| p.never()) {
             return Class::Hang;
+        }
+        if let Some(n) = &self.next {
+            return n.class;
         }
         self.launches.last().map_or(Class::Died, |t| t.class)
     }
 
-    /// The headline token: the last launch's (with its checkpoint), or the
-    /// never-happen class.
+    /// The headline token: the next allocation's or the last launch's
+    /// (with its checkpoint), or the never-happen class.
     pub fn headline_token(&self) -> Token {
         match self.headline() {
             c if c.never() => Token::of(c),
             _ => self
-                .launches
-                .last()
+                .next
+                .as_ref()
+                .or(self.launches.last())
                 .cloned()
                 .unwrap_or(Token::of(Class::Died)),
         }
@@ -264,19 +444,31 @@ impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let tokens: Vec<String> = self.launches.iter().map(Token::to_string).collect();
         if tokens.is_empty() {
-            return write!(f, "| {}", self.end);
+            write!(f, "| {}", self.end)?;
+        } else {
+            write!(f, "{} | {}", tokens.join(", "), self.end)?;
         }
-        write!(f, "{} | {}", tokens.join(", "), self.end)
+        if let Some(p) = &self.postrun {
+            let p: Vec<String> = p.iter().map(Scavenged::to_string).collect();
+            write!(f, "; postrun {}", p.join(", "))?;
+        }
+        if let Some(n) = &self.next {
+            write!(f, "; next {n}")?;
+        }
+        Ok(())
     }
 }
 
 impl FromStr for Outcome {
-    type Err = String;
-    /// `tok, tok, ... [| end]`; the end defaults to `completed`.
-    fn from_str(s: &str) -> Result<Outcome, String> {
-        let (tokens, end, explicit_end) = match s.split_once('|') {
+    type Err = OutcomeError;
+    /// `tok, tok, ... [| end] [; postrun res, res, ...] [; next tok]`; the
+    /// end defaults to `completed`.
+    fn from_str(s: &str) -> Result<Outcome, OutcomeError> {
+        let mut clauses = s.split(';');
+        let head = clauses.next().unwrap_or_default();
+        let (tokens, end, explicit_end) = match head.split_once('|') {
             Some((t, e)) => (t, e.parse::<End>()?, true),
-            None => (s, End::Completed, false),
+            None => (head, End::Completed, false),
         };
         let launches = tokens
             .split(',')
@@ -287,11 +479,57 @@ impl FromStr for Outcome {
         // No launch at all only makes sense with an end that explains it
         // (`| nodes`: too few healthy nodes to launch once).
         if launches.is_empty() && !explicit_end {
-            return Err(format!(
-                "`{s}`: no launch outcome (e.g. `scratch, rebuilt:3`)"
-            ));
+            return Err(OutcomeError::NoLaunch {
+                text: s.trim().to_string(),
+            });
         }
-        Ok(Outcome { launches, end })
+        let mut out = Outcome::of(launches, end);
+        for clause in clauses {
+            let c = clause.trim();
+            let (word, rest) = c.split_once(char::is_whitespace).unwrap_or((c, ""));
+            let rest = rest.trim();
+            let empty = || OutcomeError::EmptyClause {
+                clause: c.to_string(),
+            };
+            match word {
+                "postrun" => {
+                    if out.postrun.is_some() {
+                        return Err(OutcomeError::Repeated {
+                            clause: c.to_string(),
+                            what: "postrun",
+                        });
+                    }
+                    let results = rest
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(Scavenged::from_str)
+                        .collect::<Result<Vec<_>, _>>()?;
+                    if results.is_empty() {
+                        return Err(empty());
+                    }
+                    out.postrun = Some(results);
+                }
+                "next" => {
+                    if out.next.is_some() {
+                        return Err(OutcomeError::Repeated {
+                            clause: c.to_string(),
+                            what: "next",
+                        });
+                    }
+                    if rest.is_empty() {
+                        return Err(empty());
+                    }
+                    out.next = Some(rest.parse()?);
+                }
+                _ => {
+                    return Err(OutcomeError::UnknownClause {
+                        clause: c.to_string(),
+                    })
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -559,10 +797,34 @@ pub enum Verdict {
     Never,
 }
 
+/// A restart older than the expected `e` (or none at all) that the
+/// library did not explain (it neither reported `e`'s checkpoint lost nor
+/// tried it): a silent roll-back.
+fn unexplained_older(a: &Token, e: &Token, report: Option<&AppReport>) -> Option<u64> {
+    let (Some(want), true) = (e.ckpt, e.class.restarted()) else {
+        return None;
+    };
+    let older = match (a.class.restarted(), a.ckpt) {
+        (true, Some(got)) => got < want,
+        _ => matches!(a.class, Class::Scratch | Class::Loss),
+    };
+    let said = report.is_some_and(|r| {
+        r.lost.contains(&(want as i64)) || r.attempts.iter().any(|t| t.ckpt == Some(want))
+    });
+    (older && !said).then_some(want)
+}
+
 /// Compare an outcome with the expected one. A restart from an older
 /// checkpoint than expected, when the expected one was not reported lost,
-/// is a silent roll-back and counts as SILENT CORRUPTION.
-pub fn judge(actual: &Outcome, expected: &Outcome, reports: &[AppReport]) -> (Verdict, String) {
+/// is a silent roll-back and counts as SILENT CORRUPTION; so is a next
+/// allocation that restarts older than expected. `reports` are the
+/// launches' application reports, `next_report` the next allocation's.
+pub fn judge(
+    actual: &Outcome,
+    expected: &Outcome,
+    reports: &[AppReport],
+    next_report: Option<&AppReport>,
+) -> (Verdict, String) {
     if actual.never() {
         return (
             Verdict::Never,
@@ -570,22 +832,22 @@ pub fn judge(actual: &Outcome, expected: &Outcome, reports: &[AppReport]) -> (Ve
         );
     }
     for (i, (a, e)) in actual.launches.iter().zip(&expected.launches).enumerate() {
-        let (Some(want), true) = (e.ckpt, e.class.restarted()) else {
-            continue;
-        };
-        let older = match (a.class.restarted(), a.ckpt) {
-            (true, Some(got)) => got < want,
-            _ => matches!(a.class, Class::Scratch | Class::Loss),
-        };
-        let said = reports.get(i).is_some_and(|r| {
-            r.lost.contains(&(want as i64)) || r.attempts.iter().any(|t| t.ckpt == Some(want))
-        });
-        if older && !said {
+        if let Some(want) = unexplained_older(a, e, reports.get(i)) {
             return (
                 Verdict::Never,
                 format!(
                     "launch {}: {a} although ckpt.{want} was expected to be recoverable and the library did not report it lost",
                     i + 1
+                ),
+            );
+        }
+    }
+    if let (Some(a), Some(e)) = (&actual.next, &expected.next) {
+        if let Some(want) = unexplained_older(a, e, next_report) {
+            return (
+                Verdict::Never,
+                format!(
+                    "next allocation: {a} although ckpt.{want} was expected in the prefix and the library did not report it lost"
                 ),
             );
         }
@@ -622,6 +884,88 @@ mod tests {
         assert!("scratch:3".parse::<Outcome>().is_err());
         assert!("scratch | nowhere".parse::<Outcome>().is_err());
         assert!("".parse::<Outcome>().is_err());
+    }
+
+    #[test]
+    fn scavenge_clauses_round_trip_and_are_checked() {
+        for s in [
+            "scratch, died | retries; postrun saved:3; next fetched:3",
+            "died | retries; postrun lost:3; next scratch",
+            "died | retries; postrun saved:2, saved:3; next fetched:3",
+            "died | retries; postrun failed; next fetched:2",
+            "scratch | completed; postrun nothing; next fetched:3",
+        ] {
+            let o: Outcome = s.parse().unwrap();
+            assert_eq!(o.to_string(), s);
+        }
+        let o: Outcome = "died | retries ;postrun  saved:3 ; next fetched:3"
+            .parse()
+            .unwrap();
+        assert_eq!(o.postrun, Some(vec![Scavenged::Saved(3)]));
+        assert_eq!(o.next, Some(Token::restart(Class::Fetched, 3)));
+        assert_eq!(o.headline(), Class::Fetched);
+        let err = |s: &str| s.parse::<Outcome>().unwrap_err();
+        assert!(matches!(
+            err("died; postrun kept:3"),
+            OutcomeError::BadScavenged { .. }
+        ));
+        assert!(matches!(
+            err("died; postrun saved:x"),
+            OutcomeError::BadCheckpoint { .. }
+        ));
+        assert!(matches!(
+            err("died; later x"),
+            OutcomeError::UnknownClause { .. }
+        ));
+        assert!(matches!(
+            err("died; next"),
+            OutcomeError::EmptyClause { .. }
+        ));
+        assert!(matches!(
+            err("died; next scratch; next scratch"),
+            OutcomeError::Repeated { what: "next", .. }
+        ));
+        assert!(matches!(
+            err("died; next fetched"),
+            OutcomeError::NeedsCheckpoint { .. }
+        ));
+        // A hung postrun or a corrupt next allocation is the headline.
+        let o: Outcome = "died | retries; postrun HANG; next scratch"
+            .parse()
+            .unwrap();
+        assert!(o.never());
+        let o: Outcome = "died | retries; postrun saved:3; next SILENT-CORRUPTION"
+            .parse()
+            .unwrap();
+        assert_eq!(o.headline(), Class::SilentCorruption);
+    }
+
+    #[test]
+    fn an_older_next_allocation_than_expected_is_never() {
+        let exp: Outcome = "died | retries; postrun saved:3; next fetched:3"
+            .parse()
+            .unwrap();
+        let older: Outcome = "died | retries; postrun saved:3; next fetched:2"
+            .parse()
+            .unwrap();
+        let (v, why) = judge(&older, &exp, &[], Some(&AppReport::default()));
+        assert_eq!(v, Verdict::Never, "{why}");
+        assert!(why.contains("next allocation"), "{why}");
+        let scratch: Outcome = "died | retries; postrun lost:3; next scratch"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            judge(&scratch, &exp, &[], Some(&AppReport::default())).0,
+            Verdict::Never
+        );
+        let lost: Outcome = "died | retries; postrun lost:3; next fetched:3"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            judge(&lost, &exp, &[], Some(&AppReport::default())).0,
+            Verdict::Unexpected
+        );
+        assert_eq!(judge(&exp, &exp, &[], None).0, Verdict::Expected);
     }
 
     const RESTARTED: &str = "\
@@ -719,12 +1063,12 @@ SCR_APP restart=ckpt.3 source=rebuilt verified_bytes=100 checkpoints_written=1 s
         let exp: Outcome = "scratch, rebuilt:3".parse().unwrap();
         let got: Outcome = "scratch, cache:2".parse().unwrap();
         let quiet = vec![AppReport::default(), AppReport::default()];
-        assert_eq!(judge(&got, &exp, &quiet).0, Verdict::Never);
+        assert_eq!(judge(&got, &exp, &quiet, None).0, Verdict::Never);
         let mut loud = quiet.clone();
         loud[1].lost = vec![3];
-        assert_eq!(judge(&got, &exp, &loud).0, Verdict::Unexpected);
-        assert_eq!(judge(&exp, &exp, &quiet).0, Verdict::Expected);
+        assert_eq!(judge(&got, &exp, &loud, None).0, Verdict::Unexpected);
+        assert_eq!(judge(&exp, &exp, &quiet, None).0, Verdict::Expected);
         let newer: Outcome = "scratch, rebuilt:4".parse().unwrap();
-        assert_eq!(judge(&newer, &exp, &quiet).0, Verdict::Unexpected);
+        assert_eq!(judge(&newer, &exp, &quiet, None).0, Verdict::Unexpected);
     }
 }

@@ -180,10 +180,7 @@ pub fn expect(d: &Draw) -> Outcome {
         lost_nodes.insert(n);
     }
     if d.nodes + d.spares - lost_nodes.len() < d.nodes {
-        return Outcome {
-            launches: vec![Token::of(Class::Scratch)],
-            end: End::Nodes,
-        };
+        return Outcome::of(vec![Token::of(Class::Scratch)], End::Nodes);
     }
     let node_of = |r: usize| r / d.ranks_per_node;
     let ranks = d.nodes * d.ranks_per_node;
@@ -249,10 +246,7 @@ pub fn expect(d: &Draw) -> Outcome {
             Class::Scratch
         })
     });
-    Outcome {
-        launches: vec![Token::of(Class::Scratch), second],
-        end: End::Completed,
-    }
+    Outcome::of(vec![Token::of(Class::Scratch), second], End::Completed)
 }
 
 /// The scenario of a draw: faults as a plan, the oracle's expectation.
@@ -330,6 +324,7 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
         relaunch_checkpoints: 1,
         launches: 2,
         mean_bytes: 32768,
+        app_args: Vec::new(),
         env,
         schemes: Some(vec![d.scheme]),
         faults,
@@ -337,6 +332,7 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
         timeout_s: 60,
         needs: Vec::new(),
         cache_tmpfs_bytes: None,
+        next_allocation: false,
         expect: [(d.scheme.name().to_string(), expect)]
             .into_iter()
             .collect(),

@@ -22,7 +22,17 @@
 //!    faults (PFS outage, cache full), classify the launch
 //!    ([`crate::outcome`]); stop when it exited 0, hung, or the budget is
 //!    spent;
-//! 5. after the loop: `scr postrun` when the `scr` command has it.
+//! 5. after the loop: `scr postrun` when the `scr` command has it, as a
+//!    real allocation's epilogue runs it: faults due "at postrun" applied
+//!    first, the health checks tell it which nodes are down, and it reaches
+//!    every node through a launcher (`env SCR_NODE_NAME=<node>
+//!    SCR_NODE_ROOT=<tree>`), so `scr copy` runs once per node in its own
+//!    process, with the plan's postrun faults in `SCR_FAULT_PLAN`; its
+//!    `--json` report says what it saved ([`Scavenged`]);
+//! 6. with `next_allocation`: every node tree is set aside (a new
+//!    allocation: fresh nodes, empty caches, the same prefix) and the
+//!    application runs once more; it must fetch the newest checkpoint the
+//!    prefix index lists as COMPLETE and verify every byte of it.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -40,7 +50,7 @@ use serde::Serialize;
 
 use crate::health::{expand_hostlist, DownList, StorageCheck};
 use crate::launch::{run_argv_watched, LaunchError, MpiJob, Tick};
-use crate::outcome::{classify, AppReport, End, LaunchFacts, Outcome, Token};
+use crate::outcome::{classify, AppReport, Class, End, LaunchFacts, Outcome, Scavenged, Token};
 
 /// How long a launcher may outlive the last of its ranks before it is
 /// declared stuck and killed (mpirun needs well under a second here).
@@ -281,10 +291,154 @@ pub struct RunResult {
     pub outcome: Outcome,
     /// Down nodes at the end, with the first reason each was found down.
     pub down: Vec<(String, String)>,
-    /// What `scr postrun` said, when it ran.
-    pub postrun: Option<String>,
+    /// What `scr postrun` did, when it ran.
+    pub postrun: Option<PostrunRecord>,
+    /// The next allocation's launch (`next_allocation`).
+    pub next: Option<LaunchRecord>,
     /// Problems of the harness itself (a fault that could not be applied).
     pub harness_errors: Vec<String>,
+}
+
+/// What `scr postrun` did after the loop.
+#[derive(Debug, Clone, Serialize)]
+pub struct PostrunRecord {
+    /// The command line (variables first, as `env` takes them).
+    pub command: String,
+    /// Its exit code (`None`: it outlived its bound and was killed).
+    pub exit_code: Option<i32>,
+    /// Wall time.
+    pub elapsed_s: f64,
+    /// Nodes found down before it (given as `--down`), with why.
+    pub down: Vec<(String, String)>,
+    /// The `SCR_FAULT_PLAN` its processes got.
+    pub fault_plan: Option<String>,
+    /// Faults that fired in it.
+    pub fired: Vec<Firing>,
+    /// Postrun faults that never fired (compact form).
+    pub unfired: Vec<String>,
+    /// What the harness did from outside, in order.
+    pub external: Vec<String>,
+    /// Its `--json` report, parsed.
+    pub report: Option<PostrunJson>,
+    /// One result per dataset handled (or why nothing was done).
+    pub results: Vec<Scavenged>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// The parts of `scr postrun --json` the harness judges
+/// (`scr::scavenge::postrun::PostrunReport`; other fields are ignored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PostrunJson {
+    /// Nodes copied from.
+    #[serde(default)]
+    pub up_nodes: Vec<String>,
+    /// Nodes skipped.
+    #[serde(default)]
+    pub down_nodes: Vec<String>,
+    /// Datasets handled.
+    #[serde(default)]
+    pub datasets: Vec<PostrunDataset>,
+    /// Why there was nothing to do.
+    #[serde(default)]
+    pub nothing_to_do: Option<String>,
+}
+
+/// One dataset of `scr postrun --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PostrunDataset {
+    /// Dataset id.
+    pub id: i64,
+    /// Its name (`ckpt.<N>` for `scr_app`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `checkpoint` or `output`.
+    #[serde(default)]
+    pub kind: String,
+    /// Complete in the prefix.
+    #[serde(default)]
+    pub complete: bool,
+    /// Made CURRENT.
+    #[serde(default)]
+    pub current: bool,
+    /// Why it could not be scavenged.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The copies, one per node and round.
+    #[serde(default)]
+    pub copies: Vec<PostrunCopy>,
+}
+
+/// One node's `scr copy` in `scr postrun --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PostrunCopy {
+    /// The node.
+    pub node: String,
+    /// `originals` or `partner`.
+    #[serde(default)]
+    pub round: String,
+    /// Nothing of the dataset was cached there.
+    #[serde(default)]
+    pub not_cached: bool,
+    /// Why the copy failed.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// Why `scr postrun`'s output says nothing the harness can judge.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PostrunParseError {
+    /// Standard output is not the JSON report.
+    #[error(
+        "scr postrun --json exited {code} but its output is not a report ({reason}): {head:?}"
+    )]
+    NotJson {
+        /// The exit code.
+        code: i32,
+        /// The parser's message.
+        reason: String,
+        /// The start of the output.
+        head: String,
+    },
+}
+
+impl PostrunJson {
+    /// Parse `scr postrun --json`'s standard output.
+    pub fn parse(stdout: &str, code: i32) -> Result<PostrunJson, PostrunParseError> {
+        serde_json::from_str(stdout.trim()).map_err(|e| PostrunParseError::NotJson {
+            code,
+            reason: e.to_string(),
+            head: stdout.chars().take(200).collect(),
+        })
+    }
+
+    /// One result per dataset handled: `saved:N` when complete in the
+    /// prefix, `lost:N` when not (N the checkpoint id from the name
+    /// `ckpt.N`, else the dataset id); `nothing` when nothing needed it.
+    pub fn results(&self) -> Vec<Scavenged> {
+        if self.nothing_to_do.is_some() || self.datasets.is_empty() {
+            return vec![Scavenged::Nothing];
+        }
+        self.datasets
+            .iter()
+            .map(|d| {
+                let n = d
+                    .name
+                    .as_deref()
+                    .and_then(|n| n.strip_prefix("ckpt."))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(d.id.max(0) as u64);
+                if d.complete && d.error.is_none() {
+                    Scavenged::Saved(n)
+                } else {
+                    Scavenged::Lost(n)
+                }
+            })
+            .collect()
+    }
 }
 
 /// The run loop's settings.
@@ -313,6 +467,9 @@ pub struct RunLoop {
     /// The `scr` command, for `scr postrun` (skipped when absent or when
     /// it has no `postrun`).
     pub scr_command: Option<PathBuf>,
+    /// After postrun, run the application once more on a new allocation
+    /// (fresh node trees, the same prefix) and judge both.
+    pub next_allocation: bool,
 }
 
 /// The storage every node is checked for: the control and cache bases
@@ -713,61 +870,309 @@ impl RunLoop {
                 break;
             }
         }
-        let postrun = self.postrun(&down, &mut errors);
+        let postrun = self.postrun(&mut down, &previous, &mut errors);
+        if self.next_allocation && postrun.is_none() {
+            errors.push(
+                "next_allocation: no `scr` command with `postrun` (give --scr): nothing was scavenged"
+                    .into(),
+            );
+        }
+        let mut outcome = Outcome::of(tokens, end);
+        let mut next = None;
+        if self.next_allocation {
+            outcome.postrun = Some(
+                postrun
+                    .as_ref()
+                    .map_or_else(|| vec![Scavenged::Failed], |p| p.results.clone()),
+            );
+            let rec = self.next_launch(&completed, &mut errors);
+            outcome.next = Some(rec.token.parse().unwrap_or(Token::of(Class::Died)));
+            next = Some(rec);
+        }
         RunResult {
             launches,
-            outcome: Outcome {
-                launches: tokens,
-                end,
-            },
+            outcome,
             down: down
                 .entries()
                 .map(|(n, r)| (n.to_string(), r.to_string()))
                 .collect(),
             postrun,
+            next,
             harness_errors: errors,
         }
     }
 
-    fn postrun(&self, down: &DownList, errors: &mut Vec<String>) -> Option<String> {
+    /// `scr postrun` after the loop, as an allocation's epilogue runs it:
+    /// see the module documentation, step 5. `None` without the command.
+    fn postrun(
+        &self,
+        down: &mut DownList,
+        last_nodes: &[String],
+        errors: &mut Vec<String>,
+    ) -> Option<PostrunRecord> {
         let scr = self.scr_command.as_ref()?;
         if !has_postrun(scr) {
             return None;
         }
-        // `env VAR=VALUE ... scr postrun --prefix P --nodes ... --down ...
-        // --node-root <nodes>/{node}`: the variables reach the command
-        // without touching the harness's own environment.
+        // Absolute: the launcher runs it as each node sees it.
+        let scr = &std::path::absolute(scr).unwrap_or_else(|_| scr.clone());
+        let mut external = Vec::new();
+        let mut transient: Vec<Record> = Vec::new();
+        // Faults at the start of postrun, from outside.
+        let due: Vec<Due<'_>> = self
+            .plan
+            .external()
+            .filter(|(_, f)| f.when.is_postrun() && f.when.as_postrun_point().is_none())
+            .map(|(i, f)| Due::Fault(i, f))
+            .collect();
+        if !due.is_empty() {
+            external.push("before scr postrun:".into());
+        }
+        self.do_due(&due, last_nodes, &mut transient, &mut external, errors);
+        // What scr_postrun learns from the resource manager: nodes down.
+        let root_of = |n: &str| Some(self.alloc.node_root(n));
+        down.update(&self.alloc.nodes, &self.excluded(), &root_of, &self.storage);
+        let down_now: Vec<(String, String)> = down
+            .entries()
+            .map(|(n, r)| (n.to_string(), r.to_string()))
+            .collect();
+        let plan = self.plan.postrun_fault_plan();
+        let plan_text = (!plan.faults.is_empty()).then(|| plan.to_string());
+        // `env VAR=VALUE ... scr postrun ... --launch env --launch-arg
+        // SCR_NODE_NAME={node} --launch-arg SCR_NODE_ROOT=<tree>`: the
+        // variables reach the command without touching the harness's own
+        // environment, and each node's `scr copy` runs in its own process
+        // with its node's identity, as `srun -w {node}` would run it.
         let mut argv: Vec<OsString> = vec!["env".into()];
-        argv.extend(
-            self.env
-                .iter()
-                .map(|(k, v)| OsString::from(format!("{k}={v}"))),
+        let mut vars: BTreeMap<String, String> = self.env.clone();
+        vars.insert(
+            scr::fault::ENV_LOG.into(),
+            self.alloc.fault_log().to_string_lossy().into_owned(),
         );
+        vars.insert(
+            scr::fault::ENV_JOB.into(),
+            format!("{}-postrun", self.alloc.root.display()),
+        );
+        if let Some(p) = &plan_text {
+            vars.insert(scr::fault::ENV_PLAN.into(), p.clone());
+        }
+        argv.extend(vars.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
         argv.push(scr.clone().into());
         argv.push("postrun".into());
         argv.push("--prefix".into());
         argv.push(self.alloc.prefix().into());
         argv.push("--nodes".into());
         argv.push(self.alloc.nodes.join(",").into());
-        let down_nodes: Vec<&str> = down.entries().map(|(n, _)| n).collect();
+        let down_nodes: Vec<&str> = down_now.iter().map(|(n, _)| n.as_str()).collect();
         if !down_nodes.is_empty() {
             argv.push("--down".into());
             argv.push(down_nodes.join(",").into());
         }
-        argv.push("--node-root".into());
-        argv.push(format!("{}/{{node}}", self.alloc.root.join("nodes").display()).into());
-        match crate::launch::run_argv(&argv, self.timeout) {
-            Ok(out) => Some(format!(
-                "exit {}: {}{}",
-                out.code(),
-                out.stdout.trim(),
-                out.stderr.trim()
-            )),
-            Err(e) => {
-                errors.push(format!("scr postrun: {e}"));
-                None
+        let launch_args = [
+            format!("{}={{node}}", crate::launch::NODE_NAME_VAR),
+            format!(
+                "{}={}/{{node}}",
+                crate::app::NODE_ROOT_VAR,
+                self.alloc.root.join("nodes").display()
+            ),
+        ];
+        argv.push("--launch".into());
+        argv.push("env".into());
+        for a in launch_args {
+            argv.push("--launch-arg".into());
+            argv.push(a.into());
+        }
+        argv.push("--scr-bin".into());
+        argv.push(scr.clone().into());
+        argv.push("--launch-timeout".into());
+        argv.push(self.timeout.as_secs().max(1).to_string().into());
+        argv.push("--json".into());
+        let command = argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let log_start = read_fault_log(&self.alloc.fault_log()).len();
+        let start = Instant::now();
+        // Each node's copy has the launch bound; the whole scavenge twice
+        // that (two rounds), then it is a hang.
+        let bound = self.timeout.saturating_mul(2);
+        let ran = crate::launch::run_argv(&argv, bound);
+        let elapsed_s = start.elapsed().as_secs_f64();
+        let fired: Vec<Firing> = read_fault_log(&self.alloc.fault_log())
+            .into_iter()
+            .skip(log_start)
+            .collect();
+        let unfired: Vec<String> = plan
+            .faults
+            .iter()
+            .filter(|spec| {
+                !fired.iter().any(|f| {
+                    f.point == spec.point
+                        && spec.fires_on(f.hit)
+                        && spec
+                            .node
+                            .as_ref()
+                            .is_none_or(|n| f.node.as_ref() == Some(n))
+                })
+            })
+            .map(|spec| spec.to_string())
+            .collect();
+        // A node killed inside the scavenge: its storage follows.
+        for f in self.plan.faults.iter().filter(|f| f.when.is_postrun()) {
+            if let What::KillNode { node, then } = &f.what {
+                if f.when.as_postrun_point().is_some()
+                    && fired
+                        .iter()
+                        .any(|x| x.action == "kill-node" && x.node.as_deref() == Some(node))
+                {
+                    match self.aftermath(node, *then) {
+                        Ok(done) => external.extend(done),
+                        Err(e) => errors.push(e),
+                    }
+                }
             }
         }
+        undo_all(&mut transient, errors);
+        let (exit_code, stdout, stderr, results, report) = match ran {
+            Ok(out) => {
+                let code = out.code();
+                // 0: all saved; 3: something incomplete (both print the
+                // report); anything else failed before reporting.
+                let (report, results) = if code == 0 || code == 3 {
+                    match PostrunJson::parse(&out.stdout, code) {
+                        Ok(r) => {
+                            let res = r.results();
+                            (Some(r), res)
+                        }
+                        Err(e) => {
+                            errors.push(e.to_string());
+                            (None, vec![Scavenged::Failed])
+                        }
+                    }
+                } else {
+                    (None, vec![Scavenged::Failed])
+                };
+                (Some(code), out.stdout, out.stderr, results, report)
+            }
+            Err(LaunchError::Timeout { stdout, stderr, .. }) => {
+                (None, stdout, stderr, vec![Scavenged::Hang], None)
+            }
+            Err(e) => {
+                errors.push(format!("scr postrun: {e}"));
+                (
+                    Some(-1),
+                    String::new(),
+                    e.to_string(),
+                    vec![Scavenged::Failed],
+                    None,
+                )
+            }
+        };
+        Some(PostrunRecord {
+            command,
+            exit_code,
+            elapsed_s,
+            down: down_now,
+            fault_plan: plan_text,
+            fired,
+            unfired,
+            external,
+            report,
+            results,
+            stdout,
+            stderr,
+        })
+    }
+
+    /// `env OMPI_MCA_orte_tmpdir_base=<allocation>/ompi argv...`: each
+    /// allocation gets its own OpenMPI session directory. Launchers started
+    /// at the same moment (parallel campaign cells, other jobs of the
+    /// machine) otherwise race to create the shared `/tmp/ompi.<host>.<uid>`
+    /// and one of them can fail in orte_init ("mkdir: File exists", seen
+    /// in a campaign) before any rank starts. `env` execs the launcher, so
+    /// its pid is the launcher's. Left alone when the variable is set.
+    fn private_session_dir(&self, argv: Vec<OsString>) -> Vec<OsString> {
+        const VAR: &str = "OMPI_MCA_orte_tmpdir_base";
+        if std::env::var_os(VAR).is_some() {
+            return argv;
+        }
+        let dir = self.alloc.root.join("ompi");
+        if fs::create_dir_all(&dir).is_err() {
+            return argv;
+        }
+        let mut v: Vec<OsString> = vec!["env".into(), format!("{VAR}={}", dir.display()).into()];
+        v.extend(argv);
+        v
+    }
+
+    /// The next allocation (module documentation, step 6): every node tree
+    /// set aside, fresh ones made, the application launched once with no
+    /// faults; judged against the newest checkpoint the prefix index lists
+    /// as COMPLETE.
+    fn next_launch(&self, completed: &[u64], errors: &mut Vec<String>) -> LaunchRecord {
+        let mut external = Vec::new();
+        let nodes_dir = self.alloc.root.join("nodes");
+        let old = self.alloc.root.join("nodes.first-allocation");
+        if nodes_dir.exists() {
+            let _ = fs::remove_dir_all(&old);
+            match fs::rename(&nodes_dir, &old) {
+                Ok(()) => external.push(format!(
+                    "new allocation: the first allocation's node trees moved to {}",
+                    old.display()
+                )),
+                Err(e) => errors.push(format!(
+                    "next allocation: moving {} aside: {e}",
+                    nodes_dir.display()
+                )),
+            }
+        }
+        for n in &self.alloc.nodes {
+            for st in &self.storage {
+                let dir = crate::health::node_path(Some(&self.alloc.node_root(n)), &st.path);
+                if let Err(e) = fs::create_dir_all(&dir) {
+                    errors.push(format!("next allocation: {}: {e}", dir.display()));
+                }
+            }
+        }
+        let newest = newest_complete_checkpoint(&self.alloc.prefix());
+        external.push(match newest {
+            Some(n) => format!("the prefix index lists ckpt.{n} as the newest COMPLETE checkpoint"),
+            None => "the prefix index lists no COMPLETE checkpoint".into(),
+        });
+        let mut next = self.clone();
+        next.plan = Plan {
+            name: None,
+            seed: None,
+            faults: Vec::new(),
+        };
+        next.halts.clear();
+        next.next_allocation = false;
+        next.app.first_args = next.app.later_args.clone();
+        // A new allocation is a new job.
+        let job = self.env.get("SCR_JOB_ID").cloned().unwrap_or_default();
+        let next_job = job
+            .parse::<u64>()
+            .map_or_else(|_| format!("{job}next"), |j| (j + 1).to_string());
+        next.env.insert("SCR_JOB_ID".into(), next_job);
+        let nodes: Vec<String> =
+            self.alloc.nodes[..self.alloc.job_nodes.min(self.alloc.nodes.len())].to_vec();
+        let mut transient = Vec::new();
+        let mut rec = next.launch(
+            1,
+            &nodes,
+            Vec::new(),
+            external,
+            &mut transient,
+            completed,
+            errors,
+        );
+        undo_all(&mut transient, errors);
+        if let Some(why) = next_rollback(&rec, newest) {
+            rec.token = Class::SilentCorruption.name().to_string();
+            rec.why = Some(why);
+        }
+        rec
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -843,7 +1248,7 @@ impl RunLoop {
         let log_start = read_fault_log(&self.alloc.fault_log()).len();
         let ranks = job.total_ranks();
         let start = Instant::now();
-        let result = match job.argv() {
+        let result = match job.argv().map(|a| self.private_session_dir(a)) {
             Ok(argv) => {
                 let mut all_gone_since: Option<Instant> = None;
                 let mut tick = |pid: u32| {
@@ -1002,6 +1407,46 @@ impl RunLoop {
     }
 }
 
+/// The checkpoint id of the newest dataset the prefix index lists as
+/// COMPLETE (from its directory or name, `ckpt.<N>`, else the dataset id).
+pub fn newest_complete_checkpoint(prefix: &Path) -> Option<u64> {
+    let idx = scr::records::Index::read_file(scr::records::index::index_path(prefix)).ok()?;
+    let (id, dir) = idx.most_recent_complete(None)?;
+    let from_name = |s: &str| s.strip_prefix("ckpt.")?.parse::<u64>().ok();
+    let name = idx
+        .datasets
+        .get(&id)
+        .and_then(|m| m.get(dir))
+        .and_then(|e| e.dataset.as_ref())
+        .and_then(|d| d.name.clone());
+    Path::new(dir)
+        .file_name()
+        .and_then(|f| from_name(&f.to_string_lossy()))
+        .or_else(|| name.as_deref().and_then(from_name))
+        .or_else(|| u64::try_from(id).ok())
+}
+
+/// Why the next allocation's restart is a silent roll-back: the prefix
+/// index lists `newest` as COMPLETE (nothing else is there to excuse an
+/// older restart: no fault happens in the next allocation), yet it
+/// restarted older, or not at all although init finished.
+fn next_rollback(rec: &LaunchRecord, newest: Option<u64>) -> Option<String> {
+    let want = newest?;
+    let token: Token = rec.token.parse().ok()?;
+    if token.class.never() {
+        return None;
+    }
+    match (token.class.restarted(), token.ckpt) {
+        (true, Some(got)) if got < want => Some(format!(
+            "the prefix index lists ckpt.{want} as COMPLETE but the next allocation restarted from ckpt.{got}"
+        )),
+        (false, _) if matches!(token.class, Class::Scratch | Class::Loss) => Some(format!(
+            "the prefix index lists ckpt.{want} as COMPLETE but the next allocation restarted from nothing"
+        )),
+        _ => None,
+    }
+}
+
 /// The exit code recorded for a launcher that outlived its ranks.
 pub const LAUNCHER_STUCK_CODE: i32 = -2;
 
@@ -1075,6 +1520,37 @@ mod tests {
         down.mark("n5", DownReason::Excluded);
         let prev = names(&["n0", "n4", "n5", "n3"]);
         assert_eq!(choose_nodes(&all, &prev, &down, 4), None);
+    }
+
+    #[test]
+    fn postrun_json_gives_one_result_per_dataset() {
+        let json = r#"{"up_nodes":["n0"],"down_nodes":["n1"],"datasets":[
+            {"id":2,"name":"ckpt.2","kind":"output","complete":true,"current":false,"error":null,"copies":[],"index":null},
+            {"id":3,"name":"ckpt.3","kind":"checkpoint","complete":false,"current":false,"error":null,
+             "copies":[{"node":"n1","round":"originals","report":null,"not_cached":false,"error":"gone"}]}],
+            "nothing_to_do":null,"index_rebuilt":null}"#;
+        let r = PostrunJson::parse(json, 3).unwrap();
+        assert_eq!(r.results(), [Scavenged::Saved(2), Scavenged::Lost(3)]);
+        assert_eq!(r.datasets[1].copies[0].error.as_deref(), Some("gone"));
+        let nothing =
+            PostrunJson::parse(r#"{"datasets":[],"nothing_to_do":"already"}"#, 0).unwrap();
+        assert_eq!(nothing.results(), [Scavenged::Nothing]);
+        let e = PostrunJson::parse("scr postrun: nothing", 0).unwrap_err();
+        assert!(e.to_string().contains("not a report"), "{e}");
+    }
+
+    #[test]
+    fn newest_complete_checkpoint_comes_from_the_index() {
+        use scr::records::{Dataset, Index, Record};
+        let tmp = tempfile::tempdir().unwrap();
+        assert_eq!(newest_complete_checkpoint(tmp.path()), None);
+        let mut idx = Index::default();
+        idx.set_dataset(2, "ckpt.2", Dataset::new(2), true);
+        idx.set_dataset(3, "ckpt.3", Dataset::new(3), false);
+        let path = scr::records::index::index_path(tmp.path());
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        idx.write_file(&path).unwrap();
+        assert_eq!(newest_complete_checkpoint(tmp.path()), Some(2));
     }
 
     #[test]

@@ -19,16 +19,24 @@
 //! Fields (defaults in brackets): `nodes` [4], `ranks_per_node` [2],
 //! `spares` [2], `checkpoints` written by the first launch [3],
 //! `relaunch_checkpoints` [1], `launches` (the budget, `SCR_RUNS`) [3],
-//! `mean_bytes` [65536], `env` (SCR parameters on top of the scheme's and
+//! `mean_bytes` [65536], `app_args` (extra `scr_app` arguments of every
+//! launch), `env` (SCR parameters on top of the scheme's and
 //! the campaign's; `{scenarios}` in a value is this directory, for data
 //! files), `schemes` [all four], `faults` (a faultsim plan),
 //! `halts` (halt requests, [`HaltEvent`]), `timeout_s` per launch [60],
 //! `needs` (`root`: skipped unless the harness runs as root),
 //! `cache_tmpfs_bytes` (a tmpfs of that size on every node's cache base, so
-//! `cache-full` can fill it; needs root), `quick` (in the CI subset), `tags`.
+//! `cache-full` can fill it; needs root), `quick` (in the CI subset), `tags`,
+//! `next_allocation` (after the loop and `scr postrun`, a new allocation —
+//! fresh node trees, the same prefix — runs the application once more; it
+//! must fetch from the prefix and verify every byte).
 //!
 //! Expectations are outcomes ([`Outcome`]): one token per launch, then
-//! `| end` (default `completed`). Keys are scheme names or `ALL`.
+//! `| end` (default `completed`). Keys are scheme names or `ALL`. With
+//! `next_allocation = true` every expectation goes on with what postrun
+//! saved and how the next allocation restarted:
+//! `died | retries; postrun saved:3; next fetched:3` (docs/decisions.md,
+//! "Scavenge outcomes"). Faults `at = "postrun"` need `next_allocation`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -163,6 +171,10 @@ pub struct Scenario {
     /// Mean file size.
     #[serde(default = "d_mean")]
     pub mean_bytes: u64,
+    /// Extra arguments of the test application in every launch (e.g.
+    /// `["--output-every", "3"]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub app_args: Vec<String>,
     /// SCR parameters on top of the scheme's.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -185,15 +197,21 @@ pub struct Scenario {
     /// so that `cache-full` can fill it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_tmpfs_bytes: Option<u64>,
+    /// After the loop and `scr postrun`, run the application once more on
+    /// a new allocation (fresh node trees, the same prefix) and judge what
+    /// postrun saved and what that launch fetched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub next_allocation: bool,
     /// Expected outcome per scheme name, or `ALL`.
     pub expect: BTreeMap<String, Outcome>,
 }
 
-/// A catalogue file: `[[scenario]]` entries.
+/// A catalogue file: `[[scenario]]` entries, each read on its own so that
+/// an error names its scenario.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CatalogueFile {
-    scenario: Vec<Scenario>,
+    scenario: Vec<toml::Table>,
 }
 
 /// Why a catalogue is unusable.
@@ -326,6 +344,25 @@ impl Scenario {
                     self.launches
                 ));
             }
+            let says = o.postrun.is_some() || o.next.is_some();
+            if self.next_allocation && (o.postrun.is_none() || o.next.is_none()) {
+                return Err(format!(
+                    "expect.{k}: next_allocation = true: say what postrun saved and how the next allocation restarted (`{}; postrun saved:N; next fetched:N`)",
+                    Outcome::of(o.launches.clone(), o.end)
+                ));
+            }
+            if !self.next_allocation && says {
+                return Err(format!(
+                    "expect.{k}: `postrun`/`next` clauses need next_allocation = true"
+                ));
+            }
+        }
+        if !self.next_allocation {
+            if let Some(i) = self.faults.iter().position(|f| f.when.is_postrun()) {
+                return Err(format!(
+                    "fault {i} happens during postrun: add next_allocation = true so what the scavenge saved is checked"
+                ));
+            }
         }
         Ok(())
     }
@@ -351,7 +388,19 @@ impl Catalogue {
                 path: f.clone(),
                 reason: e.to_string(),
             })?;
-            for s in file.scenario {
+            for (i, table) in file.scenario.into_iter().enumerate() {
+                let name = table
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .map_or_else(|| format!("#{} (no name)", i + 1), str::to_owned);
+                let s: Scenario =
+                    table
+                        .try_into()
+                        .map_err(|e: toml::de::Error| CatalogueError::Invalid {
+                            path: f.clone(),
+                            name: name.clone(),
+                            reason: e.message().to_string(),
+                        })?;
                 s.check().map_err(|reason| CatalogueError::Invalid {
                     path: f.clone(),
                     name: s.name.clone(),
@@ -424,5 +473,28 @@ mod tests {
         assert!(e.contains("rank 99"), "{e}");
         let e = write("[[scenario]]\nname = \"x\"\n");
         assert!(e.contains("a.toml"), "{e}");
+        // Expectation errors name the scenario.
+        let e = write(
+            "[[scenario]]\nname = \"y\"\nabout = \"\"\nnext_allocation = true\n[scenario.expect]\nALL = \"died | retries; postrun kept:3; next fetched:3\"\n",
+        );
+        assert!(
+            e.contains("scenario `y`") && e.contains("unknown postrun result"),
+            "{e}"
+        );
+        let e = write(
+            "[[scenario]]\nname = \"y\"\nabout = \"\"\nnext_allocation = true\n[scenario.expect]\nALL = \"died | retries\"\n",
+        );
+        assert!(
+            e.contains("scenario `y`") && e.contains("postrun saved:N"),
+            "{e}"
+        );
+        let e = write(
+            "[[scenario]]\nname = \"y\"\nabout = \"\"\n[scenario.expect]\nALL = \"died | retries; postrun saved:3; next fetched:3\"\n",
+        );
+        assert!(e.contains("need next_allocation = true"), "{e}");
+        let e = write(
+            "[[scenario]]\nname = \"y\"\nabout = \"\"\nfaults = [{ what = { kind = \"pfs-outage\" }, when = { at = \"postrun\" } }]\n[scenario.expect]\nALL = \"scratch\"\n",
+        );
+        assert!(e.contains("happens during postrun"), "{e}");
     }
 }

@@ -27,7 +27,7 @@ use clap::{Args, Parser, Subcommand};
 use faultsim::plan::Plan;
 use harness::campaign::{self, Report, Settings};
 use harness::outcome::{Outcome, Verdict};
-use harness::runloop::{default_storage, Allocation, AppSpec, RunLoop, RunResult};
+use harness::runloop::{default_storage, Allocation, AppSpec, LaunchRecord, RunLoop, RunResult};
 use harness::scenario::{self, Catalogue, Scenario, Scheme};
 
 const EXIT_UNEXPECTED: u8 = 1;
@@ -268,10 +268,10 @@ fn mpirun_argv(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_string).collect()
 }
 
-fn print_result(r: &RunResult) {
-    for l in &r.launches {
+fn print_launch(l: &LaunchRecord, what: &str) {
+    {
         println!(
-            "launch {} on {}: exit {} after {:.1} s → {}",
+            "{what} {} on {}: exit {} after {:.1} s → {}",
             l.launch,
             l.nodes.join(","),
             l.exit_code.map_or_else(
@@ -324,8 +324,92 @@ fn print_result(r: &RunResult) {
             );
         }
     }
+}
+
+fn print_result(r: &RunResult) {
+    for l in &r.launches {
+        print_launch(l, "launch");
+    }
     if let Some(p) = &r.postrun {
-        println!("scr postrun: {p}");
+        println!(
+            "scr postrun: exit {} after {:.1} s → {}",
+            p.exit_code.map_or_else(
+                || "none (killed at the time bound)".to_string(),
+                |c| c.to_string()
+            ),
+            p.elapsed_s,
+            p.results
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!("  {}", p.command);
+        for (n, why) in &p.down {
+            println!("  down: {n}: {why}");
+        }
+        if let Some(plan) = &p.fault_plan {
+            println!("  SCR_FAULT_PLAN={plan}");
+        }
+        for f in &p.fired {
+            println!(
+                "  fired: {} hit {} on node {}: {}",
+                f.point,
+                f.hit,
+                f.node.as_deref().unwrap_or("-"),
+                f.action
+            );
+        }
+        for u in &p.unfired {
+            println!("  never fired: {u}");
+        }
+        for x in &p.external {
+            println!("  harness: {x}");
+        }
+        match &p.report {
+            Some(rep) => {
+                if let Some(why) = &rep.nothing_to_do {
+                    println!("  nothing to do: {why}");
+                }
+                for d in &rep.datasets {
+                    println!(
+                        "  dataset {} ({}, {}): {}{}{}",
+                        d.id,
+                        d.name.as_deref().unwrap_or("?"),
+                        d.kind,
+                        if d.complete { "COMPLETE" } else { "INCOMPLETE" },
+                        if d.current { ", CURRENT" } else { "" },
+                        d.error
+                            .as_ref()
+                            .map_or(String::new(), |e| format!("; error: {e}"))
+                    );
+                    for c in d.copies.iter().filter(|c| c.error.is_some()) {
+                        println!(
+                            "    {} ({}): FAILED: {}",
+                            c.node,
+                            c.round,
+                            c.error.as_deref().unwrap_or("")
+                        );
+                    }
+                }
+            }
+            None => {
+                for line in p
+                    .stderr
+                    .lines()
+                    .rev()
+                    .take(4)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                {
+                    println!("  stderr: {line}");
+                }
+            }
+        }
+    }
+    if let Some(n) = &r.next {
+        print_launch(n, "next allocation: launch");
     }
     for e in &r.harness_errors {
         println!("harness error: {e}");
@@ -457,6 +541,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
                 storage,
                 mpirun: mpirun_argv(&a.common.mpirun),
                 scr_command,
+                next_allocation: false,
             },
             a.expect.clone(),
         )
@@ -490,7 +575,8 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     }
     let ok = match &expect {
         Some(e) => {
-            let (v, why) = harness::outcome::judge(&result.outcome, e, &reports);
+            let next_report = result.next.as_ref().map(|l| &l.report);
+            let (v, why) = harness::outcome::judge(&result.outcome, e, &reports, next_report);
             if v != Verdict::Expected {
                 eprintln!("scr-harness: {why}");
             }

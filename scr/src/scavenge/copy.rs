@@ -282,6 +282,13 @@ impl Copier<'_> {
                 return Err(());
             }
         };
+        // Injection point: a scavenge that dies (or fails) after each file
+        // copied. An injected error counts as a failed copy of this file.
+        if let Err(e) = crate::fault_point!("scavenge.file") {
+            let _ = fs::remove_file(&item.dst);
+            fail(format!("injected fault: {e}"));
+            return Err(());
+        }
         self.progress.advance(copied.size);
         let mut out = meta.clone();
         if self.opts.crc && meta.crc32.is_none() {

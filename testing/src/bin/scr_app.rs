@@ -102,6 +102,10 @@ struct Args {
     /// Checkpoint only when SCR_Need_checkpoint says so.
     #[arg(long)]
     ask_need: bool,
+    /// Mark every checkpoint whose id is a multiple of K as output too
+    /// (SCR_FLAG_OUTPUT: it must reach the prefix directory).
+    #[arg(long, value_name = "K")]
+    output_every: Option<u64>,
 }
 
 fn unix_ms() -> u128 {
@@ -462,10 +466,14 @@ fn write_checkpoint(
 ) -> String {
     let rank = app.rank();
     let name = format!("ckpt.{c}");
+    let flags = match args.output_every {
+        Some(k) if k > 0 && c.is_multiple_of(k) => Flags::CHECKPOINT | Flags::OUTPUT,
+        _ => Flags::CHECKPOINT,
+    };
     let mut out = ok_or_fail(
         rank,
         "SCR_Start_output",
-        scr.start_output(Some(&name), Flags::CHECKPOINT),
+        scr.start_output(Some(&name), flags),
     );
     let mut ok = true;
     let mut mid_write_passed = false;
