@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use scr::comm::thread::ThreadComm;
 use scr::config::MapEnv;
-use scr::redundancy::apply::{recoverable, Scheme};
+use scr::redundancy::apply::{recoverable, MemberLoss, Scheme};
 use scr::redundancy::sets::{build_sets, partner_plan};
 use scr::storage::dirs::NodeIdentity;
 use scr::{Flags, InitOptions, Scr};
@@ -70,7 +70,7 @@ fn expected_recoverable(
         ),
     };
     sets.iter().all(|s| {
-        let l: Vec<bool> = s.iter().map(|&r| lost[r]).collect();
+        let l: Vec<MemberLoss> = s.iter().map(|&r| MemberLoss::whole(lost[r])).collect();
         recoverable(&sch, &l)
     })
 }

@@ -275,3 +275,179 @@ fn a_different_rank_count_is_reported_not_misassigned() {
         );
     }
 }
+
+// ------------------------------------------------------------ PARTNER damage
+// 8 ranks on 4 nodes (rank r on node r/2): PARTNER makes two rings of four,
+// one rank per node, and each rank holds the copies of its left
+// neighbour's files.
+
+const PARTNER: [(&str, &str); 3] = [
+    ("SCR_COPY_TYPE", "PARTNER"),
+    ("SCR_CACHE_SIZE", "2"),
+    ("SCR_MPI_BUF_SIZE", "1024"),
+];
+
+fn node_of(r: usize) -> usize {
+    r / 2
+}
+
+/// Files rank `r` writes per checkpoint (see `common::write_ckpts`).
+fn files_of(r: usize) -> usize {
+    if r % 3 == 2 {
+        0
+    } else {
+        1 + r % 2
+    }
+}
+
+/// A rank with files whose holder (the rank storing its copies) has files
+/// too, and that holder.
+fn neighbours_with_files() -> (usize, usize) {
+    let nodes: Vec<usize> = (0..8).map(node_of).collect();
+    let plan = scr::redundancy::sets::partner_plan(&nodes, 1).unwrap();
+    (0..8)
+        .map(|a| (a, plan.rhs[a]))
+        .find(|&(a, b)| files_of(a) > 0 && files_of(b) > 0 && node_of(a) != node_of(b))
+        .expect("two neighbours with files")
+}
+
+/// The one file called `name` of dataset `dset` in node `node`'s tree.
+fn cache_file(cl: &common::Cluster, node: usize, dset: i64, name: &str) -> std::path::PathBuf {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    walk(&cl.root.join(format!("n{node}")), &mut all);
+    let want = format!("scr.dataset.{dset}/");
+    let found: Vec<_> = all
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|f| f == name) && p.to_string_lossy().contains(&want))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{name} of dataset {dset} on n{node}: {found:?}"
+    );
+    found.into_iter().next().unwrap()
+}
+
+fn flip_bit(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    assert!(!bytes.is_empty(), "{} has bytes to flip", path.display());
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x04;
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// The name of the PARTNER copy of file `f` of rank `owner`
+/// (`<basename>.partner.<owner>.<index>`; its files are listed by name, so
+/// `f` is also the index).
+fn copy_name(owner: usize, f: usize) -> String {
+    format!("rank{owner}.f{f}.partner.{owner}.{f}")
+}
+
+#[test]
+fn partner_rebuilds_damaged_own_files_of_two_ring_neighbours_bit_exact() {
+    let cl = Cluster::new();
+    let (a, b) = neighbours_with_files();
+    run(&cl, 8, node_of, &PARTNER, |scr, c| {
+        write_ckpts(scr, c, &cl.prefix, 31, 1);
+        None
+    });
+    // One own file of each: a's copy is intact on b's node, b's copy on
+    // the node of b's right neighbour.
+    flip_bit(&cache_file(&cl, node_of(a), 1, &format!("rank{a}.f0")));
+    flip_bit(&cache_file(&cl, node_of(b), 1, &format!("rank{b}.f0")));
+    let got = run(&cl, 8, node_of, &PARTNER, |scr, c| {
+        let report = scr.init_report().clone();
+        assert_eq!(report.rebuilt, vec![1], "{report:?}");
+        assert!(report.lost.is_empty(), "{report:?}");
+        restart_and_verify(scr, c, &cl.prefix, 31)
+    });
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "ranks {a} and {b}: {got:?}"
+    );
+}
+
+#[test]
+fn partner_never_restores_from_a_damaged_held_copy() {
+    let cl = Cluster::new();
+    let (a, b) = neighbours_with_files();
+    run(&cl, 8, node_of, &PARTNER, |scr, c| {
+        write_ckpts(scr, c, &cl.prefix, 32, 2);
+        None
+    });
+    // In ckpt.2 (dataset 2): a's own file and the copy b holds of it.
+    flip_bit(&cache_file(&cl, node_of(a), 2, &format!("rank{a}.f0")));
+    flip_bit(&cache_file(&cl, node_of(b), 2, &copy_name(a, 0)));
+    let got = run(&cl, 8, node_of, &PARTNER, |scr, c| {
+        let report = scr.init_report().clone();
+        assert_eq!(report.available, vec![1], "{report:?}");
+        assert_eq!(
+            report.lost.iter().map(|l| l.0).collect::<Vec<_>>(),
+            vec![2],
+            "{report:?}"
+        );
+        restart_and_verify(scr, c, &cl.prefix, 32)
+    });
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "the older checkpoint, never wrong bytes: {got:?}"
+    );
+}
+
+#[test]
+fn partner_recreates_a_damaged_held_copy_and_a_later_loss_still_recovers() {
+    let cl = Cluster::new();
+    let (a, b) = neighbours_with_files();
+    run(&cl, 8, node_of, &PARTNER, |scr, c| {
+        write_ckpts(scr, c, &cl.prefix, 33, 1);
+        None
+    });
+    let copy = cache_file(&cl, node_of(b), 1, &copy_name(a, 0));
+    flip_bit(&copy);
+    let got = run(&cl, 8, node_of, &PARTNER, |scr, c| {
+        let report = scr.init_report().clone();
+        assert_eq!(
+            report.rebuilt,
+            vec![1],
+            "the copy was re-created: {report:?}"
+        );
+        restart_and_verify(scr, c, &cl.prefix, 33)
+    });
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        common::data(33, a, 1, 0),
+        "the held copy is whole again"
+    );
+    // Now a's node goes: its files come back from the re-created copy.
+    cl.kill_node(node_of(a));
+    let spare = |r: usize| {
+        if node_of(r) == node_of(a) {
+            4
+        } else {
+            node_of(r)
+        }
+    };
+    let got = run(&cl, 8, spare, &PARTNER, |scr, c| {
+        let report = scr.init_report().clone();
+        assert_eq!(report.rebuilt, vec![1], "{report:?}");
+        restart_and_verify(scr, c, &cl.prefix, 33)
+    });
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+}

@@ -12,7 +12,9 @@ use crate::comm::Comm;
 use crate::records::dataset::Dataset;
 use crate::records::meta::Meta;
 use crate::records::reddesc::{CopyType, RedDesc};
-use crate::redundancy::apply::{self, ApplyError, FileEntry, MemberFiles, Scheme, SetInfo};
+use crate::redundancy::apply::{
+    self, ApplyError, FileEntry, MemberFiles, MemberLoss, Scheme, SetInfo,
+};
 use crate::storage::dirs;
 
 fn scheme_of(rd: &RedDesc) -> Scheme {
@@ -213,16 +215,19 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
 }
 
 /// Rebuild what the scheme allows after some rank lost files of `dset`
-/// (collective over the world). `lost_here`: this rank's files are
-/// missing or damaged.
+/// (collective over the world). `loss`: what this rank found missing or
+/// damaged — its own application files, the redundancy files it holds, or
+/// both. PARTNER rebuilds each from where an intact copy is; XOR and RS
+/// rebuild a member that lost anything whole.
 pub fn rebuild_dataset(
     job: &mut Job,
     dset: i64,
     ds: &Dataset,
     rd: &RedDesc,
-    lost_here: bool,
+    loss: MemberLoss,
 ) -> Result<(), String> {
     let scheme = scheme_of(rd);
+    let loss = loss.as_seen_by(&scheme);
     // Every rank splits the world the same way: color = set id.
     let set_comm: Box<dyn Comm> = match job
         .world
@@ -233,14 +238,23 @@ pub fn rebuild_dataset(
         Err(e) => return Err(e.to_string()),
     };
     let flags = set_comm
-        .allgather_bytes(&[u8::from(lost_here)])
+        .allgather_bytes(&[u8::from(loss.own) | u8::from(loss.held) << 1])
         .map_err(|e| e.to_string())?;
-    let lost: Vec<bool> = flags.iter().map(|f| f.first() == Some(&1)).collect();
-    if !lost.iter().any(|&l| l) {
+    let lost: Vec<MemberLoss> = flags
+        .iter()
+        .map(|f| {
+            let b = f.first().copied().unwrap_or(0);
+            MemberLoss {
+                own: b & 1 != 0,
+                held: b & 2 != 0,
+            }
+        })
+        .collect();
+    if !lost.iter().any(|l| l.any()) {
         return Ok(());
     }
     if scheme == Scheme::Single {
-        return Err(if lost_here {
+        return Err(if loss.any() {
             "SINGLE keeps no redundancy: this rank's files are gone".into()
         } else {
             String::new()
@@ -255,31 +269,42 @@ pub fn rebuild_dataset(
         .and_then(|_| {
             dirs::create_private_dirs_below(&cache_real, &dir_real).map_err(|e| e.to_string())
         })?;
-    if lost_here {
-        // Start the lost member from a clean slate: whatever partial
-        // entries it has are unusable.
+    // The number of application files this rank recorded, if it kept a
+    // record: what comes back must match it.
+    let recorded_count = job.filemap.expected_files(dset, me);
+    if loss.any() {
+        // What was lost starts from a clean slate: whatever partial entries
+        // and files it has are unusable. A whole loss drops every entry
+        // (also one without meta); otherwise only the lost kind goes.
+        let app: Vec<String> = job.app_files(dset).into_iter().map(|(f, _)| f).collect();
         for f in job.filemap.list_files(dset, me) {
-            let _ = fs::remove_file(job.real(Path::new(&f)));
-            job.filemap.remove_file(dset, me, &f);
+            let is_app = app.contains(&f);
+            if loss.is_whole() || (loss.own && is_app) || (loss.held && !is_app) {
+                let _ = fs::remove_file(job.real(Path::new(&f)));
+                job.filemap.remove_file(dset, me, &f);
+            }
         }
         if let Err(e) = job.write_filemap() {
             return Err(e.to_string());
         }
     }
-    // Survivors' files were verified (size and CRC32) just before this
-    // call, so their CRCs are left out: the set operations then skip a
-    // second full read. Rebuilt files are still checked against the CRCs
-    // recorded in the redundancy headers.
+    // XOR/RS survivors' files were verified (size and CRC32) just before
+    // this call, so their CRCs are left out: the set operations then skip a
+    // second full read (rebuilt files are still checked against the CRCs in
+    // the redundancy headers). PARTNER keeps them: the sender does not read
+    // them, the receiver checks each arriving byte against them.
     let unverified = |mut v: Vec<FileEntry>| {
-        for fe in &mut v {
-            fe.meta.crc32 = None;
+        if scheme != Scheme::Partner {
+            for fe in &mut v {
+                fe.meta.crc32 = None;
+            }
         }
         v
     };
-    let mine = (!lost_here).then(|| MemberFiles {
+    let mine = (!loss.own).then(|| MemberFiles {
         files: unverified(member_files(job, dset).files),
     });
-    let red = (!lost_here).then(|| unverified(redundancy_entries(job, dset)));
+    let red = (!loss.held).then(|| unverified(redundancy_entries(job, dset)));
     let set = SetInfo {
         comm: set_comm.as_ref(),
         group_id: rd.group_id,
@@ -305,35 +330,42 @@ pub fn rebuild_dataset(
     let rebuilt = result.map_err(|e| e.to_string())?;
     // The owner of this rank's copies may now run on another node.
     let tagged = record_partner_node(job, dset, rd);
-    if !lost_here {
+    if !loss.any() {
         return if tagged {
             job.write_filemap().map_err(|e| e.to_string())
         } else {
             Ok(())
         };
     }
-    // Rebuilt application files are written at dir/<basename>; move each
-    // to where its recorded logical path says it lives.
-    let mut count = 0u64;
-    for fe in rebuilt.app_files {
-        let logical =
-            fe.meta.file.clone().ok_or_else(|| {
+    if loss.own {
+        // Rebuilt application files are written at dir/<basename>; move
+        // each to where its recorded logical path says it lives.
+        let count = rebuilt.app_files.len() as u64;
+        if let Some(n) = recorded_count.filter(|&n| n != count) {
+            return Err(format!(
+                "{count} files of dataset {dset} came back but {n} were recorded"
+            ));
+        }
+        for fe in rebuilt.app_files {
+            let logical = fe.meta.file.clone().ok_or_else(|| {
                 format!("rebuilt file {} has no recorded name", fe.path.display())
             })?;
-        let target = job.real(Path::new(&logical));
-        // Entry first, then the file.
-        let stray = logical_of(&fe.path, &dir_real, &dir_logical);
-        job.filemap.remove_file(dset, me, &stray);
-        job.filemap.add_file(dset, me, &logical);
-        job.filemap.set_meta(dset, me, &logical, &fe.meta);
-        job.write_filemap().map_err(|e| e.to_string())?;
-        if target != fe.path {
-            if let Some(parent) = target.parent() {
-                dirs::create_private_dirs_below(&dir_real, parent).map_err(|e| e.to_string())?;
+            let target = job.real(Path::new(&logical));
+            // Entry first, then the file.
+            let stray = logical_of(&fe.path, &dir_real, &dir_logical);
+            job.filemap.remove_file(dset, me, &stray);
+            job.filemap.add_file(dset, me, &logical);
+            job.filemap.set_meta(dset, me, &logical, &fe.meta);
+            job.write_filemap().map_err(|e| e.to_string())?;
+            if target != fe.path {
+                if let Some(parent) = target.parent() {
+                    dirs::create_private_dirs_below(&dir_real, parent)
+                        .map_err(|e| e.to_string())?;
+                }
+                fs::rename(&fe.path, &target).map_err(|e| format!("{}: {e}", target.display()))?;
             }
-            fs::rename(&fe.path, &target).map_err(|e| format!("{}: {e}", target.display()))?;
         }
-        count += 1;
+        job.filemap.set_expected_files(dset, me, count);
     }
     for fe in rebuilt.redundancy_files {
         let logical = logical_of(&fe.path, &dir_real, &dir_logical);
@@ -341,7 +373,6 @@ pub fn rebuild_dataset(
         m.file = Some(logical.clone());
         job.filemap.set_meta(dset, me, &logical, &m);
     }
-    job.filemap.set_expected_files(dset, me, count);
     job.write_filemap().map_err(|e| e.to_string())?;
     Ok(())
 }

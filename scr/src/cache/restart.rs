@@ -10,8 +10,10 @@
 //!    reach every rank (a lost rank learns its set from any surviving member,
 //!    since each descriptor records the whole set); files move to the node of
 //!    their owner rank; every rank verifies its files (size and CRC32 against
-//!    the meta data recorded at complete); each redundancy set rebuilds what
-//!    its scheme can; a dataset that cannot be made whole on every rank is
+//!    the meta data recorded at complete), its own files and the redundancy
+//!    files it holds apart; each redundancy set rebuilds what its scheme
+//!    can (PARTNER restores own files and held copies each from where an
+//!    intact copy is); a dataset that cannot be made whole on every rank is
 //!    deleted everywhere — never offered for restart with wrong bytes.
 
 use std::collections::BTreeMap;
@@ -24,9 +26,10 @@ use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, EventType};
 use crate::records::dataset::Dataset;
 use crate::records::filemap::{Filemap, MasterFilemap, MASTER_FILEMAP_FILE};
-use crate::records::meta::Meta;
+use crate::records::meta::{FileType, Meta};
 use crate::records::reddesc::RedDesc;
 use crate::records::Record;
+use crate::redundancy::apply::MemberLoss;
 use crate::storage::dirs;
 
 /// What SCR_Init found and did with the cache.
@@ -342,27 +345,71 @@ pub(crate) fn write_synced(path: &Path, data: &[u8]) -> ScrResult<()> {
     Ok(())
 }
 
+/// What a rank found of its files of one dataset, checked separately (size
+/// and CRC32 against the meta recorded at complete): its own application
+/// files, and the redundancy files it holds (PARTNER: copies of its left
+/// neighbour's files; XOR/RS: its parity file). `Err` says what is wrong.
+struct FileCheck {
+    own: Result<(), String>,
+    held: Result<(), String>,
+}
+
+impl FileCheck {
+    /// The loss to report ([`MemberLoss`]); a rank with no record of its
+    /// files at all cannot know which copies it held, so it lost both.
+    fn loss(&self, has_record: bool) -> MemberLoss {
+        if !has_record {
+            return MemberLoss::ALL;
+        }
+        MemberLoss {
+            own: self.own.is_err(),
+            held: self.held.is_err(),
+        }
+    }
+
+    /// The first problem found, own files first.
+    fn problem(&self) -> Option<&String> {
+        self.own.as_ref().err().or(self.held.as_ref().err())
+    }
+}
+
 /// Does this rank hold every file of `dset` it should, intact? The expected
-/// count is of application files; redundancy files are verified too.
-fn check_own_files(job: &Job, dset: i64) -> Result<(), String> {
+/// count is of application files; redundancy files are verified too, and
+/// reported apart from them.
+fn check_files(job: &Job, dset: i64) -> FileCheck {
     let me = job.rank();
+    let mut own = Ok(());
+    let mut held = Ok(());
     let apps = job.app_files(dset).len() as u64;
     match job.filemap.expected_files(dset, me) {
-        None => return Err("no record of this rank's files".into()),
-        Some(n) if n != apps => {
-            return Err(format!("expected {n} files, found entries for {apps}"))
-        }
+        None => own = Err("no record of this rank's files".into()),
+        Some(n) if n != apps => own = Err(format!("expected {n} files, found entries for {apps}")),
         _ => {}
     }
     for f in job.filemap.list_files(dset, me) {
-        let meta = job
-            .filemap
-            .meta(dset, me, &f)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{f}: no meta data"))?;
-        verify_file(&job.real(Path::new(&f)), &meta)?;
+        let meta = match job.filemap.meta(dset, me, &f) {
+            Ok(Some(m)) => m,
+            // Without its meta a file's role is unknown: both kinds count
+            // as lost.
+            Ok(None) => {
+                own = own.and(Err(format!("{f}: no meta data")));
+                held = held.and(Err(format!("{f}: no meta data")));
+                continue;
+            }
+            Err(e) => {
+                own = own.and(Err(e.to_string()));
+                held = held.and(Err(e.to_string()));
+                continue;
+            }
+        };
+        let result = verify_file(&job.real(Path::new(&f)), &meta);
+        if meta.file_type.unwrap_or(FileType::Full) == FileType::Full {
+            own = own.and(result);
+        } else {
+            held = held.and(result);
+        }
     }
-    Ok(())
+    FileCheck { own, held }
 }
 
 /// Restart in place: scatter filemaps, then distribute, verify and rebuild
@@ -437,12 +484,13 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
         }
         let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
         report.moved_files += distribute_files(job, dset, &dir_logical)? as u64;
-        let own = check_own_files(job, dset);
-        let lost_here = own.is_err() || injected_loss;
-        let any_lost = job.world.any_true(lost_here)?;
+        let check = check_files(job, dset);
+        let has_record = files.is_some() && !injected_loss;
+        let loss = check.loss(has_record);
+        let any_lost = job.world.any_true(loss.any())?;
         let mut outcome: Result<(), String> = Ok(());
         if any_lost {
-            outcome = super::glue::rebuild_dataset(job, dset, &ds, &rd, lost_here);
+            outcome = super::glue::rebuild_dataset(job, dset, &ds, &rd, loss);
         }
         let all_ok = job.world.all_true(outcome.is_ok())?;
         if all_ok {
@@ -457,8 +505,8 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
             report.available.push(dset);
             job.write_filemap()?;
         } else {
-            let mine = match (&outcome, &own) {
-                (Err(e), _) | (Ok(()), Err(e)) => e.clone(),
+            let mine = match (&outcome, check.problem()) {
+                (Err(e), _) | (Ok(()), Some(e)) => e.clone(),
                 _ => String::new(),
             };
             let reasons = job.world.allgather_bytes(mine.as_bytes())?;

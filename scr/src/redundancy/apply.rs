@@ -52,6 +52,15 @@
 //! typed error, the others [`ApplyError::Peer`] naming it. A loss pattern the
 //! scheme cannot rebuild is detected from the `lost` vector alone, so every
 //! member returns [`ApplyError::Unrecoverable`] without communicating.
+//!
+//! # What a member lost
+//! A [`MemberLoss`] tells its own files from the redundancy data it holds.
+//! PARTNER restores each from its own source: a member's own files from the
+//! copies its right neighbour holds, the copies a member held from their
+//! owner, its left neighbour. So damage to two neighbours' own files is
+//! rebuilt (each one's copies are intact on the other side), while a member
+//! that lost its own files and whose holder lost the copies is not. XOR and
+//! RS rebuild a member whole.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -133,12 +142,14 @@ pub struct SetInfo<'a> {
 /// Arguments: the world rank the file belongs to, its real path, its meta.
 pub type Register<'r> = dyn FnMut(i64, &Path, &Meta) -> Result<(), ApplyError> + 'r;
 
-/// What a rebuild re-created on a lost member (empty on survivors).
+/// What a rebuild re-created on a member: what it lost (empty on members
+/// that lost nothing).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Rebuilt {
-    /// The member's application files, meta as recorded at encode time.
+    /// The member's application files, meta as recorded at encode time
+    /// (when it lost them).
     pub app_files: Vec<FileEntry>,
-    /// The member's redundancy files, re-created.
+    /// The member's redundancy files, re-created (when it lost them).
     pub redundancy_files: Vec<FileEntry>,
 }
 
@@ -209,18 +220,21 @@ pub enum ApplyError {
         /// What is wrong.
         detail: String,
     },
-    /// Too many members of the set are lost for its scheme.
+    /// Members of the set lost more than its scheme can rebuild.
     #[error(
-        "set {group_id}: members {lost:?} are lost, more than {scheme:?} can rebuild; \
-         the dataset must come from another cache level or the prefix"
+        "set {group_id}: members {lost:?} lost files and {scheme:?} cannot rebuild those of \
+         members {cannot:?}; the dataset must come from another cache level or the prefix"
     )]
     Unrecoverable {
         /// The set id.
         group_id: i64,
         /// The set's scheme.
         scheme: Scheme,
-        /// Group ranks of the lost members.
+        /// Group ranks of the members that lost anything.
         lost: Vec<usize>,
+        /// Group ranks of the members whose data cannot be rebuilt
+        /// ([`unrecoverable_members`]).
+        cannot: Vec<usize>,
     },
     /// A file operation failed.
     #[error("rank {world_rank}: {}{}: {source}", path.display(), at(offset))]
@@ -326,22 +340,120 @@ impl ApplyError {
     }
 }
 
-/// Whether a set whose members `lost[i]` are lost can be rebuilt
-/// (the check at the start of `scr_reddesc_recover()`): SINGLE tolerates no
-/// loss; PARTNER a member is recoverable iff it or its right neighbour (the
-/// holder of its copy) survives; XOR one loss; RS any k losses.
-pub fn recoverable(scheme: &Scheme, lost: &[bool]) -> bool {
+/// What one member of a set lost, as found at restart (a file missing, of
+/// the wrong size, or failing its CRC32): its own application files, the
+/// redundancy data it holds for others, or both.
+///
+/// PARTNER keeps the two apart: a member holds copies of its left
+/// neighbour's files, so a damaged own file does not cost the copies it
+/// holds, and a damaged copy does not cost its own files. XOR and RS compute
+/// a member's parity from everything, so for them any loss is a whole loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct MemberLoss {
+    /// Some of the member's own application files are missing or damaged.
+    pub own: bool,
+    /// Some of the redundancy data it holds is missing or damaged (PARTNER:
+    /// the copies of its left neighbour's files; XOR/RS: its parity file).
+    pub held: bool,
+}
+
+impl MemberLoss {
+    /// Nothing lost.
+    pub const NONE: MemberLoss = MemberLoss {
+        own: false,
+        held: false,
+    };
+    /// Only its own application files.
+    pub const OWN: MemberLoss = MemberLoss {
+        own: true,
+        held: false,
+    };
+    /// Only the redundancy data it holds.
+    pub const HELD: MemberLoss = MemberLoss {
+        own: false,
+        held: true,
+    };
+    /// Everything: a lost node, a missing rank, a rank with no record.
+    pub const ALL: MemberLoss = MemberLoss {
+        own: true,
+        held: true,
+    };
+
+    /// [`MemberLoss::ALL`] when `lost`, else [`MemberLoss::NONE`] (a member
+    /// that is there or not at all).
+    pub const fn whole(lost: bool) -> MemberLoss {
+        if lost {
+            MemberLoss::ALL
+        } else {
+            MemberLoss::NONE
+        }
+    }
+
+    /// Whether anything was lost.
+    pub const fn any(self) -> bool {
+        self.own || self.held
+    }
+
+    /// Whether both its own files and what it holds were lost.
+    pub const fn is_whole(self) -> bool {
+        self.own && self.held
+    }
+
+    /// How `scheme` sees this loss: PARTNER as it is; the others rebuild a
+    /// member whole, so any loss is [`MemberLoss::ALL`].
+    pub const fn as_seen_by(self, scheme: &Scheme) -> MemberLoss {
+        match scheme {
+            Scheme::Partner => self,
+            _ => MemberLoss::whole(self.any()),
+        }
+    }
+}
+
+/// The group rank holding the PARTNER copies of `member`'s files in a set
+/// of `n` (its right neighbour; `n` ≥ 1).
+pub const fn partner_holder(member: usize, n: usize) -> usize {
+    (member + 1) % n
+}
+
+/// The members of a set whose lost data `scheme` cannot rebuild, ascending
+/// (empty: the set is recoverable; the check at the start of
+/// `scr_reddesc_recover()`). SINGLE rebuilds nothing; PARTNER restores a
+/// member's own files iff the member holding their copies
+/// ([`partner_holder`]) did not lose what it holds, and re-creates copies a
+/// member lost from their owner (whose own files are then intact, or the
+/// owner itself is listed); XOR rebuilds one lost member, RS any k — for
+/// them a member that lost anything is lost whole.
+pub fn unrecoverable_members(scheme: &Scheme, lost: &[MemberLoss]) -> Vec<usize> {
     let n = lost.len();
-    let count = lost.iter().filter(|l| **l).count();
-    if count == 0 {
-        return true;
+    let any: Vec<usize> = (0..n).filter(|&i| lost[i].any()).collect();
+    if any.is_empty() {
+        return any;
     }
-    match *scheme {
+    let tolerated = match *scheme {
         Scheme::Single => false,
-        Scheme::Partner => n >= 2 && !(0..n).any(|i| lost[i] && lost[(i + 1) % n]),
-        Scheme::Xor => n >= 2 && count <= 1,
-        Scheme::Rs { k } => n > k && n <= 256 && count <= k,
+        Scheme::Partner => {
+            if n < 2 {
+                false
+            } else {
+                return (0..n)
+                    .filter(|&i| lost[i].own && lost[partner_holder(i, n)].held)
+                    .collect();
+            }
+        }
+        Scheme::Xor => n >= 2 && any.len() <= 1,
+        Scheme::Rs { k } => n > k && n <= 256 && any.len() <= k,
+    };
+    if tolerated {
+        Vec::new()
+    } else {
+        any
     }
+}
+
+/// Whether a set whose members lost `lost[i]` can be rebuilt: no member is
+/// in [`unrecoverable_members`].
+pub fn recoverable(scheme: &Scheme, lost: &[MemberLoss]) -> bool {
+    unrecoverable_members(scheme, lost).is_empty()
 }
 
 /// The name of a PARTNER copy of file `index` (FILE = `logical`) of world
@@ -425,16 +537,21 @@ pub fn encode(
     }
 }
 
-/// Rebuild the set's lost members at restart (collective over `set.comm`;
-/// `scr_reddesc_recover()`). Every member passes the same `lost`; survivors
-/// pass their application and redundancy files, lost members `None` and get
-/// back their application files (in `dir`, named after the basename of
-/// their recorded FILE) and redundancy files, each CRC-checked. A loss the
-/// scheme cannot rebuild returns [`ApplyError::Unrecoverable`] on every
-/// member without communicating.
+/// Rebuild what the set's members lost at restart (collective over
+/// `set.comm`; `scr_reddesc_recover()`). Every member passes the same
+/// `lost`. A member passes its application files (`mine`) unless it lost
+/// them and its redundancy files (`my_redundancy`) unless it lost them; for
+/// XOR and RS a member that lost anything is lost whole
+/// ([`MemberLoss::as_seen_by`]) and passes neither. It gets back what it
+/// lost: its application files (in `dir`, named after the basename of their
+/// recorded FILE) and its redundancy files, each checked against the CRC32
+/// recorded at encode as its bytes arrive (a mismatch fails the rebuild with
+/// [`ApplyError::Crc`] and the file is removed, never kept with wrong
+/// bytes). A loss the scheme cannot rebuild returns
+/// [`ApplyError::Unrecoverable`] on every member without communicating.
 pub fn rebuild(
     set: &SetInfo,
-    lost: &[bool],
+    lost: &[MemberLoss],
     mine: Option<&MemberFiles>,
     my_redundancy: Option<&[FileEntry]>,
     dir: &Path,
@@ -448,37 +565,46 @@ pub fn rebuild(
             ctx.n
         )));
     }
-    if !recoverable(&set.scheme, lost) {
+    let lost: Vec<MemberLoss> = lost.iter().map(|l| l.as_seen_by(&set.scheme)).collect();
+    let cannot = unrecoverable_members(&set.scheme, &lost);
+    if !cannot.is_empty() {
         return Err(ApplyError::Unrecoverable {
             group_id: set.group_id,
             scheme: set.scheme,
-            lost: (0..ctx.n).filter(|&i| lost[i]).collect(),
+            lost: (0..ctx.n).filter(|&i| lost[i].any()).collect(),
+            cannot,
         });
     }
-    if !lost.iter().any(|l| *l) {
+    if !lost.iter().any(|l| l.any()) {
         return Ok(Rebuilt::default());
     }
-    let me_lost = lost[ctx.me];
-    let survivor = if me_lost {
-        None
-    } else {
-        match (mine, my_redundancy) {
-            (Some(m), Some(r)) => Some((m, r)),
-            _ => {
-                // Still take part in the agreement so nobody waits for us.
-                let e = ctx
-                    .input("a survivor must pass its application and redundancy files".to_string());
-                return ctx
-                    .agree(Err::<(), _>(e), |_| Vec::new())
-                    .map(|_| Rebuilt::default());
-            }
-        }
-    };
     match set.scheme {
         Scheme::Single => Ok(Rebuilt::default()),
-        Scheme::Partner => rebuild_partner(&ctx, lost, survivor, dir, register),
-        Scheme::Xor => rebuild_coded(&ctx, 1, lost, survivor, dir, register),
-        Scheme::Rs { k } => rebuild_coded(&ctx, k, lost, survivor, dir, register),
+        Scheme::Partner => rebuild_partner(&ctx, &lost, mine, my_redundancy, dir, register),
+        Scheme::Xor | Scheme::Rs { .. } => {
+            let k = match set.scheme {
+                Scheme::Rs { k } => k,
+                _ => 1,
+            };
+            let whole: Vec<bool> = lost.iter().map(|l| l.any()).collect();
+            let survivor = if whole[ctx.me] {
+                None
+            } else {
+                match (mine, my_redundancy) {
+                    (Some(m), Some(r)) => Some((m, r)),
+                    _ => {
+                        // Still take part in the agreement so nobody waits for us.
+                        let e = ctx.input(
+                            "a survivor must pass its application and redundancy files".to_string(),
+                        );
+                        return ctx
+                            .agree(Err::<(), _>(e), |_| Vec::new())
+                            .map(|_| Rebuilt::default());
+                    }
+                }
+            };
+            rebuild_coded(&ctx, k, &whole, survivor, dir, register)
+        }
     }
 }
 
@@ -1033,6 +1159,14 @@ fn receive_files(
         }
         Ok(crcs)
     });
+    if done.is_err() {
+        // Never leave bytes behind that failed their check: the entries
+        // (registered incomplete) may outlive the files, not the reverse.
+        drop(lf);
+        for p in paths {
+            let _ = std::fs::remove_file(p);
+        }
+    }
     let crcs = latch(latched, done).unwrap_or_default();
     Ok(paths
         .iter()
@@ -1120,86 +1254,110 @@ fn encode_partner(
     })
 }
 
-/// `scr_reddesc_recover_partner()`: each lost member gets its files back
-/// from its right neighbour and the copy of its left neighbour's files
-/// from the left neighbour itself.
+/// `scr_reddesc_recover_partner()`, per kind of loss: a member that lost
+/// its own files gets them back from the copies its right neighbour holds
+/// (phase A, right to left); a member that lost the copies it held gets
+/// them again from their owner, its left neighbour (phase B, left to right).
+/// [`unrecoverable_members`] has ruled out a holder without its copies, so
+/// the owner sending in phase B always has its own files intact. Arriving
+/// bytes are checked against the CRC32 each list records.
 fn rebuild_partner(
     ctx: &Ctx,
-    lost: &[bool],
-    survivor: Option<(&MemberFiles, &[FileEntry])>,
+    lost: &[MemberLoss],
+    mine: Option<&MemberFiles>,
+    red: Option<&[FileEntry]>,
     dir: &Path,
     register: &mut Register<'_>,
 ) -> Result<Rebuilt, ApplyError> {
+    let n = ctx.n;
     let (left, right) = (ctx.left(1), ctx.right(1));
-    // A survivor opens only what it will send: its files if its right
-    // neighbour is lost, its copies if its left neighbour is.
-    let prep = survivor.map_or(Ok((None, None)), |(mine, red)| {
-        let copies: Vec<FileEntry> = red
-            .iter()
+    let me = lost[ctx.me];
+    // What this member lends: the copies it holds when their owner (its
+    // left neighbour) lost its own files, its own files when its right
+    // neighbour lost the copies of them.
+    let (send_copies, send_own) = (lost[left].own, lost[right].held);
+    let copies_in = |red: &[FileEntry]| -> Vec<FileEntry> {
+        red.iter()
             .filter(|f| f.meta.file_type == Some(FileType::Partner))
             .cloned()
-            .collect();
-        let own = if lost[right] {
-            Some(open_logical(ctx, &mine.files)?)
-        } else {
-            None
+            .collect()
+    };
+    let own = if me.own { None } else { mine };
+    let held = if me.held { None } else { red.map(copies_in) };
+    let prep = (|| {
+        if !me.own && own.is_none() {
+            return Err(ctx.input("a member that kept its own files must pass them".into()));
+        }
+        if !me.held && held.is_none() {
+            return Err(ctx.input(
+                "a member that kept the copies it holds must pass its redundancy files".into(),
+            ));
+        }
+        if (send_own && me.own) || (send_copies && me.held) {
+            // unrecoverable_members excludes both; a typed error, not a panic.
+            return Err(ctx.inconsistent(format!(
+                "member {} would lend files it lost ({me:?})",
+                ctx.me
+            )));
+        }
+        let own_lf = match own {
+            Some(m) if send_own => Some(open_logical(ctx, &m.files)?),
+            _ => None,
         };
-        let cp = if lost[left] {
-            Some(open_logical(ctx, &copies)?)
-        } else {
-            None
+        let copy_lf = match &held {
+            Some(c) if send_copies => Some(open_logical(ctx, c)?),
+            _ => None,
         };
-        Ok((own, cp))
-    });
-    let payload = survivor.map(|(mine, red)| {
-        let mut t = KvTree::new();
-        t.set("SELF", member_tree(ctx.world_rank, &metas(&mine.files)));
-        let copies: Vec<Meta> = red
-            .iter()
-            .filter(|f| f.meta.file_type == Some(FileType::Partner))
-            .map(|f| f.meta.clone())
-            .collect();
-        t.set("COPY", member_tree(ctx.set.world_ranks[left], &copies));
-        t.pack()
-    });
-    let ((own_lf, copy_lf), all) = ctx.agree(prep, |_| payload.unwrap_or_default())?;
-    let listed = |member: usize, key: &str| -> Result<XorMember, ApplyError> {
+        Ok((own_lf, copy_lf))
+    })();
+    // Each member lists what it still has: SELF (its own files) and COPY
+    // (the copies it holds, under their owner's rank).
+    let mut payload = KvTree::new();
+    if let Some(m) = own {
+        payload.set("SELF", member_tree(ctx.world_rank, &metas(&m.files)));
+    }
+    if let Some(c) = &held {
+        payload.set("COPY", member_tree(ctx.set.world_ranks[left], &metas(c)));
+    }
+    let ((own_lf, copy_lf), all) = ctx.agree(prep, |_| payload.pack())?;
+    let listed = |member: usize, key: &str, want: i64| -> Result<Vec<Meta>, ApplyError> {
         let tree = KvTree::unpack_exact(&all[member])
             .map_err(|e| ctx.inconsistent(format!("member {member} sent unreadable lists: {e}")))?;
         let sub = tree
             .get(key)
             .ok_or_else(|| ctx.inconsistent(format!("member {member} sent no {key} list")))?;
-        member_from_tree(sub).map_err(|source| ApplyError::Header {
+        let m = member_from_tree(sub).map_err(|source| ApplyError::Header {
             world_rank: ctx.world_rank,
             source,
-        })
-    };
-    // Every member checks the lists of every lost member the same way
-    // before any data moves, so a bad list stops the whole set alike.
-    let n = ctx.n;
-    let mut own_lists = vec![Vec::new(); n];
-    let mut left_lists = vec![Vec::new(); n];
-    for l in (0..n).filter(|&l| lost[l]) {
-        let (r, lft) = ((l + 1) % n, (l + n - 1) % n);
-        let own = listed(r, "COPY")?;
-        let left_self = listed(lft, "SELF")?;
-        let (want_own, want_left) = (ctx.set.world_ranks[l], ctx.set.world_ranks[lft]);
-        if own.rank != want_own || left_self.rank != want_left {
+        })?;
+        if m.rank != want {
             return Err(ctx.inconsistent(format!(
-                "member {r} holds copies of rank {} (expected {want_own}) and member {lft} \
-                 lists rank {} (expected {want_left})",
-                own.rank, left_self.rank
+                "member {member}'s {key} list names rank {} (expected {want})",
+                m.rank
             )));
         }
-        own_lists[l] = own.files;
-        left_lists[l] = left_self.files;
+        Ok(m.files)
+    };
+    // Every member checks the lists every rebuild needs the same way before
+    // any data moves, so a bad list stops the whole set alike.
+    let mut own_lists = vec![Vec::new(); n];
+    let mut left_lists = vec![Vec::new(); n];
+    for l in 0..n {
+        let w = ctx.set.world_ranks[l];
+        if lost[l].own {
+            own_lists[l] = listed(partner_holder(l, n), "COPY", w)?;
+        }
+        if lost[l].held {
+            let owner = (l + n - 1) % n;
+            left_lists[l] = listed(owner, "SELF", ctx.set.world_ranks[owner])?;
+        }
     }
-    let me_lost = lost[ctx.me];
     let mut latched = None;
     let mut rebuilt = Rebuilt::default();
     let (mut out, mut inc) = (Vec::new(), Vec::new());
-    // Phase A, right to left: lost members get their own files back.
-    if me_lost {
+    // Phase A, right to left: own files come back from the holder's copies.
+    let send = send_copies.then(|| (left, copy_lf.as_ref(), logical_len(&own_lists[left])));
+    if me.own {
         let files: Vec<Meta> = own_lists[ctx.me]
             .iter()
             .map(|m| Meta {
@@ -1214,25 +1372,17 @@ fn rebuild_partner(
             &files,
             &paths,
             right,
-            None,
+            send,
             register,
             &mut latched,
             (&mut out, &mut inc),
         )?;
-    } else if lost[left] {
-        let len = logical_len(&own_lists[left]);
-        stream(
-            ctx,
-            Some((left, copy_lf.as_ref(), len)),
-            None,
-            None,
-            &mut latched,
-            &mut out,
-            &mut inc,
-        )?;
+    } else if send.is_some() {
+        stream(ctx, send, None, None, &mut latched, &mut out, &mut inc)?;
     }
-    // Phase B, left to right: lost members re-create the copies they held.
-    if me_lost {
+    // Phase B, left to right: lost copies come again from their owner.
+    let send = send_own.then(|| (right, own_lf.as_ref(), logical_len(&left_lists[right])));
+    if me.held {
         let owner = ctx.set.world_ranks[left];
         let copies = copy_metas(&left_lists[ctx.me]);
         let paths = copy_paths(dir, owner, &copies);
@@ -1242,22 +1392,13 @@ fn rebuild_partner(
             &copies,
             &paths,
             left,
-            None,
+            send,
             register,
             &mut latched,
             (&mut out, &mut inc),
         )?;
-    } else if lost[right] {
-        let len = logical_len(&left_lists[right]);
-        stream(
-            ctx,
-            Some((right, own_lf.as_ref(), len)),
-            None,
-            None,
-            &mut latched,
-            &mut out,
-            &mut inc,
-        )?;
+    } else if send.is_some() {
+        stream(ctx, send, None, None, &mut latched, &mut out, &mut inc)?;
     }
     ctx.agree(latched.map_or(Ok(()), Err), |_| Vec::new())?;
     Ok(rebuilt)

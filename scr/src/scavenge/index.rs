@@ -49,7 +49,7 @@ use crate::records::{
     Index, Rank2File, Rank2FileEntry, RankFilemap, RankFiles, Record, RecordError, Summary,
     XorHeader,
 };
-use crate::redundancy::apply::{self, FileEntry, MemberFiles, Scheme, SetInfo};
+use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, Scheme, SetInfo};
 
 /// Bytes per pipelined piece of an in-process rebuild.
 const REBUILD_PIECE_BYTES: usize = 1 << 20;
@@ -395,7 +395,8 @@ struct SetJob {
     group_id: i64,
     k: usize,
     header: XorHeader,
-    lost: Vec<bool>,
+    /// A missing rank is lost whole (its files and its parity).
+    lost: Vec<MemberLoss>,
     /// Survivors' files (None for lost members).
     inputs: Vec<Option<(MemberFiles, Vec<FileEntry>)>>,
 }
@@ -438,15 +439,17 @@ fn plan_rebuild(
             ));
             continue;
         }
-        let lost: Vec<bool> = (0..n)
+        let lost: Vec<MemberLoss> = (0..n)
             .map(|g| {
                 let w = header.group_world_ranks[g];
-                !set.members.contains_key(&(g as u64)) || missing_set.contains(&w)
+                MemberLoss::whole(
+                    !set.members.contains_key(&(g as u64)) || missing_set.contains(&w),
+                )
             })
             .collect();
-        let nlost = lost.iter().filter(|l| **l).count();
+        let nlost = lost.iter().filter(|l| l.any()).count();
         for (g, &w) in header.group_world_ranks.iter().enumerate() {
-            if lost[g] {
+            if lost[g].any() {
                 covered.insert(w);
             }
         }
@@ -466,8 +469,8 @@ fn plan_rebuild(
         }
         let mut inputs = Vec::with_capacity(n);
         let mut bad = None;
-        for (g, &gone) in lost.iter().enumerate() {
-            if gone {
+        for (g, gone) in lost.iter().enumerate() {
+            if gone.any() {
                 inputs.push(None);
                 continue;
             }
@@ -546,7 +549,7 @@ fn run_set(
         SetKind::Rs => Scheme::Rs { k: job.k },
     };
     let tmp = |g: usize| meta_dir.join(format!("rebuild.{}", job.header.group_world_ranks[g]));
-    for g in (0..n).filter(|&g| job.lost[g]) {
+    for g in (0..n).filter(|&g| job.lost[g].any()) {
         let t = tmp(g);
         let _ = fs::remove_dir_all(&t);
         fs::create_dir_all(&t).map_err(|e| format!("{}: {e}", t.display()))?;
@@ -587,7 +590,7 @@ fn run_set(
     let mut first_err = None;
     for (g, r) in results.into_iter().enumerate() {
         match r {
-            Ok(out) if job.lost[g] => {
+            Ok(out) if job.lost[g].any() => {
                 let w = job.header.group_world_ranks[g];
                 place_rebuilt(w, out, dset_dir, prefix, pl, dataset)?;
                 let _ = fs::remove_dir_all(tmp(g));
@@ -600,7 +603,7 @@ fn run_set(
         }
     }
     if let Some(e) = first_err {
-        for g in (0..n).filter(|&g| job.lost[g]) {
+        for g in (0..n).filter(|&g| job.lost[g].any()) {
             let _ = fs::remove_dir_all(tmp(g));
         }
         return Err(e);

@@ -12,15 +12,17 @@ use rand_chacha::ChaCha8Rng;
 use std::cell::RefCell;
 use std::time::Duration;
 
-/// One set of a job: its scheme, each member's file sizes, which members
-/// lose their directory, and whether a survivor gets a flipped bit.
+/// One set of a job: its scheme, each member's file sizes, what each member
+/// loses (its own files, the files it holds for others, or both), and
+/// whether a file a rebuild reads gets a flipped bit.
 #[derive(Clone, Debug)]
 struct SetRun {
     scheme: Scheme,
     sizes: Vec<Vec<usize>>,
-    lost: Vec<bool>,
+    lost: Vec<MemberLoss>,
     flip: bool,
-    /// Flip the bit in the target's redundancy file instead (XOR and RS).
+    /// Flip the bit in the target's redundancy file instead (XOR and RS:
+    /// its parity; PARTNER: a copy it holds).
     flip_red: bool,
 }
 
@@ -67,25 +69,39 @@ fn app_meta(world: usize, file: usize, bytes: &[u8]) -> Meta {
     }
 }
 
-/// The member chosen for a bit flip: a survivor with data whose bytes the
-/// rebuild is sure to read (for PARTNER: the left neighbour of a lost member).
+/// What member `m` loses as the scheme sees it ([`MemberLoss::as_seen_by`]).
+fn loss(run: &SetRun, m: usize) -> MemberLoss {
+    run.lost[m].as_seen_by(&run.scheme)
+}
+
+/// The member chosen for a bit flip: one with data whose flipped bytes the
+/// rebuild is sure to read. PARTNER: an own file of the owner of copies
+/// its right neighbour lost, or (flip_red) a copy held for a left
+/// neighbour that lost its own files. XOR/RS: any survivor.
 fn flip_target(run: &SetRun) -> Option<usize> {
     let n = run.sizes.len();
-    if !run.flip || !run.lost.iter().any(|l| *l) || !recoverable(&run.scheme, &run.lost) {
+    if !run.flip || !run.lost.iter().any(|l| l.any()) || !recoverable(&run.scheme, &run.lost) {
         return None;
     }
-    (0..n).find(|&m| {
-        // A redundancy file has chunk bytes to flip when anyone has data.
-        let has_data = if run.red_flipped() {
-            run.sizes.iter().flatten().any(|&s| s > 0)
-        } else {
-            run.sizes[m].iter().any(|&s| s > 0)
-        };
-        let used = match run.scheme {
-            Scheme::Partner => run.lost[(m + 1) % n],
-            _ => true,
-        };
-        !run.lost[m] && has_data && used
+    (0..n).find(|&m| match run.scheme {
+        Scheme::Partner if run.red_flipped() => {
+            let owner = (m + n - 1) % n;
+            !run.lost[m].held && run.lost[owner].own && run.sizes[owner].iter().any(|&s| s > 0)
+        }
+        Scheme::Partner => {
+            !run.lost[m].own
+                && run.lost[partner_holder(m, n)].held
+                && run.sizes[m].iter().any(|&s| s > 0)
+        }
+        _ => {
+            // A redundancy file has chunk bytes to flip when anyone has data.
+            let has_data = if run.red_flipped() {
+                run.sizes.iter().flatten().any(|&s| s > 0)
+            } else {
+                run.sizes[m].iter().any(|&s| s > 0)
+            };
+            !loss(run, m).any() && has_data
+        }
     })
 }
 
@@ -241,7 +257,9 @@ fn rank_body(
     }
     if flip_target(run) == Some(mi) {
         let f = if run.red_flipped() {
-            &red[0]
+            red.iter()
+                .find(|f| f.meta.size_bytes > Some(0))
+                .ok_or("no redundancy file to flip")?
         } else {
             mine.files
                 .iter()
@@ -249,9 +267,9 @@ fn rank_body(
                 .ok_or("no file to flip")?
         };
         let mut bytes = std::fs::read(&f.path).map_err(|e| e.to_string())?;
-        // In a redundancy file, a byte of the parity (the header has its
-        // own CRC and would fail as a Header error instead).
-        let at = if run.red_flipped() {
+        // In an XOR/RS file, a byte of the parity (the header has its own
+        // CRC and would fail as a Header error instead).
+        let at = if run.red_flipped() && run.scheme != Scheme::Partner {
             bytes.len() - 1
         } else {
             bytes.len() / 2
@@ -259,31 +277,44 @@ fn rank_body(
         bytes[at] ^= 0x10;
         std::fs::write(&f.path, &bytes).map_err(|e| e.to_string())?;
     }
-    let lost = run.lost[mi];
-    if lost {
-        for e in std::fs::read_dir(&dir).map_err(|e| e.to_string())? {
-            std::fs::remove_file(e.map_err(|e| e.to_string())?.path())
-                .map_err(|e| e.to_string())?;
-        }
+    let lost = loss(run, mi);
+    // What is lost goes: own files, the redundancy files held, or both.
+    let gone: Vec<&PathBuf> = (lost.own.then_some(&mine.files).into_iter().flatten())
+        .chain(lost.held.then_some(&red).into_iter().flatten())
+        .map(|f| &f.path)
+        .collect();
+    for path in gone {
+        std::fs::remove_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     registered.borrow_mut().clear();
-    let res = if lost {
-        rebuild(&set, &run.lost, None, None, &dir, &mut reg)
-    } else {
-        rebuild(&set, &run.lost, Some(&mine), Some(&red), &dir, &mut reg)
-    };
+    let res = rebuild(
+        &set,
+        &run.lost,
+        (!lost.own).then_some(&mine),
+        (!lost.held).then_some(&red[..]),
+        &dir,
+        &mut reg,
+    );
     let rebuilt = match res {
         Ok(r) => r,
         Err(e) => return Ok(Outcome::Failed(e.kind())),
     };
-    if !lost {
-        return if rebuilt == Rebuilt::default() {
-            Ok(Outcome::Rebuilt)
-        } else {
-            Err("a survivor got files back".into())
-        };
+    if !lost.own && !rebuilt.app_files.is_empty() {
+        return Err("a member that kept its files got them back".into());
     }
-    if rebuilt.app_files.len() != mine.files.len() {
+    if !lost.held && !rebuilt.redundancy_files.is_empty() {
+        return Err("a member that kept its redundancy files got them again".into());
+    }
+    if !lost.own {
+        // Its own files are untouched.
+        for (i, f) in mine.files.iter().enumerate() {
+            let bytes = std::fs::read(&f.path).map_err(|e| format!("{}: {e}", f.path.display()))?;
+            if bytes != content(seed, w, i, run.sizes[mi][i]) && flip_target(run) != Some(mi) {
+                return Err(format!("{}: a kept file changed", f.path.display()));
+            }
+        }
+    }
+    if lost.own && rebuilt.app_files.len() != mine.files.len() {
         return Err(format!(
             "rebuilt {} app files, expected {}",
             rebuilt.app_files.len(),
@@ -307,7 +338,7 @@ fn rank_body(
     }
     let red_paths: Vec<&PathBuf> = rebuilt.redundancy_files.iter().map(|f| &f.path).collect();
     let saved_paths: Vec<&PathBuf> = saved.iter().map(|(p, _)| p).collect();
-    if red_paths != saved_paths {
+    if lost.held && red_paths != saved_paths {
         return Err(format!(
             "re-created {red_paths:?}, encode wrote {saved_paths:?}"
         ));
@@ -328,7 +359,7 @@ fn rank_body(
 
 impl SetRun {
     fn red_flipped(&self) -> bool {
-        self.flip_red && matches!(self.scheme, Scheme::Xor | Scheme::Rs { .. })
+        self.flip_red && self.scheme != Scheme::Single
     }
 
     fn scheme_k(&self) -> usize {
@@ -423,11 +454,36 @@ fn run_batched(runs: Vec<SetRun>, piece: usize, seed: u64, max_ranks: usize) {
     }
 }
 
-/// Every loss pattern of a set of `n` with at most `max_lost` lost members.
-fn patterns(n: usize, max_lost: usize) -> Vec<Vec<bool>> {
+/// Every pattern of whole-member losses of a set of `n` with at most
+/// `max_lost` lost members.
+fn patterns(n: usize, max_lost: usize) -> Vec<Vec<MemberLoss>> {
     (0u32..1 << n)
         .filter(|m| m.count_ones() as usize <= max_lost)
-        .map(|m| (0..n).map(|i| m & (1 << i) != 0).collect())
+        .map(|m| {
+            (0..n)
+                .map(|i| MemberLoss::whole(m & (1 << i) != 0))
+                .collect()
+        })
+        .collect()
+}
+
+/// Every pattern of a set of `n` where each member loses nothing, its own
+/// files, what it holds, or both, with at most `max_lost` members losing
+/// anything.
+fn mixed_patterns(n: usize, max_lost: usize) -> Vec<Vec<MemberLoss>> {
+    const KINDS: [MemberLoss; 4] = [
+        MemberLoss::NONE,
+        MemberLoss::OWN,
+        MemberLoss::HELD,
+        MemberLoss::ALL,
+    ];
+    (0u32..1 << (2 * n))
+        .map(|m| {
+            (0..n)
+                .map(|i| KINDS[(m >> (2 * i)) as usize & 3])
+                .collect::<Vec<_>>()
+        })
+        .filter(|p| p.iter().filter(|l| l.any()).count() <= max_lost)
         .collect()
 }
 
@@ -436,10 +492,18 @@ fn exhaustive(
     sizes: std::ops::RangeInclusive<usize>,
     max_lost: impl Fn(usize) -> usize,
 ) {
+    exhaustive_of(scheme, sizes, |n| patterns(n, max_lost(n)));
+}
+
+fn exhaustive_of(
+    scheme: Scheme,
+    sizes: std::ops::RangeInclusive<usize>,
+    patterns: impl Fn(usize) -> Vec<Vec<MemberLoss>>,
+) {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut runs = Vec::new();
     for n in sizes {
-        for lost in patterns(n, max_lost(n)) {
+        for lost in patterns(n) {
             runs.push(SetRun {
                 scheme,
                 sizes: layout(&mut rng, n, 3000),
@@ -455,6 +519,46 @@ fn exhaustive(
 #[test]
 fn partner_every_loss_pattern_of_sets_up_to_7_rebuilds_or_reports_unrecoverable() {
     exhaustive(Scheme::Partner, 2..=7, |n| n);
+}
+
+#[test]
+fn partner_every_own_held_whole_pattern_of_sets_up_to_5_rebuilds_or_is_unrecoverable() {
+    // Each member loses nothing, its own files, the copies it holds, or
+    // both: 4^n patterns.
+    exhaustive_of(Scheme::Partner, 2..=5, |n| mixed_patterns(n, n));
+}
+
+#[test]
+fn partner_own_and_held_losses_of_up_to_two_members_in_sets_of_6_to_8() {
+    // Longer runs of neighbours: the sets up to 5 and the proptest's job.
+    exhaustive_of(Scheme::Partner, 6..=8, |n| mixed_patterns(n, 2));
+}
+
+#[test]
+fn a_flipped_bit_in_a_held_partner_copy_is_reported_as_crc_not_restored() {
+    // Member 1 lost its own files; member 2 holds their copies, one of
+    // them damaged: the rebuild fails with Crc on every member.
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let runs: Vec<SetRun> = (3..=6)
+        .map(|n| {
+            let mut sizes = layout(&mut rng, n, 2000);
+            sizes[1] = vec![900, 0, 1200];
+            let mut lost = vec![MemberLoss::NONE; n];
+            lost[1] = MemberLoss::OWN;
+            SetRun {
+                scheme: Scheme::Partner,
+                sizes,
+                lost,
+                flip: true,
+                flip_red: true,
+            }
+        })
+        .collect();
+    assert!(runs.iter().all(|r| flip_target(r) == Some(2)));
+    assert!(runs
+        .iter()
+        .all(|r| expected(r) == Outcome::Failed(FailureKind::Crc)));
+    run_job(&runs, 300, 13).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
@@ -496,8 +600,8 @@ fn a_flipped_bit_in_a_survivor_is_reported_as_crc_on_every_member() {
         for n in 3..=8 {
             let mut sizes = layout(&mut rng, n, 2000);
             sizes[0] = vec![1500, 0, 700];
-            let mut lost = vec![false; n];
-            lost[1] = true;
+            let mut lost = vec![MemberLoss::NONE; n];
+            lost[1] = MemberLoss::ALL;
             runs.push(SetRun {
                 scheme,
                 sizes,
@@ -521,7 +625,9 @@ fn a_flipped_bit_in_a_survivors_xor_or_rs_file_is_reported_as_crc_on_every_membe
         .map(|scheme| SetRun {
             scheme,
             sizes: layout(&mut rng, 6, 2000),
-            lost: vec![false, false, true, false, false, false],
+            lost: [0, 0, 1, 0, 0, 0]
+                .map(|l| MemberLoss::whole(l == 1))
+                .to_vec(),
             flip: true,
             flip_red: true,
         })
@@ -582,7 +688,7 @@ fn a_piece_of_one_byte_and_pieces_larger_than_chunks_both_work() {
             .map(|scheme| SetRun {
                 scheme,
                 sizes: layout(&mut rng, 5, 300),
-                lost: vec![false, true, false, false, true],
+                lost: [0, 1, 0, 0, 1].map(|l| MemberLoss::whole(l == 1)).to_vec(),
                 flip: false,
                 flip_red: false,
             })
@@ -608,7 +714,9 @@ fn files_large_enough_to_be_mapped_encode_and_rebuild_like_small_ones() {
         .map(|scheme| SetRun {
             scheme,
             sizes: sizes.clone(),
-            lost: vec![false, true, false, false, scheme != Scheme::Xor],
+            lost: [false, true, false, false, scheme != Scheme::Xor]
+                .map(MemberLoss::whole)
+                .to_vec(),
             flip: false,
             flip_red: false,
         })
@@ -627,9 +735,9 @@ fn two_hundred_forty_ranks_in_twenty_sets_of_mixed_schemes() {
                 Scheme::Rs { k: 2 },
                 Scheme::Rs { k: 3 },
             ][i % 4];
-            let mut lost = vec![false; 12];
+            let mut lost = vec![MemberLoss::NONE; 12];
             for _ in 0..(i % 4) {
-                lost[rng.gen_range(0..12)] = true;
+                lost[rng.gen_range(0..12)] = MemberLoss::ALL;
             }
             SetRun {
                 scheme,
@@ -740,7 +848,7 @@ fn bad_arguments_are_typed_errors() {
         };
         let short = rebuild(
             &set,
-            &[true],
+            &[MemberLoss::ALL],
             None,
             None,
             Path::new("/nonexistent"),
@@ -750,7 +858,7 @@ fn bad_arguments_are_typed_errors() {
         .map_err(|e| e.kind());
         let too_many = rebuild(
             &set,
-            &[true, true, false],
+            &[MemberLoss::ALL, MemberLoss::HELD, MemberLoss::NONE],
             None,
             None,
             Path::new("/x"),
@@ -775,18 +883,63 @@ fn bad_arguments_are_typed_errors() {
 
 #[test]
 fn recoverable_matches_each_schemes_tolerance() {
-    assert!(recoverable(&Scheme::Single, &[false, false]));
-    assert!(!recoverable(&Scheme::Single, &[false, true]));
-    assert!(recoverable(&Scheme::Partner, &[true, false, true, false]));
-    assert!(!recoverable(&Scheme::Partner, &[true, false, false, true]));
-    assert!(!recoverable(&Scheme::Partner, &[true]));
-    assert!(recoverable(&Scheme::Xor, &[false, true, false]));
-    assert!(!recoverable(&Scheme::Xor, &[true, true, false]));
-    assert!(recoverable(&Scheme::Rs { k: 2 }, &[true, true, false]));
-    assert!(!recoverable(
+    use MemberLoss as L;
+    let whole = |v: &[u8]| v.iter().map(|&l| L::whole(l == 1)).collect::<Vec<_>>();
+    assert!(recoverable(&Scheme::Single, &whole(&[0, 0])));
+    assert!(!recoverable(&Scheme::Single, &whole(&[0, 1])));
+    assert!(!recoverable(&Scheme::Single, &[L::NONE, L::OWN]));
+    assert!(recoverable(&Scheme::Partner, &whole(&[1, 0, 1, 0])));
+    assert!(!recoverable(&Scheme::Partner, &whole(&[1, 0, 0, 1])));
+    assert!(!recoverable(&Scheme::Partner, &whole(&[1])));
+    assert!(recoverable(&Scheme::Xor, &whole(&[0, 1, 0])));
+    assert!(!recoverable(&Scheme::Xor, &whole(&[1, 1, 0])));
+    assert!(recoverable(&Scheme::Rs { k: 2 }, &whole(&[1, 1, 0])));
+    assert!(!recoverable(&Scheme::Rs { k: 2 }, &whole(&[1, 1, 1, 0])));
+}
+
+#[test]
+fn partner_restores_own_files_from_an_intact_holder_and_recreates_lost_copies() {
+    use MemberLoss as L;
+    let p = |v: &[L]| recoverable(&Scheme::Partner, v);
+    // Two apart, own files only.
+    assert!(p(&[L::OWN, L::NONE, L::OWN, L::NONE]));
+    // Ring neighbours with damaged own files: each one's copies are intact
+    // on the other side.
+    assert!(p(&[L::OWN, L::OWN, L::NONE, L::NONE]));
+    assert!(p(&[L::OWN, L::OWN, L::OWN, L::OWN]));
+    assert!(p(&[L::OWN, L::OWN]));
+    // Member 0's copies are held by member 1, which lost them.
+    assert!(!p(&[L::OWN, L::HELD, L::NONE, L::NONE]));
+    assert_eq!(
+        unrecoverable_members(&Scheme::Partner, &[L::OWN, L::HELD, L::NONE, L::NONE]),
+        vec![0]
+    );
+    // Two whole neighbours (a lost node each), wrap-around included.
+    assert!(!p(&[L::ALL, L::ALL, L::NONE, L::NONE]));
+    assert!(!p(&[L::NONE, L::NONE, L::NONE, L::ALL, L::ALL]));
+    assert!(!p(&[L::ALL, L::NONE, L::NONE, L::ALL]));
+    // Lost copies only: re-created from their owners, nothing is lost.
+    assert!(p(&[L::HELD, L::HELD, L::HELD, L::HELD]));
+    // A whole member next to one that lost only its own files: the whole
+    // member's own files come from member 1 (copies intact), member 1's
+    // from member 2; member 0's held copies come from member 3.
+    assert!(p(&[L::ALL, L::OWN, L::NONE, L::NONE]));
+    // ... but not the other way round: member 3's copies were on member 0.
+    assert!(!p(&[L::ALL, L::NONE, L::NONE, L::OWN]));
+    assert!(p(&[L::ALL, L::NONE, L::NONE, L::HELD]));
+    // Held-only losses do not count for XOR/RS differently: lost whole.
+    assert!(!recoverable(&Scheme::Xor, &[L::HELD, L::OWN, L::NONE]));
+    assert!(recoverable(
         &Scheme::Rs { k: 2 },
-        &[true, true, true, false]
+        &[L::HELD, L::OWN, L::NONE]
     ));
+    assert_eq!(
+        unrecoverable_members(&Scheme::Xor, &[L::HELD, L::OWN, L::NONE]),
+        vec![0, 1]
+    );
+    assert_eq!(L::OWN.as_seen_by(&Scheme::Xor), L::ALL);
+    assert_eq!(L::HELD.as_seen_by(&Scheme::Partner), L::HELD);
+    assert!(L::ALL.is_whole() && !L::OWN.is_whole() && !L::NONE.any());
 }
 
 #[test]
@@ -831,9 +984,14 @@ fn random_job(seed: u64) -> (Vec<SetRun>, usize) {
                 Scheme::Xor => 1,
                 Scheme::Rs { k } => k,
             };
-            let mut lost = vec![false; n];
+            let mut lost = vec![MemberLoss::NONE; n];
             for _ in 0..rng.gen_range(0..=tolerated + 1) {
-                lost[rng.gen_range(0..n)] = true;
+                // Whole losses mostly; PARTNER also own-only and held-only.
+                lost[rng.gen_range(0..n)] = match rng.gen_range(0..4) {
+                    0 => MemberLoss::OWN,
+                    1 => MemberLoss::HELD,
+                    _ => MemberLoss::ALL,
+                };
             }
             SetRun {
                 scheme,
