@@ -40,8 +40,10 @@ pub fn run_end_note(exit_code: Option<i32>, halted: bool, timeout_s: f64) -> Str
 impl RunLog {
     /// Open the log the job's ranks would write to: the configuration is
     /// this process's environment overlaid with `env` (what the ranks get),
-    /// read as the library reads it. A configuration or log that cannot be
-    /// used is returned as a warning and nothing is logged.
+    /// read as the library reads it. A configuration the library would
+    /// refuse logs nothing and says nothing here: the job's ranks report it
+    /// themselves (a scenario may test exactly that). A log that cannot be
+    /// opened is returned as a warning, and nothing is logged.
     pub fn open(prefix: &Path, env: &BTreeMap<String, String>) -> (RunLog, Option<String>) {
         let mut vars: BTreeMap<String, String> = std::env::vars().collect();
         vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -51,14 +53,11 @@ impl RunLog {
             system_file: None,
             read_app_conf: true,
         };
-        let cfg = match Config::load(&map, &opts) {
-            Ok(c) => c,
-            Err(e) => return (RunLog::default(), Some(format!("run loop log: {e}"))),
+        let Ok(cfg) = Config::load(&map, &opts) else {
+            return (RunLog::default(), None);
         };
-        let settings = match LogSettings::from_config(&cfg) {
-            Ok(Some(s)) => s,
-            Ok(None) => return (RunLog::default(), None),
-            Err(e) => return (RunLog::default(), Some(format!("run loop log: {e}"))),
+        let Ok(Some(settings)) = LogSettings::from_config(&cfg) else {
+            return (RunLog::default(), None);
         };
         let jobid = cfg
             .get("SCR_JOB_ID")
@@ -153,6 +152,17 @@ mod tests {
         assert!(!note_is_failure(&run_end_note(Some(0), true, 60.0)));
         assert!(note_is_failure(&run_end_note(Some(137), false, 60.0)));
         assert!(note_is_failure(&run_end_note(None, false, 60.0)));
+    }
+
+    #[test]
+    fn a_configuration_the_library_refuses_is_left_to_the_job() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut e = BTreeMap::new();
+        e.insert("SCR_LOG_ENABLE".to_string(), "1".to_string());
+        e.insert("SCR_COPY_TYPE".to_string(), "BOGUS".to_string());
+        let (log, warn) = RunLog::open(tmp.path(), &e);
+        assert!(!log.enabled());
+        assert_eq!(warn, None);
     }
 
     #[test]

@@ -778,8 +778,12 @@ impl RunLoop {
         let excluded = self.excluded();
         let mut end = End::Retries;
         let root_of = |n: &str| Some(self.alloc.node_root(n));
+        // The log is the job's, not the harness's: a log that cannot be
+        // opened is a warning, never a harness error of the cell.
         let (runlog, warning) = crate::runlog::RunLog::open(&self.alloc.prefix(), &self.env);
-        errors.extend(warning);
+        if let Some(w) = warning {
+            eprintln!("scr-harness: warning: {w}");
+        }
         for launch in 1..=self.max_launches.max(1) {
             let mut external = Vec::new();
             let mut transient: Vec<Record> = Vec::new();
