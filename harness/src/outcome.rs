@@ -6,7 +6,8 @@
 //! checkpoint N as found in cache), `rebuilt:N` (after rebuilding lost
 //! files), `fetched:N` (copied back from the prefix), `scratch` (no
 //! checkpoint, none lost), `loss` (no checkpoint, and the library reported
-//! the ones it could not recover), `died` (the launch ended before its
+//! the ones it could not recover: lost in cache, a fetch that failed, or an
+//! index it could not read), `died` (the launch ended before its
 //! restart was decided), `error` (the application stopped on an SCR error),
 //! and the two that must never happen: `SILENT-CORRUPTION` (a byte read back
 //! was wrong, fewer bytes came back than were written, or an older
@@ -561,6 +562,10 @@ pub struct AppReport {
     pub lost: Vec<i64>,
     /// Kept but unusable (different rank count).
     pub skipped: Vec<i64>,
+    /// Copies in the prefix a fetch tried and could not use.
+    pub fetch_failed: Vec<i64>,
+    /// The prefix's index could not be read, so no fetch was tried.
+    pub fetch_error: bool,
     /// The init line was printed (init finished).
     pub init_done: bool,
     /// Restart attempts: (checkpoint name, ok, source, verified bytes).
@@ -632,6 +637,8 @@ impl AppReport {
                     r.fetched = f.get("fetched").map_or_else(Vec::new, |s| ids(s));
                     r.lost = f.get("lost_ids").map_or_else(Vec::new, |s| ids(s));
                     r.skipped = f.get("skipped_ids").map_or_else(Vec::new, |s| ids(s));
+                    r.fetch_failed = f.get("fetch_failed").map_or_else(Vec::new, |s| ids(s));
+                    r.fetch_error = f.get("fetch_error") == Some(&"true");
                 }
                 "restart_attempt" => {
                     let name = f.get("name").copied().unwrap_or("").to_string();
@@ -749,7 +756,11 @@ pub fn classify(report: &AppReport, facts: &LaunchFacts) -> (Token, Option<Strin
     if let Some(why) = silent_rollback(report, facts, None) {
         return (Token::of(Class::SilentCorruption), Some(why));
     }
-    if report.lost.is_empty() && report.attempts.is_empty() {
+    if report.lost.is_empty()
+        && report.attempts.is_empty()
+        && report.fetch_failed.is_empty()
+        && !report.fetch_error
+    {
         (Token::of(Class::Scratch), None)
     } else {
         (Token::of(Class::Loss), None)
@@ -809,7 +820,9 @@ fn unexplained_older(a: &Token, e: &Token, report: Option<&AppReport>) -> Option
         _ => matches!(a.class, Class::Scratch | Class::Loss),
     };
     let said = report.is_some_and(|r| {
-        r.lost.contains(&(want as i64)) || r.attempts.iter().any(|t| t.ckpt == Some(want))
+        r.lost.contains(&(want as i64))
+            || r.fetch_failed.contains(&(want as i64))
+            || r.attempts.iter().any(|t| t.ckpt == Some(want))
     });
     (older && !said).then_some(want)
 }
@@ -1045,6 +1058,18 @@ SCR_APP restart=ckpt.3 source=rebuilt verified_bytes=100 checkpoints_written=1 s
             classify(&AppReport::parse(lost), &facts(&[3], &[])).0,
             Token::of(Class::Loss)
         );
+        // A fetch that failed, or an index that could not be read, is a
+        // loss the library reported, not a start from scratch.
+        let fetch_failed = "SCR_APP init ranks=8 found=- available=- rebuilt=- lost_ids=- skipped_ids=- moved_files=0 fetched=none fetch_failed=3,2 fetch_error=false\n\
+                    SCR_APP restart=none source=none verified_bytes=0 checkpoints_written=1 status=ok\n";
+        let r = AppReport::parse(fetch_failed);
+        assert_eq!(r.fetch_failed, vec![3, 2]);
+        assert_eq!(classify(&r, &facts(&[3], &[])).0, Token::of(Class::Loss));
+        let index = "SCR_APP init ranks=8 found=- available=- rebuilt=- lost_ids=- skipped_ids=- moved_files=0 fetched=none fetch_failed=- fetch_error=true\n\
+                    SCR_APP restart=none source=none verified_bytes=0 checkpoints_written=1 status=ok\n";
+        let r = AppReport::parse(index);
+        assert!(r.fetch_error);
+        assert_eq!(classify(&r, &facts(&[3], &[])).0, Token::of(Class::Loss));
         let died = "SCR_APP init ranks=8 found=3 available=3 rebuilt=- lost_ids=- skipped_ids=- moved_files=0\n";
         assert_eq!(
             classify(&AppReport::parse(died), &facts(&[3], &[])).0,
@@ -1067,6 +1092,9 @@ SCR_APP restart=ckpt.3 source=rebuilt verified_bytes=100 checkpoints_written=1 s
         let mut loud = quiet.clone();
         loud[1].lost = vec![3];
         assert_eq!(judge(&got, &exp, &loud, None).0, Verdict::Unexpected);
+        let mut fetch_said = quiet.clone();
+        fetch_said[1].fetch_failed = vec![3];
+        assert_eq!(judge(&got, &exp, &fetch_said, None).0, Verdict::Unexpected);
         assert_eq!(judge(&exp, &exp, &quiet, None).0, Verdict::Expected);
         let newer: Outcome = "scratch, rebuilt:4".parse().unwrap();
         assert_eq!(judge(&newer, &exp, &quiet, None).0, Verdict::Unexpected);

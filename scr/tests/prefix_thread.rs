@@ -117,7 +117,16 @@ fn a_damaged_copy_is_marked_failed_and_the_older_one_is_fetched() {
         |r| r,
         &extra,
         |scr, c| {
-            assert_eq!(scr.init_report().fetched, Some(1));
+            let report = scr.init_report();
+            assert_eq!(report.fetched, Some(1));
+            // Every rank is told which copy failed and why.
+            assert_eq!(report.fetch_failed.len(), 1, "{report:?}");
+            assert_eq!(report.fetch_failed[0].0, 2);
+            assert!(
+                report.fetch_failed[0].1.starts_with("ckpt.2: "),
+                "{report:?}"
+            );
+            assert_eq!(report.fetch_error, None);
             restart_and_verify(scr, c, &cl.prefix, 3)
         },
     );
@@ -128,6 +137,48 @@ fn a_damaged_copy_is_marked_failed_and_the_older_one_is_fetched() {
     let idx = index(&cl);
     assert_eq!(idx.datasets[&2]["ckpt.2"].failed.len(), 1);
     assert_eq!(idx.current.as_deref(), Some("ckpt.1"));
+}
+
+#[test]
+fn an_unreadable_index_is_reported_to_every_rank() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 5, 1);
+            None
+        },
+    );
+    // Zero the index's kvtree header: it can no longer be read.
+    let p = index_path(&cl.prefix);
+    let mut bytes = std::fs::read(&p).unwrap();
+    for b in bytes.iter_mut().take(16) {
+        *b = 0;
+    }
+    std::fs::write(&p, bytes).unwrap();
+    wipe_caches(&cl, 4);
+    let got = run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, _c| {
+            let report = scr.init_report();
+            assert_eq!(report.fetched, None);
+            assert!(report.fetch_failed.is_empty(), "{report:?}");
+            let why = report
+                .fetch_error
+                .clone()
+                .expect("the index error is reported");
+            assert!(why.contains("index"), "{why}");
+            scr.have_restart().unwrap()
+        },
+    );
+    assert!(got.iter().all(Option::is_none), "{got:?}");
 }
 
 #[test]

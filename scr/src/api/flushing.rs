@@ -60,12 +60,15 @@ impl Scr {
                     eprintln!("SCR: warning: SCR_CURRENT={cur}: {e}");
                 }
             }
-            if let Some(f) = fetch::fetch_sync(job)? {
+            let fetch = fetch::fetch_sync(job)?;
+            if let Some(f) = fetch.fetched {
                 cands.push(f.id);
                 self.report.available.push(f.id);
                 self.report.fetched = Some(f.id);
                 self.report.fetched_dir = Some(f.dir);
             }
+            self.report.fetch_failed = fetch.failed;
+            self.report.fetch_error = fetch.index_error;
         }
         prefix::rebuild_flush_file(job, &self.report.available)?;
         self.prefix.on_pfs = prefix::datasets_on_pfs(job)?.into_iter().collect();

@@ -52,6 +52,12 @@ pub struct InitReport {
     pub fetched: Option<i64>,
     /// The prefix directory the fetched checkpoint came from.
     pub fetched_dir: Option<String>,
+    /// Checkpoints in the prefix a fetch tried and could not use (now
+    /// FAILED in the index): dataset id and `<dir>: <why>`, newest first.
+    pub fetch_failed: Vec<(i64, String)>,
+    /// Why no fetch was tried although the prefix has an index (it could
+    /// not be read).
+    pub fetch_error: Option<String>,
 }
 
 /// World ranks of a descriptor's set, by set rank (recorded under MEMBERS).

@@ -37,6 +37,19 @@ pub struct Fetched {
     pub dir: String,
 }
 
+/// What a fetch did: the checkpoint it brought into cache, if any, and
+/// the copies in the prefix it could not use. The same on every rank.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FetchReport {
+    /// The checkpoint now in cache.
+    pub fetched: Option<Fetched>,
+    /// Copies tried and found bad (marked FAILED in the index): dataset id
+    /// and `<dir>: <why>`, in the order tried (newest first).
+    pub failed: Vec<(i64, String)>,
+    /// The index exists but could not be read, so nothing was tried.
+    pub index_error: Option<String>,
+}
+
 /// Why a copy in the prefix could not be used.
 enum Attempt {
     /// In cache now; the summary's ORIGDIR.
@@ -421,24 +434,33 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
 
 /// Fetch the newest usable checkpoint from the prefix directory into cache
 /// (scr_fetch_sync). `None` when there is none. Collective.
-pub fn fetch_sync(job: &mut Job) -> ScrResult<Option<Fetched>> {
+pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
     let started = Instant::now();
     let prefix = job.prefix.clone();
+    let mut report = FetchReport::default();
     let mut list = Vec::new();
+    let mut index_error = Vec::new();
     if job.rank() == 0 {
         match Index::read_file(index_path(&prefix)) {
             Ok(idx) => list = encode_list(&candidates(&idx)),
             Err(e) if e.is_not_found() => {}
-            Err(e) => eprintln!(
-                "SCR: cannot fetch: the index is damaged ({e}); \
-                 rebuild it from the dataset directories with `scr index --rebuild`"
-            ),
+            Err(e) => {
+                eprintln!(
+                    "SCR: cannot fetch: the index is damaged ({e}); \
+                     rebuild it from the dataset directories with `scr index --rebuild`"
+                );
+                index_error = format!("the index is damaged: {e}").into_bytes();
+            }
         }
     }
     job.world.bcast_bytes(0, &mut list)?;
+    job.world.bcast_bytes(0, &mut index_error)?;
+    if !index_error.is_empty() {
+        report.index_error = Some(String::from_utf8_lossy(&index_error).into_owned());
+    }
     let list = decode_list(&list);
     if list.is_empty() {
-        return Ok(None);
+        return Ok(report);
     }
     job.log(Entry::event(EventType::FetchStart));
     for (id, dir) in list {
@@ -491,7 +513,8 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<Option<Fetched>> {
                         .name(name)
                         .secs(started.elapsed().as_secs_f64()),
                 );
-                return Ok(Some(Fetched { id, dir }));
+                report.fetched = Some(Fetched { id, dir });
+                return Ok(report);
             }
             Attempt::Failed(why) => {
                 if job.rank() == 0 {
@@ -515,6 +538,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<Option<Fetched>> {
                         .note(format!("{dir}: {why}"))
                         .secs(t.elapsed().as_secs_f64()),
                 );
+                report.failed.push((id, format!("{dir}: {why}")));
             }
             Attempt::Skipped(why) => {
                 if job.rank() == 0 {
@@ -528,5 +552,5 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<Option<Fetched>> {
             }
         }
     }
-    Ok(None)
+    Ok(report)
 }

@@ -244,17 +244,25 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             .map(|(d, why)| format!("{d}:{why}"))
             .collect();
         println!(
-            "SCR_APP init ranks={size} found={} available={} rebuilt={} lost_ids={} skipped_ids={} moved_files={} fetched={}",
+            "SCR_APP init ranks={size} found={} available={} rebuilt={} lost_ids={} skipped_ids={} moved_files={} fetched={} fetch_failed={} fetch_error={}",
             ids(&report.found),
             ids(&report.available),
             ids(&report.rebuilt),
             ids(&report.lost.iter().map(|l| l.0).collect::<Vec<_>>()),
             ids(&report.skipped.iter().map(|l| l.0).collect::<Vec<_>>()),
             report.moved_files,
-            report.fetched.map_or("none".to_string(), |d| d.to_string())
+            report.fetched.map_or("none".to_string(), |d| d.to_string()),
+            ids(&report.fetch_failed.iter().map(|l| l.0).collect::<Vec<_>>()),
+            report.fetch_error.is_some()
         );
         for l in &lost {
             println!("SCR_APP lost {l}");
+        }
+        for (d, why) in &report.fetch_failed {
+            println!("SCR_APP fetch_failed {d}:{why}");
+        }
+        if let Some(why) = &report.fetch_error {
+            println!("SCR_APP fetch_error {why}");
         }
     }
 
