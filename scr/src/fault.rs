@@ -48,7 +48,16 @@
 //!
 //! Every firing is reported on stderr and, when `SCR_FAULT_LOG` names a
 //! file, appended to it as one JSON line before acting, so the harness knows
-//! the fault really happened. An unreadable plan is reported on stderr and
+//! the fault really happened.
+//!
+//! Kills planned for the same point and hit on different ranks are
+//! *co-timed*: the plan means them to happen together (two ranks dying in
+//! the same Start_output). Without care the first death tears the job down
+//! before the other rank reaches its point, and the second fault never
+//! fires. So a rank whose `kill` fires waits, at most `CO_TIMED_WAIT`,
+//! until the fault log shows every co-timed kill of its launch fired (lines
+//! carry the job keys of `kill-node` that are set), then dies. Without a log or a job
+//! key there is no wait. An unreadable plan is reported on stderr and
 //! the process exits with [`EXIT_BAD_PLAN`]: a test whose fault silently does
 //! not fire would pass for the wrong reason.
 
@@ -67,6 +76,44 @@ pub const ENV_JOB: &str = "SCR_FAULT_JOB";
 pub const EXIT_BAD_PLAN: i32 = 86;
 /// Largest number of faults in one plan (a bound, not a practical limit).
 pub const MAX_FAULTS: usize = 4096;
+#[cfg(feature = "fault-injection")]
+/// Longest a rank whose `kill` fired waits for the co-timed kills of other
+/// ranks to fire (module documentation).
+pub const CO_TIMED_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+#[cfg(feature = "fault-injection")]
+/// Kills a fault log must show before a co-timed kill at `point`'s hit `n`
+/// goes ahead: the plan's non-repeating `kill` faults at that point and hit
+/// that name a rank. Fewer than two: nothing to wait for.
+pub fn co_timed_kills(plan: &FaultPlan, point: &str, n: u64) -> usize {
+    plan.faults
+        .iter()
+        .filter(|f| {
+            f.point == point
+                && f.hit == n
+                && !f.repeat
+                && f.rank.is_some()
+                && f.action == Action::Kill
+        })
+        .count()
+}
+
+#[cfg(feature = "fault-injection")]
+/// Ranks of job `job` whose `kill` at `point`'s hit `n` a fault log's text
+/// shows fired (distinct ranks; partial or foreign lines are skipped).
+pub fn kills_logged(log: &str, point: &str, n: u64, job: &str) -> usize {
+    let mut ranks: Vec<u64> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| {
+            v["point"] == point && v["hit"] == n && v["job"] == job && v["action"] == "kill"
+        })
+        .filter_map(|v| v["rank"].as_u64())
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    ranks.len()
+}
 
 /// The value of a disabled injection point; what the macro expands to
 /// without the `fault-injection` feature.
@@ -620,6 +667,7 @@ mod active {
         report(point, n, rank, inj.node.as_deref(), &spec.action);
         match spec.action {
             Action::Kill => {
+                await_co_timed(&inj.plan, point, n);
                 kill_self();
                 Ok(())
             }
@@ -646,6 +694,51 @@ mod active {
         }
     }
 
+    /// Wait (bounded) until every co-timed kill of this job fired.
+    fn await_co_timed(plan: &FaultPlan, point: &str, n: u64) {
+        let want = co_timed_kills(plan, point, n);
+        if want < 2 {
+            return;
+        }
+        let (Some(path), Some(job)) = (std::env::var_os(ENV_LOG), job_key()) else {
+            return;
+        };
+        let deadline = std::time::Instant::now() + CO_TIMED_WAIT;
+        loop {
+            let log = std::fs::read_to_string(&path).unwrap_or_default();
+            if kills_logged(&log, point, n, &job) >= want {
+                return;
+            }
+            if std::time::Instant::now() >= deadline {
+                eprintln!(
+                    "scr fault: {point}#{n}: not every co-timed kill fired within {} s; dying anyway",
+                    CO_TIMED_WAIT.as_secs()
+                );
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// Variables naming this process's job, first found wins.
+    const JOB_KEYS: [&str; 4] = [
+        ENV_JOB,
+        "PMIX_NAMESPACE",
+        "OMPI_MCA_ess_base_jobid",
+        "PMI_KVSNAME",
+    ];
+
+    /// `NAME=value` of every one of [`JOB_KEYS`] set here, `,`-joined: the
+    /// harness's allocation and the launcher's job together tell one launch
+    /// from the next.
+    fn job_key() -> Option<String> {
+        let set: Vec<String> = JOB_KEYS
+            .iter()
+            .filter_map(|k| Some(format!("{k}={}", std::env::var(k).ok()?)))
+            .collect();
+        (!set.is_empty()).then(|| set.join(","))
+    }
+
     fn kill_self() {
         // SAFETY: kill(2) on our own pid.
         unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
@@ -655,6 +748,7 @@ mod active {
         let line = serde_json::json!({
             "point": point, "hit": n, "rank": rank, "node": node,
             "action": action.to_string(), "pid": std::process::id(),
+            "job": job_key(),
         });
         eprintln!("scr fault: {line}");
         if let Some(path) = std::env::var_os(ENV_LOG) {
@@ -696,12 +790,6 @@ mod active {
 
     /// Other processes of this job on `node` (see the module documentation).
     pub(super) fn node_peers(node: &str) -> Vec<i32> {
-        const JOB_KEYS: [&str; 4] = [
-            ENV_JOB,
-            "PMIX_NAMESPACE",
-            "OMPI_MCA_ess_base_jobid",
-            "PMI_KVSNAME",
-        ];
         let me = std::process::id().to_string();
         let job = JOB_KEYS
             .iter()
@@ -926,6 +1014,37 @@ mod tests {
             let fired: usize = threads.into_iter().map(|t| t.join().expect("thread")).sum();
             assert_eq!(fired, 1);
             assert_eq!(inj.hits("c", None), 800);
+        }
+
+        #[test]
+        fn co_timed_kills_wait_for_each_other_in_the_log() {
+            let plan = parse_plan(
+                "api.start_output#2@rank:2=kill; api.start_output#2@rank:7=kill; \
+                 api.start_output#3@rank:1=kill; api.start_output#2+@rank:4=kill; \
+                 x#1@rank:1=kill",
+            )
+            .expect("plan");
+            assert_eq!(co_timed_kills(&plan, "api.start_output", 2), 2);
+            assert_eq!(co_timed_kills(&plan, "api.start_output", 3), 1);
+            assert_eq!(co_timed_kills(&plan, "x", 1), 1);
+            let line = |rank: u32, job: &str, hit: u64| {
+                format!(
+                    "{{\"point\":\"api.start_output\",\"hit\":{hit},\"rank\":{rank},\"node\":\"n1\",\"action\":\"kill\",\"pid\":1,\"job\":\"{job}\"}}\n"
+                )
+            };
+            let j = "PMIX_NAMESPACE=a";
+            // An earlier launch's line (another job), another hit, a
+            // duplicate and a partial line do not count.
+            let log = format!(
+                "{}{}{}{}{{\"point\":\"api.st",
+                line(7, "PMIX_NAMESPACE=old", 2),
+                line(2, j, 2),
+                line(2, j, 3),
+                line(2, j, 2),
+            );
+            assert_eq!(kills_logged(&log, "api.start_output", 2, j), 1);
+            let log = format!("{log}\n{}", line(7, j, 2));
+            assert_eq!(kills_logged(&log, "api.start_output", 2, j), 2);
         }
 
         #[test]
