@@ -144,9 +144,39 @@ pub fn is_server_url(s: &str) -> bool {
 
 fn bad_host(host: &str, why: impl Into<String>) -> DbError {
     DbError::BadServer {
-        host: host.to_string(),
+        host: redact(host),
         why: why.into(),
     }
+}
+
+/// `host` for messages: a URL's password (`user:PASSWORD@`, `password=`
+/// parameters) replaced by `***`.
+fn redact(host: &str) -> String {
+    let Some((scheme, rest)) = host.split_once("://") else {
+        return host.to_string();
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{hosts}"),
+            None => authority.to_string(),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let q: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", q.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 impl ServerSettings {
@@ -745,6 +775,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("SCR_LOG_DB_USER"), "{e}");
+        // A URL that does not parse is named without its password.
+        for h in [
+            "postgresql://bob:s3cret@h:99999/db",
+            "postgresql://bob@h:99999/db?password=s3cret&sslmode=x",
+            "mysql://bob:s3cret@h/db",
+        ] {
+            let e = parse(h).unwrap_err().to_string();
+            assert!(!e.contains("s3cret"), "{e}");
+            assert!(e.contains("***") && e.contains("bob"), "{e}");
+        }
         assert!(is_server_url("PostgreSQL://x/y"));
         assert!(!is_server_url("/tmp/log.db"));
     }
