@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The C API (issue 7): install libscr + scr.h + scr.pc into a temporary
-# prefix (ci/install-capi), build the C programs of testing/c with mpicc and
-# pkg-config, and run them under mpirun -np 4 on four simulated nodes
+# The C API (issue 7): install libscr + scr.h + scrf.h + scr.pc into a
+# temporary prefix (ci/install-capi), build the C programs of testing/c with
+# mpicc and pkg-config (and testing/fortran with mpifort), and run them under mpirun -np 4 on four simulated nodes
 # (SCR_NODE_NAME=n<i>, SCR_NODE_ROOT=<tmp>/nodes/n<i>). Ends with
 # "N passed, M failed"; exits non-zero when any failed.
 set -uo pipefail
@@ -25,6 +25,14 @@ for src in testing/c/*.c; do
   prog="$(basename "$src" .c)"
   # shellcheck disable=SC2086
   if ! mpicc -std=c99 -Wall -Wextra -Werror -O1 -o "$work/bin/$prog" "$src" -Itesting/c $flags; then
+    echo "build of $src failed"; echo "0 passed, 1 failed"; exit 1
+  fi
+done
+# The Fortran program, through scrf.h, with mpifort.
+for src in testing/fortran/*.f90; do
+  prog="$(basename "$src" .f90)"
+  # shellcheck disable=SC2086
+  if ! mpifort -O1 -Wall -o "$work/bin/f_$prog" "$src" $flags; then
     echo "build of $src failed"; echo "0 passed, 1 failed"; exit 1
   fi
 done
@@ -80,6 +88,12 @@ check "restart after losing node n2 (XOR)"    run nodeloss "$b/ckpt_restart" rea
 
 check "static libscr.a: checkpoint"           run static "$b/ckpt_restart_static" write
 check "static libscr.a: restart"              run static "$b/ckpt_restart_static" read
+
+check "Fortran: checkpoint (scrf.h)"          run fortran "$b/f_ckpt_restart" write
+check "Fortran: restart every value"          run fortran "$b/f_ckpt_restart" read
+check "Fortran: checkpoint before node loss"  run fortran_nl "$b/f_ckpt_restart" write
+rm -rf "$work/fortran_nl/nodes/n1"
+check "Fortran: restart after losing n1"      run fortran_nl "$b/f_ckpt_restart" read
 
 check "config set/query/unset + misuse"       run config "$b/config"
 

@@ -9,6 +9,9 @@
 //!
 //! `SCR_Configf` is C-variadic, so it lives in `csrc/configf.c` (built by
 //! build.rs) and calls [`SCR_Config`].
+//!
+//! The Fortran interface (`include/scrf.h`, `SCR_INIT(IERROR)`, ...) is in
+//! the `fortran` module, over these entry points.
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::fmt::Display;
@@ -21,6 +24,8 @@ use scr_core::comm::mpi::MpiComm;
 use scr_core::comm::{Comm, CommError};
 use scr_core::config::{Config, ConfigError, LoadOptions, ProcessEnv};
 use scr_core::{Flags, InitOptions, Scr, ScrError};
+
+mod fortran;
 
 /// `SCR_SUCCESS`.
 pub const SCR_SUCCESS: c_int = 0;
