@@ -211,7 +211,7 @@ pub fn checkpoint_row(
         let raw_path = raw_dir.join(format!("rank{rank}.{rep}"));
         raw.push(timed(comm, || write_fsync(&raw_path, &data)));
         read.push(timed(comm, || {
-            std::hint::black_box(scr::cache::crc_of_file(&raw_path).expect("crc"));
+            std::hint::black_box(scr::storage::verify::crc_of_file(&raw_path).expect("crc"));
         }));
         let red_path = raw_dir.join(format!("rank{rank}.{rep}.red"));
         red_write.push(if red > 0 {

@@ -35,19 +35,20 @@ use std::ops::BitOr;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::cache::error::io_err;
-use crate::cache::restart::{self, InitReport};
-use crate::cache::{param, Job, ScrError, ScrResult};
+use crate::cache::{param, Job};
 use crate::comm::Comm;
 use crate::config::{load_collective, Config, Environment, LoadOptions};
+use crate::dataset::restart::{self, InitReport};
+use crate::dataset::{output, Dataset};
+use crate::error::{io_err, ScrError, ScrResult};
 use crate::halt::{CheckAt, HaltMonitor, Halted};
-use crate::log::writer::{Entry, EventType, XferType};
-use crate::records::dataset::Dataset;
+use crate::log::writer::{Entry, EventType};
+use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::halt::{Halt, REASON_FINALIZE_CALLED};
 use crate::records::index::{index_path, Index};
-use crate::records::meta::{FileType, Meta};
+use crate::records::meta::FileType;
 use crate::records::Record;
-use crate::storage::dirs::{self, NodeIdentity};
+use crate::storage::dirs::NodeIdentity;
 use crate::storage::path as spath;
 
 mod adaptive;
@@ -141,8 +142,7 @@ pub struct Scr {
 #[derive(Debug)]
 enum DynPhase {
     Output {
-        dset: i64,
-        dir: PathBuf,
+        ds: Option<Dataset>,
         started: Instant,
     },
     Restart {
@@ -150,13 +150,6 @@ enum DynPhase {
         name: String,
         started: Instant,
     },
-}
-
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 fn check_name(name: &str) -> ScrResult<()> {
@@ -400,8 +393,7 @@ impl Scr {
         let Some(job) = self.job("SCR_Start_output")? else {
             return Ok(OutputPhase {
                 scr: self,
-                dset: 0,
-                dir: PathBuf::new(),
+                ds: None,
                 completed: false,
                 started,
             });
@@ -418,42 +410,37 @@ impl Scr {
         let all_clear = job.world.all_true(injected.is_ok())?;
         injected.map_err(|e| ScrError::injected("api.start_output", e))?;
         if !all_clear {
-            return Err(ScrError::Redundancy(
-                "another rank failed in Start_output".into(),
-            ));
+            return Err(ScrError::elsewhere("SCR_Start_output", None));
         }
         let is_ckpt = flags.contains(Flags::CHECKPOINT);
-        job.dataset_id += 1;
-        if is_ckpt {
-            job.checkpoint_id += 1;
-        }
-        let dset = job.dataset_id;
-        let di = if is_ckpt {
-            job.desc_for(job.checkpoint_id)
-        } else {
-            0
+        let (id, set) = output::next_ids(job, is_ckpt);
+        let in_store = output::in_store(job, set)?;
+        let count = job.stores[job.sets[set].store].count.max(1) as usize;
+        let evicted = self.make_room(in_store, count)?;
+        let job = self.job.as_mut().expect("initialised");
+        let start = output::StartFlags {
+            checkpoint: is_ckpt,
+            output: flags.contains(Flags::OUTPUT),
         };
-        let store = job.descs[di].store;
-        // Make room: keep fewer than COUNT datasets of this store.
-        let directory = PathBuf::from(&job.descs[di].record.directory);
-        let everywhere = job.datasets_everywhere()?;
-        let me = job.rank();
-        let mut in_store: Vec<i64> = everywhere
-            .into_iter()
-            .filter(|&d| {
-                job.filemap
-                    .desc(d, me)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|r| Path::new(&r.directory) == directory)
-            })
-            .collect();
-        let count = job.stores[store].count.max(1) as usize;
-        // Make room, oldest first; output that has not reached the prefix
-        // is flushed before it may go, and kept if that fails.
+        let ds = output::begin(job, id, set, name, start)?;
+        self.candidates.retain(|d| !evicted.contains(d));
+        Ok(OutputPhase {
+            scr: self,
+            ds: Some(ds),
+            completed: false,
+            started,
+        })
+    }
+
+    /// Make room in a store holding `in_store` (oldest first) for a new
+    /// dataset: keep fewer than `count`. Output that has not reached the
+    /// prefix is flushed before it may go, and kept if that fails. Returns
+    /// the datasets evicted. Collective.
+    fn make_room(&mut self, mut in_store: Vec<i64>, count: usize) -> ScrResult<Vec<i64>> {
         self.poll_async_flush(false)?;
         let mut evicted = Vec::new();
         let mut kept = 0usize;
+        // Bounded: every pass removes one dataset from the list.
         while in_store.len() + kept >= count && !in_store.is_empty() {
             let oldest = in_store.remove(0);
             if self.may_evict(oldest)? {
@@ -470,54 +457,7 @@ impl Scr {
                 }
             }
         }
-        let job = self.job.as_mut().expect("initialised");
-        let dir = job.dataset_dir(&directory, dset);
-        let cache_real = job.real(&job.cache_dir(store));
-        let made = dirs::create_private_dirs_below(&cache_real, &job.real(&dir));
-        let ds = Dataset {
-            name: Some(
-                name.map(str::to_owned)
-                    .unwrap_or_else(|| Dataset::default_name(dset)),
-            ),
-            user: Some(job.user.clone()),
-            jobid: Some(job.jobid.clone()),
-            ckpt: is_ckpt.then_some(job.checkpoint_id),
-            complete: Some(false),
-            flag_checkpoint: Some(is_ckpt),
-            flag_output: Some(flags.contains(Flags::OUTPUT)),
-            created_us: Some(now_s() * 1_000_000),
-            ..Dataset::new(dset)
-        };
-        job.filemap.set_dataset(dset, me, &ds);
-        job.filemap.set_desc(dset, me, &job.descs[di].record);
-        job.filemap.set_expected_files(dset, me, 0);
-        let written = job.write_filemap();
-        let ok = job.world.all_true(made.is_ok() && written.is_ok())?;
-        made?;
-        written?;
-        if !ok {
-            return Err(ScrError::Redundancy(format!(
-                "another rank could not create dataset {dset}'s directory"
-            )));
-        }
-        let start_event = if is_ckpt {
-            EventType::CheckpointStart
-        } else {
-            EventType::OutputStart
-        };
-        job.log(
-            Entry::event(start_event)
-                .dset(dset)
-                .name(ds.name.clone().unwrap_or_default()),
-        );
-        self.candidates.retain(|d| !evicted.contains(d));
-        Ok(OutputPhase {
-            scr: self,
-            dset,
-            dir,
-            completed: false,
-            started,
-        })
+        Ok(evicted)
     }
 
     /// SCR_Have_restart: the name of the checkpoint a restart would load.
@@ -545,7 +485,7 @@ impl Scr {
         let name = job
             .dataset(dset)
             .and_then(|d| d.name)
-            .unwrap_or_else(|| Dataset::default_name(dset));
+            .unwrap_or_else(|| DatasetDesc::default_name(dset));
         Ok(RestartPhase {
             scr: self,
             dset,
@@ -692,9 +632,11 @@ impl Scr {
         let ok = job.world.all_true(result.is_ok())?;
         result?;
         if !ok {
-            return Err(ScrError::Redundancy(
-                "rank 0 could not update the index".into(),
-            ));
+            return Err(ScrError::FailedElsewhere {
+                op: "update the index",
+                who: "rank 0",
+                dset: None,
+            });
         }
         Ok(())
     }
@@ -777,8 +719,7 @@ impl Scr {
         // The phase now lives in `self.phase`; the object must not finish it.
         p.completed = true;
         let state = DynPhase::Output {
-            dset: p.dset,
-            dir: std::mem::take(&mut p.dir),
+            ds: p.ds.take(),
             started: p.started,
         };
         drop(p);
@@ -808,18 +749,17 @@ impl Scr {
         check_name(name)?;
         match self.phase.take() {
             None => Ok(PathBuf::from(name)),
-            Some(DynPhase::Output { dset, dir, started }) => {
+            Some(DynPhase::Output { ds, started }) => {
                 let mut p = OutputPhase {
                     scr: self,
-                    dset,
-                    dir,
+                    ds,
                     completed: true,
                     started,
                 };
                 let r = p.route_file(name);
-                let dir = std::mem::take(&mut p.dir);
+                let ds = p.ds.take();
                 drop(p);
-                self.phase = Some(DynPhase::Output { dset, dir, started });
+                self.phase = Some(DynPhase::Output { ds, started });
                 r
             }
             Some(DynPhase::Restart {
@@ -850,10 +790,9 @@ impl Scr {
     /// [`OutputPhase::complete`] for the phase [`Scr::start_output_dyn`] opened.
     pub fn complete_output_dyn(&mut self, valid: bool) -> ScrResult<bool> {
         match self.phase.take() {
-            Some(DynPhase::Output { dset, dir, started }) => OutputPhase {
+            Some(DynPhase::Output { ds, started }) => OutputPhase {
                 scr: self,
-                dset,
-                dir,
+                ds,
                 completed: false,
                 started,
             }
@@ -914,16 +853,16 @@ impl Drop for Scr {
 /// An output phase (between SCR_Start_output and SCR_Complete_output).
 pub struct OutputPhase<'a> {
     scr: &'a mut Scr,
-    dset: i64,
-    dir: PathBuf,
+    /// The dataset being written (`None` when SCR is disabled).
+    ds: Option<Dataset>,
     completed: bool,
     started: Instant,
 }
 
 impl OutputPhase<'_> {
-    /// The dataset id.
+    /// The dataset id (0 when SCR is disabled).
     pub fn dataset_id(&self) -> i64 {
-        self.dset
+        self.ds.as_ref().map_or(0, |d| d.id.get())
     }
 
     /// SCR_Route_file within an output phase: register `name` (relative to
@@ -938,43 +877,11 @@ impl OutputPhase<'_> {
         let Some(job) = self.scr.job("SCR_Route_file")? else {
             return Ok(name.to_path_buf());
         };
-        let cwd = std::env::current_dir().map_err(io_err(".", "current directory"))?;
-        let abs = spath::absolute(name, &cwd);
-        if !spath::is_within(&abs, &job.prefix) || abs == job.prefix {
-            return Err(ScrError::OutsidePrefix {
-                path: abs,
-                prefix: job.prefix.clone(),
-            });
-        }
-        let rel = abs.strip_prefix(&job.prefix).unwrap_or(&abs).to_path_buf();
-        let logical = self.dir.join(&rel);
-        let logical_s = logical.to_string_lossy().into_owned();
-        let me = job.rank();
-        let dset = self.dset;
-        if !job.filemap.list_files(dset, me).contains(&logical_s) {
-            let meta = Meta {
-                file: Some(logical_s.clone()),
-                file_type: Some(FileType::Full),
-                complete: Some(false),
-                ckpt: job.filemap.dataset(dset, me)?.and_then(|d| d.ckpt),
-                ranks: Some(job.world.size() as u64),
-                orig: Some(text.into_owned()),
-                orig_path: abs.parent().map(|p| p.to_string_lossy().into_owned()),
-                orig_name: abs.file_name().map(|p| p.to_string_lossy().into_owned()),
-                ..Meta::default()
-            };
-            job.filemap.add_file(dset, me, &logical_s);
-            job.filemap.set_meta(dset, me, &logical_s, &meta);
-            let n = job.app_files(dset).len() as u64;
-            job.filemap.set_expected_files(dset, me, n);
-            job.write_filemap()?;
-        }
-        let real = job.real(&logical);
-        if let Some(parent) = real.parent() {
-            let top = job.real(&self.dir);
-            dirs::create_private_dirs_below(&top, parent)?;
-        }
-        Ok(real)
+        let ds = self
+            .ds
+            .as_ref()
+            .expect("an output phase of an enabled SCR has a dataset");
+        output::route(job, ds, name)
     }
 
     /// SCR_Complete_output: every rank says whether its files are valid;
@@ -995,110 +902,24 @@ impl OutputPhase<'_> {
 
     fn finish_inner(&mut self, valid: bool) -> ScrResult<bool> {
         self.completed = true;
-        let dset = self.dset;
         let started = self.started;
         let Some(job) = self.scr.job("SCR_Complete_output")? else {
             return Ok(valid);
         };
-        let write_s = started.elapsed().as_secs_f64();
+        let ds = self
+            .ds
+            .as_mut()
+            .expect("an output phase of an enabled SCR has a dataset");
         let me = job.rank();
         // An injected error here makes this rank's files invalid, which the
-        // collective validity vote below turns into a failed output.
-        let mut ok = valid && crate::fault_point!("api.complete_output", rank = me as u32).is_ok();
-        let mut bytes = 0u64;
-        let files = job.filemap.list_files(dset, me);
-        // Sizes only: the CRC32 of each file is computed by the encode
-        // below, from the same read that applies the redundancy scheme.
-        for f in &files {
-            let mut meta = job.filemap.meta(dset, me, f)?.unwrap_or_default();
-            match std::fs::metadata(job.real(Path::new(f))) {
-                Ok(md) if md.is_file() => {
-                    let len = md.len();
-                    meta.size_bytes = Some(len);
-                    meta.crc32 = None;
-                    meta.complete = Some(valid);
-                    bytes += len;
-                }
-                _ => {
-                    // A routed file that was never written is not valid.
-                    meta.complete = Some(false);
-                    ok = false;
-                }
-            }
-            job.filemap.set_meta(dset, me, f, &meta);
-        }
-        let all_valid = job.world.all_true(ok)?;
-        let mut applied = Ok(());
-        let encode_at = Instant::now();
-        if all_valid {
-            applied = crate::cache::glue::encode(job, dset);
-        }
-        // all_valid is identical on every rank, so the short circuit keeps
-        // the collective matched.
-        let all_ok = all_valid && job.world.all_true(applied.is_ok())?;
-        // Measured after the vote, so rank 0's figure covers the slowest set.
-        let encode_s = encode_at.elapsed().as_secs_f64();
-        let total_bytes = job.sum(bytes as i64)?;
-        let total_files = job.sum(files.len() as i64)?;
-        if let Some(mut ds) = job.filemap.dataset(dset, me)? {
-            ds.complete = Some(all_ok);
-            ds.size_bytes = Some(total_bytes.max(0) as u64);
-            ds.files = Some(total_files.max(0) as u64);
-            job.filemap.set_dataset(dset, me, &ds);
-        }
-        job.write_filemap()?;
-        let is_ckpt = job
-            .filemap
-            .dataset(dset, me)?
-            .is_some_and(|d| d.flag_checkpoint == Some(true));
-        let ckpt_id = job.checkpoint_id;
-        if job.log.is_some() {
-            let name = job
-                .dataset(dset)
-                .and_then(|d| d.name)
-                .unwrap_or_else(|| Dataset::default_name(dset));
-            let (bytes, files) = (total_bytes.max(0) as u64, total_files.max(0) as u64);
-            let xfer = |t: XferType, secs: f64| {
-                Entry::xfer(t)
-                    .dset(dset)
-                    .name(name.as_str())
-                    .secs(secs)
-                    .bytes(bytes)
-                    .files(files)
-            };
-            let to = self.dir.to_string_lossy().into_owned();
-            if all_ok && is_ckpt {
-                job.log(xfer(XferType::Write, write_s).to(to));
-                job.log(xfer(XferType::Encode, encode_s));
-            } else if all_ok {
-                job.log(xfer(XferType::Output, write_s + encode_s).to(to));
-            }
-            let end = if is_ckpt {
-                EventType::CheckpointEnd
-            } else {
-                EventType::OutputEnd
-            };
-            let mut e = Entry::event(end)
-                .dset(dset)
-                .name(name.as_str())
-                .secs(started.elapsed().as_secs_f64());
-            if !all_valid {
-                e = e.note("failed: a rank's files were invalid");
-            } else if let Err(err) = &applied {
-                e = e.note(format!("failed: {err}"));
-            } else if !all_ok {
-                e = e.note("failed: redundancy failed on another rank");
-            }
-            job.log(e);
-        }
-        if !all_ok {
-            if let Err(e) = &applied {
-                eprintln!("SCR: rank {me}: dataset {dset}: {e}");
-            }
-            job.delete_dataset(dset)?;
+        // collective validity vote turns into a failed output.
+        let valid = valid && crate::fault_point!("api.complete_output", rank = me as u32).is_ok();
+        let done = output::complete(job, ds, valid, started)?;
+        if !done.protected {
             return Ok(false);
         }
-        job.write_master_filemap()?;
+        let (dset, is_ckpt, is_output) = (ds.id.get(), ds.is_checkpoint(), ds.is_output());
+        let ckpt_id = job.checkpoint_id;
         // Kill and delay faults act here; an injected error has nothing
         // left to fail (the dataset is complete), so it is only reported.
         if let Err(e) = crate::fault_point!("api.complete_output.done", rank = me as u32) {
@@ -1107,10 +928,6 @@ impl OutputPhase<'_> {
                 ScrError::injected("api.complete_output.done", e)
             );
         }
-        let is_output = job
-            .filemap
-            .dataset(dset, me)?
-            .is_some_and(|d| d.flag_output == Some(true));
         if is_ckpt {
             self.scr.candidates.insert(0, dset);
             let need = &mut self.scr.need;

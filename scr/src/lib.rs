@@ -14,7 +14,10 @@
 //! - [`config`]: parameters, config files, SCR_Config, descriptors.
 //! - [`redundancy`]: the arithmetic of the SINGLE/PARTNER/XOR/RS schemes:
 //!   GF(2^8), codecs, chunk layouts, set selection (no communication).
-//! - [`cache`]: datasets in node-local cache, filemaps, restart in place.
+//! - [`cache`]: the job's runtime state: nodes, stores, redundancy sets,
+//!   the filemap ([`cache::Job`]).
+//! - [`dataset`]: a dataset's life in cache: start, route, complete,
+//!   encode, evict/delete, and restart in place (verify and rebuild).
 //! - [`api`]: the user API ([`Scr`], phases, [`Flags`]).
 //! - [`halt`]: halt conditions (the halt file, SCR_HALT_SECONDS, `scr halt`).
 //! - [`fault`]: injection points for the testbed, compiled in only with the
@@ -23,14 +26,19 @@
 //! - [`scavenge`]: the serial commands that save a dataset from cache after
 //!   the last run (`scr copy`, `scr index`, `scr postrun`).
 //! - [`interval`]: checkpoint interval models and their estimators.
+//! - [`error`]: the crate's error, [`ScrError`], carrying each layer's typed
+//!   error; [`ids`]: the [`DatasetId`] and [`Rank`] newtypes.
 #![deny(missing_docs)]
 
 pub mod api;
 pub mod cache;
 pub mod comm;
 pub mod config;
+pub mod dataset;
+pub mod error;
 pub mod fault;
 pub mod halt;
+pub mod ids;
 pub mod interval;
 pub mod kvtree;
 pub mod log;
@@ -41,4 +49,5 @@ pub mod scavenge;
 pub mod storage;
 
 pub use api::{Flags, InitOptions, OutputPhase, RestartPhase, Scr, MAX_FILENAME, VERSION};
-pub use cache::{ScrError, ScrResult};
+pub use error::{ScrError, ScrResult};
+pub use ids::{DatasetId, Rank};

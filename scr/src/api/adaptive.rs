@@ -9,8 +9,9 @@
 use std::path::Path;
 
 use super::Scr;
-use crate::cache::{Job, ScrResult};
+use crate::cache::Job;
 use crate::config::{Config, ConfigError, Location};
+use crate::error::ScrResult;
 use crate::interval::adaptive::{decide, Decision, History, Inputs, MtbfConfig};
 use crate::log::db::{read_records, DbSettings};
 use crate::log::server::{self, ServerSettings};
@@ -47,7 +48,11 @@ pub(crate) fn mtbf_config(cfg: &Config) -> ScrResult<Option<MtbfConfig>> {
 
 /// The distinct INTERVALs of the job's CKPT descriptors, ascending.
 fn level_intervals(job: &Job) -> Vec<u64> {
-    let mut v: Vec<u64> = job.descs.iter().map(|d| d.ckpt.interval.max(1)).collect();
+    let mut v: Vec<u64> = job
+        .sets
+        .iter()
+        .map(|d| d.descriptor.interval.max(1))
+        .collect();
     v.sort_unstable();
     v.dedup();
     v
@@ -154,7 +159,7 @@ impl Scr {
         let levels = level_intervals(job);
         let mut measured = vec![Vec::new(); levels.len()];
         for &(ckpt, cost) in &self.need.costs {
-            let iv = job.descs[job.desc_for(ckpt)].ckpt.interval.max(1);
+            let iv = job.sets[job.desc_for(ckpt)].descriptor.interval.max(1);
             if let Some(k) = levels.iter().position(|&l| l == iv) {
                 measured[k].push(cost);
             }

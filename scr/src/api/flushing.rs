@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::Scr;
-use crate::cache::{Job, ScrError, ScrResult};
+use crate::cache::Job;
+use crate::error::{ScrError, ScrResult};
 use crate::prefix::flush::{flush_async_start, flush_async_test, flush_sync, AsyncFlush};
 use crate::prefix::layout::META_DIR;
 use crate::prefix::{self, fetch, on_rank0, update_flush_file, update_index};
@@ -350,7 +351,7 @@ fn delete_copy(prefix: &Path, dir: &str) -> ScrResult<()> {
     }
     if meta_dir.is_dir() {
         std::fs::remove_dir_all(&meta_dir)
-            .map_err(crate::cache::error::io_err(&meta_dir, "remove directory"))?;
+            .map_err(crate::error::io_err(&meta_dir, "remove directory"))?;
     }
     dirs.push(dset_dir);
     dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));

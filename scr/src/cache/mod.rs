@@ -4,6 +4,9 @@
 //! "Store descriptors", "Redundancy descriptors", "Filemap"; program flow of
 //! SCR_Init, Start/Complete checkpoint, Route_file).
 //!
+//! This module builds and holds the job's runtime state ([`Job`]); what
+//! happens to a dataset in cache is in [`crate::dataset`].
+//!
 //! Paths recorded in filemaps are *logical* node-local paths
 //! (`/dev/shm/<user>/scr.<jobid>/scr.dataset.<id>/<file>`), exactly what SCR
 //! records on a real cluster. A process opens them through its
@@ -20,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use crate::comm::{Comm, ReduceOp};
 use crate::config::{CkptDesc, Config, CopyType as CfgCopyType};
+use crate::error::{io_err, DescriptorError, ScrError, ScrResult};
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, LogSettings, Logger};
 use crate::records::dataset::Dataset;
@@ -31,13 +35,6 @@ use crate::redundancy::sets::{build_sets, partner_plan};
 use crate::storage::dirs::{self, NodeIdentity};
 use crate::storage::path as spath;
 
-pub mod error;
-pub(crate) mod glue;
-pub mod restart;
-
-use error::io_err;
-pub use error::{ScrError, ScrResult};
-
 /// A cache store (`scr_storedesc`): a node-local base directory holding at
 /// most `count` datasets of this job.
 #[derive(Debug, Clone)]
@@ -48,18 +45,16 @@ pub struct Store {
     pub count: u64,
 }
 
-/// A redundancy descriptor at run time (`scr_reddesc`): the configured
-/// CKPT line, the set this process belongs to, and the set communicator.
-pub struct RunDesc {
-    /// The configured descriptor.
-    pub ckpt: CkptDesc,
-    /// Index into [`Job::stores`].
+/// A redundancy descriptor at run time (`scr_reddesc`): the persisted
+/// descriptor (with this process's set and its members), the store it
+/// writes to, and the set communicator. Owned by the job, lent to the
+/// lifecycle by reference.
+pub struct RedundancySet {
+    /// The descriptor as recorded in filemaps.
+    pub descriptor: RedDesc,
+    /// Index of its store in [`Job::stores`].
     pub store: usize,
-    /// The persisted form recorded in filemaps (with set membership).
-    pub record: RedDesc,
-    /// World ranks of this process's set, by set rank.
-    pub members: Vec<i64>,
-    /// The set communicator (`None` for SINGLE).
+    /// The set communicator (`None` for SINGLE, which has no set).
     pub comm: Option<Box<dyn Comm>>,
 }
 
@@ -87,10 +82,12 @@ pub struct Job {
     pub cntl: PathBuf,
     /// Cache stores, in descriptor order.
     pub stores: Vec<Store>,
-    /// Redundancy descriptors, by CKPT index.
-    pub descs: Vec<RunDesc>,
+    /// Redundancy descriptors with this process's sets, in CKPT order.
+    pub sets: Vec<RedundancySet>,
     /// This process's filemap.
     pub filemap: Filemap,
+    /// Real path of this process's filemap file in the control directory.
+    pub filemap_file: PathBuf,
     /// Last dataset id used (`scr_dataset_id`).
     pub dataset_id: i64,
     /// Last checkpoint id used (`scr_checkpoint_id`).
@@ -130,7 +127,7 @@ impl Job {
         let node_index = uniq.binary_search(&node.name).unwrap_or(0);
         let node_comm = world
             .split(Some(node_index as u32), rank as i64)?
-            .ok_or_else(|| ScrError::Descriptor("node communicator missing".into()))?;
+            .ok_or(DescriptorError::NodeComm)?;
 
         let user = param(&cfg, "SCR_USER_NAME")
             .unwrap_or_else(|| dirs::user_name(|k| std::env::var_os(k)));
@@ -190,14 +187,15 @@ impl Job {
         let ok = world.all_true(created.is_ok())?;
         created?;
         if !ok {
-            return Err(ScrError::Descriptor(
-                "another rank failed to create its control or cache directory (see its error)"
-                    .into(),
+            return Err(ScrError::elsewhere(
+                "create the control or cache directory",
+                None,
             ));
         }
 
         let piece_bytes =
             param_u64(&cfg, "SCR_MPI_BUF_SIZE", 1 << 20)?.clamp(4096, 1 << 30) as usize;
+        let filemap_file = node.local_path(&cntl.join(filemap_file_name(node_comm.rank() as u32)));
         let mut job = Job {
             world,
             node_comm,
@@ -210,32 +208,34 @@ impl Job {
             prefix,
             cntl,
             stores,
-            descs: Vec::new(),
+            sets: Vec::new(),
             filemap: Filemap::new(),
+            filemap_file,
             dataset_id: 0,
             checkpoint_id: 0,
             piece_bytes,
             log: None,
         };
-        let mut descs = Vec::new();
+        let mut sets = Vec::new();
         for ckpt in descs_cfg.ckpts.iter().filter(|c| c.enabled) {
-            descs.push(job.make_desc(ckpt, &descs_cfg.groups, &descs_cfg.stores)?);
+            sets.push(job.make_set(ckpt, &descs_cfg.groups, &descs_cfg.stores)?);
         }
-        if descs.is_empty() {
-            return Err(ScrError::Descriptor("no enabled CKPT descriptor".into()));
+        if sets.is_empty() {
+            return Err(DescriptorError::NoEnabledCkpt.into());
         }
         if size > 0 && rank == 0 {
-            for d in &descs {
-                if d.ckpt.copy_type != CfgCopyType::Single && d.members.len() < 2 {
+            for d in &sets {
+                let rd = &d.descriptor;
+                if rd.copy_type != CopyType::Single && rd.members.len() < 2 {
                     eprintln!(
                         "SCR: warning: CKPT={} {} has a single-member set: it protects nothing beyond SINGLE",
-                        d.ckpt.index,
-                        d.ckpt.copy_type.as_str()
+                        rd.index,
+                        rd.copy_type.as_str()
                     );
                 }
             }
         }
-        job.descs = descs;
+        job.sets = sets;
         Ok(job)
     }
 
@@ -265,12 +265,14 @@ impl Job {
         }
     }
 
-    fn make_desc(
+    /// The redundancy descriptor of CKPT line `ckpt` with this process's
+    /// set and its communicator (`scr_reddesc_create`). Collective.
+    fn make_set(
         &self,
         ckpt: &CkptDesc,
         groups: &[crate::config::GroupDesc],
         store_descs: &[crate::config::StoreDesc],
-    ) -> ScrResult<RunDesc> {
+    ) -> ScrResult<RedundancySet> {
         let rank = self.world.rank();
         let fgroups = self.failure_groups(&ckpt.group, groups)?;
         let store = store_descs
@@ -289,8 +291,10 @@ impl Job {
         let (members, group_id, group_rank, groups_n): (Vec<i64>, i64, u64, u64) = match copy_type {
             CopyType::Single => (vec![rank as i64], rank as i64, 0, self.world.size() as u64),
             CopyType::Partner => {
-                let plan =
-                    partner_plan(&fgroups, 1).map_err(|e| ScrError::Descriptor(e.to_string()))?;
+                let plan = partner_plan(&fgroups, 1).map_err(|source| DescriptorError::Sets {
+                    index: ckpt.index,
+                    source,
+                })?;
                 let (set, pos) = plan.sets.assignment[rank];
                 let m = &plan.sets.sets[set];
                 (
@@ -304,7 +308,10 @@ impl Job {
                 let min_members = if copy_type == CopyType::Rs { k + 1 } else { 2 };
                 let set_size = (ckpt.set_size as usize).max(min_members);
                 let plan = build_sets(&fgroups, set_size, min_members.min(self.world.size()))
-                    .map_err(|e| ScrError::Descriptor(e.to_string()))?;
+                    .map_err(|source| DescriptorError::Sets {
+                        index: ckpt.index,
+                        source,
+                    })?;
                 let (set, pos) = plan.assignment[rank];
                 let m = &plan.sets[set];
                 (
@@ -321,12 +328,12 @@ impl Job {
             self.world.split(Some(group_id as u32), group_rank as i64)?
         };
         let base = self.stores[store].base.clone();
-        let mut extra = KvTree::new();
-        for (g, w) in members.iter().enumerate() {
-            extra.entry("MEMBERS").set_val(g.to_string(), w);
-        }
-        extra.set_int("WORLD_RANKS", self.world.size() as i64);
-        let record = RedDesc {
+        assert_eq!(
+            members.get(group_rank as usize).copied(),
+            Some(rank as i64),
+            "a process is the member of its set at its own set rank"
+        );
+        let descriptor = RedDesc {
             enabled: true,
             index: i64::from(ckpt.index),
             interval: ckpt.interval.max(1),
@@ -342,13 +349,13 @@ impl Job {
             group_id,
             group_size: members.len() as u64,
             group_rank,
-            extra,
-        };
-        Ok(RunDesc {
-            ckpt: ckpt.clone(),
-            store,
-            record,
             members,
+            world_ranks: Some(self.world.size() as u64),
+            extra: KvTree::new(),
+        };
+        Ok(RedundancySet {
+            descriptor,
+            store,
             comm,
         })
     }
@@ -387,8 +394,8 @@ impl Job {
         let id = ckpt_id.max(1) as u64;
         let mut best = 0;
         let mut best_interval = 0;
-        for (i, d) in self.descs.iter().enumerate() {
-            let iv = d.record.interval.max(1);
+        for (i, d) in self.sets.iter().enumerate() {
+            let iv = d.descriptor.interval.max(1);
             if id.is_multiple_of(iv) && iv > best_interval {
                 best = i;
                 best_interval = iv;
@@ -414,17 +421,13 @@ impl Job {
 
     /// Path of this process's filemap file (real).
     pub fn filemap_path(&self) -> PathBuf {
-        self.real(
-            &self
-                .cntl
-                .join(filemap_file_name(self.node_comm.rank() as u32)),
-        )
+        self.filemap_file.clone()
     }
 
     /// Persist this process's filemap, and on the node master the master
     /// filemap listing every local filemap file. Not collective.
     pub fn write_filemap(&self) -> ScrResult<()> {
-        self.filemap.write_file(self.filemap_path())?;
+        self.filemap.write_file(&self.filemap_file)?;
         Ok(())
     }
 
@@ -442,69 +445,6 @@ impl Job {
             master.write_file(self.real(&self.cntl.join(MASTER_FILEMAP_FILE)))?;
         }
         Ok(())
-    }
-
-    /// Delete every file this process's filemap lists for `dset` (any
-    /// rank key), then the entries, then rewrite the filemap; remove the
-    /// dataset directory when empty. Not collective.
-    pub fn delete_dataset_local(&mut self, dset: i64) -> ScrResult<()> {
-        let mut dirs_seen = Vec::new();
-        for r in self.filemap.list_ranks_by_dataset(dset) {
-            for f in self.filemap.list_files(dset, r) {
-                let real = self.real(Path::new(&f));
-                let _ = fs::remove_file(&real);
-                if let Some(p) = real.parent() {
-                    dirs_seen.push(p.to_path_buf());
-                }
-            }
-            if let Ok(Some(desc)) = self.filemap.desc(dset, r) {
-                dirs_seen.push(self.real(&self.dataset_dir(Path::new(&desc.directory), dset)));
-            }
-        }
-        self.filemap.remove_dataset(dset);
-        self.write_filemap()?;
-        dirs_seen.sort();
-        dirs_seen.dedup();
-        // Deepest first, so nested subdirectories go before their parents.
-        dirs_seen.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        for d in dirs_seen {
-            let _ = fs::remove_dir(&d);
-        }
-        Ok(())
-    }
-
-    /// Delete dataset `dset` on every rank (collective).
-    pub fn delete_dataset(&mut self, dset: i64) -> ScrResult<()> {
-        let local = self.delete_dataset_local(dset);
-        let ok = self.world.all_true(local.is_ok())?;
-        local?;
-        if !ok {
-            return Err(ScrError::Redundancy(format!(
-                "another rank failed to delete dataset {dset}"
-            )));
-        }
-        Ok(())
-    }
-
-    /// Dataset ids in cache on any rank, ascending (collective).
-    pub fn datasets_everywhere(&self) -> ScrResult<Vec<i64>> {
-        let mine: Vec<u8> = self
-            .filemap
-            .list_datasets()
-            .iter()
-            .flat_map(|d| d.to_be_bytes())
-            .collect();
-        let all = self.world.allgather_bytes(&mine)?;
-        let mut ids: Vec<i64> = all
-            .iter()
-            .flat_map(|b| {
-                b.chunks_exact(8)
-                    .map(|c| i64::from_be_bytes(c.try_into().expect("8 bytes")))
-            })
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        Ok(ids)
     }
 
     /// The dataset descriptor of `dset` as this rank recorded it.
@@ -550,56 +490,6 @@ impl Job {
         let mut x = [v];
         self.world.allreduce_i64(&mut x, ReduceOp::Max)?;
         Ok(x[0])
-    }
-}
-
-/// CRC32 and length of a file.
-///
-/// Mapped rather than read where possible (see [`crate::storage::mapped`]):
-/// on a RAM disk the read copy costs as much as the CRC itself.
-pub fn crc_of_file(path: &Path) -> std::io::Result<(u32, u64)> {
-    use std::io::Read;
-    let mut f = fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    if len >= crate::storage::mapped::MAP_MIN_BYTES {
-        if let Ok(m) = crate::storage::mapped::Mapped::new(&f, len) {
-            return Ok((crc32fast::hash(m.bytes()), len));
-        }
-    }
-    let mut h = crc32fast::Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut n_total = 0u64;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        n_total += n as u64;
-    }
-    Ok((h.finalize(), n_total))
-}
-
-/// Check one cached file against its meta: exists, complete, size and CRC
-/// match. `Err` says what is wrong.
-pub fn verify_file(real: &Path, meta: &Meta) -> Result<(), String> {
-    if !meta.is_complete() {
-        return Err("marked incomplete".into());
-    }
-    let (crc, len) = crc_of_file(real).map_err(|e| format!("{}: {e}", real.display()))?;
-    if !meta.size_matches(len) {
-        return Err(format!(
-            "{}: size {len}, meta says {:?}",
-            real.display(),
-            meta.size_bytes
-        ));
-    }
-    match meta.crc32 {
-        Some(c) if c != crc => Err(format!(
-            "{}: CRC32 {crc:#x}, meta says {c:#x}",
-            real.display()
-        )),
-        _ => Ok(()),
     }
 }
 

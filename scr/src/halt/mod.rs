@@ -35,8 +35,9 @@ pub mod time;
 
 use std::path::{Path, PathBuf};
 
-use crate::cache::{Job, ScrError, ScrResult};
+use crate::cache::Job;
 use crate::config::{ConfigError, Location};
+use crate::error::{ScrError, ScrResult};
 use crate::kvtree::file::FileLock;
 use crate::log::writer::{format_timestamp, local_offset_s, Entry, EventType};
 use crate::records::halt::{Halt, HALT_FILE, REASON_FINALIZE_CALLED};

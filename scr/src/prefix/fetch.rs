@@ -15,9 +15,10 @@ use std::time::Instant;
 use super::layout::Placement;
 use super::{
     copy_all, now_s, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
-    windowed, CopyItem,
+    windowed, CopyError, CopyItem, FetchError, PrefixError,
 };
-use crate::cache::{Job, ScrError, ScrResult};
+use crate::cache::Job;
+use crate::error::ScrResult;
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset;
@@ -55,10 +56,15 @@ enum Attempt {
     /// In cache now; the summary's ORIGDIR.
     Done(Option<String>),
     /// The copy is bad: mark it FAILED.
-    Failed(String),
+    Failed(FetchError),
     /// Not usable by this run, but not bad (a different rank count).
-    Skipped(String),
+    Skipped(FetchError),
 }
+
+/// A collective step's result: the outer `ScrResult` is a failure of the
+/// run (communication), the inner one says this copy cannot be used (the
+/// same on every rank).
+type Usable<T> = Result<T, FetchError>;
 
 /// The checkpoints worth trying, best first, from rank 0's index.
 fn candidates(idx: &Index) -> Vec<(i64, String)> {
@@ -123,22 +129,24 @@ fn encode_parts(parts: &[Rank2FilePart]) -> Vec<u8> {
     t.pack()
 }
 
-fn decode_parts(b: &[u8]) -> Result<Vec<Rank2FilePart>, String> {
-    let t = KvTree::unpack_exact(b).map_err(|e| e.to_string())?;
+fn decode_parts(b: &[u8]) -> Result<Vec<Rank2FilePart>, FetchError> {
+    let t = KvTree::unpack_exact(b).map_err(|source| FetchError::Unpack {
+        what: "rank2file parts",
+        source,
+    })?;
     let mut v: Vec<(usize, Rank2FilePart)> = Vec::new();
     for (k, e) in t.iter() {
-        let get = |key: &str| {
-            e.val(key)
-                .ok_or_else(|| format!("rank2file part {k}: no {key}"))
+        let bad = |why: &'static str| FetchError::BadPart {
+            part: k.clone(),
+            why,
         };
+        let get = |key: &'static str| e.val(key).ok_or_else(|| bad(key));
         v.push((
-            k.parse().map_err(|_| format!("rank2file part key {k:?}"))?,
+            k.parse().map_err(|_| bad("key is not a number"))?,
             Rank2FilePart {
                 file: get("FILE")?.to_owned(),
-                offset: get("OFFSET")?
-                    .parse()
-                    .map_err(|_| "bad OFFSET".to_string())?,
-                parent_level: get("LEVEL")?.parse().map_err(|_| "bad LEVEL".to_string())?,
+                offset: get("OFFSET")?.parse().map_err(|_| bad("bad OFFSET"))?,
+                parent_level: get("LEVEL")?.parse().map_err(|_| bad("bad LEVEL"))?,
             },
         ));
     }
@@ -150,11 +158,11 @@ fn decode_parts(b: &[u8]) -> Result<Vec<Rank2FilePart>, String> {
 /// its files, and hand each rank its own entry (SCR's distributed read).
 /// `Ok(Err(why))` (the same on every rank) when the map is unreadable.
 /// Collective.
-fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Result<(u64, RankFiles), String>> {
+fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Usable<(u64, RankFiles)>> {
     let world = job.world.as_ref();
     let (me, n) = (world.rank(), world.size());
     let mut found = Rank2File::default();
-    let mut err: Option<String> = None;
+    let mut err: Option<FetchError> = None;
     let mut head = Vec::new();
     if me == 0 {
         match Rank2File::read_part(meta_dir, None, &mut found) {
@@ -162,14 +170,14 @@ fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Result<(u64, RankFile
                 head = encode_parts(&children);
                 found.ranks = ranks;
             }
-            Err(e) => err = Some(e.to_string()),
+            Err(e) => err = Some(e.into()),
         }
     }
     let ok = world.all_true(err.is_none())?;
     if !ok {
-        return Ok(Err(err.unwrap_or_else(|| {
-            "rank 0 could not read the rank2file map".into()
-        })));
+        return Ok(Err(
+            err.unwrap_or(FetchError::OtherRank("reading the rank2file map"))
+        ));
     }
     let mut ranks_buf = if me == 0 {
         found.ranks.to_be_bytes().to_vec()
@@ -187,7 +195,7 @@ fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Result<(u64, RankFile
         let mut next = Vec::new();
         let mut local_err = None;
         if rounds > 64 {
-            local_err = Some("rank2file tree deeper than 64 levels".to_string());
+            local_err = Some(FetchError::TooDeep(64));
         } else {
             for (i, p) in parts.iter().enumerate() {
                 if i % n != me {
@@ -196,14 +204,14 @@ fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Result<(u64, RankFile
                 match Rank2File::read_part(meta_dir, Some(p), &mut found) {
                     Ok((_, children)) => next.extend(children),
                     Err(e) => {
-                        local_err = Some(e.to_string());
+                        local_err = Some(e.into());
                         break;
                     }
                 }
             }
         }
         if !world.all_true(local_err.is_none())? {
-            let why = local_err.unwrap_or_else(|| "another rank could not read its part".into());
+            let why = local_err.unwrap_or(FetchError::OtherRank("reading a rank2file part"));
             return Ok(Err(why));
         }
         let all = world.allgather_bytes(&encode_parts(&next))?;
@@ -220,18 +228,23 @@ fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Result<(u64, RankFile
             Some(dest) => {
                 sends.insert(dest, pack_rank_files(*r, files));
             }
-            None => bad = Some(format!("the map lists rank {r}, this run has {n} ranks")),
+            None => {
+                bad = Some(FetchError::NoSuchRank {
+                    rank: *r,
+                    running: n,
+                })
+            }
         }
     }
+    let rank_count = || FetchError::RankCount {
+        written: ranks,
+        running: n as u64,
+    };
     if ranks != n as u64 {
-        bad = Some(format!(
-            "the checkpoint was written by {ranks} ranks, this run has {n}"
-        ));
+        bad = Some(rank_count());
     }
     if !world.all_true(bad.is_none())? {
-        return Ok(Err(bad.unwrap_or_else(|| {
-            format!("the checkpoint was written by {ranks} ranks, this run has {n}")
-        })));
+        return Ok(Err(bad.unwrap_or_else(rank_count)));
     }
     let got = world.exchange_sparse(&sends)?;
     let mut mine = None;
@@ -241,16 +254,16 @@ fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Result<(u64, RankFile
             Ok(m) => {
                 for (r, f) in m {
                     if r != me as i64 || mine.replace(f).is_some() {
-                        problem = Some(format!("rank {me}: rank2file entry listed twice"));
+                        problem = Some(FetchError::ListedTwice(me));
                     }
                 }
             }
-            Err(e) => problem = Some(e),
+            Err(e) => problem = Some(e.into()),
         }
     }
     if !world.all_true(problem.is_none())? {
         return Ok(Err(
-            problem.unwrap_or_else(|| "bad rank2file entry on another rank".into())
+            problem.unwrap_or(FetchError::OtherRank("reading its rank2file entry"))
         ));
     }
     Ok(Ok((ranks, mine.unwrap_or_default())))
@@ -261,34 +274,39 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     let prefix = job.prefix.clone();
     // Rank 0 reads the summary and broadcasts it.
     let mut buf = Vec::new();
-    let mut why = String::new();
+    let mut why: Option<FetchError> = None;
     if job.rank() == 0 {
         let path = prefix
             .join(dir)
             .join(super::layout::META_DIR)
             .join(SUMMARY_FILE);
         match Summary::read_file(&path) {
-            Ok(s) if !s.complete => why = format!("{}: marked incomplete", path.display()),
+            Ok(s) if !s.complete => why = Some(FetchError::Incomplete { path }),
             Ok(s) if s.dataset.id != id => {
-                why = format!(
-                    "{}: summary is of dataset {}, the index says {id}",
-                    path.display(),
-                    s.dataset.id
-                )
+                why = Some(FetchError::WrongSummary {
+                    path,
+                    found: s.dataset.id,
+                    expected: id,
+                })
             }
             Ok(s) => buf = s.to_tree().pack(),
-            Err(e) => why = e.to_string(),
+            Err(e) => why = Some(e.into()),
         }
     }
     job.world.bcast_bytes(0, &mut buf)?;
     if buf.is_empty() {
-        let mut w = why.into_bytes();
+        let mut w = why.map(|e| e.to_string()).unwrap_or_default().into_bytes();
         job.world.bcast_bytes(0, &mut w)?;
-        return Ok(Attempt::Failed(String::from_utf8_lossy(&w).into_owned()));
+        let text = String::from_utf8_lossy(&w).into_owned();
+        return Ok(Attempt::Failed(FetchError::Reported(text)));
     }
-    let summary = KvTree::unpack_exact(&buf)
-        .map_err(|e| ScrError::Prefix(e.to_string()))
-        .and_then(|t| Summary::from_tree(&t).map_err(ScrError::from))?;
+    let tree = KvTree::unpack_exact(&buf).map_err(|source| {
+        PrefixError::Fetch(FetchError::Unpack {
+            what: "summary",
+            source,
+        })
+    })?;
+    let summary = Summary::from_tree(&tree)?;
     let placement = Placement {
         dir: dir.to_owned(),
         orig_dir: summary.orig_dir.clone(),
@@ -296,37 +314,37 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     let meta_dir = placement.meta_dir(&prefix);
     let mine = match read_rank2file(job, &meta_dir)? {
         Ok((_, files)) => files,
-        Err(e) if e.contains("ranks, this run has") => return Ok(Attempt::Skipped(e)),
+        Err(e @ FetchError::RankCount { .. }) => return Ok(Attempt::Skipped(e)),
         Err(e) => return Ok(Attempt::Failed(e)),
     };
     let me = job.rank();
     let mut ds: Dataset = summary.dataset.clone();
     let ckpt = ds.ckpt.unwrap_or(id);
     let di = job.desc_for(ckpt);
-    let store = job.descs[di].store;
-    let directory = PathBuf::from(&job.descs[di].record.directory);
+    let store = job.sets[di].store;
+    let directory = PathBuf::from(&job.sets[di].descriptor.directory);
     let dset_dir = job.dataset_dir(&directory, id);
     // Filemap first (an entry may outlive its file, never the reverse).
-    let mut local: Result<Vec<CopyItem>, String> = Ok(Vec::new());
+    let mut local: Usable<Vec<CopyItem>> = Ok(Vec::new());
     if mine
         .expected_files
         .is_some_and(|e| e != mine.files.len() as u64)
     {
-        local = Err(format!(
-            "rank {me}: the map lists {} files, FILES says {:?}",
-            mine.files.len(),
-            mine.expected_files
-        ));
+        local = Err(FetchError::FileCount {
+            rank: me,
+            listed: mine.files.len(),
+            expected: mine.expected_files,
+        });
     }
     let made =
         dirs::create_private_dirs_below(&job.real(&job.cache_dir(store)), &job.real(&dset_dir));
     if let Err(e) = made {
-        local = Err(e.to_string());
+        local = Err(e.into());
     }
     let mut in_progress = ds.clone();
     in_progress.complete = Some(false);
     job.filemap.set_dataset(id, me, &in_progress);
-    let record = job.descs[di].record.clone();
+    let record = job.sets[di].descriptor.clone();
     job.filemap.set_desc(id, me, &record);
     let mut metas = Vec::new();
     if let Ok(items) = &mut local {
@@ -336,7 +354,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
             }
             let routed = placement.routed_path(&prefix, rel);
             let Ok(rel_prefix) = routed.strip_prefix(&prefix) else {
-                local = Err(format!("{rel}: leaves the prefix"));
+                local = Err(FetchError::LeavesPrefix(rel.clone()));
                 break;
             };
             let logical = dset_dir.join(rel_prefix);
@@ -369,7 +387,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     job.filemap.set_expected_files(id, me, metas.len() as u64);
     let written = job.write_filemap();
     if let Err(e) = written {
-        local = Err(e.to_string());
+        local = Err(FetchError::Filemap(e.to_string()));
     }
     let width = job
         .cfg
@@ -382,14 +400,15 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
         Ok(items) => windowed(job.world.as_ref(), width, || {
             copy_all(&items, true, None, || {
                 crate::fault_point!("fetch.file", rank = me32)
-                    .map_err(|e| format!("injected fault: {e}"))
+                    .map_err(|e| CopyError::Injected(e.into()))
             })
+            .map_err(FetchError::from)
         })?,
         Err(e) => windowed(job.world.as_ref(), width, || Err(e))?,
     };
     let ok = job.world.all_true(copied.is_ok())?;
     if !ok {
-        let mine_why = copied.err().unwrap_or_default();
+        let mine_why = copied.err().map(|e| e.to_string()).unwrap_or_default();
         if !mine_why.is_empty() {
             eprintln!("SCR: fetch of dataset {id}: rank {me}: {mine_why}");
         }
@@ -400,12 +419,11 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
                 r.iter()
                     .enumerate()
                     .filter(|(_, b)| !b.is_empty())
-                    .map(|(i, b)| format!("rank {i}: {}", String::from_utf8_lossy(b)))
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                    .map(|(i, b)| (i, String::from_utf8_lossy(b).into_owned()))
+                    .collect()
             })
             .unwrap_or_default();
-        return Ok(Attempt::Failed(why));
+        return Ok(Attempt::Failed(FetchError::Ranks(why)));
     }
     for (logical, mut meta) in metas {
         meta.complete = Some(true);
@@ -415,17 +433,16 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     job.filemap.set_dataset(id, me, &ds);
     job.write_filemap()?;
     // Protect the fetched copy in cache as a new checkpoint would be.
-    let applied = crate::cache::glue::encode(job, id);
+    let applied = crate::dataset::encode::encode(job, id);
     let protected = job.world.all_true(applied.is_ok())?;
     if let Err(e) = &applied {
         eprintln!("SCR: fetch of dataset {id}: rank {me}: redundancy not applied: {e}");
     }
     if !protected {
         job.delete_dataset(id)?;
-        return Ok(Attempt::Failed(
-            "the redundancy scheme could not be applied in cache".into(),
-        ));
+        return Ok(Attempt::Failed(FetchError::NotProtected));
     }
+    job.write_filemap()?;
     job.write_master_filemap()?;
     job.dataset_id = job.dataset_id.max(id);
     job.checkpoint_id = job.checkpoint_id.max(ckpt);

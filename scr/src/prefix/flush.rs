@@ -15,9 +15,10 @@ use std::time::Instant;
 use super::layout::{common_dir, Placement};
 use super::{
     copy_all, now_s, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
-    windowed, Copied, CopyFailure, CopyItem, Throttle,
+    windowed, Copied, CopyError, CopyItem, FlushError, PrefixError, Throttle,
 };
-use crate::cache::{Job, ScrError, ScrResult};
+use crate::cache::Job;
+use crate::error::ScrResult;
 use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset;
 use crate::records::index::timestamp;
@@ -104,61 +105,85 @@ fn flag(job: &Job, name: &str, default: bool) -> bool {
     job.cfg.get_bool(name).ok().flatten().unwrap_or(default)
 }
 
+/// A flush set up on every rank, or why it cannot start (the same answer
+/// on every rank).
+#[derive(Debug)]
+pub enum Prepared {
+    /// Ready to copy.
+    Ready(FlushPlan),
+    /// The flush cannot start; the cached copy stays.
+    Refused(FlushError),
+}
+
+/// This rank's copy list for the flush of `dset`.
+fn copy_items(job: &Job, dset: i64, placement: &Placement) -> Result<Vec<CopyItem>, FlushError> {
+    let rank = job.rank();
+    if job.dataset(dset).is_none() {
+        return Err(FlushError::NotInCache { rank, dset });
+    }
+    let mut items = Vec::new();
+    for (logical, meta) in job.app_files(dset) {
+        let Some(rel) = placement.rel_of(&job.prefix, &meta) else {
+            return Err(FlushError::OutsideDir {
+                rank,
+                file: logical,
+                routed: meta.orig.clone(),
+                dir: placement.routed_dir(&job.prefix),
+            });
+        };
+        if !meta.is_complete() {
+            return Err(FlushError::Incomplete {
+                rank,
+                file: logical,
+            });
+        }
+        items.push(CopyItem {
+            src: job.real(Path::new(&logical)),
+            dst: placement.stored_path(&job.prefix, &rel),
+            rel,
+            size: meta.size_bytes,
+            crc: meta.crc32,
+        });
+    }
+    Ok(items)
+}
+
 /// Set up the flush of `dset` on every rank: placement, copy list, and
 /// rank 0's bookkeeping (FLUSHING in the flush file; index entries of
 /// whatever the copy is about to overwrite removed first, so the index
-/// never points at bytes that changed under it). `Ok(Err(why))` when the
-/// flush cannot start (the same on every rank). Collective.
-pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Result<FlushPlan, String>> {
+/// never points at bytes that changed under it). Collective.
+pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Prepared> {
     let placement = placement(job, dset)?;
-    let mut local: Result<Vec<CopyItem>, String> = Ok(Vec::new());
-    let dataset = job.dataset(dset);
-    if dataset.is_none() {
-        local = Err(format!(
-            "rank {}: dataset {dset} is not in cache",
-            job.rank()
-        ));
-    }
-    if let Ok(items) = &mut local {
-        for (logical, meta) in job.app_files(dset) {
-            let Some(rel) = placement.rel_of(&job.prefix, &meta) else {
-                local = Err(format!(
-                    "rank {}: {logical}: routed path {:?} is not inside {}",
-                    job.rank(),
-                    meta.orig,
-                    placement.routed_dir(&job.prefix).display()
-                ));
-                break;
-            };
-            if !meta.is_complete() {
-                local = Err(format!("rank {}: {logical} is incomplete", job.rank()));
-                break;
-            }
-            items.push(CopyItem {
-                src: job.real(Path::new(&logical)),
-                dst: placement.stored_path(&job.prefix, &rel),
-                rel,
-                size: meta.size_bytes,
-                crc: meta.crc32,
-            });
-        }
-    }
+    let local = copy_items(job, dset, &placement);
     let ok = job.world.all_true(local.is_ok())?;
     let items = match local {
         Ok(items) if ok => items,
-        Ok(_) => return Ok(Err("another rank cannot flush its files".into())),
-        Err(e) => return Ok(Err(e)),
+        Ok(_) => return Ok(Prepared::Refused(FlushError::OtherRank)),
+        Err(e) => return Ok(Prepared::Refused(e)),
     };
-    let dataset = dataset.expect("checked above");
+    let dataset = job.dataset(dset).expect("checked by copy_items");
     let name = dataset
         .name
         .clone()
         .unwrap_or_else(|| Dataset::default_name(dset));
     job.log(Entry::event(event).dset(dset).name(name.as_str()));
+    if let Err(e) = book_flush_start(job, dset, &placement, &dataset) {
+        return Ok(Prepared::Refused(FlushError::Bookkeeping(e.to_string())));
+    }
+    Ok(Prepared::Ready(FlushPlan {
+        dset,
+        placement,
+        dataset,
+        items,
+        started: Instant::now(),
+    }))
+}
+
+/// Rank 0 records the start of a flush in the index and the flush file.
+/// Collective.
+fn book_flush_start(job: &Job, dset: i64, pl: &Placement, ds: &Dataset) -> ScrResult<()> {
     let prefix = job.prefix.clone();
-    let pl = placement.clone();
-    let ds = dataset.clone();
-    let booked = on_rank0(job.world.as_ref(), "record the flush start", || {
+    on_rank0(job.world.as_ref(), "record the flush start", || {
         update_index(&prefix, |idx| {
             // Whatever the index says is in this directory is about to be
             // overwritten: forget it before the first byte is written.
@@ -176,17 +201,8 @@ pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Result<Flush
             e.output = Some(ds.flag_output.unwrap_or(false));
             e.dataset = Some(ds.clone());
         })
-    });
-    if let Err(e) = booked {
-        return Ok(Err(e.to_string()));
-    }
-    Ok(Ok(FlushPlan {
-        dset,
-        placement,
-        dataset,
-        items,
-        started: Instant::now(),
-    }))
+    })?;
+    Ok(())
 }
 
 /// Gather every rank's copy result and, when all succeeded, write the
@@ -195,7 +211,7 @@ pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Result<Flush
 pub(crate) fn finish(
     job: &Job,
     plan: &FlushPlan,
-    local: Result<Vec<Copied>, CopyFailure>,
+    local: Result<Vec<Copied>, CopyError>,
     xfer: XferType,
 ) -> ScrResult<bool> {
     let (ok_event, fail_event) = match xfer {
@@ -211,13 +227,13 @@ pub(crate) fn finish(
     };
     if let Err(e) = &local {
         eprintln!("SCR: flush of dataset {dset}: rank {}: {e}", job.rank());
-        if e.contains("CRC32 mismatch") {
+        if matches!(e, CopyError::Crc { .. }) {
             // Every rank that saw one logs it (the log is rank 0's; others
             // report on stderr above).
             job.log(
                 Entry::event(EventType::Crc32Mismatch)
                     .dset(dset)
-                    .note(e.as_str()),
+                    .note(e.to_string()),
             );
         }
     }
@@ -274,12 +290,12 @@ pub(crate) fn finish(
             ..Rank2File::default()
         };
         for b in gathered.unwrap_or_default() {
-            let part = unpack_rank_files(&b).map_err(ScrError::Prefix)?;
+            let part = unpack_rank_files(&b).map_err(PrefixError::RankFiles)?;
             map.rank.extend(part);
         }
         let meta_dir = pl.meta_dir(&prefix);
         std::fs::create_dir_all(&meta_dir)
-            .map_err(crate::cache::error::io_err(&meta_dir, "create directory"))?;
+            .map_err(crate::error::io_err(&meta_dir, "create directory"))?;
         map.write_split(&meta_dir, MAX_RANK2FILE_BYTES)?;
         ds.complete = Some(true);
         ds.size_bytes = Some(total_bytes);
@@ -320,9 +336,9 @@ pub(crate) fn finish(
     job.log(
         Entry::xfer(xfer)
             .from(
-                job.descs
+                job.sets
                     .first()
-                    .map(|d| d.record.directory.clone())
+                    .map(|d| d.descriptor.directory.clone())
                     .unwrap_or_default(),
             )
             .to(plan
@@ -350,12 +366,16 @@ pub(crate) fn finish(
 /// rank; the cached copy stays). Collective.
 pub fn flush_sync(job: &Job, dset: i64) -> ScrResult<bool> {
     let plan = match prepare(job, dset, EventType::FlushStart)? {
-        Ok(p) => p,
-        Err(why) => {
+        Prepared::Ready(p) => p,
+        Prepared::Refused(why) => {
             if job.rank() == 0 {
                 eprintln!("SCR: flush of dataset {dset} not started: {why}");
             }
-            job.log(Entry::event(EventType::FlushFail).dset(dset).note(why));
+            job.log(
+                Entry::event(EventType::FlushFail)
+                    .dset(dset)
+                    .note(why.to_string()),
+            );
             return Ok(false);
         }
     };
@@ -370,7 +390,7 @@ pub fn flush_sync(job: &Job, dset: i64) -> ScrResult<bool> {
     let local = windowed(job.world.as_ref(), width, || {
         copy_all(&plan.items, crc, None, || {
             crate::fault_point!("flush.file.copied", rank = me)
-                .map_err(|e| format!("injected fault: {e}"))
+                .map_err(|e| CopyError::Injected(e.into()))
         })
     })?;
     finish(job, &plan, local, XferType::FlushSync)
@@ -380,7 +400,7 @@ pub fn flush_sync(job: &Job, dset: i64) -> ScrResult<bool> {
 #[derive(Debug)]
 pub struct AsyncFlush {
     plan: FlushPlan,
-    handle: Option<JoinHandle<Result<Vec<Copied>, CopyFailure>>>,
+    handle: Option<JoinHandle<Result<Vec<Copied>, CopyError>>>,
 }
 
 impl AsyncFlush {
@@ -396,9 +416,13 @@ impl AsyncFlush {
 /// when it could not start. Collective.
 pub fn flush_async_start(job: &Job, dset: i64) -> ScrResult<Option<AsyncFlush>> {
     let plan = match prepare(job, dset, EventType::AsyncFlushStart)? {
-        Ok(p) => p,
-        Err(why) => {
-            job.log(Entry::event(EventType::AsyncFlushFail).dset(dset).note(why));
+        Prepared::Ready(p) => p,
+        Prepared::Refused(why) => {
+            job.log(
+                Entry::event(EventType::AsyncFlushFail)
+                    .dset(dset)
+                    .note(why.to_string()),
+            );
             return Ok(None);
         }
     };
@@ -426,10 +450,10 @@ pub fn flush_async_start(job: &Job, dset: i64) -> ScrResult<Option<AsyncFlush>> 
         .spawn(move || {
             copy_all(&items, crc, Some(throttle), || {
                 crate::fault_point!("flush.async.file.copied", rank = me)
-                    .map_err(|e| format!("injected fault: {e}"))
+                    .map_err(|e| CopyError::Injected(e.into()))
             })
         })
-        .map_err(crate::cache::error::io_err("scr-flush", "spawn thread"))?;
+        .map_err(crate::error::io_err("scr-flush", "spawn thread"))?;
     Ok(Some(AsyncFlush {
         plan,
         handle: Some(handle),
@@ -445,10 +469,8 @@ pub fn flush_async_test(job: &Job, af: &mut AsyncFlush, wait: bool) -> ScrResult
         return Ok(None);
     }
     let local = match af.handle.take() {
-        Some(h) => h
-            .join()
-            .unwrap_or_else(|_| Err("the flush thread panicked".into())),
-        None => Err("the flush was already completed".into()),
+        Some(h) => h.join().unwrap_or(Err(CopyError::ThreadPanicked)),
+        None => Err(CopyError::AlreadyCompleted),
     };
     finish(job, &af.plan, local, XferType::FlushAsync).map(Some)
 }

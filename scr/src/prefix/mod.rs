@@ -13,9 +13,10 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::cache::error::io_err;
-use crate::cache::{Job, ScrError, ScrResult};
+use crate::cache::Job;
 use crate::comm::Comm;
+use crate::error::io_err;
+use crate::error::ScrResult;
 use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::index::index_path;
 use crate::records::{Index, Record};
@@ -23,6 +24,8 @@ use crate::records::{Index, Record};
 pub mod fetch;
 pub mod flush;
 pub mod layout;
+
+pub use crate::error::{CopyError, FetchError, FlushError, PrefixError, RankFilesError};
 
 /// `<prefix>/.scr/flush.scr`.
 pub fn flush_file_path(prefix: &Path) -> PathBuf {
@@ -39,10 +42,10 @@ pub(crate) fn now_s() -> i64 {
 
 /// Run `f` on rank 0 and make its success everyone's answer: `Ok` on every
 /// rank only if rank 0's `f` succeeded. Other ranks learn the failure as a
-/// [`ScrError::Prefix`] naming `what`.
+/// [`PrefixError::Rank0`] naming `what`.
 pub(crate) fn on_rank0<T>(
     world: &dyn Comm,
-    what: &str,
+    what: &'static str,
     f: impl FnOnce() -> ScrResult<T>,
 ) -> ScrResult<Option<T>> {
     let r = if world.rank() == 0 { Some(f()) } else { None };
@@ -52,7 +55,7 @@ pub(crate) fn on_rank0<T>(
         Some(Err(e)) => Err(e),
         Some(Ok(v)) => Ok(Some(v)),
         None if all => Ok(None),
-        None => Err(ScrError::Prefix(format!("rank 0 failed to {what}"))),
+        None => Err(PrefixError::Rank0(what).into()),
     }
 }
 
@@ -113,9 +116,6 @@ pub(crate) struct Copied {
     pub crc: u32,
 }
 
-/// Why a copy failed, in words for the log and the caller.
-pub(crate) type CopyFailure = String;
-
 /// Chunk size of prefix copies.
 const CHUNK: usize = 4 << 20;
 
@@ -126,8 +126,12 @@ pub(crate) fn copy_file(
     crc: bool,
     throttle: Option<(&Throttle, &mut Pace)>,
     buf: &mut Vec<u8>,
-) -> Result<Copied, CopyFailure> {
-    let fail = |what: &str, p: &Path, e: std::io::Error| format!("{}: {what}: {e}", p.display());
+) -> Result<Copied, CopyError> {
+    let fail = |op: &'static str, p: &Path, source: std::io::Error| CopyError::Io {
+        path: p.to_path_buf(),
+        op,
+        source,
+    };
     let mut src = fs::File::open(&item.src).map_err(|e| fail("open", &item.src, e))?;
     if let Some(parent) = item.dst.parent() {
         fs::create_dir_all(parent).map_err(|e| fail("create directory", parent, e))?;
@@ -156,20 +160,22 @@ pub(crate) fn copy_file(
     dst.sync_all().map_err(|e| fail("fsync", &item.dst, e))?;
     if let Some(s) = item.size {
         if s != total {
-            return Err(format!(
-                "{}: copied {total} bytes, the filemap says {s}",
-                item.src.display()
-            ));
+            return Err(CopyError::Size {
+                path: item.src.clone(),
+                copied: total,
+                recorded: s,
+            });
         }
     }
     let got = h.finalize();
     if crc {
         if let Some(want) = item.crc {
             if want != got {
-                return Err(format!(
-                    "CRC32 mismatch: {} has {got:#x}, recorded {want:#x}",
-                    item.src.display()
-                ));
+                return Err(CopyError::Crc {
+                    path: item.src.clone(),
+                    got,
+                    want,
+                });
             }
         }
     }
@@ -223,8 +229,8 @@ pub(crate) fn copy_all(
     items: &[CopyItem],
     crc: bool,
     throttle: Option<Throttle>,
-    after_file: impl Fn() -> Result<(), CopyFailure>,
-) -> Result<Vec<Copied>, CopyFailure> {
+    after_file: impl Fn() -> Result<(), CopyError>,
+) -> Result<Vec<Copied>, CopyError> {
     let mut buf = Vec::new();
     let mut pace = Pace::default();
     let mut out = Vec::with_capacity(items.len());
@@ -344,8 +350,8 @@ pub(crate) fn pack_rank_files(rank: i64, files: &crate::records::RankFiles) -> V
 /// Unpack what [`pack_rank_files`] packed.
 pub(crate) fn unpack_rank_files(
     bytes: &[u8],
-) -> Result<BTreeMap<i64, crate::records::RankFiles>, String> {
-    let t = crate::kvtree::KvTree::unpack_exact(bytes).map_err(|e| e.to_string())?;
-    let m = crate::records::Rank2File::from_tree(&t).map_err(|e| e.to_string())?;
+) -> Result<BTreeMap<i64, crate::records::RankFiles>, RankFilesError> {
+    let t = crate::kvtree::KvTree::unpack_exact(bytes)?;
+    let m = crate::records::Rank2File::from_tree(&t)?;
     Ok(m.rank)
 }

@@ -23,6 +23,8 @@ const KNOWN: &[&str] = &[
     "GROUP_ID",
     "GROUP_SIZE",
     "GROUP_RANK",
+    "MEMBERS",
+    "WORLD_RANKS",
 ];
 
 /// Redundancy scheme (`copy_type`, hash key `TYPE`).
@@ -99,8 +101,43 @@ pub struct RedDesc {
     /// `GROUP_RANK`: this process's rank in its set (`my_rank`; the key for
     /// `MPI_Comm_split`).
     pub group_rank: u64,
+    /// `MEMBERS` (this implementation's addition): the world rank of every
+    /// member of this process's set, by set rank, so that a later run (or
+    /// `scr copy`) can find a lost rank's set without recomputing it.
+    /// Empty when the record does not carry it (descriptors written by
+    /// LLNL SCR).
+    pub members: Vec<i64>,
+    /// `WORLD_RANKS` (this implementation's addition): the number of ranks
+    /// in the run that wrote the dataset.
+    pub world_ranks: Option<u64>,
     /// Fields this version does not interpret, kept verbatim.
     pub extra: KvTree,
+}
+
+/// Parse `MEMBERS`: set rank → world rank, every set rank from 0 to n-1
+/// present exactly once.
+fn parse_members(n: &Node<'_>) -> Result<Vec<i64>, RecordError> {
+    let Some(tree) = n.tree().get("MEMBERS") else {
+        return Ok(Vec::new());
+    };
+    let mut by_set_rank: Vec<(u64, i64)> = Vec::with_capacity(tree.len());
+    for (g, child) in tree.iter() {
+        let mut keys = child.keys();
+        let (Some(w), None) = (keys.next(), keys.next()) else {
+            return Err(n.inconsistent("MEMBERS", format!("set rank {g:?} needs one world rank")));
+        };
+        let (Ok(g), Ok(w)) = (g.parse::<u64>(), w.parse::<i64>()) else {
+            return Err(n.inconsistent("MEMBERS", format!("{g:?} -> {w:?} is not two ranks")));
+        };
+        by_set_rank.push((g, w));
+    }
+    by_set_rank.sort_unstable();
+    for (i, (g, _)) in by_set_rank.iter().enumerate() {
+        if *g != i as u64 {
+            return Err(n.inconsistent("MEMBERS", format!("set rank {i} is missing")));
+        }
+    }
+    Ok(by_set_rank.into_iter().map(|(_, w)| w).collect())
 }
 
 impl RedDesc {
@@ -127,8 +164,16 @@ impl RedDesc {
             group_id: n.req_i64("GROUP_ID")?,
             group_size: n.req_u64("GROUP_SIZE")?,
             group_rank: n.req_u64("GROUP_RANK")?,
+            members: parse_members(n)?,
+            world_ranks: n.opt_u64("WORLD_RANKS")?,
             extra: n.extra(KNOWN),
         };
+        if !d.members.is_empty() && d.members.len() as u64 != d.group_size {
+            return Err(n.inconsistent(
+                "MEMBERS",
+                format!("{} members for a set of {}", d.members.len(), d.group_size),
+            ));
+        }
         if d.interval == 0 {
             return Err(n.inconsistent("INTERVAL", "must be at least 1"));
         }
@@ -174,6 +219,10 @@ impl Record for RedDesc {
         t.set_int("GROUP_ID", self.group_id);
         t.set_val("GROUP_SIZE", self.group_size);
         t.set_val("GROUP_RANK", self.group_rank);
+        for (g, w) in self.members.iter().enumerate() {
+            t.entry("MEMBERS").set_val(g.to_string(), w);
+        }
+        set_opt(&mut t, "WORLD_RANKS", self.world_ranks);
         t
     }
 
@@ -231,6 +280,8 @@ GROUP_RANK
             group_id: 0,
             group_size: 4,
             group_rank: 0,
+            members: Vec::new(),
+            world_ranks: None,
             extra: KvTree::new(),
         }
     }

@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{create_dirs, Progress, ScavengeError, ScavengeResult};
-use crate::cache::glue::PARTNER_NODE_TAG;
-use crate::cache::restart::{read_filemaps_in, world_ranks_of};
+use crate::dataset::restart::read_filemaps_in;
+use crate::dataset::PARTNER_NODE_TAG;
 use crate::prefix::layout::{Placement, META_DIR};
 use crate::prefix::{copy_file as prefix_copy_file, CopyItem};
 use crate::records::dataset::Dataset;
@@ -278,7 +278,7 @@ impl Copier<'_> {
             Ok(c) => c,
             Err(why) => {
                 let _ = fs::remove_file(&item.dst);
-                fail(why);
+                fail(why.to_string());
                 return Err(());
             }
         };
@@ -352,7 +352,7 @@ fn partner_owner_of(fm: &Filemap, id: i64, holder: i64) -> Option<i64> {
     if rd.copy_type != CopyType::Partner {
         return None;
     }
-    let members = world_ranks_of(&rd);
+    let members = &rd.members;
     let n = members.len() as u64;
     (n >= 2 && rd.group_rank < n).then(|| members[((rd.group_rank + n - 1) % n) as usize])
 }

@@ -452,7 +452,7 @@ fn mid_write(rank: usize) -> bool {
 
 /// Where SCR found dataset `dset` at init: fetched from the prefix, rebuilt
 /// in cache, or in cache as it was.
-fn source_of(report: &scr::cache::restart::InitReport, dset: i64) -> &'static str {
+fn source_of(report: &scr::dataset::InitReport, dset: i64) -> &'static str {
     if report.fetched == Some(dset) {
         "fetched"
     } else if report.rebuilt.contains(&dset) {

@@ -1,4 +1,12 @@
-//! Errors of the cache tier and the user API.
+//! The crate's error: why an SCR call failed. Each layer has its own typed
+//! error (records, communicator, configuration, redundancy, the dataset
+//! lifecycle, the prefix tier); this enum carries them to the API with their
+//! sources, so a message always names the file, rank or dataset involved.
+//!
+//! The errors of the layers above this module (the dataset lifecycle, the
+//! prefix tier) are defined here, in submodules, and re-exported by those
+//! layers: this module depends only on the layers below it, so no module
+//! and the crate error import each other.
 
 use std::io;
 use std::path::PathBuf;
@@ -6,7 +14,34 @@ use std::path::PathBuf;
 use crate::comm::CommError;
 use crate::config::ConfigError;
 use crate::records::RecordError;
+use crate::redundancy::RedundancyError;
 use crate::storage::dirs::DirError;
+
+mod dataset;
+mod prefix;
+
+pub use dataset::{EncodeError, RebuildError, TransferError};
+pub use prefix::{CopyError, FetchError, FlushError, PrefixError, RankFilesError};
+
+/// Why the redundancy descriptors of a run could not be set up at init.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DescriptorError {
+    /// The configuration enables no CKPT descriptor.
+    #[error("no enabled CKPT descriptor: enable one (CKPT=0 TYPE=...) or unset the CKPT lines")]
+    NoEnabledCkpt,
+    /// The communicator of this node's processes could not be made.
+    #[error("the node communicator could not be created")]
+    NodeComm,
+    /// The sets of a descriptor cannot be formed from the failure groups.
+    #[error("CKPT={index}: {source}")]
+    Sets {
+        /// The descriptor's index.
+        index: u32,
+        /// Why.
+        source: RedundancyError,
+    },
+}
 
 /// Why an SCR call failed. Misuse of the API is a typed error here (or
 /// impossible by the types of the phase objects).
@@ -35,12 +70,36 @@ pub enum ScrError {
         /// The OS error.
         source: io::Error,
     },
-    /// The redundancy scheme could not be applied.
-    #[error("redundancy: {0}")]
-    Redundancy(String),
+    /// The redundancy scheme could not be applied to a dataset.
+    #[error("dataset {dset}: redundancy not applied: {source}")]
+    Encode {
+        /// The dataset.
+        dset: i64,
+        /// Why.
+        source: EncodeError,
+    },
+    /// A file or filemap entry sent between ranks at restart was malformed.
+    #[error("{}transfer between ranks: {source}", dset.map(|d| format!("dataset {d}: ")).unwrap_or_default())]
+    Transfer {
+        /// The dataset, when the message belongs to one.
+        dset: Option<i64>,
+        /// What was wrong with the message.
+        source: TransferError,
+    },
+    /// A collective step failed on another rank, which reports its own
+    /// error; this rank's part succeeded and it stops with the others.
+    #[error("{op} failed on {who}{} (see that rank's error)", dset.map(|d| format!(" for dataset {d}")).unwrap_or_default())]
+    FailedElsewhere {
+        /// The step, e.g. `create the dataset directory`.
+        op: &'static str,
+        /// Which rank: `rank 0` or `another rank`.
+        who: &'static str,
+        /// The dataset, when the step belongs to one.
+        dset: Option<i64>,
+    },
     /// A flush, fetch or index update in the prefix directory failed.
     #[error("prefix directory: {0}")]
-    Prefix(String),
+    Prefix(#[from] PrefixError),
     /// A dataset name of SCR_MAX_FILENAME (1024) bytes or more.
     #[error("name of {len} bytes is too long: SCR_MAX_FILENAME is 1024 (names must be shorter)")]
     NameTooLong {
@@ -108,7 +167,7 @@ pub enum ScrError {
     UnknownDataset(String),
     /// The configured redundancy descriptors cannot be used.
     #[error("redundancy descriptor: {0}")]
-    Descriptor(String),
+    Descriptor(#[from] DescriptorError),
     /// A call out of order in the dynamic (C API) phase state: e.g.
     /// SCR_Complete_output with no output phase, or SCR_Start_output inside one.
     #[error("{call}: {why}")]
@@ -135,6 +194,15 @@ impl From<ConfigError> for ScrError {
 }
 
 impl ScrError {
+    /// `op` failed on another rank (not rank 0 in particular).
+    pub(crate) fn elsewhere(op: &'static str, dset: Option<i64>) -> ScrError {
+        ScrError::FailedElsewhere {
+            op,
+            who: "another rank",
+            dset,
+        }
+    }
+
     /// An injected fault (testbed builds only) as the I/O error it stands for.
     pub(crate) fn injected(point: &'static str, e: crate::fault::Injected) -> ScrError {
         ScrError::Io {

@@ -20,17 +20,21 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::error::io_err;
-use super::{verify_file, Job, ScrError, ScrResult};
+use super::rebuild::rebuild_dataset;
+use crate::cache::Job;
+use crate::error::RebuildError;
+use crate::error::TransferError;
+use crate::error::{io_err, ScrError, ScrResult};
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, EventType};
 use crate::records::dataset::Dataset;
 use crate::records::filemap::{Filemap, MasterFilemap, MASTER_FILEMAP_FILE};
 use crate::records::meta::{FileType, Meta};
 use crate::records::reddesc::RedDesc;
-use crate::records::Record;
+use crate::records::{Record, RecordError};
 use crate::redundancy::apply::MemberLoss;
 use crate::storage::dirs;
+use crate::storage::verify::{verify_file, write_synced, VerifyError};
 
 /// What SCR_Init found and did with the cache.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,21 +62,6 @@ pub struct InitReport {
     /// Why no fetch was tried although the prefix has an index (it could
     /// not be read).
     pub fetch_error: Option<String>,
-}
-
-/// World ranks of a descriptor's set, by set rank (recorded under MEMBERS).
-pub(crate) fn world_ranks_of(desc: &RedDesc) -> Vec<i64> {
-    let mut v: Vec<(u64, i64)> = desc
-        .extra
-        .get("MEMBERS")
-        .map(|m| {
-            m.iter()
-                .filter_map(|(g, c)| Some((g.parse().ok()?, c.keys().next()?.parse().ok()?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort_unstable();
-    v.into_iter().map(|(_, w)| w).collect()
 }
 
 /// Read every filemap of this node (master only) into one filemap; names
@@ -152,8 +141,13 @@ fn scatter_filemaps(job: &mut Job) -> ScrResult<()> {
     let received = job.node_comm.exchange_sparse(&sends)?;
     let mut mine = Filemap::new();
     for bytes in received.values() {
-        let tree = KvTree::unpack_exact(bytes)
-            .map_err(|e| ScrError::Redundancy(format!("scattered filemap: {e}")))?;
+        let tree = KvTree::unpack_exact(bytes).map_err(|source| ScrError::Transfer {
+            dset: None,
+            source: TransferError::Unpack {
+                what: "scattered filemap",
+                source,
+            },
+        })?;
         mine.merge(&Filemap::from_tree(&tree)?);
     }
     job.filemap = mine;
@@ -198,7 +192,7 @@ fn distribute_descriptors(job: &mut Job, dset: i64) -> ScrResult<Option<Descs>> 
         else {
             continue;
         };
-        let members = world_ranks_of(&rd);
+        let members = rd.members.clone();
         let mut targets: Vec<(i64, u64)> = vec![(r, rd.group_rank)];
         for (g, &m) in members.iter().enumerate() {
             if m != r {
@@ -312,14 +306,31 @@ fn distribute_files(job: &mut Job, dset: i64, dir_logical: &Path) -> ScrResult<u
 }
 
 fn receive_file(job: &mut Job, dset: i64, dir_logical: &Path, msg: &[u8]) -> ScrResult<()> {
-    let bad = |why: &str| ScrError::Redundancy(format!("file transfer for dataset {dset}: {why}"));
+    let bad = |source: TransferError| ScrError::Transfer {
+        dset: Some(dset),
+        source,
+    };
+    let short = || {
+        bad(TransferError::Short {
+            what: "file",
+            len: msg.len(),
+        })
+    };
     let hlen = msg
         .get(..4)
         .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize)
-        .ok_or_else(|| bad("short message"))?;
-    let hbytes = msg.get(4..4 + hlen).ok_or_else(|| bad("short header"))?;
-    let header = KvTree::unpack_exact(hbytes).map_err(|e| bad(&e.to_string()))?;
-    let file = header.val("FILE").ok_or_else(|| bad("no FILE"))?.to_owned();
+        .ok_or_else(short)?;
+    let hbytes = msg.get(4..4 + hlen).ok_or_else(short)?;
+    let header = KvTree::unpack_exact(hbytes).map_err(|source| {
+        bad(TransferError::Unpack {
+            what: "file header",
+            source,
+        })
+    })?;
+    let file = header
+        .val("FILE")
+        .ok_or_else(|| bad(TransferError::NoFile))?
+        .to_owned();
     let meta = header
         .get("META")
         .map(Meta::from_tree)
@@ -337,18 +348,33 @@ fn receive_file(job: &mut Job, dset: i64, dir_logical: &Path, msg: &[u8]) -> Scr
             dirs::create_private_dirs_below(&cache_real, parent)?;
         }
         let data = &msg[4 + hlen..];
-        write_synced(&real, data)?;
+        write_synced(&real, data).map_err(io_err(&real, "write"))?;
     }
     Ok(())
 }
 
-/// Write a whole file and fsync it.
-pub(crate) fn write_synced(path: &Path, data: &[u8]) -> ScrResult<()> {
-    use std::io::Write;
-    let mut f = fs::File::create(path).map_err(io_err(path, "create"))?;
-    f.write_all(data).map_err(io_err(path, "write"))?;
-    f.sync_all().map_err(io_err(path, "fsync"))?;
-    Ok(())
+/// What is wrong with a rank's files of one dataset.
+#[derive(Debug, thiserror::Error)]
+enum FileProblem {
+    /// No process kept a record of how many files this rank wrote.
+    #[error("no record of this rank's files")]
+    NoRecord,
+    /// The filemap lists a different number of files than was written.
+    #[error("expected {expected} files, found entries for {found}")]
+    Count { expected: u64, found: u64 },
+    /// A file's meta data is missing: its role is unknown.
+    #[error("{file}: no meta data")]
+    NoMeta { file: String },
+    /// A file's meta data does not decode.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// A file's meta data does not decode (reported with the held copies;
+    /// the full error goes with the own files).
+    #[error("{file}: meta data unreadable")]
+    MetaUnreadable { file: String },
+    /// A file does not match its meta data.
+    #[error(transparent)]
+    Verify(#[from] VerifyError),
 }
 
 /// What a rank found of its files of one dataset, checked separately (size
@@ -356,8 +382,8 @@ pub(crate) fn write_synced(path: &Path, data: &[u8]) -> ScrResult<()> {
 /// files, and the redundancy files it holds (PARTNER: copies of its left
 /// neighbour's files; XOR/RS: its parity file). `Err` says what is wrong.
 struct FileCheck {
-    own: Result<(), String>,
-    held: Result<(), String>,
+    own: Result<(), FileProblem>,
+    held: Result<(), FileProblem>,
 }
 
 impl FileCheck {
@@ -374,7 +400,7 @@ impl FileCheck {
     }
 
     /// The first problem found, own files first.
-    fn problem(&self) -> Option<&String> {
+    fn problem(&self) -> Option<&FileProblem> {
         self.own.as_ref().err().or(self.held.as_ref().err())
     }
 }
@@ -388,8 +414,13 @@ fn check_files(job: &Job, dset: i64) -> FileCheck {
     let mut held = Ok(());
     let apps = job.app_files(dset).len() as u64;
     match job.filemap.expected_files(dset, me) {
-        None => own = Err("no record of this rank's files".into()),
-        Some(n) if n != apps => own = Err(format!("expected {n} files, found entries for {apps}")),
+        None => own = Err(FileProblem::NoRecord),
+        Some(n) if n != apps => {
+            own = Err(FileProblem::Count {
+                expected: n,
+                found: apps,
+            })
+        }
         _ => {}
     }
     for f in job.filemap.list_files(dset, me) {
@@ -398,17 +429,17 @@ fn check_files(job: &Job, dset: i64) -> FileCheck {
             // Without its meta a file's role is unknown: both kinds count
             // as lost.
             Ok(None) => {
-                own = own.and(Err(format!("{f}: no meta data")));
-                held = held.and(Err(format!("{f}: no meta data")));
+                own = own.and(Err(FileProblem::NoMeta { file: f.clone() }));
+                held = held.and(Err(FileProblem::NoMeta { file: f }));
                 continue;
             }
             Err(e) => {
-                own = own.and(Err(e.to_string()));
-                held = held.and(Err(e.to_string()));
+                own = own.and(Err(e.into()));
+                held = held.and(Err(FileProblem::MetaUnreadable { file: f }));
                 continue;
             }
         };
-        let result = verify_file(&job.real(Path::new(&f)), &meta);
+        let result = verify_file(&job.real(Path::new(&f)), &meta).map_err(FileProblem::from);
         if meta.file_type.unwrap_or(FileType::Full) == FileType::Full {
             own = own.and(result);
         } else {
@@ -428,113 +459,114 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
     let mut max_dset = 0i64;
     let mut max_ckpt = 0i64;
     for dset in ids {
-        let started = std::time::Instant::now();
-        // Kill and delay faults act here (a crash during rebuild at init);
-        // an injected error is reported and counts as this rank's files lost.
-        let injected_loss =
-            match crate::fault_point!("rebuild.init", rank = job.world.rank() as u32) {
-                Ok(()) => false,
-                Err(e) => {
-                    eprintln!("SCR: {}", ScrError::injected("rebuild.init", e));
-                    true
-                }
-            };
         max_dset = max_dset.max(dset);
-        let descs = distribute_descriptors(job, dset)?;
-        let have = job.world.all_true(descs.is_some())?;
-        let Some((ds, rd, files)) = descs.filter(|_| have) else {
-            let why = "some rank's descriptors were lost with every copy";
-            job.log(Entry::event(EventType::RebuildStart).dset(dset));
-            job.log(
-                Entry::event(EventType::RebuildFail)
-                    .dset(dset)
-                    .secs(started.elapsed().as_secs_f64())
-                    .note(why),
-            );
-            report.lost.push((dset, why.into()));
-            job.delete_dataset(dset)?;
-            continue;
-        };
-        let name = ds
-            .name
-            .clone()
-            .unwrap_or_else(|| Dataset::default_name(dset));
-        let event = |t: EventType| Entry::event(t).dset(dset).name(name.as_str());
-        job.log(event(EventType::RebuildStart));
-        max_ckpt = max_ckpt.max(ds.ckpt.unwrap_or(0));
-        let written = rd.extra.get_int("WORLD_RANKS").ok().flatten().unwrap_or(-1);
-        let running = job.world.size() as i64;
-        let same_count = job.world.all_true(written == running)?;
-        if !same_count {
-            let e = ScrError::RankCountMismatch {
-                id: dset,
-                written: written.max(0) as u64,
-                running: running as u64,
-            };
-            if job.rank() == 0 {
-                eprintln!("SCR: {e}");
-            }
-            job.log(
-                event(EventType::RebuildFail)
-                    .secs(started.elapsed().as_secs_f64())
-                    .note(format!("kept, not used: {e}")),
-            );
-            report.skipped.push((dset, e.to_string()));
-            continue;
-        }
-        let me = job.rank();
-        job.filemap.set_dataset(dset, me, &ds);
-        job.filemap.set_desc(dset, me, &rd);
-        if let Some(n) = files {
-            job.filemap.set_expected_files(dset, me, n);
-        }
-        let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
-        report.moved_files += distribute_files(job, dset, &dir_logical)? as u64;
-        let check = check_files(job, dset);
-        let has_record = files.is_some() && !injected_loss;
-        let loss = check.loss(has_record);
-        let any_lost = job.world.any_true(loss.any())?;
-        let mut outcome: Result<(), String> = Ok(());
-        if any_lost {
-            outcome = super::glue::rebuild_dataset(job, dset, &ds, &rd, loss);
-        }
-        let all_ok = job.world.all_true(outcome.is_ok())?;
-        if all_ok {
-            job.log(
-                event(EventType::RebuildSuccess)
-                    .secs(started.elapsed().as_secs_f64())
-                    .note(if any_lost { "rebuilt" } else { "intact" }),
-            );
-            if any_lost {
-                report.rebuilt.push(dset);
-            }
-            report.available.push(dset);
-            job.write_filemap()?;
-        } else {
-            let mine = match (&outcome, check.problem()) {
-                (Err(e), _) | (Ok(()), Some(e)) => e.clone(),
-                _ => String::new(),
-            };
-            let reasons = job.world.allgather_bytes(mine.as_bytes())?;
-            let why = reasons
-                .iter()
-                .enumerate()
-                .find(|(_, r)| !r.is_empty())
-                .map(|(i, r)| format!("rank {i}: {}", String::from_utf8_lossy(r)))
-                .unwrap_or_else(|| "rebuild failed".into());
-            job.log(
-                event(EventType::RebuildFail)
-                    .secs(started.elapsed().as_secs_f64())
-                    .note(why.as_str()),
-            );
-            report.lost.push((dset, why));
-            job.delete_dataset(dset)?;
+        if let Some(ckpt) = restart_dataset(job, dset, &mut report)? {
+            max_ckpt = max_ckpt.max(ckpt);
         }
     }
     job.dataset_id = job.max(max_dset)?;
     job.checkpoint_id = job.max(max_ckpt)?;
     job.write_master_filemap()?;
     Ok(report)
+}
+
+/// Distribute, verify and rebuild one cached dataset, recording the outcome
+/// in `report`. Returns its checkpoint id when its descriptors survived.
+/// Collective.
+fn restart_dataset(job: &mut Job, dset: i64, report: &mut InitReport) -> ScrResult<Option<i64>> {
+    let started = std::time::Instant::now();
+    // Kill and delay faults act here (a crash during rebuild at init);
+    // an injected error is reported and counts as this rank's files lost.
+    let injected_loss = match crate::fault_point!("rebuild.init", rank = job.world.rank() as u32) {
+        Ok(()) => false,
+        Err(e) => {
+            eprintln!("SCR: {}", ScrError::injected("rebuild.init", e));
+            true
+        }
+    };
+    let descs = distribute_descriptors(job, dset)?;
+    let have = job.world.all_true(descs.is_some())?;
+    let Some((ds, rd, files)) = descs.filter(|_| have) else {
+        let why = "some rank's descriptors were lost with every copy";
+        job.log(Entry::event(EventType::RebuildStart).dset(dset));
+        job.log(
+            Entry::event(EventType::RebuildFail)
+                .dset(dset)
+                .secs(started.elapsed().as_secs_f64())
+                .note(why),
+        );
+        report.lost.push((dset, why.into()));
+        job.delete_dataset(dset)?;
+        return Ok(None);
+    };
+    let name = ds
+        .name
+        .clone()
+        .unwrap_or_else(|| Dataset::default_name(dset));
+    let event = |t: EventType| Entry::event(t).dset(dset).name(name.as_str());
+    job.log(event(EventType::RebuildStart));
+    let ckpt = ds.ckpt.unwrap_or(0);
+    let written = rd.world_ranks.map_or(-1, |w| w as i64);
+    let running = job.world.size() as i64;
+    if !job.world.all_true(written == running)? {
+        let e = ScrError::RankCountMismatch {
+            id: dset,
+            written: written.max(0) as u64,
+            running: running as u64,
+        };
+        if job.rank() == 0 {
+            eprintln!("SCR: {e}");
+        }
+        job.log(
+            event(EventType::RebuildFail)
+                .secs(started.elapsed().as_secs_f64())
+                .note(format!("kept, not used: {e}")),
+        );
+        report.skipped.push((dset, e.to_string()));
+        return Ok(Some(ckpt));
+    }
+    let me = job.rank();
+    job.filemap.set_dataset(dset, me, &ds);
+    job.filemap.set_desc(dset, me, &rd);
+    if let Some(n) = files {
+        job.filemap.set_expected_files(dset, me, n);
+    }
+    let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
+    report.moved_files += distribute_files(job, dset, &dir_logical)?;
+    let check = check_files(job, dset);
+    let loss = check.loss(files.is_some() && !injected_loss);
+    let any_lost = job.world.any_true(loss.any())?;
+    let mut outcome: Result<(), RebuildError> = Ok(());
+    if any_lost {
+        outcome = rebuild_dataset(job, dset, &ds, &rd, loss);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    if job.world.all_true(outcome.is_ok())? {
+        let note = if any_lost { "rebuilt" } else { "intact" };
+        job.log(event(EventType::RebuildSuccess).secs(secs).note(note));
+        if any_lost {
+            report.rebuilt.push(dset);
+        }
+        report.available.push(dset);
+        job.write_filemap()?;
+        return Ok(Some(ckpt));
+    }
+    let mine = match (&outcome, check.problem()) {
+        (Err(e), _) => e.to_string(),
+        (Ok(()), Some(p)) => p.to_string(),
+        _ => String::new(),
+    };
+    let reasons = job.world.allgather_bytes(mine.as_bytes())?;
+    let why = reasons
+        .iter()
+        .enumerate()
+        .find(|(_, r)| !r.is_empty())
+        .map(|(i, r)| format!("rank {i}: {}", String::from_utf8_lossy(r)))
+        .unwrap_or_else(|| "rebuild failed".into());
+    job.log(event(EventType::RebuildFail).secs(secs).note(why.as_str()));
+    report.lost.push((dset, why));
+    job.delete_dataset(dset)?;
+    Ok(Some(ckpt))
 }
 
 /// Remove everything this job has in cache on this node (SCR_DISTRIBUTE=0

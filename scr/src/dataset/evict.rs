@@ -1,0 +1,72 @@
+//! Deleting a dataset from cache, on one rank or on every rank, and
+//! listing what the job has in cache anywhere (scr_cache_delete,
+//! scr_cache_purge).
+
+use std::fs;
+use std::path::Path;
+
+use crate::cache::Job;
+use crate::error::{ScrError, ScrResult};
+
+impl Job {
+    /// Delete every file this process's filemap lists for `dset` (any
+    /// rank key), then the entries, then rewrite the filemap; remove the
+    /// dataset directory when empty. Not collective.
+    pub fn delete_dataset_local(&mut self, dset: i64) -> ScrResult<()> {
+        let mut dirs_seen = Vec::new();
+        for r in self.filemap.list_ranks_by_dataset(dset) {
+            for f in self.filemap.list_files(dset, r) {
+                let real = self.real(Path::new(&f));
+                let _ = fs::remove_file(&real);
+                if let Some(p) = real.parent() {
+                    dirs_seen.push(p.to_path_buf());
+                }
+            }
+            if let Ok(Some(desc)) = self.filemap.desc(dset, r) {
+                dirs_seen.push(self.real(&self.dataset_dir(Path::new(&desc.directory), dset)));
+            }
+        }
+        self.filemap.remove_dataset(dset);
+        self.write_filemap()?;
+        dirs_seen.sort();
+        dirs_seen.dedup();
+        // Deepest first, so nested subdirectories go before their parents.
+        dirs_seen.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in dirs_seen {
+            let _ = fs::remove_dir(&d);
+        }
+        Ok(())
+    }
+
+    /// Delete dataset `dset` on every rank (collective).
+    pub fn delete_dataset(&mut self, dset: i64) -> ScrResult<()> {
+        let local = self.delete_dataset_local(dset);
+        let ok = self.world.all_true(local.is_ok())?;
+        local?;
+        if !ok {
+            return Err(ScrError::elsewhere("delete the dataset", Some(dset)));
+        }
+        Ok(())
+    }
+
+    /// Dataset ids in cache on any rank, ascending (collective).
+    pub fn datasets_everywhere(&self) -> ScrResult<Vec<i64>> {
+        let mine: Vec<u8> = self
+            .filemap
+            .list_datasets()
+            .iter()
+            .flat_map(|d| d.to_be_bytes())
+            .collect();
+        let all = self.world.allgather_bytes(&mine)?;
+        let mut ids: Vec<i64> = all
+            .iter()
+            .flat_map(|b| {
+                b.chunks_exact(8)
+                    .map(|c| i64::from_be_bytes(c.try_into().expect("8 bytes")))
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(ids)
+    }
+}

@@ -1,0 +1,151 @@
+//! A dataset's life in cache, in one place (developer guide: "Datasets",
+//! "Filemap", program flow of SCR_Start_output, SCR_Route_file,
+//! SCR_Complete_output, scr_cache_rebuild).
+//!
+//! ```text
+//!  start ──> route* ──> complete ──vote──> encode ──> Protected
+//!    │          (entry before file)  │                   │
+//!    │                               └── invalid ──> delete (every rank)
+//!    └── make room: evict the oldest of the store (flushed output first)
+//!
+//!  next run:  restart ──> distribute descriptors ──> distribute files
+//!                     ──> verify ──> rebuild (set) ──> Protected | delete
+//! ```
+//!
+//! - [`output`]: start (make room, directory, first filemap entries),
+//!   route, and complete (sizes, the validity vote, encode, the final
+//!   record) — the filemap is written once per state change.
+//! - [`encode`] and [`rebuild`]: apply and recover the redundancy scheme of
+//!   a dataset through its [`RedundancySet`]; the arithmetic and the set
+//!   communication are in [`crate::redundancy::apply`].
+//! - [`restart`]: restart in place — filemaps handed to their ranks,
+//!   descriptors and files moved to where their owners run now, every file
+//!   verified, sets rebuilt, unrecoverable datasets deleted everywhere.
+//! - [`evict`]: delete a dataset on one rank or on every rank, list what is
+//!   in cache anywhere.
+//!
+//! The invariant kept everywhere (the guide's filemap rule): a file is
+//! added to the filemap, and the filemap file is written, *before* the file
+//! is created in cache; an entry may outlive its file, never the reverse.
+//! [`Books::record`] is the only way the lifecycle adds a file entry, and it
+//! writes the filemap before returning.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::ScrResult;
+use crate::ids::DatasetId;
+use crate::records::dataset::Dataset as DatasetDesc;
+use crate::records::filemap::Filemap;
+use crate::records::meta::Meta;
+use crate::records::reddesc::RedDesc;
+use crate::records::Record;
+use crate::redundancy::apply::ApplyError;
+
+pub mod encode;
+pub mod evict;
+pub mod output;
+pub mod rebuild;
+pub mod restart;
+
+pub use crate::cache::RedundancySet;
+pub use crate::error::{EncodeError, RebuildError, TransferError};
+pub use restart::InitReport;
+
+/// Where a dataset is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Started: files may be routed; nothing is valid yet.
+    Started,
+    /// Every rank's files were valid and the scheme was applied: a restart
+    /// may use it.
+    Protected,
+    /// Complete was called with an invalid file somewhere, or the scheme
+    /// could not be applied; the dataset was deleted on every rank.
+    Failed,
+}
+
+/// A dataset of this job in cache, as the process that writes it sees it.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// Its id.
+    pub id: DatasetId,
+    /// Its descriptor (name, flags, sizes), as recorded in the filemap.
+    pub desc: DatasetDesc,
+    /// Index of its redundancy descriptor in [`crate::cache::Job::sets`].
+    pub set: usize,
+    /// Logical path of its cache directory.
+    pub dir: PathBuf,
+    /// Where it is in its life.
+    pub state: State,
+}
+
+impl Dataset {
+    /// The dataset's name (its default name when the application gave none).
+    pub fn name(&self) -> String {
+        self.desc
+            .name
+            .clone()
+            .unwrap_or_else(|| self.id.default_name())
+    }
+
+    /// Whether it is a checkpoint (SCR_FLAG_CHECKPOINT).
+    pub fn is_checkpoint(&self) -> bool {
+        self.desc.flag_checkpoint == Some(true)
+    }
+
+    /// Whether it is output to keep in the prefix (SCR_FLAG_OUTPUT).
+    pub fn is_output(&self) -> bool {
+        self.desc.flag_output == Some(true)
+    }
+}
+
+/// This process's filemap with where it is persisted: what the lifecycle
+/// needs to record a file, borrowed apart from the rest of the job so a set
+/// communicator can be in use at the same time.
+pub(crate) struct Books<'a> {
+    /// The filemap.
+    pub filemap: &'a mut Filemap,
+    /// Its file (real path).
+    pub path: &'a Path,
+    /// The world rank whose entries these are.
+    pub rank: i64,
+}
+
+impl Books<'_> {
+    /// Add `logical` to dataset `dset` with `meta` and persist the filemap:
+    /// the entry is on disk before the caller creates the file.
+    pub fn record(&mut self, dset: i64, logical: &str, meta: &Meta) -> ScrResult<()> {
+        self.filemap.add_file(dset, self.rank, logical);
+        self.filemap.set_meta(dset, self.rank, logical, meta);
+        self.persist()
+    }
+
+    /// Write the filemap file.
+    pub fn persist(&self) -> ScrResult<()> {
+        Ok(self.filemap.write_file(self.path)?)
+    }
+
+    /// [`Books::record`] for the redundancy layer's register callback.
+    pub fn register(&mut self, dset: i64, logical: &str, meta: &Meta) -> Result<(), ApplyError> {
+        self.record(dset, logical, meta)
+            .map_err(|e| ApplyError::Register {
+                world_rank: self.rank,
+                path: PathBuf::from(logical),
+                detail: e.to_string(),
+            })
+    }
+}
+
+/// The logical path of a file created at `real` inside a dataset directory
+/// whose logical path is `dir_logical` and real path `dir_real`.
+pub(crate) fn logical_of(real: &Path, dir_real: &Path, dir_logical: &Path) -> String {
+    match real.strip_prefix(dir_real) {
+        Ok(rel) => dir_logical.join(rel).to_string_lossy().into_owned(),
+        Err(_) => real.to_string_lossy().into_owned(),
+    }
+}
+
+/// Tag name under which a PARTNER holder records the node of the rank
+/// whose copies it holds (SCR's filemap `PARTNER` tag), so a scavenge that
+/// cannot reach that node knows to ask this one (`scr copy --partner`).
+pub const PARTNER_NODE_TAG: &str = "PARTNER";

@@ -1,0 +1,342 @@
+//! Start, route and complete: a dataset from SCR_Start_output to a
+//! protected (or deleted) dataset in cache. The API (`Scr`) decides
+//! policy around these steps (which old datasets may be evicted, flushes,
+//! halts, Need_checkpoint's accounting); the bookkeeping is here.
+//!
+//! Filemap writes, one per state change: `begin` records the dataset with
+//! its descriptors; `route` records each new file before it exists;
+//! `complete` records the final sizes, CRC32s and COMPLETE flag once the
+//! vote is known (redundancy files are recorded by the encode before they
+//! are created).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::{Dataset, State};
+use crate::cache::Job;
+use crate::error::{io_err, ScrError, ScrResult};
+use crate::ids::DatasetId;
+use crate::log::writer::{Entry, EventType, XferType};
+use crate::records::dataset::Dataset as DatasetDesc;
+use crate::records::meta::{FileType, Meta};
+use crate::storage::dirs;
+use crate::storage::path as spath;
+
+/// Microseconds since the epoch, now (the dataset's CREATED).
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64 * 1_000_000)
+}
+
+/// Allocate the next dataset id (and checkpoint id when `is_ckpt`) and
+/// choose the redundancy descriptor (`scr_reddesc_for_checkpoint`; output
+/// that is not a checkpoint uses the first). Returns the id and the index
+/// of the descriptor in [`Job::sets`].
+pub fn next_ids(job: &mut Job, is_ckpt: bool) -> (DatasetId, usize) {
+    job.dataset_id += 1;
+    if is_ckpt {
+        job.checkpoint_id += 1;
+    }
+    let set = if is_ckpt {
+        job.desc_for(job.checkpoint_id)
+    } else {
+        0
+    };
+    (DatasetId(job.dataset_id), set)
+}
+
+/// Datasets in cache on any rank that live in the store of descriptor
+/// `set`, oldest first: the candidates to make room in it. Collective.
+pub fn in_store(job: &Job, set: usize) -> ScrResult<Vec<i64>> {
+    let directory = PathBuf::from(&job.sets[set].descriptor.directory);
+    let me = job.rank();
+    Ok(job
+        .datasets_everywhere()?
+        .into_iter()
+        .filter(|&d| {
+            job.filemap
+                .desc(d, me)
+                .ok()
+                .flatten()
+                .is_some_and(|r| Path::new(&r.directory) == directory)
+        })
+        .collect())
+}
+
+/// What Start_output records about a new dataset.
+#[derive(Debug, Clone, Copy)]
+pub struct StartFlags {
+    /// SCR_FLAG_CHECKPOINT.
+    pub checkpoint: bool,
+    /// SCR_FLAG_OUTPUT.
+    pub output: bool,
+}
+
+/// Create the dataset's cache directory and record it (dataset and
+/// redundancy descriptors, zero files) in the filemap, written once.
+/// Fails on every rank when it failed on any. Logs the start. Collective.
+pub fn begin(
+    job: &mut Job,
+    id: DatasetId,
+    set: usize,
+    name: Option<&str>,
+    flags: StartFlags,
+) -> ScrResult<Dataset> {
+    let dset = id.get();
+    let rd = job.sets[set].descriptor.clone();
+    let dir = job.dataset_dir(Path::new(&rd.directory), dset);
+    let cache_real = job.real(&job.cache_dir(job.sets[set].store));
+    let made = dirs::create_private_dirs_below(&cache_real, &job.real(&dir));
+    let desc = DatasetDesc {
+        name: Some(name.map_or_else(|| id.default_name(), str::to_owned)),
+        user: Some(job.user.clone()),
+        jobid: Some(job.jobid.clone()),
+        ckpt: flags.checkpoint.then_some(job.checkpoint_id),
+        complete: Some(false),
+        flag_checkpoint: Some(flags.checkpoint),
+        flag_output: Some(flags.output),
+        created_us: Some(now_us()),
+        ..DatasetDesc::new(dset)
+    };
+    let me = job.rank();
+    job.filemap.set_dataset(dset, me, &desc);
+    job.filemap.set_desc(dset, me, &rd);
+    job.filemap.set_expected_files(dset, me, 0);
+    let written = job.write_filemap();
+    let ok = job.world.all_true(made.is_ok() && written.is_ok())?;
+    made?;
+    written?;
+    if !ok {
+        return Err(ScrError::elsewhere(
+            "create the dataset directory",
+            Some(dset),
+        ));
+    }
+    let ds = Dataset {
+        id,
+        desc,
+        set,
+        dir,
+        state: State::Started,
+    };
+    let event = if flags.checkpoint {
+        EventType::CheckpointStart
+    } else {
+        EventType::OutputStart
+    };
+    job.log(Entry::event(event).dset(dset).name(ds.name()));
+    Ok(ds)
+}
+
+/// SCR_Route_file in an output phase: register `name` (relative to the
+/// current directory, or absolute; it must resolve under the prefix
+/// directory) and return the real path in cache to write it at. The entry
+/// is on disk before the path is returned (the filemap rule). Directories
+/// below the prefix are kept, so `ckpt/a` and `other/a` do not collide.
+pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
+    assert_eq!(
+        ds.state,
+        State::Started,
+        "files are routed only while started"
+    );
+    let text = name.to_string_lossy();
+    let cwd = std::env::current_dir().map_err(io_err(".", "current directory"))?;
+    let abs = spath::absolute(name, &cwd);
+    if !spath::is_within(&abs, &job.prefix) || abs == job.prefix {
+        return Err(ScrError::OutsidePrefix {
+            path: abs,
+            prefix: job.prefix.clone(),
+        });
+    }
+    let rel = abs.strip_prefix(&job.prefix).unwrap_or(&abs).to_path_buf();
+    let logical = ds.dir.join(&rel);
+    let logical_s = logical.to_string_lossy().into_owned();
+    let me = job.rank();
+    let dset = ds.id.get();
+    if !job.filemap.list_files(dset, me).contains(&logical_s) {
+        let meta = Meta {
+            file: Some(logical_s.clone()),
+            file_type: Some(FileType::Full),
+            complete: Some(false),
+            ckpt: ds.desc.ckpt,
+            ranks: Some(job.world.size() as u64),
+            orig: Some(text.into_owned()),
+            orig_path: abs.parent().map(|p| p.to_string_lossy().into_owned()),
+            orig_name: abs.file_name().map(|p| p.to_string_lossy().into_owned()),
+            ..Meta::default()
+        };
+        job.filemap.add_file(dset, me, &logical_s);
+        job.filemap.set_meta(dset, me, &logical_s, &meta);
+        let n = job.app_files(dset).len() as u64;
+        job.filemap.set_expected_files(dset, me, n);
+        job.write_filemap()?;
+    }
+    let real = job.real(&logical);
+    if let Some(parent) = real.parent() {
+        dirs::create_private_dirs_below(&job.real(&ds.dir), parent)?;
+    }
+    Ok(real)
+}
+
+/// Record the size of every routed file of this rank (the CRC32 comes from
+/// the encode's read). Returns whether every file exists and the bytes.
+fn record_sizes(job: &mut Job, dset: i64, valid: bool) -> ScrResult<(bool, u64, usize)> {
+    let me = job.rank();
+    let mut ok = valid;
+    let mut bytes = 0u64;
+    let files = job.filemap.list_files(dset, me);
+    for f in &files {
+        let mut meta = job.filemap.meta(dset, me, f)?.unwrap_or_default();
+        match std::fs::metadata(job.real(Path::new(f))) {
+            Ok(md) if md.is_file() => {
+                meta.size_bytes = Some(md.len());
+                meta.crc32 = None;
+                meta.complete = Some(valid);
+                bytes += md.len();
+            }
+            _ => {
+                // A routed file that was never written is not valid.
+                meta.complete = Some(false);
+                ok = false;
+            }
+        }
+        job.filemap.set_meta(dset, me, f, &meta);
+    }
+    Ok((ok, bytes, files.len()))
+}
+
+/// What Complete_output found, the same on every rank.
+#[derive(Debug)]
+pub struct Completion {
+    /// Every rank's files were valid and the scheme was applied.
+    pub protected: bool,
+    /// Why this rank failed, when it did.
+    pub error: Option<ScrError>,
+}
+
+/// SCR_Complete_output's bookkeeping: every rank says whether its files
+/// are valid; sizes are recorded, the vote taken, the scheme applied
+/// ([`super::encode::encode`]), the dataset recorded COMPLETE (filemap
+/// written once) or deleted on every rank. Logs the transfer and the end
+/// event. Collective.
+pub fn complete(
+    job: &mut Job,
+    ds: &mut Dataset,
+    valid: bool,
+    started: Instant,
+) -> ScrResult<Completion> {
+    assert_eq!(ds.state, State::Started, "a dataset completes once");
+    let dset = ds.id.get();
+    let write_s = started.elapsed().as_secs_f64();
+    let (ok, bytes, files) = record_sizes(job, dset, valid)?;
+    let all_valid = job.world.all_true(ok)?;
+    let encode_at = Instant::now();
+    let applied = if all_valid {
+        super::encode::encode(job, dset)
+    } else {
+        Ok(())
+    };
+    // all_valid is identical on every rank, so the short circuit keeps the
+    // collective matched.
+    let protected = all_valid && job.world.all_true(applied.is_ok())?;
+    // Measured after the vote, so rank 0's figure covers the slowest set.
+    let encode_s = encode_at.elapsed().as_secs_f64();
+    let total_bytes = job.sum(bytes as i64)?.max(0) as u64;
+    let total_files = job.sum(files as i64)?.max(0) as u64;
+    ds.desc.complete = Some(protected);
+    ds.desc.size_bytes = Some(total_bytes);
+    ds.desc.files = Some(total_files);
+    let me = job.rank();
+    job.filemap.set_dataset(dset, me, &ds.desc);
+    job.write_filemap()?;
+    let times = Times {
+        started,
+        write_s,
+        encode_s,
+    };
+    log_complete(
+        job,
+        ds,
+        (total_bytes, total_files),
+        times,
+        all_valid,
+        &applied,
+        protected,
+    );
+    if !protected {
+        if let Err(e) = &applied {
+            eprintln!("SCR: rank {me}: dataset {dset}: {e}");
+        }
+        job.delete_dataset(dset)?;
+        ds.state = State::Failed;
+        return Ok(Completion {
+            protected,
+            error: applied.err(),
+        });
+    }
+    job.write_master_filemap()?;
+    ds.state = State::Protected;
+    Ok(Completion {
+        protected,
+        error: None,
+    })
+}
+
+/// When the phases of a complete happened.
+#[derive(Debug, Clone, Copy)]
+struct Times {
+    started: Instant,
+    write_s: f64,
+    encode_s: f64,
+}
+
+/// Log a complete: the write and encode transfers, then the end event with
+/// why it failed when it did.
+fn log_complete(
+    job: &Job,
+    ds: &Dataset,
+    (bytes, files): (u64, u64),
+    times: Times,
+    all_valid: bool,
+    applied: &ScrResult<()>,
+    protected: bool,
+) {
+    if job.log.is_none() {
+        return;
+    }
+    let dset = ds.id.get();
+    let name = ds.name();
+    let xfer = |t: XferType, secs: f64| {
+        Entry::xfer(t)
+            .dset(dset)
+            .name(name.as_str())
+            .secs(secs)
+            .bytes(bytes)
+            .files(files)
+    };
+    let to = ds.dir.to_string_lossy().into_owned();
+    if protected && ds.is_checkpoint() {
+        job.log(xfer(XferType::Write, times.write_s).to(to));
+        job.log(xfer(XferType::Encode, times.encode_s));
+    } else if protected {
+        job.log(xfer(XferType::Output, times.write_s + times.encode_s).to(to));
+    }
+    let end = if ds.is_checkpoint() {
+        EventType::CheckpointEnd
+    } else {
+        EventType::OutputEnd
+    };
+    let mut e = Entry::event(end)
+        .dset(dset)
+        .name(name.as_str())
+        .secs(times.started.elapsed().as_secs_f64());
+    if !all_valid {
+        e = e.note("failed: a rank's files were invalid");
+    } else if let Err(err) = applied {
+        e = e.note(format!("failed: {err}"));
+    } else if !protected {
+        e = e.note("failed: redundancy failed on another rank");
+    }
+    job.log(e);
+}

@@ -1,0 +1,223 @@
+//! Why a flush or fetch failed. A failure of one rank's copy is reported by
+//! that rank; the others learn "failed on rank N" with its message, which
+//! travels between ranks as text (and is written to the index as the reason
+//! a copy is FAILED).
+
+use std::path::PathBuf;
+
+use crate::kvtree::UnpackError;
+use crate::records::RecordError;
+use crate::storage::dirs::DirError;
+
+/// Why copying one file between cache and the prefix failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CopyError {
+    /// A file operation failed.
+    #[error("{}: {op}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        op: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The copy has a different length than the filemap records.
+    #[error("{}: copied {copied} bytes, the filemap says {recorded}", path.display())]
+    Size {
+        /// The source file.
+        path: PathBuf,
+        /// Bytes copied.
+        copied: u64,
+        /// Bytes recorded.
+        recorded: u64,
+    },
+    /// The bytes read do not have the recorded CRC32.
+    #[error("CRC32 mismatch: {} has {got:#x}, recorded {want:#x}", path.display())]
+    Crc {
+        /// The source file.
+        path: PathBuf,
+        /// CRC32 of the bytes read.
+        got: u32,
+        /// CRC32 recorded.
+        want: u32,
+    },
+    /// An injected fault (testbed builds only).
+    #[error("injected fault: {0}")]
+    Injected(std::io::Error),
+    /// The background copy's thread panicked.
+    #[error("the flush thread panicked")]
+    ThreadPanicked,
+    /// The background copy was already collected.
+    #[error("the flush was already completed")]
+    AlreadyCompleted,
+}
+
+/// Why a flush could not start on this rank.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FlushError {
+    /// The dataset is not in this rank's cache.
+    #[error("rank {rank}: dataset {dset} is not in cache")]
+    NotInCache {
+        /// This rank.
+        rank: i64,
+        /// The dataset.
+        dset: i64,
+    },
+    /// A file was routed outside the dataset's directory in the prefix.
+    #[error("rank {rank}: {file}: routed path {routed:?} is not inside {}", dir.display())]
+    OutsideDir {
+        /// This rank.
+        rank: i64,
+        /// The cached file (logical path).
+        file: String,
+        /// The path it was routed as.
+        routed: Option<String>,
+        /// The dataset's directory in the prefix.
+        dir: PathBuf,
+    },
+    /// A file was never completed.
+    #[error("rank {rank}: {file} is incomplete")]
+    Incomplete {
+        /// This rank.
+        rank: i64,
+        /// The cached file (logical path).
+        file: String,
+    },
+    /// Another rank cannot flush its files (it reports why).
+    #[error("another rank cannot flush its files")]
+    OtherRank,
+    /// Rank 0 could not record the start of the flush.
+    #[error("recording the flush start: {0}")]
+    Bookkeeping(String),
+}
+
+/// Why a copy of a checkpoint in the prefix could not be fetched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// The summary says the copy is incomplete.
+    #[error("{}: marked incomplete", path.display())]
+    Incomplete {
+        /// The summary file.
+        path: PathBuf,
+    },
+    /// The summary is of another dataset than the index says.
+    #[error("{}: summary is of dataset {found}, the index says {expected}", path.display())]
+    WrongSummary {
+        /// The summary file.
+        path: PathBuf,
+        /// The dataset it describes.
+        found: i64,
+        /// The dataset the index names.
+        expected: i64,
+    },
+    /// A metadata file could not be read.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// A packed message between ranks does not decode.
+    #[error("{what}: {source}")]
+    Unpack {
+        /// What the message carries.
+        what: &'static str,
+        /// Why.
+        source: UnpackError,
+    },
+    /// A part entry of the rank2file tree is malformed.
+    #[error("rank2file part {part}: {why}")]
+    BadPart {
+        /// The part's key.
+        part: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// A rank2file entry sent between ranks does not decode.
+    #[error("rank2file entry: {0}")]
+    RankFiles(#[from] RankFilesError),
+    /// The rank2file tree is deeper than any SCR writes.
+    #[error("rank2file tree deeper than {0} levels")]
+    TooDeep(usize),
+    /// The checkpoint was written by a different number of ranks (not a
+    /// bad copy: this run cannot use it).
+    #[error("the checkpoint was written by {written} ranks, this run has {running}")]
+    RankCount {
+        /// Ranks that wrote it.
+        written: u64,
+        /// Ranks in this run.
+        running: u64,
+    },
+    /// The map lists a rank this run does not have.
+    #[error("the map lists rank {rank}, this run has {running} ranks")]
+    NoSuchRank {
+        /// The rank listed.
+        rank: i64,
+        /// Ranks in this run.
+        running: usize,
+    },
+    /// A rank's entry appears twice.
+    #[error("rank {0}: rank2file entry listed twice")]
+    ListedTwice(usize),
+    /// A rank's file count disagrees with its entries.
+    #[error("rank {rank}: the map lists {listed} files, FILES says {expected:?}")]
+    FileCount {
+        /// This rank.
+        rank: i64,
+        /// Files listed.
+        listed: usize,
+        /// FILES.
+        expected: Option<u64>,
+    },
+    /// A file would be fetched to outside the prefix.
+    #[error("{0}: leaves the prefix")]
+    LeavesPrefix(String),
+    /// The cache directory could not be prepared.
+    #[error(transparent)]
+    Dir(#[from] DirError),
+    /// The filemap could not be written.
+    #[error("filemap: {0}")]
+    Filemap(String),
+    /// A file could not be copied.
+    #[error(transparent)]
+    Copy(#[from] CopyError),
+    /// Ranks failed: each failing rank's message.
+    #[error("{}", .0.iter().map(|(r, m)| format!("rank {r}: {m}")).collect::<Vec<_>>().join("; "))]
+    Ranks(Vec<(usize, String)>),
+    /// Rank 0's reason, as it broadcast it to every rank.
+    #[error("{0}")]
+    Reported(String),
+    /// Another rank failed at this step (it reports why).
+    #[error("{0} failed on another rank")]
+    OtherRank(&'static str),
+    /// The fetched copy could not be protected in cache.
+    #[error("the redundancy scheme could not be applied in cache")]
+    NotProtected,
+}
+
+/// A failure of the prefix tier that ends the SCR call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrefixError {
+    /// A step run on rank 0 failed there; this rank learned it.
+    #[error("rank 0 failed to {0}")]
+    Rank0(&'static str),
+    /// A fetched summary does not decode.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// A gathered rank2file entry does not decode.
+    #[error("rank2file entry: {0}")]
+    RankFiles(#[source] RankFilesError),
+}
+
+/// A packed rank2file entry (sent between ranks) that does not decode.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RankFilesError {
+    /// Not a packed hash.
+    #[error(transparent)]
+    Unpack(#[from] UnpackError),
+    /// Not a rank2file map.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+}

@@ -1,0 +1,113 @@
+//! Whole-file integrity in cache: the CRC32 of a file, the check of a
+//! cached file against the size and CRC32 recorded at complete, and a
+//! durable whole-file write.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::records::meta::Meta;
+
+/// Why a cached file does not match what was recorded for it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifyError {
+    /// The meta data says the file was never completed.
+    #[error("{}: marked incomplete", path.display())]
+    Incomplete {
+        /// The file (real path).
+        path: PathBuf,
+    },
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file (real path).
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Its size differs from the recorded one.
+    #[error("{}: size {len}, meta says {recorded:?}", path.display())]
+    Size {
+        /// The file (real path).
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+        /// The recorded length.
+        recorded: Option<u64>,
+    },
+    /// Its CRC32 differs from the recorded one.
+    #[error("{}: CRC32 {crc:#x}, meta says {recorded:#x}", path.display())]
+    Crc {
+        /// The file (real path).
+        path: PathBuf,
+        /// The CRC32 of its bytes.
+        crc: u32,
+        /// The recorded CRC32.
+        recorded: u32,
+    },
+}
+
+/// CRC32 and length of a file.
+///
+/// Mapped rather than read where possible (see [`crate::storage::mapped`]):
+/// on a RAM disk the read copy costs as much as the CRC itself.
+pub fn crc_of_file(path: &Path) -> std::io::Result<(u32, u64)> {
+    let mut f = fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    if len >= super::mapped::MAP_MIN_BYTES {
+        if let Ok(m) = super::mapped::Mapped::new(&f, len) {
+            return Ok((crc32fast::hash(m.bytes()), len));
+        }
+    }
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n_total = 0u64;
+    // Bounded: a file that keeps growing while it is read is cut at twice
+    // its length (plus a buffer), and then fails the size check.
+    let bound = len.saturating_mul(2).saturating_add(buf.len() as u64);
+    while n_total <= bound {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        n_total += n as u64;
+    }
+    Ok((h.finalize(), n_total))
+}
+
+/// Check one cached file against its meta: complete, readable, size and
+/// CRC32 as recorded.
+pub fn verify_file(real: &Path, meta: &Meta) -> Result<(), VerifyError> {
+    let path = || real.to_path_buf();
+    if !meta.is_complete() {
+        return Err(VerifyError::Incomplete { path: path() });
+    }
+    let (crc, len) = crc_of_file(real).map_err(|source| VerifyError::Read {
+        path: path(),
+        source,
+    })?;
+    if !meta.size_matches(len) {
+        return Err(VerifyError::Size {
+            path: path(),
+            len,
+            recorded: meta.size_bytes,
+        });
+    }
+    match meta.crc32 {
+        Some(c) if c != crc => Err(VerifyError::Crc {
+            path: path(),
+            crc,
+            recorded: c,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Write a whole file and fsync it.
+pub fn write_synced(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    let mut f = fs::File::create(path)?;
+    f.write_all(data)?;
+    f.sync_all()
+}
