@@ -142,7 +142,7 @@ pub struct Scr {
 #[derive(Debug)]
 enum DynPhase {
     Output {
-        ds: Option<Dataset>,
+        ds: Option<Box<Dataset>>,
         started: Instant,
     },
     Restart {
@@ -719,7 +719,7 @@ impl Scr {
         // The phase now lives in `self.phase`; the object must not finish it.
         p.completed = true;
         let state = DynPhase::Output {
-            ds: p.ds.take(),
+            ds: p.ds.take().map(Box::new),
             started: p.started,
         };
         drop(p);
@@ -752,12 +752,12 @@ impl Scr {
             Some(DynPhase::Output { ds, started }) => {
                 let mut p = OutputPhase {
                     scr: self,
-                    ds,
+                    ds: ds.map(|d| *d),
                     completed: true,
                     started,
                 };
                 let r = p.route_file(name);
-                let ds = p.ds.take();
+                let ds = p.ds.take().map(Box::new);
                 drop(p);
                 self.phase = Some(DynPhase::Output { ds, started });
                 r
@@ -792,7 +792,7 @@ impl Scr {
         match self.phase.take() {
             Some(DynPhase::Output { ds, started }) => OutputPhase {
                 scr: self,
-                ds,
+                ds: ds.map(|d| *d),
                 completed: false,
                 started,
             }

@@ -37,7 +37,6 @@ use crate::ids::DatasetId;
 use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::filemap::Filemap;
 use crate::records::meta::Meta;
-use crate::records::reddesc::RedDesc;
 use crate::records::Record;
 use crate::redundancy::apply::ApplyError;
 

@@ -110,7 +110,7 @@ fn flag(job: &Job, name: &str, default: bool) -> bool {
 #[derive(Debug)]
 pub enum Prepared {
     /// Ready to copy.
-    Ready(FlushPlan),
+    Ready(Box<FlushPlan>),
     /// The flush cannot start; the cached copy stays.
     Refused(FlushError),
 }
@@ -170,13 +170,13 @@ pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Prepared> {
     if let Err(e) = book_flush_start(job, dset, &placement, &dataset) {
         return Ok(Prepared::Refused(FlushError::Bookkeeping(e.to_string())));
     }
-    Ok(Prepared::Ready(FlushPlan {
+    Ok(Prepared::Ready(Box::new(FlushPlan {
         dset,
         placement,
         dataset,
         items,
         started: Instant::now(),
-    }))
+    })))
 }
 
 /// Rank 0 records the start of a flush in the index and the flush file.
@@ -366,7 +366,7 @@ pub(crate) fn finish(
 /// rank; the cached copy stays). Collective.
 pub fn flush_sync(job: &Job, dset: i64) -> ScrResult<bool> {
     let plan = match prepare(job, dset, EventType::FlushStart)? {
-        Prepared::Ready(p) => p,
+        Prepared::Ready(p) => *p,
         Prepared::Refused(why) => {
             if job.rank() == 0 {
                 eprintln!("SCR: flush of dataset {dset} not started: {why}");
@@ -416,7 +416,7 @@ impl AsyncFlush {
 /// when it could not start. Collective.
 pub fn flush_async_start(job: &Job, dset: i64) -> ScrResult<Option<AsyncFlush>> {
     let plan = match prepare(job, dset, EventType::AsyncFlushStart)? {
-        Prepared::Ready(p) => p,
+        Prepared::Ready(p) => *p,
         Prepared::Refused(why) => {
             job.log(
                 Entry::event(EventType::AsyncFlushFail)
