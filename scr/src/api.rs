@@ -35,9 +35,9 @@ use std::ops::BitOr;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::cache::{param, Job};
+use crate::cache::Job;
 use crate::comm::Comm;
-use crate::config::{load_collective, Config, Environment, LoadOptions};
+use crate::config::{load_collective, Config, Environment, LoadOptions, Settings};
 use crate::dataset::restart::{self, InitReport};
 use crate::dataset::{output, Dataset};
 use crate::error::{io_err, ScrError, ScrResult};
@@ -214,7 +214,10 @@ impl Scr {
             cfg.apply_scr_config(c)?;
         }
         cfg.mark_initialized();
-        let enabled = cfg.get_bool("SCR_ENABLE")?.unwrap_or(true);
+        // Every parameter is parsed here, once; a bad value stops SCR_Init
+        // (even with SCR_ENABLE=0, as a bad value in a file already does).
+        let settings = Settings::from_config(&cfg)?;
+        let enabled = settings.enable;
         let mut scr = Scr {
             job: None,
             report: InitReport::default(),
@@ -233,7 +236,7 @@ impl Scr {
         let node = opts
             .node
             .unwrap_or_else(|| NodeIdentity::from_env(|k| std::env::var_os(k)));
-        let mut job = Job::new(comm, cfg, node)?;
+        let mut job = Job::new(comm, cfg, settings, node)?;
         job.open_log();
         job.log(
             Entry::event(EventType::Start)
@@ -252,8 +255,8 @@ impl Scr {
                 eprintln!("SCR: warning: {e}");
             }
         }
-        let distribute = job.cfg.get_bool("SCR_DISTRIBUTE")?.unwrap_or(true);
-        let purge = job.cfg.get_bool("SCR_CACHE_PURGE")?.unwrap_or(false);
+        let distribute = job.settings.cache.distribute;
+        let purge = job.settings.cache.purge;
         if distribute && !purge {
             scr.report = restart::rebuild_cache(&mut job)?;
         } else {
@@ -280,7 +283,7 @@ impl Scr {
         let text: Vec<String> = cands.iter().map(i64::to_string).collect();
         same_everywhere(job.world.as_ref(), "SCR_Init", &text.join(","))?;
         scr.candidates = cands;
-        let current = param(&job.cfg, "SCR_CURRENT");
+        let current = job.settings.fetch.current.clone();
         scr.job = Some(job);
         if let Some(cur) = current {
             scr.current(&cur)?;
@@ -351,9 +354,9 @@ impl Scr {
         let Some(job) = self.job("SCR_Need_checkpoint")? else {
             return Ok(false);
         };
-        let interval = job.cfg.get_u64("SCR_CHECKPOINT_INTERVAL")?.unwrap_or(0);
-        let seconds = job.cfg.get_u64("SCR_CHECKPOINT_SECONDS")?.unwrap_or(0);
-        let overhead = job.cfg.get_f64("SCR_CHECKPOINT_OVERHEAD")?.unwrap_or(0.0);
+        let interval = job.settings.need.every_calls;
+        let seconds = job.settings.need.interval_s;
+        let overhead = job.settings.need.overhead_percent;
         let mut yes = halt?.is_some();
         if adaptive.is_none() && interval == 0 && seconds == 0 && overhead <= 0.0 {
             yes = true;

@@ -11,7 +11,8 @@
 //! - [`records`]: typed views of SCR's metadata files (filemap, index, summary, …).
 //! - [`storage`]: node identity, control/cache directories, path handling.
 //! - [`comm`]: the communicator trait (MPI or in-process threads).
-//! - [`config`]: parameters, config files, SCR_Config, descriptors.
+//! - [`config`]: parameters, config files, SCR_Config, descriptors, and
+//!   [`config::Settings`] (every parameter typed, parsed once at init).
 //! - [`redundancy`]: the arithmetic of the SINGLE/PARTNER/XOR/RS schemes:
 //!   GF(2^8), codecs, chunk layouts, set selection (no communication).
 //! - [`cache`]: the job's runtime state: nodes, stores, redundancy sets,

@@ -10,9 +10,8 @@ use std::path::Path;
 
 use super::Scr;
 use crate::cache::Job;
-use crate::config::{Config, ConfigError, Location};
 use crate::error::ScrResult;
-use crate::interval::adaptive::{decide, Decision, History, Inputs, MtbfConfig};
+use crate::interval::adaptive::{decide, Decision, History, Inputs};
 use crate::log::db::{read_records, DbSettings};
 use crate::log::server::{self, ServerSettings};
 use crate::log::writer::{log_path, Entry, EventType};
@@ -25,25 +24,6 @@ pub(super) struct AdaptiveState {
     history: Option<Option<History>>,
     /// The decision last written to the log.
     logged: Option<Decision>,
-}
-
-/// `SCR_MTBF`, parsed; a bad value is a configuration error naming where it
-/// was set.
-pub(crate) fn mtbf_config(cfg: &Config) -> ScrResult<Option<MtbfConfig>> {
-    let Some(e) = cfg.get("SCR_MTBF").filter(|e| !e.value.trim().is_empty()) else {
-        return Ok(None);
-    };
-    MtbfConfig::parse(&e.value)
-        .map(Some)
-        .ok_or_else(|| {
-            ConfigError::BadValue {
-                at: Location::of("SCR_MTBF", &e.value, &e.source),
-                key: "SCR_MTBF".into(),
-                value: e.value.clone(),
-                expected: "positive seconds: one MTBF, or one per CKPT level cheapest first (86400 or 40000,400000)".into(),
-            }
-            .into()
-        })
 }
 
 /// The distinct INTERVALs of the job's CKPT descriptors, ascending.
@@ -145,14 +125,11 @@ impl Scr {
         let Some(job) = self.job.as_ref().filter(|_| !self.finalized) else {
             return Ok(None);
         };
-        if !job
-            .cfg
-            .get_bool("SCR_CHECKPOINT_ADAPTIVE")?
-            .unwrap_or(false)
-        {
+        if !job.settings.need.adaptive {
             return Ok(None);
         }
-        let mtbf = mtbf_config(&job.cfg)?;
+        // Parsed at init; a bad SCR_MTBF is reported here, where it is used.
+        let mtbf = job.settings.need.mtbf.clone()?;
         if job.rank() != 0 {
             return Ok(Some(false));
         }

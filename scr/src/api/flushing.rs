@@ -25,10 +25,6 @@ pub(super) struct PrefixState {
     pub pending: Option<AsyncFlush>,
 }
 
-fn flag(job: &Job, name: &str, default: bool) -> ScrResult<bool> {
-    Ok(job.cfg.get_bool(name)?.unwrap_or(default))
-}
-
 /// Whether dataset `d` is output (SCR_FLAG_OUTPUT) on any rank. Collective.
 fn is_output(job: &Job, d: i64) -> ScrResult<bool> {
     let here = job
@@ -42,8 +38,8 @@ impl Scr {
     /// checkpoint, bring the flush file in line with the cache, and learn
     /// what is in the prefix already. Collective.
     pub(super) fn prefix_init(&mut self, job: &mut Job, cands: &mut Vec<i64>) -> ScrResult<()> {
-        if cands.is_empty() && flag(job, "SCR_FETCH", true)? {
-            if let Some(cur) = crate::cache::param(&job.cfg, "SCR_CURRENT") {
+        if cands.is_empty() && job.settings.fetch.enabled {
+            if let Some(cur) = job.settings.fetch.current.clone() {
                 // The user named the checkpoint to start from: the fetch
                 // starts at its copy in the prefix.
                 let p = job.prefix.clone();
@@ -74,7 +70,7 @@ impl Scr {
         prefix::rebuild_flush_file(job, &self.report.available)?;
         self.prefix.on_pfs = prefix::datasets_on_pfs(job)?.into_iter().collect();
         if let Some(&newest) = cands.first() {
-            if flag(job, "SCR_FLUSH_ON_RESTART", false)?
+            if job.settings.flush.on_restart
                 && !self.prefix.on_pfs.contains(&newest)
                 && flush_sync(job, newest)?
             {
@@ -107,7 +103,7 @@ impl Scr {
     /// Collective.
     pub(super) fn flush_dataset(&mut self, d: i64) -> ScrResult<bool> {
         let asynchronous = match self.job.as_ref() {
-            Some(job) => flag(job, "SCR_FLUSH_ASYNC", false)?,
+            Some(job) => job.settings.flush.asynchronous,
             None => return Ok(false),
         };
         if self.prefix.pending.as_ref().is_some_and(|a| a.dset() == d) {
@@ -159,7 +155,7 @@ impl Scr {
         if let Err(e) = booked {
             eprintln!("SCR: warning: {e}");
         }
-        let every = job.cfg.get_u64("SCR_FLUSH")?.unwrap_or(10);
+        let every = job.settings.flush.every;
         let ckpt_id = job.checkpoint_id;
         // A halt flushes what it stops at, unless flushing is off (SCR:
         // scr_flush > 0).
@@ -201,7 +197,7 @@ impl Scr {
         let Some(job) = self.job.as_ref() else {
             return Ok(());
         };
-        let every = job.cfg.get_u64("SCR_FLUSH")?.unwrap_or(10);
+        let every = job.settings.flush.every;
         let all = job.datasets_everywhere()?;
         let mut newest_ckpt = None;
         for &d in &all {

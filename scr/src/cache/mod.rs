@@ -22,7 +22,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::comm::{Comm, ReduceOp};
-use crate::config::{CkptDesc, Config, CopyType as CfgCopyType};
+use crate::config::{CkptDesc, Config, CopyType as CfgCopyType, Settings};
 use crate::error::{io_err, DescriptorError, ScrError, ScrResult};
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, LogSettings, Logger};
@@ -64,8 +64,12 @@ pub struct Job {
     pub world: Box<dyn Comm>,
     /// Processes on the same node (`scr_comm_node`).
     pub node_comm: Box<dyn Comm>,
-    /// The effective configuration (identical on every rank).
+    /// The effective configuration (identical on every rank): descriptors,
+    /// SCR_Config queries, raw values.
     pub cfg: Config,
+    /// Every parameter, typed and parsed once at init (identical on every
+    /// rank): read these, never a parameter by name.
+    pub settings: Settings,
     /// This process's node.
     pub node: NodeIdentity,
     /// Node name of every world rank.
@@ -99,20 +103,16 @@ pub struct Job {
     pub log: Option<Logger>,
 }
 
-/// Parameter value as text, if set anywhere.
-pub(crate) fn param(cfg: &Config, name: &str) -> Option<String> {
-    cfg.get(name).map(|e| e.value).filter(|v| !v.is_empty())
-}
-
-fn param_u64(cfg: &Config, name: &str, default: u64) -> ScrResult<u64> {
-    Ok(cfg.get_u64(name)?.unwrap_or(default))
-}
-
 impl Job {
     /// Build the job's runtime state (SCR_Init steps 3–20): node layout,
     /// groups, stores, redundancy descriptors and sets, directories.
-    /// Collective over `world`.
-    pub fn new(world: Box<dyn Comm>, cfg: Config, node: NodeIdentity) -> ScrResult<Job> {
+    /// Collective over `world`. `settings` are `cfg`'s, parsed.
+    pub fn new(
+        world: Box<dyn Comm>,
+        cfg: Config,
+        settings: Settings,
+        node: NodeIdentity,
+    ) -> ScrResult<Job> {
         let rank = world.rank();
         let size = world.size();
         // Node layout: every rank learns every rank's node name.
@@ -129,17 +129,21 @@ impl Job {
             .split(Some(node_index as u32), rank as i64)?
             .ok_or(DescriptorError::NodeComm)?;
 
-        let user = param(&cfg, "SCR_USER_NAME")
+        let user = settings
+            .job
+            .user_name
+            .clone()
             .unwrap_or_else(|| dirs::user_name(|k| std::env::var_os(k)));
-        let jobid = param(&cfg, "SCR_JOB_ID").unwrap_or_else(|| "defjobid".into());
-        let prefix_raw = param(&cfg, "SCR_PREFIX")
-            .map(PathBuf::from)
+        let jobid = settings.job.job_id.clone();
+        let prefix_raw = settings
+            .job
+            .prefix
+            .clone()
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("."));
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         let prefix = spath::absolute(&prefix_raw, &cwd);
-        let cntl_base =
-            PathBuf::from(param(&cfg, "SCR_CNTL_BASE").unwrap_or_else(|| "/dev/shm".into()));
+        let cntl_base = settings.cache.cntl_base.clone();
         let cntl = dirs::job_dir(&cntl_base, &user, &jobid);
 
         let descs_cfg = cfg.descriptors()?;
@@ -154,10 +158,8 @@ impl Job {
             .collect();
         if stores.is_empty() {
             stores.push(Store {
-                base: PathBuf::from(
-                    param(&cfg, "SCR_CACHE_BASE").unwrap_or_else(|| "/dev/shm".into()),
-                ),
-                count: param_u64(&cfg, "SCR_CACHE_SIZE", 1)?.max(1),
+                base: settings.cache.cache_base.clone(),
+                count: settings.cache.cache_size.max(1),
             });
         }
 
@@ -193,13 +195,13 @@ impl Job {
             ));
         }
 
-        let piece_bytes =
-            param_u64(&cfg, "SCR_MPI_BUF_SIZE", 1 << 20)?.clamp(4096, 1 << 30) as usize;
+        let piece_bytes = settings.cache.mpi_buf_bytes.clamp(4096, 1 << 30) as usize;
         let filemap_file = node.local_path(&cntl.join(filemap_file_name(node_comm.rank() as u32)));
         let mut job = Job {
             world,
             node_comm,
             cfg,
+            settings,
             node,
             node_names,
             node_count: uniq.len(),

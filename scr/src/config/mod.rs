@@ -14,6 +14,11 @@
 //! the first source of the last three that defines any of that kind, as
 //! SCR's `scr_param_get_hash` does; the environment cannot set them.
 //!
+//! [`Config`] holds the raw text and where each value came from (what
+//! `scr config` prints); [`Settings`] is every parameter parsed once, at
+//! SCR_Init, into typed fields. Library code reads [`Settings`], never a
+//! parameter by name.
+//!
 //! ```
 //! use scr::config::{Config, LoadOptions, MapEnv};
 //! let env = MapEnv::new([("SCR_FLUSH", "4")]).with_cwd("/nonexistent/run");
@@ -42,11 +47,13 @@ pub mod params;
 mod parse;
 pub mod report;
 mod serial;
+pub mod settings;
 
 pub use desc::{CkptDesc, CopyType, Descriptors, GroupDesc, StoreDesc};
 pub use error::{ConfigError, ConfigWarning, Location, Source};
 pub use parse::{parse_text, DescLine, Layer, Setting, MAX_LINE_CHARS};
 pub use serial::{load_collective, Broadcast};
+pub use settings::Settings;
 
 use params::{info, DEFAULT_SYSTEM_FILE, DESCRIPTOR_KEYS, PARAMS};
 

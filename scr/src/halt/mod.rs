@@ -17,7 +17,8 @@
 //!   checkpoint before it stops).
 //!
 //! The conditions, in SCR's order ([`evaluate`]): the allocation ends within
-//! `HaltSeconds` (`TIME_LIMIT`, see [`end_time_s`]); an `ExitReason` other
+//! `HaltSeconds` (`TIME_LIMIT`, the end from
+//! [`crate::config::settings::HaltSettings::end_time_s`]); an `ExitReason` other
 //! than `SCR_FINALIZE_CALLED`; `CheckpointsLeft` ≤ 0
 //! (`NO_CHECKPOINTS_LEFT`); now ≥ `ExitBefore` − `HaltSeconds`
 //! (`EXIT_BEFORE_TIME`); now ≥ `ExitAfter` (`EXIT_AFTER_TIME`). The first
@@ -36,7 +37,6 @@ pub mod time;
 use std::path::{Path, PathBuf};
 
 use crate::cache::Job;
-use crate::config::{ConfigError, Location};
 use crate::error::{ScrError, ScrResult};
 use crate::kvtree::file::FileLock;
 use crate::log::writer::{format_timestamp, local_offset_s, Entry, EventType};
@@ -159,26 +159,6 @@ impl CheckAt {
     }
 }
 
-/// The allocation's end from the configuration: `SCR_END_TIME` (seconds
-/// since the epoch, as SCR's launchers export it; derived from Slurm's
-/// `SLURM_JOB_END_TIME` when unset). `0` (unknown) and negative values
-/// (`-1`: no limit) mean no end time.
-pub fn end_time_s(cfg: &crate::config::Config) -> ScrResult<Option<i64>> {
-    let Some(e) = cfg.get("SCR_END_TIME") else {
-        return Ok(None);
-    };
-    match e.value.trim().parse::<i64>() {
-        Ok(v) => Ok((v > 0).then_some(v)),
-        Err(_) => Err(ConfigError::BadValue {
-            at: Location::of("SCR_END_TIME", &e.value, &e.source),
-            key: "SCR_END_TIME".into(),
-            value: e.value.clone(),
-            expected: "seconds since the epoch (0: unknown, -1: no limit)".into(),
-        }
-        .into()),
-    }
-}
-
 /// Rank 0's halt bookkeeping during a run (SCR's `scr_halt_hash` and
 /// friends). Every method taking a [`Job`] is collective.
 #[derive(Debug, Default)]
@@ -216,11 +196,11 @@ impl HaltMonitor {
     /// run goes on, the file is left as it is. Collective only in that every
     /// rank reads the same configuration.
     pub fn init(job: &Job) -> ScrResult<HaltMonitor> {
-        let halt_seconds = job.cfg.get_u64("SCR_HALT_SECONDS")?.unwrap_or(0);
+        let halt_seconds = job.settings.halt.before_end_s;
         let mut m = HaltMonitor {
             path: Some(halt_path(&job.prefix)),
-            end_s: end_time_s(&job.cfg)?,
-            exit: job.cfg.get_bool("SCR_HALT_EXIT")?.unwrap_or(false),
+            end_s: job.settings.halt.end_time_s,
+            exit: job.settings.halt.exit,
             logged: false,
             warned: false,
             last: None,

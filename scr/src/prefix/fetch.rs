@@ -389,12 +389,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     if let Err(e) = written {
         local = Err(FetchError::Filemap(e.to_string()));
     }
-    let width = job
-        .cfg
-        .get_u64("SCR_FETCH_WIDTH")
-        .ok()
-        .flatten()
-        .unwrap_or(256) as usize;
+    let width = job.settings.fetch.width as usize;
     let me32 = me as u32;
     let copied = match local {
         Ok(items) => windowed(job.world.as_ref(), width, || {

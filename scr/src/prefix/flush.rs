@@ -100,11 +100,6 @@ pub fn placement(job: &Job, dset: i64) -> ScrResult<Placement> {
     Ok(Placement::choose(dset, acc.as_deref()))
 }
 
-/// Parameter as bool with a default.
-fn flag(job: &Job, name: &str, default: bool) -> bool {
-    job.cfg.get_bool(name).ok().flatten().unwrap_or(default)
-}
-
 /// A flush set up on every rank, or why it cannot start (the same answer
 /// on every rank).
 #[derive(Debug)]
@@ -379,13 +374,8 @@ pub fn flush_sync(job: &Job, dset: i64) -> ScrResult<bool> {
             return Ok(false);
         }
     };
-    let crc = flag(job, "SCR_CRC_ON_FLUSH", true);
-    let width = job
-        .cfg
-        .get_u64("SCR_FLUSH_WIDTH")
-        .ok()
-        .flatten()
-        .unwrap_or(256) as usize;
+    let crc = job.settings.flush.crc;
+    let width = job.settings.flush.width as usize;
     let me = job.rank() as u32;
     let local = windowed(job.world.as_ref(), width, || {
         copy_all(&plan.items, crc, None, || {
@@ -426,18 +416,9 @@ pub fn flush_async_start(job: &Job, dset: i64) -> ScrResult<Option<AsyncFlush>> 
             return Ok(None);
         }
     };
-    let crc = flag(job, "SCR_CRC_ON_FLUSH", true);
-    let bw = job
-        .cfg
-        .get_u64("SCR_FLUSH_ASYNC_BW")
-        .ok()
-        .flatten()
-        .unwrap_or(200 << 20) as f64;
-    let percent = job
-        .cfg
-        .get("SCR_FLUSH_ASYNC_PERCENT")
-        .and_then(|e| e.value.parse::<f64>().ok())
-        .unwrap_or(0.0);
+    let crc = job.settings.flush.crc;
+    let bw = job.settings.flush.async_bw_bytes_per_s as f64;
+    let percent = job.settings.flush.async_percent;
     let per_rank = bw / job.node_comm.size().max(1) as f64;
     let throttle = Throttle {
         bw: (per_rank > 0.0).then_some(per_rank),

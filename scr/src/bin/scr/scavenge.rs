@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use scr::config::{Config, LoadOptions, ProcessEnv};
+use scr::config::{Config, LoadOptions, ProcessEnv, Settings};
 use scr::prefix::layout::Placement;
 use scr::scavenge::copy::{copy_dataset, CopyOptions, CopyReport};
 use scr::scavenge::index::{self, AddReport};
@@ -190,25 +190,29 @@ fn load_config() -> Result<Config, Failure> {
     Ok(cfg)
 }
 
-fn param(cfg: &Config, name: &str) -> Option<String> {
-    cfg.get(name).map(|e| e.value).filter(|v| !v.is_empty())
+/// The configuration's parameters, typed (a bad value names where it was set).
+fn settings_of(cfg: &Config) -> Result<Settings, Failure> {
+    Ok(Settings::from_config(cfg).map_err(|e| e.to_string())?)
 }
 
 /// `--prefix`, else SCR_PREFIX from the configuration, else the current
 /// directory; absolute.
-fn prefix_or_default(given: Option<PathBuf>, cfg: Option<&Config>) -> Result<PathBuf, Failure> {
+fn prefix_or_default(
+    given: Option<PathBuf>,
+    settings: Option<&Settings>,
+) -> Result<PathBuf, Failure> {
     let p = match given {
         Some(p) => p,
         None => {
             let owned;
-            let cfg = match cfg {
-                Some(c) => c,
+            let settings = match settings {
+                Some(s) => s,
                 None => {
-                    owned = load_config()?;
+                    owned = settings_of(&load_config()?)?;
                     &owned
                 }
             };
-            param(cfg, "SCR_PREFIX").map_or_else(cwd, PathBuf::from)
+            settings.job.prefix.clone().unwrap_or_else(cwd)
         }
     };
     Ok(absolute(&p))
@@ -612,11 +616,12 @@ fn print_postrun(r: &PostrunReport) {
 /// `scr postrun`.
 pub fn postrun(a: PostrunArgs) -> Result<(), Failure> {
     let cfg = load_config()?;
-    if param(&cfg, "SCR_ENABLE").as_deref() == Some("0") {
+    let settings = settings_of(&cfg)?;
+    if !settings.enable {
         println!("scr postrun: SCR_ENABLE=0, nothing to do");
         return Ok(());
     }
-    let prefix = prefix_or_default(a.prefix, Some(&cfg))?;
+    let prefix = prefix_or_default(a.prefix, Some(&settings))?;
     let mut nodes = a.nodes;
     if nodes.is_empty() {
         if let Some(list) = std::env::var("SCR_NODELIST").ok().filter(|s| !s.is_empty()) {
@@ -662,15 +667,15 @@ pub fn postrun(a: PostrunArgs) -> Result<(), Failure> {
     let cntl_dir = match a.cntldir {
         Some(c) => c,
         None => {
-            let base = param(&cfg, "SCR_CNTL_BASE").unwrap_or_else(|| "/dev/shm".into());
-            let user = param(&cfg, "SCR_USER_NAME")
+            let user = settings
+                .job
+                .user_name
+                .clone()
                 .unwrap_or_else(|| dirs::user_name(|k| std::env::var_os(k)));
-            let jobid = param(&cfg, "SCR_JOB_ID")
-                .ok_or_else(|| usage("the job id is unknown: set SCR_JOB_ID or give --cntldir"))?;
-            dirs::job_dir(Path::new(&base), &user, &jobid)
+            dirs::job_dir(&settings.cache.cntl_base, &user, &settings.job.job_id)
         }
     };
-    let crc = !a.no_crc && cfg.get_bool("SCR_CRC_ON_FLUSH").ok().flatten() != Some(false);
+    let crc = !a.no_crc && settings.flush.crc;
     let opts = PostrunOptions {
         prefix: prefix.clone(),
         nodes,
@@ -679,7 +684,7 @@ pub fn postrun(a: PostrunArgs) -> Result<(), Failure> {
         cntl_dir,
         crc,
     };
-    let logger = open_logger(&cfg, &prefix);
+    let logger = open_logger(&cfg, &settings, &prefix);
     let report = postrun::postrun(&opts, &BarProgress, logger.as_ref()).map_err(fail)?;
     if a.json {
         json_out(&report)?;
@@ -696,14 +701,17 @@ pub fn postrun(a: PostrunArgs) -> Result<(), Failure> {
 }
 
 /// The SCR text log of the prefix when logging is enabled (warnings only).
-fn open_logger(cfg: &Config, prefix: &Path) -> Option<scr::log::writer::Logger> {
+fn open_logger(
+    cfg: &Config,
+    settings: &Settings,
+    prefix: &Path,
+) -> Option<scr::log::writer::Logger> {
     use scr::log::writer::{LogSettings, Logger};
     let host = dirs::hostname();
-    let jobid = param(cfg, "SCR_JOB_ID").unwrap_or_default();
-    match LogSettings::from_config(cfg).and_then(|s| {
-        s.map(|s| Logger::open(prefix, &host, &jobid, s))
-            .transpose()
-    }) {
+    let jobid = &settings.job.job_id;
+    match LogSettings::from_config(cfg)
+        .and_then(|s| s.map(|s| Logger::open(prefix, &host, jobid, s)).transpose())
+    {
         Ok(l) => l,
         Err(e) => {
             eprintln!("scr: warning: logging disabled: {e}");
