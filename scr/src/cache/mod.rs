@@ -19,7 +19,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::comm::{Comm, ReduceOp};
-use crate::config::{CkptDesc, Config, CopyType as CfgCopyType};
+use crate::config::{CkptDesc, Config};
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, LogSettings, Logger};
 use crate::records::dataset::Dataset;
@@ -226,7 +226,7 @@ impl Job {
         }
         if size > 0 && rank == 0 {
             for d in &descs {
-                if d.ckpt.copy_type != CfgCopyType::Single && d.members.len() < 2 {
+                if d.ckpt.copy_type != CopyType::Single && d.members.len() < 2 {
                     eprintln!(
                         "SCR: warning: CKPT={} {} has a single-member set: it protects nothing beyond SINGLE",
                         d.ckpt.index,
@@ -279,12 +279,7 @@ impl Job {
             .position(|s| s.path == ckpt.store)
             .unwrap_or(0)
             .min(self.stores.len() - 1);
-        let copy_type = match ckpt.copy_type {
-            CfgCopyType::Single => CopyType::Single,
-            CfgCopyType::Partner => CopyType::Partner,
-            CfgCopyType::Xor => CopyType::Xor,
-            CfgCopyType::Rs => CopyType::Rs,
-        };
+        let copy_type = ckpt.copy_type;
         let k = ckpt.set_failures.max(1) as usize;
         let (members, group_id, group_rank, groups_n): (Vec<i64>, i64, u64, u64) = match copy_type {
             CopyType::Single => (vec![rank as i64], rank as i64, 0, self.world.size() as u64),
