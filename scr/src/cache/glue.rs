@@ -12,20 +12,13 @@ use crate::comm::Comm;
 use crate::records::dataset::Dataset;
 use crate::records::meta::Meta;
 use crate::records::reddesc::{CopyType, RedDesc};
-use crate::redundancy::apply::{
-    self, ApplyError, FileEntry, MemberFiles, MemberLoss, Scheme, SetInfo,
-};
+use crate::redundancy::apply::{self, ApplyError, FileEntry, MemberFiles, MemberLoss, SetInfo};
 use crate::storage::dirs;
 
-fn scheme_of(rd: &RedDesc) -> Scheme {
-    match rd.copy_type {
-        CopyType::Single => Scheme::Single,
-        CopyType::Partner => Scheme::Partner,
-        CopyType::Xor => Scheme::Xor,
-        CopyType::Rs => Scheme::Rs {
-            k: rd.set_failures.unwrap_or(2).max(1) as usize,
-        },
-    }
+/// The descriptor's SET_FAILURES as the set operations take it (read for
+/// RS only; a descriptor without one tolerates 2, at least 1).
+fn set_failures_of(rd: &RedDesc) -> usize {
+    rd.set_failures.unwrap_or(2).max(1) as usize
 }
 
 /// This rank's application files of `dset` as the set operations want them.
@@ -81,7 +74,7 @@ fn register_into(
     job.write_filemap().map_err(|e| ApplyError::Register {
         world_rank: me,
         path: PathBuf::from(&logical),
-        detail: e.to_string(),
+        source: Box::new(e),
     })
 }
 
@@ -130,8 +123,8 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
         .filemap
         .desc(dset, me)?
         .ok_or_else(|| ScrError::Redundancy(format!("dataset {dset}: no redundancy descriptor")))?;
-    let scheme = scheme_of(&rd);
-    if scheme == Scheme::Single {
+    let scheme = rd.copy_type;
+    if scheme == CopyType::Single {
         // No set to talk to (SINGLE has no set communicator). A CRC already
         // recorded was checked by whoever recorded it (a fetch verifies
         // every file as it copies it), so only missing ones are computed.
@@ -183,6 +176,7 @@ pub fn encode(job: &mut Job, dset: i64) -> Result<(), ScrError> {
             world_size: job.world.size() as u64,
             dataset,
             scheme,
+            set_failures: set_failures_of(&rd),
             piece_bytes: job.piece_bytes,
         };
         let mut reg = |_owner: i64, real: &Path, meta: &Meta| {
@@ -226,8 +220,8 @@ pub fn rebuild_dataset(
     rd: &RedDesc,
     loss: MemberLoss,
 ) -> Result<(), String> {
-    let scheme = scheme_of(rd);
-    let loss = loss.as_seen_by(&scheme);
+    let scheme = rd.copy_type;
+    let loss = loss.as_seen_by(scheme);
     // Every rank splits the world the same way: color = set id.
     let set_comm: Box<dyn Comm> = match job
         .world
@@ -253,7 +247,7 @@ pub fn rebuild_dataset(
     if !lost.iter().any(|l| l.any()) {
         return Ok(());
     }
-    if scheme == Scheme::Single {
+    if scheme == CopyType::Single {
         return Err(if loss.any() {
             "SINGLE keeps no redundancy: this rank's files are gone".into()
         } else {
@@ -294,7 +288,7 @@ pub fn rebuild_dataset(
     // the redundancy headers). PARTNER keeps them: the sender does not read
     // them, the receiver checks each arriving byte against them.
     let unverified = |mut v: Vec<FileEntry>| {
-        if scheme != Scheme::Partner {
+        if scheme != CopyType::Partner {
             for fe in &mut v {
                 fe.meta.crc32 = None;
             }
@@ -312,6 +306,7 @@ pub fn rebuild_dataset(
         world_size: job.world.size() as u64,
         dataset: ds.clone(),
         scheme,
+        set_failures: set_failures_of(rd),
         piece_bytes: job.piece_bytes,
     };
     let result = {
