@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::outcome::{judge, AppReport, Class, Outcome, Verdict};
 use crate::runloop::{default_storage, Allocation, AppSpec, RunLoop, RunResult};
-use crate::scenario::{Scenario, Scheme};
+use crate::scenario::{scheme_env, Scenario};
+use scr::CopyType;
 
 /// The campaign seed when none is given (the quick campaign's table is a
 /// snapshot, so its seed is fixed).
@@ -48,7 +49,7 @@ pub struct Cell {
     /// Scenario name.
     pub scenario: String,
     /// Scheme.
-    pub scheme: Scheme,
+    pub scheme: CopyType,
     /// The cell's seed.
     pub seed: u64,
     /// Expected outcome.
@@ -159,7 +160,7 @@ impl Report {
     /// of the quick campaign holds (it changes only when behaviour does).
     pub fn outcome_table(&self) -> String {
         let schemes = self.schemes();
-        let mut rows: BTreeMap<&str, BTreeMap<Scheme, &Cell>> = BTreeMap::new();
+        let mut rows: BTreeMap<&str, BTreeMap<CopyType, &Cell>> = BTreeMap::new();
         for c in &self.cells {
             rows.entry(&c.scenario).or_default().insert(c.scheme, c);
         }
@@ -169,7 +170,7 @@ impl Report {
             "| scenario | {} |",
             schemes
                 .iter()
-                .map(|x| x.name())
+                .map(|x| x.as_str())
                 .collect::<Vec<_>>()
                 .join(" | ")
         );
@@ -192,8 +193,8 @@ impl Report {
         s
     }
 
-    fn schemes(&self) -> Vec<Scheme> {
-        Scheme::ALL
+    fn schemes(&self) -> Vec<CopyType> {
+        CopyType::ALL
             .into_iter()
             .filter(|s| self.cells.iter().any(|c| c.scheme == *s))
             .collect()
@@ -265,8 +266,8 @@ fn md_cell(s: &str) -> String {
 }
 
 /// The seed of one cell: from the campaign seed, the scenario and the scheme.
-pub fn cell_seed(campaign_seed: u64, scenario: &str, scheme: Scheme) -> u64 {
-    Seeded::new(campaign_seed).derive(&format!("cell.{scenario}.{}", scheme.name()))
+pub fn cell_seed(campaign_seed: u64, scenario: &str, scheme: CopyType) -> u64 {
+    Seeded::new(campaign_seed).derive(&format!("cell.{scenario}.{}", scheme.as_str()))
 }
 
 /// The data seed of a cell: the first seed drawn from the cell's seed for
@@ -331,13 +332,13 @@ pub fn unmount_below(dir: &Path) {
 /// Build the run loop of one cell.
 pub fn cell_loop(
     sc: &Scenario,
-    scheme: Scheme,
+    scheme: CopyType,
     seed: u64,
     settings: &Settings,
     dir: &Path,
 ) -> Result<RunLoop, String> {
     let mut env = base_env();
-    for (k, v) in scheme.env() {
+    for (k, v) in scheme_env(scheme) {
         env.insert(k.into(), v.into());
     }
     // `{scenarios}` in a value names the shipped catalogue's directory
@@ -392,7 +393,7 @@ pub fn cell_loop(
 }
 
 /// Run one cell and judge it.
-pub fn run_cell(sc: &Scenario, scheme: Scheme, settings: &Settings) -> (Cell, Option<RunResult>) {
+pub fn run_cell(sc: &Scenario, scheme: CopyType, settings: &Settings) -> (Cell, Option<RunResult>) {
     let seed = cell_seed(settings.seed, &sc.name, scheme);
     let replay = format!(
         "{} --only {} --scheme {} --seed {}",
@@ -423,7 +424,7 @@ pub fn run_cell(sc: &Scenario, scheme: Scheme, settings: &Settings) -> (Cell, Op
     }
     let dir = settings
         .work
-        .join(format!("{}-{}", sc.name, scheme.name().to_lowercase()));
+        .join(format!("{}-{}", sc.name, scheme.as_str().to_lowercase()));
     let start = Instant::now();
     let rl = match cell_loop(sc, scheme, seed, settings, &dir) {
         Ok(rl) => rl,
@@ -522,7 +523,7 @@ pub fn run_cell(sc: &Scenario, scheme: Scheme, settings: &Settings) -> (Cell, Op
 mod tests {
     use super::*;
 
-    fn cell(scenario: &str, scheme: Scheme, outcome: &str, expected: &str, class: &str) -> Cell {
+    fn cell(scenario: &str, scheme: CopyType, outcome: &str, expected: &str, class: &str) -> Cell {
         let verdict = if class == Class::SilentCorruption.name() {
             "NEVER"
         } else if outcome == expected {
@@ -554,28 +555,28 @@ mod tests {
             cells: vec![
                 cell(
                     "b-node",
-                    Scheme::Single,
+                    CopyType::Single,
                     "scratch, loss | completed",
                     "scratch, loss | completed",
                     "loss",
                 ),
                 cell(
                     "b-node",
-                    Scheme::Xor,
+                    CopyType::Xor,
                     "scratch, rebuilt:3 | completed",
                     "scratch, rebuilt:3 | completed",
                     "rebuilt",
                 ),
                 cell(
                     "a-flip",
-                    Scheme::Xor,
+                    CopyType::Xor,
                     "scratch, cache:2 | completed",
                     "scratch, rebuilt:3 | completed",
                     "SILENT-CORRUPTION",
                 ),
                 cell(
                     "a-flip",
-                    Scheme::Rs,
+                    CopyType::Rs,
                     "scratch, cache:3 | completed",
                     "scratch, rebuilt:3 | completed",
                     "cache",
@@ -627,16 +628,16 @@ mod tests {
     #[test]
     fn cell_seeds_are_stable_and_distinct() {
         assert_eq!(
-            cell_seed(1, "x", Scheme::Xor),
-            cell_seed(1, "x", Scheme::Xor)
+            cell_seed(1, "x", CopyType::Xor),
+            cell_seed(1, "x", CopyType::Xor)
         );
         assert_ne!(
-            cell_seed(1, "x", Scheme::Xor),
-            cell_seed(1, "x", Scheme::Rs)
+            cell_seed(1, "x", CopyType::Xor),
+            cell_seed(1, "x", CopyType::Rs)
         );
         assert_ne!(
-            cell_seed(1, "x", Scheme::Xor),
-            cell_seed(2, "x", Scheme::Xor)
+            cell_seed(1, "x", CopyType::Xor),
+            cell_seed(2, "x", CopyType::Xor)
         );
         let d = data_seed(5, 8, 4, 1000);
         for r in 0..8 {

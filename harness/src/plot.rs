@@ -11,7 +11,7 @@ use plotters::style::FontStyle;
 
 use crate::campaign::{Cell, Report};
 use crate::outcome::Class;
-use crate::scenario::Scheme;
+use scr::CopyType;
 
 const FONT: &[u8] = include_bytes!("../../faultsim/assets/DejaVuSans.ttf");
 
@@ -45,11 +45,11 @@ fn colour(class: &str) -> RGBColor {
 /// Draw `report` as a matrix into `path`.
 pub fn matrix(report: &Report, path: &Path) -> Result<(), String> {
     register_font()?;
-    let schemes: Vec<Scheme> = Scheme::ALL
+    let schemes: Vec<CopyType> = CopyType::ALL
         .into_iter()
         .filter(|s| report.cells.iter().any(|c| c.scheme == *s))
         .collect();
-    let mut rows: BTreeMap<&str, BTreeMap<Scheme, &Cell>> = BTreeMap::new();
+    let mut rows: BTreeMap<&str, BTreeMap<CopyType, &Cell>> = BTreeMap::new();
     for c in &report.cells {
         rows.entry(&c.scenario).or_default().insert(c.scheme, c);
     }
@@ -69,7 +69,7 @@ pub fn matrix(report: &Report, path: &Path) -> Result<(), String> {
     for (j, s) in schemes.iter().enumerate() {
         let x = label_w + col_w * j as i32;
         root.draw(&Text::new(
-            s.name(),
+            s.as_str(),
             (x + 8, top - 22),
             ("sans-serif", 15).into_font(),
         ))

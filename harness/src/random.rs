@@ -37,7 +37,8 @@ use faultsim::seed::Seeded;
 use rand::Rng;
 
 use crate::outcome::{Class, End, Outcome, Token};
-use crate::scenario::{Scenario, Scheme};
+use crate::scenario::Scenario;
+use scr::CopyType;
 
 /// The application phase a crash interrupts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +68,7 @@ pub enum Crash {
 #[derive(Debug, Clone)]
 pub struct Draw {
     /// Scheme.
-    pub scheme: Scheme,
+    pub scheme: CopyType,
     /// Nodes of a launch.
     pub nodes: usize,
     /// Ranks per node.
@@ -92,7 +93,7 @@ pub struct Draw {
 pub fn draw(seed: u64, index: u32) -> Draw {
     let s = Seeded::new(Seeded::new(seed).derive(&format!("random.{index}")));
     let mut r = s.stream("shape");
-    let scheme = Scheme::ALL[r.gen_range(0..4)];
+    let scheme = CopyType::ALL[r.gen_range(0..4)];
     let nodes = r.gen_range(3..=6usize);
     let ranks_per_node = r.gen_range(1..=2usize);
     let spares = r.gen_range(0..=3usize);
@@ -190,17 +191,17 @@ pub fn expect(d: &Draw) -> Outcome {
             return true;
         }
         match d.scheme {
-            Scheme::Single => false,
-            Scheme::Partner => {
+            CopyType::Single => false,
+            CopyType::Partner => {
                 let Ok(plan) = scr::redundancy::sets::partner_plan(&groups, 1) else {
                     return false;
                 };
                 lost.iter()
                     .all(|&r| !lost_nodes.contains(&node_of(plan.rhs[r])) && plan.rhs[r] != r)
             }
-            Scheme::Xor | Scheme::Rs => {
+            CopyType::Xor | CopyType::Rs => {
                 let (k, min) = match d.scheme {
-                    Scheme::Xor => (1, 2),
+                    CopyType::Xor => (1, 2),
                     _ => (d.failures, d.failures + 1),
                 };
                 let Ok(plan) = scr::redundancy::sets::build_sets(&groups, d.set_size, min) else {
@@ -333,7 +334,7 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
         needs: Vec::new(),
         cache_tmpfs_bytes: None,
         next_allocation: false,
-        expect: [(d.scheme.name().to_string(), expect)]
+        expect: [(d.scheme.as_str().to_string(), expect)]
             .into_iter()
             .collect(),
     }
@@ -348,7 +349,7 @@ pub fn scenarios(seed: u64, n: u32) -> Vec<Scenario> {
 mod tests {
     use super::*;
 
-    fn d(scheme: Scheme, crash: (u64, Phase, Crash), lost_after: &[usize]) -> Draw {
+    fn d(scheme: CopyType, crash: (u64, Phase, Crash), lost_after: &[usize]) -> Draw {
         Draw {
             scheme,
             nodes: 4,
@@ -371,10 +372,10 @@ mod tests {
     fn the_oracle_follows_each_schemes_tolerance() {
         let node1 = (3, Phase::Compute, Crash::KillNode(1));
         assert_eq!(
-            expect(&d(Scheme::Single, node1.clone(), &[])),
+            expect(&d(CopyType::Single, node1.clone(), &[])),
             o("scratch, loss")
         );
-        for s in [Scheme::Partner, Scheme::Xor, Scheme::Rs] {
+        for s in [CopyType::Partner, CopyType::Xor, CopyType::Rs] {
             assert_eq!(
                 expect(&d(s, node1.clone(), &[])),
                 o("scratch, rebuilt:3"),
@@ -383,28 +384,28 @@ mod tests {
         }
         // Two neighbours: only RS (2 failures per set) survives.
         assert_eq!(
-            expect(&d(Scheme::Rs, node1.clone(), &[2])),
+            expect(&d(CopyType::Rs, node1.clone(), &[2])),
             o("scratch, rebuilt:3")
         );
         assert_eq!(
-            expect(&d(Scheme::Xor, node1.clone(), &[2])),
+            expect(&d(CopyType::Xor, node1.clone(), &[2])),
             o("scratch, loss")
         );
         assert_eq!(
-            expect(&d(Scheme::Partner, node1.clone(), &[2])),
+            expect(&d(CopyType::Partner, node1.clone(), &[2])),
             o("scratch, loss")
         );
         // Two apart: PARTNER survives too.
         assert_eq!(
-            expect(&d(Scheme::Partner, node1.clone(), &[3])),
+            expect(&d(CopyType::Partner, node1.clone(), &[3])),
             o("scratch, rebuilt:3")
         );
         // Three: nobody; more lost nodes than spares: no relaunch.
         assert_eq!(
-            expect(&d(Scheme::Rs, node1.clone(), &[2, 3])),
+            expect(&d(CopyType::Rs, node1.clone(), &[2, 3])),
             o("scratch, loss")
         );
-        let mut few = d(Scheme::Rs, node1, &[2, 3]);
+        let mut few = d(CopyType::Rs, node1, &[2, 3]);
         few.spares = 2;
         assert_eq!(expect(&few), o("scratch | nodes"));
     }
@@ -413,22 +414,22 @@ mod tests {
     fn the_oracle_knows_eviction_and_interrupted_checkpoints() {
         let rank = |p| (3, p, Crash::KillRank(5));
         assert_eq!(
-            expect(&d(Scheme::Single, rank(Phase::Compute), &[])),
+            expect(&d(CopyType::Single, rank(Phase::Compute), &[])),
             o("scratch, cache:3")
         );
         assert_eq!(
-            expect(&d(Scheme::Single, rank(Phase::Start), &[])),
+            expect(&d(CopyType::Single, rank(Phase::Start), &[])),
             o("scratch, cache:2")
         );
         // Damage to the newest: SINGLE falls back to the older one kept in
         // cache after a crash while computing, but not after one inside
         // checkpoint 3 (Start evicted ckpt.1 and ckpt.3 is incomplete).
-        let mut dmg = d(Scheme::Single, rank(Phase::Compute), &[]);
+        let mut dmg = d(CopyType::Single, rank(Phase::Compute), &[]);
         dmg.damaged = vec![(2, 3)];
         assert_eq!(expect(&dmg), o("scratch, cache:2"));
         dmg.crash = (4, Phase::Write, Crash::KillRank(5));
         assert_eq!(expect(&dmg), o("scratch, loss"));
-        dmg.scheme = Scheme::Xor;
+        dmg.scheme = CopyType::Xor;
         assert_eq!(expect(&dmg), o("scratch, rebuilt:3"));
     }
 

@@ -39,75 +39,28 @@
 //! "Scavenge outcomes"). Faults `at = "postrun"` need `next_allocation`.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use faultsim::plan::{Fault, Plan, Topology};
+use scr::CopyType;
 use serde::{Deserialize, Serialize};
 
 use crate::outcome::Outcome;
 use crate::runloop::HaltEvent;
 
-/// A redundancy scheme as the campaign configures it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Scheme {
-    /// SCR_COPY_TYPE=SINGLE.
-    #[serde(rename = "SINGLE")]
-    Single,
-    /// SCR_COPY_TYPE=PARTNER.
-    #[serde(rename = "PARTNER")]
-    Partner,
-    /// SCR_COPY_TYPE=XOR, sets of 4.
-    #[serde(rename = "XOR")]
-    Xor,
-    /// SCR_COPY_TYPE=RS, sets of 4 tolerating 2 failures.
-    #[serde(rename = "RS")]
-    Rs,
-}
-
-impl Scheme {
-    /// The four schemes, in table order.
-    pub const ALL: [Scheme; 4] = [Scheme::Single, Scheme::Partner, Scheme::Xor, Scheme::Rs];
-
-    /// The name (`SINGLE`, `PARTNER`, `XOR`, `RS`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Scheme::Single => "SINGLE",
-            Scheme::Partner => "PARTNER",
-            Scheme::Xor => "XOR",
-            Scheme::Rs => "RS",
-        }
-    }
-
-    /// The SCR parameters that select it.
-    pub fn env(self) -> Vec<(&'static str, &'static str)> {
-        match self {
-            Scheme::Single => vec![("SCR_COPY_TYPE", "SINGLE")],
-            Scheme::Partner => vec![("SCR_COPY_TYPE", "PARTNER")],
-            Scheme::Xor => vec![("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")],
-            Scheme::Rs => vec![
-                ("SCR_COPY_TYPE", "RS"),
-                ("SCR_SET_SIZE", "4"),
-                ("SCR_SET_FAILURES", "2"),
-            ],
-        }
-    }
-}
-
-impl fmt::Display for Scheme {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Scheme {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Scheme, String> {
-        Scheme::ALL
-            .into_iter()
-            .find(|x| x.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| format!("unknown scheme {s:?} (SINGLE, PARTNER, XOR, RS)"))
+/// The SCR parameters a campaign selects `scheme` with: XOR and RS in sets
+/// of 4, RS tolerating 2 failures.
+pub fn scheme_env(scheme: CopyType) -> Vec<(&'static str, &'static str)> {
+    match scheme {
+        CopyType::Single => vec![("SCR_COPY_TYPE", "SINGLE")],
+        CopyType::Partner => vec![("SCR_COPY_TYPE", "PARTNER")],
+        CopyType::Xor => vec![("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")],
+        CopyType::Rs => vec![
+            ("SCR_COPY_TYPE", "RS"),
+            ("SCR_SET_SIZE", "4"),
+            ("SCR_SET_FAILURES", "2"),
+        ],
     }
 }
 
@@ -180,7 +133,7 @@ pub struct Scenario {
     pub env: BTreeMap<String, String>,
     /// Schemes to run (all four when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schemes: Option<Vec<Scheme>>,
+    pub schemes: Option<Vec<CopyType>>,
     /// The faults.
     #[serde(default)]
     pub faults: Vec<Fault>,
@@ -260,14 +213,16 @@ pub fn default_dir() -> PathBuf {
 
 impl Scenario {
     /// The schemes this scenario runs under.
-    pub fn schemes(&self) -> Vec<Scheme> {
-        self.schemes.clone().unwrap_or_else(|| Scheme::ALL.to_vec())
+    pub fn schemes(&self) -> Vec<CopyType> {
+        self.schemes
+            .clone()
+            .unwrap_or_else(|| CopyType::ALL.to_vec())
     }
 
     /// The expected outcome under `scheme`.
-    pub fn expected(&self, scheme: Scheme) -> Option<&Outcome> {
+    pub fn expected(&self, scheme: CopyType) -> Option<&Outcome> {
         self.expect
-            .get(scheme.name())
+            .get(scheme.as_str())
             .or_else(|| self.expect.get("ALL"))
     }
 
@@ -323,7 +278,7 @@ impl Scenario {
             .validate(&self.topology())
             .map_err(|e| format!("faults: {e}"))?;
         for k in self.expect.keys() {
-            match Scheme::from_str(k) {
+            match CopyType::from_str(k) {
                 Err(_) if k != "ALL" => return Err(format!("expect: unknown scheme {k:?}")),
                 Ok(s) if !self.schemes().contains(&s) => {
                     return Err(format!("expect: {k} is not among the scenario's schemes"))

@@ -520,8 +520,7 @@ fn full_cycle(ctx: &Ctx) -> Check {
             seed: crate::campaign::DEFAULT_SEED,
             replay: "scr-harness validate".into(),
         };
-        let (cell, result) =
-            crate::campaign::run_cell(&sc, crate::scenario::Scheme::Xor, &settings);
+        let (cell, result) = crate::campaign::run_cell(&sc, scr::CopyType::Xor, &settings);
         let detail = result
             .map(|r| {
                 r.launches

@@ -15,9 +15,10 @@
 use harness::app::{mpirun_missing, workspace_binary};
 use harness::campaign::{cell_loop, Settings};
 use harness::outcome::End;
-use harness::scenario::{default_dir, Catalogue, Scheme};
+use harness::scenario::{default_dir, Catalogue};
 use scr::interval::estimate::{runs, RunEnd};
 use scr::log::read_log;
+use scr::CopyType;
 
 #[test]
 #[ignore = "needs mpirun and scr_app built with fault injection: ci/tests.d/campaign.sh"]
@@ -49,7 +50,7 @@ fn run_loop_logs_runs_and_node_failures_beside_the_library() {
         seed: 11,
         replay: String::new(),
     };
-    let mut lp = cell_loop(sc, Scheme::Xor, 11, &settings, &tmp.path().join("cell")).unwrap();
+    let mut lp = cell_loop(sc, CopyType::Xor, 11, &settings, &tmp.path().join("cell")).unwrap();
     let conf = tmp.path().join("scr.conf");
     std::fs::write(&conf, "SCR_LOG_SYSLOG_ENABLE=0\n").unwrap();
     lp.env.insert("SCR_LOG_ENABLE".into(), "1".into());

@@ -8,6 +8,7 @@
 //!
 //! Modules, bottom up (data flows one way, from the API down to storage):
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
+//! - [`scheme`]: the redundancy scheme enum ([`CopyType`]) every layer names.
 //! - [`records`]: typed views of SCR's metadata files (filemap, index, summary, …).
 //! - [`storage`]: node identity, control/cache directories, path handling.
 //! - [`comm`]: the communicator trait (MPI or in-process threads).
@@ -47,8 +48,10 @@ pub mod prefix;
 pub mod records;
 pub mod redundancy;
 pub mod scavenge;
+pub mod scheme;
 pub mod storage;
 
 pub use api::{Flags, InitOptions, OutputPhase, RestartPhase, Scr, MAX_FILENAME, VERSION};
 pub use error::{ScrError, ScrResult};
 pub use ids::{DatasetId, Rank};
+pub use scheme::CopyType;

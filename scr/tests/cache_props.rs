@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use scr::comm::thread::ThreadComm;
 use scr::config::MapEnv;
-use scr::redundancy::apply::{recoverable, MemberLoss, Scheme};
+use scr::redundancy::apply::{recoverable, MemberLoss};
 use scr::redundancy::sets::{build_sets, partner_plan};
 use scr::storage::dirs::NodeIdentity;
+use scr::CopyType;
 use scr::{Flags, InitOptions, Scr};
 
 fn content(seed: u64, rank: usize) -> Vec<u8> {
@@ -57,21 +58,28 @@ fn expected_recoverable(
 ) -> bool {
     let n = node_of.len();
     let lost: Vec<bool> = node_of.iter().map(|nd| dead.contains(nd)).collect();
-    let (sets, sch): (Vec<Vec<usize>>, Scheme) = match scheme {
-        "SINGLE" => ((0..n).map(|r| vec![r]).collect(), Scheme::Single),
-        "PARTNER" => (partner_plan(node_of, 1).unwrap().sets.sets, Scheme::Partner),
+    // (TYPE, SET_FAILURES) as the descriptor stores them.
+    let (sets, sch, k): (Vec<Vec<usize>>, CopyType, usize) = match scheme {
+        "SINGLE" => ((0..n).map(|r| vec![r]).collect(), CopyType::Single, 0),
+        "PARTNER" => (
+            partner_plan(node_of, 1).unwrap().sets.sets,
+            CopyType::Partner,
+            0,
+        ),
         "XOR" => (
             build_sets(node_of, set_size.max(2), 2.min(n)).unwrap().sets,
-            Scheme::Xor,
+            CopyType::Xor,
+            1,
         ),
         _ => (
             build_sets(node_of, set_size.max(3), 3.min(n)).unwrap().sets,
-            Scheme::Rs { k: 2 },
+            CopyType::Rs,
+            2,
         ),
     };
     sets.iter().all(|s| {
         let l: Vec<MemberLoss> = s.iter().map(|&r| MemberLoss::whole(lost[r])).collect();
-        recoverable(&sch, &l)
+        recoverable(sch, k, &l)
     })
 }
 

@@ -28,7 +28,8 @@ use faultsim::plan::Plan;
 use harness::campaign::{self, Report, Settings};
 use harness::outcome::{Outcome, Verdict};
 use harness::runloop::{default_storage, Allocation, AppSpec, LaunchRecord, RunLoop, RunResult};
-use harness::scenario::{self, Catalogue, Scenario, Scheme};
+use harness::scenario::{self, Catalogue, Scenario};
+use scr::CopyType;
 
 const EXIT_UNEXPECTED: u8 = 1;
 const EXIT_NEVER: u8 = 2;
@@ -99,7 +100,7 @@ struct RunArgs {
     catalogue: Option<PathBuf>,
     /// Redundancy scheme.
     #[arg(long, default_value = "XOR")]
-    scheme: Scheme,
+    scheme: CopyType,
     /// Fault plan file (JSON or TOML, see docs/fault-injection.md).
     #[arg(long)]
     plan: Option<PathBuf>,
@@ -163,7 +164,7 @@ struct CampaignArgs {
     tag: Vec<String>,
     /// Only these schemes (repeatable).
     #[arg(long)]
-    scheme: Vec<Scheme>,
+    scheme: Vec<CopyType>,
     /// Random mode: this many seeds, each choosing scheme, nodes, set size,
     /// faults and their times.
     #[arg(long)]
@@ -446,7 +447,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             replay: String::new(),
         };
         let seed = campaign::cell_seed(a.seed, &sc.name, a.scheme);
-        let dir = work.join(format!("{}-{}", sc.name, a.scheme.name().to_lowercase()));
+        let dir = work.join(format!("{}-{}", sc.name, a.scheme.as_str().to_lowercase()));
         match campaign::cell_loop(sc, a.scheme, seed, &settings, &dir) {
             Ok(rl) => (
                 rl,
@@ -463,7 +464,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             None => Plan::default(),
         };
         let mut env = campaign::base_env();
-        for (k, v) in a.scheme.env() {
+        for (k, v) in scenario::scheme_env(a.scheme) {
             env.insert(k.into(), v.into());
         }
         for kv in &a.env {
@@ -694,7 +695,7 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
             app.display()
         ));
     }
-    let cells: Vec<(&Scenario, Scheme)> = scenarios_owned
+    let cells: Vec<(&Scenario, CopyType)> = scenarios_owned
         .iter()
         .flat_map(|s| {
             s.schemes()

@@ -22,7 +22,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::comm::{Comm, ReduceOp};
-use crate::config::{CkptDesc, Config, CopyType as CfgCopyType, Settings};
+use crate::config::{CkptDesc, Config, Settings};
 use crate::error::{io_err, DescriptorError, ScrError, ScrResult};
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, LogSettings, Logger};
@@ -283,12 +283,7 @@ impl Job {
             .position(|s| s.path == ckpt.store)
             .unwrap_or(0)
             .min(self.stores.len() - 1);
-        let copy_type = match ckpt.copy_type {
-            CfgCopyType::Single => CopyType::Single,
-            CfgCopyType::Partner => CopyType::Partner,
-            CfgCopyType::Xor => CopyType::Xor,
-            CfgCopyType::Rs => CopyType::Rs,
-        };
+        let copy_type = ckpt.copy_type;
         let k = ckpt.set_failures.max(1) as usize;
         let (members, group_id, group_rank, groups_n): (Vec<i64>, i64, u64, u64) = match copy_type {
             CopyType::Single => (vec![rank as i64], rank as i64, 0, self.world.size() as u64),

@@ -9,43 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::error::{ConfigError, Location};
 use super::parse::{check_ckpt_set, DescLine, Layer};
 use super::{Config, Which};
-
-/// A redundancy scheme (`SCR_COPY_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum CopyType {
-    /// One copy, no redundancy.
-    Single,
-    /// A full copy on a partner node.
-    Partner,
-    /// XOR parity across a set.
-    Xor,
-    /// Reed–Solomon across a set.
-    Rs,
-}
-
-impl CopyType {
-    /// Parse a scheme name, case-insensitively (`FILE` is not a scheme).
-    pub fn parse(s: &str) -> Option<CopyType> {
-        match s.to_ascii_uppercase().as_str() {
-            "SINGLE" => Some(CopyType::Single),
-            "PARTNER" => Some(CopyType::Partner),
-            "XOR" => Some(CopyType::Xor),
-            "RS" => Some(CopyType::Rs),
-            _ => None,
-        }
-    }
-
-    /// The name SCR writes (`SINGLE`, `PARTNER`, `XOR`, `RS`).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            CopyType::Single => "SINGLE",
-            CopyType::Partner => "PARTNER",
-            CopyType::Xor => "XOR",
-            CopyType::Rs => "RS",
-        }
-    }
-}
+/// The scheme enum lives at the bottom of the crate ([`crate::scheme`]);
+/// configured descriptors name it from here too.
+pub use crate::scheme::CopyType;
 
 /// One `GROUPS=<host> NAME=value ...` line: the groups a host belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,7 +183,7 @@ impl Config {
         }
 
         let copy_type_param = text("SCR_COPY_TYPE");
-        let default_type = CopyType::parse(&copy_type_param).unwrap_or(CopyType::Xor);
+        let default_type = CopyType::parse_ignore_case(&copy_type_param).unwrap_or(CopyType::Xor);
         let mut ckpts = Vec::new();
         let implicit_ckpt = self.desc_layer("CKPT").is_none();
         let defaults = (
@@ -240,9 +206,11 @@ impl Config {
                     field(d, k, default, at, |v| v.parse::<u8>().ok().map(|n| n != 0))
                 };
                 let copy_type = match d.items.get("TYPE") {
-                    Some(t) => CopyType::parse(t).ok_or_else(|| ConfigError::UnknownCopyType {
-                        at: at(),
-                        value: t.clone(),
+                    Some(t) => CopyType::parse_ignore_case(t).ok_or_else(|| {
+                        ConfigError::UnknownCopyType {
+                            at: at(),
+                            value: t.clone(),
+                        }
                     })?,
                     None => default_type,
                 };

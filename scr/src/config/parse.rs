@@ -274,10 +274,7 @@ pub(crate) fn check_desc_item(
         "ENABLED" | "MKDIR" | "OUTPUT" | "BYPASS" => ValueKind::Bool,
         "VIEW" => ValueKind::Choice(&["LOCAL", "GLOBAL"]),
         "TYPE" if kind == "CKPT" => {
-            if ["SINGLE", "PARTNER", "XOR", "RS"]
-                .iter()
-                .any(|t| t.eq_ignore_ascii_case(value))
-            {
+            if crate::scheme::CopyType::parse_ignore_case(value).is_some() {
                 return Ok(());
             }
             return Err(ConfigError::UnknownCopyType {

@@ -11,19 +11,13 @@ use crate::error::EncodeError;
 use crate::error::{ScrError, ScrResult};
 use crate::records::meta::Meta;
 use crate::records::reddesc::{CopyType, RedDesc};
-use crate::redundancy::apply::{self, ApplyError, FileEntry, MemberFiles, Scheme, SetInfo};
+use crate::redundancy::apply::{self, ApplyError, FileEntry, MemberFiles, SetInfo};
 use crate::storage::verify::crc_of_file;
 
-/// The scheme the set operations apply for a descriptor.
-pub(crate) fn scheme_of(rd: &RedDesc) -> Scheme {
-    match rd.copy_type {
-        CopyType::Single => Scheme::Single,
-        CopyType::Partner => Scheme::Partner,
-        CopyType::Xor => Scheme::Xor,
-        CopyType::Rs => Scheme::Rs {
-            k: rd.set_failures.unwrap_or(2).max(1) as usize,
-        },
-    }
+/// The descriptor's SET_FAILURES as the set operations take it (read for
+/// RS only; a descriptor without one tolerates 2, at least 1).
+pub(crate) fn set_failures_of(rd: &RedDesc) -> usize {
+    rd.set_failures.unwrap_or(2).max(1) as usize
 }
 
 /// This rank's application files of `dset` as the set operations want them.
@@ -112,7 +106,8 @@ pub fn encode(job: &mut Job, dset: i64) -> ScrResult<()> {
         world_ranks: descriptor.members.clone(),
         world_size,
         dataset,
-        scheme: scheme_of(&rd),
+        scheme: rd.copy_type,
+        set_failures: set_failures_of(&rd),
         piece_bytes,
     };
     let mut books = Books {

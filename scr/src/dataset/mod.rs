@@ -130,7 +130,7 @@ impl Books<'_> {
             .map_err(|e| ApplyError::Register {
                 world_rank: self.rank,
                 path: PathBuf::from(logical),
-                detail: e.to_string(),
+                source: Box::new(e),
             })
     }
 }

@@ -4,15 +4,15 @@
 use std::fs;
 use std::path::Path;
 
-use super::encode::{member_files, scheme_of, tag_partner_node};
+use super::encode::{member_files, set_failures_of, tag_partner_node};
 use super::{logical_of, Books};
 use crate::cache::Job;
 use crate::comm::{Comm, CommError};
 use crate::error::RebuildError;
 use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::meta::Meta;
-use crate::records::reddesc::RedDesc;
-use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, Scheme, SetInfo};
+use crate::records::reddesc::{CopyType, RedDesc};
+use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, SetInfo};
 use crate::storage::dirs::{self};
 
 /// What the members of the set lost, as every member reported it.
@@ -60,8 +60,8 @@ pub fn rebuild_dataset(
     rd: &RedDesc,
     loss: MemberLoss,
 ) -> Result<(), RebuildError> {
-    let scheme = scheme_of(rd);
-    let loss = loss.as_seen_by(&scheme);
+    let scheme = rd.copy_type;
+    let loss = loss.as_seen_by(scheme);
     // Every rank splits the world the same way: color = set id.
     let set_comm: Box<dyn Comm> = job
         .world
@@ -71,7 +71,7 @@ pub fn rebuild_dataset(
     if !lost.iter().any(|l| l.any()) {
         return Ok(());
     }
-    if scheme == Scheme::Single {
+    if scheme == CopyType::Single {
         return if loss.any() {
             Err(RebuildError::SingleLost)
         } else {
@@ -132,7 +132,7 @@ fn run_set_rebuild(
     lost: &[MemberLoss],
     loss: MemberLoss,
 ) -> Result<apply::Rebuilt, RebuildError> {
-    let scheme = scheme_of(rd);
+    let scheme = rd.copy_type;
     let me = job.rank();
     let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
     let dir_real = job.real(&dir_logical);
@@ -142,7 +142,7 @@ fn run_set_rebuild(
     // the redundancy headers). PARTNER keeps them: the sender does not read
     // them, the receiver checks each arriving byte against them.
     let unverified = |mut v: Vec<FileEntry>| {
-        if scheme != Scheme::Partner {
+        if scheme != CopyType::Partner {
             for fe in &mut v {
                 fe.meta.crc32 = None;
             }
@@ -170,6 +170,7 @@ fn run_set_rebuild(
         world_size: job.world.size() as u64,
         dataset: ds.clone(),
         scheme,
+        set_failures: set_failures_of(rd),
         piece_bytes: job.piece_bytes,
     };
     let mut books = Books {

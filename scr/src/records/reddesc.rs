@@ -4,10 +4,11 @@
 //! Stored under `REDDESC` for each rank and dataset in a filemap, so that a
 //! later run can rebuild the same redundancy groups.
 
-use std::fmt;
-
 use super::{set_bool, set_opt, Node, Record, RecordError};
 use crate::kvtree::KvTree;
+/// The scheme enum lives at the bottom of the crate ([`crate::scheme`]);
+/// descriptors name it from here too.
+pub use crate::scheme::CopyType;
 
 const KNOWN: &[&str] = &[
     "ENABLED",
@@ -26,48 +27,6 @@ const KNOWN: &[&str] = &[
     "MEMBERS",
     "WORLD_RANKS",
 ];
-
-/// Redundancy scheme (`copy_type`, hash key `TYPE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CopyType {
-    /// `SINGLE` (`SCR_COPY_SINGLE`): no redundancy.
-    Single,
-    /// `PARTNER` (`SCR_COPY_PARTNER`): a full copy on a neighbour.
-    Partner,
-    /// `XOR` (`SCR_COPY_XOR`): RAID-5-like parity across a set.
-    Xor,
-    /// `RS`: Reed–Solomon across a set, tolerating `SET_FAILURES` losses.
-    Rs,
-}
-
-impl CopyType {
-    /// The text SCR writes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CopyType::Single => "SINGLE",
-            CopyType::Partner => "PARTNER",
-            CopyType::Xor => "XOR",
-            CopyType::Rs => "RS",
-        }
-    }
-
-    /// Parse the text SCR writes.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "SINGLE" => CopyType::Single,
-            "PARTNER" => CopyType::Partner,
-            "XOR" => CopyType::Xor,
-            "RS" => CopyType::Rs,
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Display for CopyType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A redundancy descriptor as persisted (`scr_reddesc` minus its runtime
 /// communicator). The fields of the guide's example are required;

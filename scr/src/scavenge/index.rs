@@ -49,7 +49,8 @@ use crate::records::{
     Index, Rank2File, Rank2FileEntry, RankFilemap, RankFiles, Record, RecordError, Summary,
     XorHeader,
 };
-use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, Scheme, SetInfo};
+use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, SetInfo};
+use crate::scheme::CopyType;
 
 /// Bytes per pipelined piece of an in-process rebuild.
 const REBUILD_PIECE_BYTES: usize = 1 << 20;
@@ -59,13 +60,6 @@ const REBUILD_WAIT_BOUND: std::time::Duration = std::time::Duration::from_secs(1
 const MAX_WALK_DIRS: usize = 100_000;
 /// Deepest dataset directory looked for below the prefix.
 const MAX_WALK_DEPTH: usize = 16;
-
-/// The kind of a redundancy set found in a dataset directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum SetKind {
-    Xor,
-    Rs,
-}
 
 /// One member's redundancy file of a set.
 #[derive(Debug, Clone)]
@@ -102,7 +96,7 @@ struct Scan {
     orig_dir: Option<String>,
     ranks: Option<u64>,
     rank: BTreeMap<i64, RankScan>,
-    sets: BTreeMap<(SetKind, i64), SetScan>,
+    sets: BTreeMap<(CopyType, i64), SetScan>,
     /// Problems that make some rank missing (damaged rank filemaps, …).
     problems: Vec<String>,
     /// Problems that make the directory unusable as one dataset.
@@ -213,13 +207,13 @@ fn list_rank_filemaps(meta_dir: &Path) -> ScavengeResult<Vec<(i64, PathBuf)>> {
 }
 
 /// Parse `<g+1>_of_<n>_in_<id>.xor` or `.rs`.
-fn parse_set_file(name: &str) -> Option<(SetKind, u64, u64, i64)> {
+fn parse_set_file(name: &str) -> Option<(CopyType, u64, u64, i64)> {
     if let Some((g, n, id)) = parse_xor_file_name(name) {
-        return Some((SetKind::Xor, g, n, id));
+        return Some((CopyType::Xor, g, n, id));
     }
     let stem = name.strip_suffix(".rs")?;
     let (g, n, id) = parse_xor_file_name(&format!("{stem}.xor"))?;
-    Some((SetKind::Rs, g, n, id))
+    Some((CopyType::Rs, g, n, id))
 }
 
 /// Step 1: the scan hash of the dataset directory `dset_dir`.
@@ -391,7 +385,7 @@ fn read_parity_header(path: &Path) -> Result<(XorHeader, usize), RecordError> {
 
 /// One set to rebuild: everything the threads need.
 struct SetJob {
-    kind: SetKind,
+    kind: CopyType,
     group_id: i64,
     k: usize,
     header: XorHeader,
@@ -456,14 +450,9 @@ fn plan_rebuild(
         if nlost == 0 {
             continue;
         }
-        let scheme = match kind {
-            SetKind::Xor => Scheme::Xor,
-            SetKind::Rs => Scheme::Rs { k },
-        };
-        if !apply::recoverable(&scheme, &lost) {
+        if !apply::recoverable(kind, k, &lost) {
             why.push(format!(
-                "set {gid} ({}): {nlost} of its {n} members are lost, more than it can rebuild",
-                if kind == SetKind::Xor { "XOR" } else { "RS" }
+                "set {gid} ({kind}): {nlost} of its {n} members are lost, more than it can rebuild"
             ));
             continue;
         }
@@ -544,10 +533,6 @@ fn run_set(
 ) -> Result<Vec<i64>, String> {
     let n = job.lost.len();
     let meta_dir = dset_dir.join(META_DIR);
-    let scheme = match job.kind {
-        SetKind::Xor => Scheme::Xor,
-        SetKind::Rs => Scheme::Rs { k: job.k },
-    };
     let tmp = |g: usize| meta_dir.join(format!("rebuild.{}", job.header.group_world_ranks[g]));
     for g in (0..n).filter(|&g| job.lost[g].any()) {
         let t = tmp(g);
@@ -569,7 +554,8 @@ fn run_set(
             world_ranks: job.header.group_world_ranks.clone(),
             world_size: job.header.ranks,
             dataset: job.header.dataset.clone(),
-            scheme,
+            scheme: job.kind,
+            set_failures: job.k,
             piece_bytes: REBUILD_PIECE_BYTES,
         };
         let mut accept = |_: i64, _: &Path, _: &Meta| Ok(());

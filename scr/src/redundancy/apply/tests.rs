@@ -4,20 +4,37 @@
 //! own results and reports them instead of panicking (a panicking rank would
 //! leave its set waiting until the communicator times out).
 
+use super::coded::CodedHeader;
+use super::member::metas;
+use super::ring::{holder, position};
 use super::*;
 use crate::comm::thread::{ThreadComm, ThreadConfig};
+use crate::records::{FileType, XorHeader};
+use crate::redundancy::rs::RsSet;
+use crate::redundancy::xor;
+use crate::storage::mapped::MAP_MIN_BYTES;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::RefCell;
+use std::fs::File;
 use std::time::Duration;
+
+/// A set's scheme as a descriptor stores it: (TYPE, SET_FAILURES).
+type Desc = (CopyType, usize);
+const SINGLE: Desc = (CopyType::Single, 0);
+const PARTNER: Desc = (CopyType::Partner, 0);
+const XOR: Desc = (CopyType::Xor, 1);
+const fn rs(k: usize) -> Desc {
+    (CopyType::Rs, k)
+}
 
 /// One set of a job: its scheme, each member's file sizes, what each member
 /// loses (its own files, the files it holds for others, or both), and
 /// whether a file a rebuild reads gets a flipped bit.
 #[derive(Clone, Debug)]
 struct SetRun {
-    scheme: Scheme,
+    scheme: Desc,
     sizes: Vec<Vec<usize>>,
     lost: Vec<MemberLoss>,
     flip: bool,
@@ -41,7 +58,7 @@ fn content(seed: u64, world: usize, file: usize, len: usize) -> Vec<u8> {
 }
 
 /// The one set of a 4-rank job, dataset 1.
-fn set_of_four(comm: &dyn Comm, scheme: Scheme, piece_bytes: usize) -> SetInfo<'_> {
+fn set_of_four(comm: &dyn Comm, (scheme, set_failures): Desc, piece_bytes: usize) -> SetInfo<'_> {
     SetInfo {
         comm,
         group_id: 0,
@@ -49,6 +66,7 @@ fn set_of_four(comm: &dyn Comm, scheme: Scheme, piece_bytes: usize) -> SetInfo<'
         world_size: 4,
         dataset: Dataset::new(1),
         scheme,
+        set_failures,
         piece_bytes,
     }
 }
@@ -71,7 +89,7 @@ fn app_meta(world: usize, file: usize, bytes: &[u8]) -> Meta {
 
 /// What member `m` loses as the scheme sees it ([`MemberLoss::as_seen_by`]).
 fn loss(run: &SetRun, m: usize) -> MemberLoss {
-    run.lost[m].as_seen_by(&run.scheme)
+    run.lost[m].as_seen_by(run.scheme.0)
 }
 
 /// The member chosen for a bit flip: one with data whose flipped bytes the
@@ -80,15 +98,18 @@ fn loss(run: &SetRun, m: usize) -> MemberLoss {
 /// neighbour that lost its own files. XOR/RS: any survivor.
 fn flip_target(run: &SetRun) -> Option<usize> {
     let n = run.sizes.len();
-    if !run.flip || !run.lost.iter().any(|l| l.any()) || !recoverable(&run.scheme, &run.lost) {
+    if !run.flip
+        || !run.lost.iter().any(|l| l.any())
+        || !recoverable(run.scheme.0, run.scheme.1, &run.lost)
+    {
         return None;
     }
-    (0..n).find(|&m| match run.scheme {
-        Scheme::Partner if run.red_flipped() => {
+    (0..n).find(|&m| match run.scheme.0 {
+        CopyType::Partner if run.red_flipped() => {
             let owner = (m + n - 1) % n;
             !run.lost[m].held && run.lost[owner].own && run.sizes[owner].iter().any(|&s| s > 0)
         }
-        Scheme::Partner => {
+        CopyType::Partner => {
             !run.lost[m].own
                 && run.lost[partner_holder(m, n)].held
                 && run.sizes[m].iter().any(|&s| s > 0)
@@ -106,7 +127,7 @@ fn flip_target(run: &SetRun) -> Option<usize> {
 }
 
 fn expected(run: &SetRun) -> Outcome {
-    if !recoverable(&run.scheme, &run.lost) {
+    if !recoverable(run.scheme.0, run.scheme.1, &run.lost) {
         Outcome::Failed(FailureKind::Unrecoverable)
     } else if flip_target(run).is_some() {
         Outcome::Failed(FailureKind::Crc)
@@ -130,8 +151,8 @@ fn reference_parity(run: &SetRun, ranks: &[usize], mi: usize, seed: u64) -> Opti
         .collect();
     let refs: Vec<&[u8]> = logical.iter().map(Vec::as_slice).collect();
     match run.scheme {
-        Scheme::Xor => Some(xor::encode_set(&refs).ok()?[mi].clone()),
-        Scheme::Rs { k } => Some(super::super::rs::encode_set(&refs, k).ok()?[mi].clone()),
+        (CopyType::Xor, _) => Some(xor::encode_set(&refs).ok()?[mi].clone()),
+        (CopyType::Rs, k) => Some(super::super::rs::encode_set(&refs, k).ok()?[mi].clone()),
         _ => None,
     }
 }
@@ -173,7 +194,8 @@ fn rank_body(
         world_ranks: ranks.iter().map(|&r| r as i64).collect(),
         world_size: assign.len() as u64,
         dataset: Dataset::new(3),
-        scheme: run.scheme,
+        scheme: run.scheme.0,
+        set_failures: run.scheme.1,
         piece_bytes: piece,
     };
     let registered = RefCell::new(Vec::<(i64, PathBuf)>::new());
@@ -182,7 +204,7 @@ fn rank_body(
             return Err(ApplyError::Register {
                 world_rank: owner,
                 path: path.to_path_buf(),
-                detail: "registered after the file was created".into(),
+                source: "registered after the file was created".into(),
             });
         }
         registered.borrow_mut().push((owner, path.to_path_buf()));
@@ -224,7 +246,7 @@ fn rank_body(
         }
         saved.push((f.path.clone(), bytes));
     }
-    if run.scheme == Scheme::Xor {
+    if run.scheme.0 == CopyType::Xor {
         // The XOR file is the spec's: readable as an XorHeader whose PARTNER
         // is the left neighbour and CURRENT this member.
         let (h, _) = XorHeader::read_from(&red[0].path).map_err(|e| e.to_string())?;
@@ -244,9 +266,9 @@ fn rank_body(
         }
     }
     let n = ranks.len();
-    let expect_red = match run.scheme {
-        Scheme::Single => 0,
-        Scheme::Partner => run.sizes[(mi + n - 1) % n].len(),
+    let expect_red = match run.scheme.0 {
+        CopyType::Single => 0,
+        CopyType::Partner => run.sizes[(mi + n - 1) % n].len(),
         _ => 1,
     };
     if red.len() != expect_red {
@@ -269,7 +291,7 @@ fn rank_body(
         let mut bytes = std::fs::read(&f.path).map_err(|e| e.to_string())?;
         // In an XOR/RS file, a byte of the parity (the header has its own
         // CRC and would fail as a Header error instead).
-        let at = if run.red_flipped() && run.scheme != Scheme::Partner {
+        let at = if run.red_flipped() && run.scheme.0 != CopyType::Partner {
             bytes.len() - 1
         } else {
             bytes.len() / 2
@@ -359,12 +381,12 @@ fn rank_body(
 
 impl SetRun {
     fn red_flipped(&self) -> bool {
-        self.flip_red && self.scheme != Scheme::Single
+        self.flip_red && self.scheme.0 != CopyType::Single
     }
 
     fn scheme_k(&self) -> usize {
         match self.scheme {
-            Scheme::Rs { k } => k,
+            (CopyType::Rs, k) => k,
             _ => 1,
         }
     }
@@ -488,7 +510,7 @@ fn mixed_patterns(n: usize, max_lost: usize) -> Vec<Vec<MemberLoss>> {
 }
 
 fn exhaustive(
-    scheme: Scheme,
+    scheme: Desc,
     sizes: std::ops::RangeInclusive<usize>,
     max_lost: impl Fn(usize) -> usize,
 ) {
@@ -496,7 +518,7 @@ fn exhaustive(
 }
 
 fn exhaustive_of(
-    scheme: Scheme,
+    scheme: Desc,
     sizes: std::ops::RangeInclusive<usize>,
     patterns: impl Fn(usize) -> Vec<Vec<MemberLoss>>,
 ) {
@@ -518,20 +540,20 @@ fn exhaustive_of(
 
 #[test]
 fn partner_every_loss_pattern_of_sets_up_to_7_rebuilds_or_reports_unrecoverable() {
-    exhaustive(Scheme::Partner, 2..=7, |n| n);
+    exhaustive(PARTNER, 2..=7, |n| n);
 }
 
 #[test]
 fn partner_every_own_held_whole_pattern_of_sets_up_to_5_rebuilds_or_is_unrecoverable() {
     // Each member loses nothing, its own files, the copies it holds, or
     // both: 4^n patterns.
-    exhaustive_of(Scheme::Partner, 2..=5, |n| mixed_patterns(n, n));
+    exhaustive_of(PARTNER, 2..=5, |n| mixed_patterns(n, n));
 }
 
 #[test]
 fn partner_own_and_held_losses_of_up_to_two_members_in_sets_of_6_to_8() {
     // Longer runs of neighbours: the sets up to 5 and the proptest's job.
-    exhaustive_of(Scheme::Partner, 6..=8, |n| mixed_patterns(n, 2));
+    exhaustive_of(PARTNER, 6..=8, |n| mixed_patterns(n, 2));
 }
 
 #[test]
@@ -546,7 +568,7 @@ fn a_flipped_bit_in_a_held_partner_copy_is_reported_as_crc_not_restored() {
             let mut lost = vec![MemberLoss::NONE; n];
             lost[1] = MemberLoss::OWN;
             SetRun {
-                scheme: Scheme::Partner,
+                scheme: PARTNER,
                 sizes,
                 lost,
                 flip: true,
@@ -564,39 +586,34 @@ fn a_flipped_bit_in_a_held_partner_copy_is_reported_as_crc_not_restored() {
 #[test]
 fn partner_up_to_two_losses_in_sets_of_8_to_12() {
     // Three and more non-adjacent losses in big sets: the proptest's job.
-    exhaustive(Scheme::Partner, 8..=12, |_| 2);
+    exhaustive(PARTNER, 8..=12, |_| 2);
 }
 
 #[test]
 fn xor_every_pattern_of_up_to_two_losses_sets_2_to_12() {
-    exhaustive(Scheme::Xor, 2..=12, |_| 2);
+    exhaustive(XOR, 2..=12, |_| 2);
 }
 
 #[test]
 fn rs_k2_every_pattern_of_up_to_three_losses_sets_3_to_8() {
-    exhaustive(Scheme::Rs { k: 2 }, 3..=8, |_| 3);
+    exhaustive(rs(2), 3..=8, |_| 3);
 }
 
 #[test]
 fn rs_k3_every_pattern_of_up_to_four_losses_sets_4_to_7() {
-    exhaustive(Scheme::Rs { k: 3 }, 4..=7, |_| 4);
+    exhaustive(rs(3), 4..=7, |_| 4);
 }
 
 #[test]
 fn single_loses_the_set_on_any_loss_and_rebuilds_nothing_otherwise() {
-    exhaustive(Scheme::Single, 2..=5, |n| n);
+    exhaustive(SINGLE, 2..=5, |n| n);
 }
 
 #[test]
 fn a_flipped_bit_in_a_survivor_is_reported_as_crc_on_every_member() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let mut runs = Vec::new();
-    for scheme in [
-        Scheme::Partner,
-        Scheme::Xor,
-        Scheme::Rs { k: 1 },
-        Scheme::Rs { k: 2 },
-    ] {
+    for scheme in [PARTNER, XOR, rs(1), rs(2)] {
         for n in 3..=8 {
             let mut sizes = layout(&mut rng, n, 2000);
             sizes[0] = vec![1500, 0, 700];
@@ -620,7 +637,7 @@ fn a_flipped_bit_in_a_survivor_is_reported_as_crc_on_every_member() {
 #[test]
 fn a_flipped_bit_in_a_survivors_xor_or_rs_file_is_reported_as_crc_on_every_member() {
     let mut rng = ChaCha8Rng::seed_from_u64(6);
-    let runs: Vec<SetRun> = [Scheme::Xor, Scheme::Rs { k: 2 }, Scheme::Rs { k: 3 }]
+    let runs: Vec<SetRun> = [XOR, rs(2), rs(3)]
         .into_iter()
         .map(|scheme| SetRun {
             scheme,
@@ -644,7 +661,7 @@ fn a_member_that_dies_before_encode_ends_the_others_with_a_comm_error_not_a_hang
         timeout: Duration::from_secs(20),
         ..ThreadConfig::default()
     };
-    for scheme in [Scheme::Partner, Scheme::Xor, Scheme::Rs { k: 2 }] {
+    for scheme in [PARTNER, XOR, rs(2)] {
         let out = ThreadComm::run_with(&config, 4, |comm| {
             if comm.rank() == 3 {
                 return None;
@@ -683,7 +700,7 @@ fn a_member_that_dies_before_encode_ends_the_others_with_a_comm_error_not_a_hang
 fn a_piece_of_one_byte_and_pieces_larger_than_chunks_both_work() {
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     for piece in [1, 1 << 20] {
-        let runs: Vec<SetRun> = [Scheme::Partner, Scheme::Xor, Scheme::Rs { k: 2 }]
+        let runs: Vec<SetRun> = [PARTNER, XOR, rs(2)]
             .into_iter()
             .map(|scheme| SetRun {
                 scheme,
@@ -709,12 +726,12 @@ fn files_large_enough_to_be_mapped_encode_and_rebuild_like_small_ones() {
         vec![300, m + 1],
         vec![m - 1],
     ];
-    let runs: Vec<SetRun> = [Scheme::Partner, Scheme::Xor, Scheme::Rs { k: 2 }]
+    let runs: Vec<SetRun> = [PARTNER, XOR, rs(2)]
         .into_iter()
         .map(|scheme| SetRun {
             scheme,
             sizes: sizes.clone(),
-            lost: [false, true, false, false, scheme != Scheme::Xor]
+            lost: [false, true, false, false, scheme != XOR]
                 .map(MemberLoss::whole)
                 .to_vec(),
             flip: false,
@@ -729,12 +746,7 @@ fn two_hundred_forty_ranks_in_twenty_sets_of_mixed_schemes() {
     let mut rng = ChaCha8Rng::seed_from_u64(240);
     let runs: Vec<SetRun> = (0..20)
         .map(|i| {
-            let scheme = [
-                Scheme::Partner,
-                Scheme::Xor,
-                Scheme::Rs { k: 2 },
-                Scheme::Rs { k: 3 },
-            ][i % 4];
+            let scheme = [PARTNER, XOR, rs(2), rs(3)][i % 4];
             let mut lost = vec![MemberLoss::NONE; 12];
             for _ in 0..(i % 4) {
                 lost[rng.gen_range(0..12)] = MemberLoss::ALL;
@@ -763,14 +775,14 @@ fn a_refusing_register_callback_fails_every_member_with_register() {
                 meta: app_meta(comm.rank(), 0, b"abc"),
             }],
         };
-        let set = set_of_four(comm, Scheme::Xor, 2);
+        let set = set_of_four(comm, XOR, 2);
         let me = comm.rank();
         let mut reg = |owner: i64, path: &Path, _: &Meta| {
             if me == 2 {
                 Err(ApplyError::Register {
                     world_rank: owner,
                     path: path.to_path_buf(),
-                    detail: "filemap full".into(),
+                    source: "filemap full".into(),
                 })
             } else {
                 Ok(())
@@ -786,12 +798,7 @@ fn a_refusing_register_callback_fails_every_member_with_register() {
 
 #[test]
 fn a_file_that_differs_from_its_recorded_crc_fails_the_encode_with_crc_on_every_member() {
-    for scheme in [
-        Scheme::Single,
-        Scheme::Partner,
-        Scheme::Xor,
-        Scheme::Rs { k: 2 },
-    ] {
+    for scheme in [SINGLE, PARTNER, XOR, rs(2)] {
         let root = tempfile::tempdir().expect("tempdir");
         let out = ThreadComm::run(4, |comm| {
             let dir = root.path().join(format!("m{}", comm.rank()));
@@ -812,13 +819,87 @@ fn a_file_that_differs_from_its_recorded_crc_fails_the_encode_with_crc_on_every_
                 .map_err(|e| e.kind())
         })
         .expect("no panic");
-        let want = if scheme == Scheme::Single {
+        let want = if scheme == SINGLE {
             // SINGLE does not communicate: only the member with the bad file fails.
             vec![Ok(()), Err(FailureKind::Crc), Ok(()), Ok(())]
         } else {
             vec![Err(FailureKind::Crc); 4]
         };
         assert_eq!(out, want, "{scheme:?}");
+    }
+}
+
+#[test]
+fn members_given_different_sets_all_fail_inconsistent_before_data_moves() {
+    // Member 2 was given another piece size (or dataset): the set digests
+    // differ, and every member says so instead of exchanging mismatched
+    // pieces.
+    for (piece_2, dataset_2) in [(999, 1), (1000, 2)] {
+        for scheme in [PARTNER, XOR, rs(2)] {
+            let root = tempfile::tempdir().expect("tempdir");
+            let out = ThreadComm::run(4, |comm| {
+                let dir = root.path().join(format!("m{}", comm.rank()));
+                std::fs::create_dir_all(&dir).expect("dir");
+                let path = dir.join("f");
+                let bytes = content(5, comm.rank(), 0, 3000);
+                std::fs::write(&path, &bytes).expect("write");
+                let mine = MemberFiles {
+                    files: vec![FileEntry {
+                        path,
+                        meta: app_meta(comm.rank(), 0, &bytes),
+                    }],
+                };
+                let mut set = set_of_four(comm, scheme, 1000);
+                if comm.rank() == 2 {
+                    set.piece_bytes = piece_2;
+                    set.dataset = Dataset::new(dataset_2);
+                }
+                match encode(&set, &mine, &dir, &mut |_, _, _| Ok(())) {
+                    Err(ApplyError::Inconsistent {
+                        problem: Inconsistency::SetDigest { member, .. },
+                        ..
+                    }) => Ok(member),
+                    other => Err(format!("{other:?}")),
+                }
+            })
+            .expect("no panic");
+            assert_eq!(out, vec![Ok(2); 4], "{scheme:?}");
+        }
+    }
+}
+
+#[test]
+fn a_peers_failure_names_the_member_and_the_file() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let bad = root.path().join("m1").join("f");
+    let out = ThreadComm::run(4, |comm| {
+        let dir = root.path().join(format!("m{}", comm.rank()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("f");
+        let bytes = content(5, comm.rank(), 0, 3000);
+        std::fs::write(&path, &bytes).expect("write");
+        let mut meta = app_meta(comm.rank(), 0, &bytes);
+        if comm.rank() == 1 {
+            meta.crc32 = meta.crc32.map(|c| c ^ 1);
+        }
+        let mine = MemberFiles {
+            files: vec![FileEntry { path, meta }],
+        };
+        let set = set_of_four(comm, XOR, 1000);
+        encode(&set, &mine, &dir, &mut |_, _, _| Ok(())).map(|_| ())
+    })
+    .expect("no panic");
+    for (m, r) in out.into_iter().enumerate() {
+        match r {
+            Err(ApplyError::Crc { path, .. }) if m == 1 => assert_eq!(path, bad),
+            Err(ApplyError::Peer {
+                member: 1,
+                world_rank: 1,
+                kind: FailureKind::Crc,
+                path: Some(path),
+            }) if m != 1 => assert_eq!(path, bad),
+            other => panic!("member {m}: {other:?}"),
+        }
     }
 }
 
@@ -831,7 +912,8 @@ fn bad_arguments_are_typed_errors() {
             world_ranks: vec![0, 1, 2],
             world_size: 3,
             dataset: Dataset::new(1),
-            scheme: Scheme::Rs { k: 3 },
+            scheme: CopyType::Rs,
+            set_failures: 3,
             piece_bytes: 16,
         };
         let geometry = encode(
@@ -843,7 +925,7 @@ fn bad_arguments_are_typed_errors() {
         .map(|_| ())
         .map_err(|e| e.kind());
         let set = SetInfo {
-            scheme: Scheme::Xor,
+            scheme: CopyType::Xor,
             ..set
         };
         let short = rebuild(
@@ -885,22 +967,22 @@ fn bad_arguments_are_typed_errors() {
 fn recoverable_matches_each_schemes_tolerance() {
     use MemberLoss as L;
     let whole = |v: &[u8]| v.iter().map(|&l| L::whole(l == 1)).collect::<Vec<_>>();
-    assert!(recoverable(&Scheme::Single, &whole(&[0, 0])));
-    assert!(!recoverable(&Scheme::Single, &whole(&[0, 1])));
-    assert!(!recoverable(&Scheme::Single, &[L::NONE, L::OWN]));
-    assert!(recoverable(&Scheme::Partner, &whole(&[1, 0, 1, 0])));
-    assert!(!recoverable(&Scheme::Partner, &whole(&[1, 0, 0, 1])));
-    assert!(!recoverable(&Scheme::Partner, &whole(&[1])));
-    assert!(recoverable(&Scheme::Xor, &whole(&[0, 1, 0])));
-    assert!(!recoverable(&Scheme::Xor, &whole(&[1, 1, 0])));
-    assert!(recoverable(&Scheme::Rs { k: 2 }, &whole(&[1, 1, 0])));
-    assert!(!recoverable(&Scheme::Rs { k: 2 }, &whole(&[1, 1, 1, 0])));
+    assert!(recoverable(CopyType::Single, 0, &whole(&[0, 0])));
+    assert!(!recoverable(CopyType::Single, 0, &whole(&[0, 1])));
+    assert!(!recoverable(CopyType::Single, 0, &[L::NONE, L::OWN]));
+    assert!(recoverable(CopyType::Partner, 0, &whole(&[1, 0, 1, 0])));
+    assert!(!recoverable(CopyType::Partner, 0, &whole(&[1, 0, 0, 1])));
+    assert!(!recoverable(CopyType::Partner, 0, &whole(&[1])));
+    assert!(recoverable(CopyType::Xor, 1, &whole(&[0, 1, 0])));
+    assert!(!recoverable(CopyType::Xor, 1, &whole(&[1, 1, 0])));
+    assert!(recoverable(CopyType::Rs, 2, &whole(&[1, 1, 0])));
+    assert!(!recoverable(CopyType::Rs, 2, &whole(&[1, 1, 1, 0])));
 }
 
 #[test]
 fn partner_restores_own_files_from_an_intact_holder_and_recreates_lost_copies() {
     use MemberLoss as L;
-    let p = |v: &[L]| recoverable(&Scheme::Partner, v);
+    let p = |v: &[L]| recoverable(CopyType::Partner, 0, v);
     // Two apart, own files only.
     assert!(p(&[L::OWN, L::NONE, L::OWN, L::NONE]));
     // Ring neighbours with damaged own files: each one's copies are intact
@@ -911,7 +993,7 @@ fn partner_restores_own_files_from_an_intact_holder_and_recreates_lost_copies() 
     // Member 0's copies are held by member 1, which lost them.
     assert!(!p(&[L::OWN, L::HELD, L::NONE, L::NONE]));
     assert_eq!(
-        unrecoverable_members(&Scheme::Partner, &[L::OWN, L::HELD, L::NONE, L::NONE]),
+        unrecoverable_members(CopyType::Partner, 0, &[L::OWN, L::HELD, L::NONE, L::NONE]),
         vec![0]
     );
     // Two whole neighbours (a lost node each), wrap-around included.
@@ -928,17 +1010,14 @@ fn partner_restores_own_files_from_an_intact_holder_and_recreates_lost_copies() 
     assert!(!p(&[L::ALL, L::NONE, L::NONE, L::OWN]));
     assert!(p(&[L::ALL, L::NONE, L::NONE, L::HELD]));
     // Held-only losses do not count for XOR/RS differently: lost whole.
-    assert!(!recoverable(&Scheme::Xor, &[L::HELD, L::OWN, L::NONE]));
-    assert!(recoverable(
-        &Scheme::Rs { k: 2 },
-        &[L::HELD, L::OWN, L::NONE]
-    ));
+    assert!(!recoverable(CopyType::Xor, 1, &[L::HELD, L::OWN, L::NONE]));
+    assert!(recoverable(CopyType::Rs, 2, &[L::HELD, L::OWN, L::NONE]));
     assert_eq!(
-        unrecoverable_members(&Scheme::Xor, &[L::HELD, L::OWN, L::NONE]),
+        unrecoverable_members(CopyType::Xor, 1, &[L::HELD, L::OWN, L::NONE]),
         vec![0, 1]
     );
-    assert_eq!(L::OWN.as_seen_by(&Scheme::Xor), L::ALL);
-    assert_eq!(L::HELD.as_seen_by(&Scheme::Partner), L::HELD);
+    assert_eq!(L::OWN.as_seen_by(CopyType::Xor), L::ALL);
+    assert_eq!(L::HELD.as_seen_by(CopyType::Partner), L::HELD);
     assert!(L::ALL.is_whole() && !L::OWN.is_whole() && !L::NONE.any());
 }
 
@@ -971,18 +1050,16 @@ fn random_job(seed: u64) -> (Vec<SetRun>, usize) {
         .map(|_| {
             let n = rng.gen_range(2..=12);
             let scheme = match rng.gen_range(0..4) {
-                0 => Scheme::Single,
-                1 => Scheme::Partner,
-                2 => Scheme::Xor,
-                _ => Scheme::Rs {
-                    k: rng.gen_range(1..n.min(4)),
-                },
+                0 => SINGLE,
+                1 => PARTNER,
+                2 => XOR,
+                _ => rs(rng.gen_range(1..n.min(4))),
             };
             let tolerated = match scheme {
-                Scheme::Single => 0,
-                Scheme::Partner => n / 2,
-                Scheme::Xor => 1,
-                Scheme::Rs { k } => k,
+                (CopyType::Single, _) => 0,
+                (CopyType::Partner, _) => n / 2,
+                (CopyType::Xor, _) => 1,
+                (CopyType::Rs, k) => k,
             };
             let mut lost = vec![MemberLoss::NONE; n];
             for _ in 0..rng.gen_range(0..=tolerated + 1) {
@@ -1034,7 +1111,7 @@ fn encode_ratio_to_raw_write() {
         tempfile::tempdir()
     }
     .expect("tempdir");
-    for scheme in [Scheme::Partner, Scheme::Xor, Scheme::Rs { k: 2 }] {
+    for scheme in [PARTNER, XOR, rs(2)] {
         let out = ThreadComm::run(4, |comm| {
             let dir = base.path().join(format!("{scheme:?}{}", comm.rank()));
             std::fs::create_dir_all(&dir).expect("dir");

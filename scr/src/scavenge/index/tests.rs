@@ -115,11 +115,11 @@ fn directory_names_must_stay_below_the_prefix() {
 fn redundancy_file_names_parse_for_both_schemes() {
     assert_eq!(
         parse_set_file("3_of_4_in_0.xor"),
-        Some((SetKind::Xor, 2, 4, 0))
+        Some((CopyType::Xor, 2, 4, 0))
     );
     assert_eq!(
         parse_set_file("1_of_6_in_7.rs"),
-        Some((SetKind::Rs, 0, 6, 7))
+        Some((CopyType::Rs, 0, 6, 7))
     );
     assert_eq!(parse_set_file("5_of_4_in_0.rs"), None);
     assert_eq!(parse_set_file("rank_0.ckpt"), None);

@@ -1,0 +1,655 @@
+//! XOR and RS: k parity chunks per member over the pipelined ring
+//! (`scr_reddesc_apply_xor()` and `scr_reddesc_recover_xor()` with k = 1,
+//! redset's `redset_apply_rs()` and `redset_recover_rs()`): the redundancy
+//! file (header, then k parity rows), encode, and rebuild.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::kvtree::file::{self as kvfile, HEADER_LEN};
+use crate::kvtree::KvTree;
+use crate::records::xor_header::xor_file_name;
+use crate::records::{FileType, Meta, Node, Record, RecordError, XorHeader, XorMember};
+use crate::scheme::CopyType;
+
+use super::super::logical::LogicalFile;
+use super::super::rs::{RsSet, Slot};
+use super::crc::{check_crcs, verify_files, SegmentCrc};
+use super::error::{ApplyError, Inconsistency, InputProblem};
+use super::member::{
+    app_paths, complete_entries, crcs_of, latch, logical_len, member_tree, open_checked,
+    open_logical, sync_logical, unpack_member, Ctx,
+};
+use super::ring::{holder, position, ring, Columns, MemberIo, Src, Tables};
+use super::{Encoded, FileEntry, MemberFiles, Rebuilt, Register};
+
+/// The name of an RS redundancy file: `<grank+1>_of_<gsize>_in_<gid>.rs`.
+pub fn rs_file_name(group_rank: u64, group_size: u64, group_id: i64) -> String {
+    format!("{}_of_{group_size}_in_{group_id}.rs", group_rank + 1)
+}
+
+/// The header of an XOR or RS redundancy file.
+pub(super) struct CodedHeader {
+    pub(super) xor: XorHeader,
+    /// Meta of the k members to the left, nearest first (RS only; for XOR
+    /// it is `[xor.partner]` and not written separately).
+    pub(super) partners: Vec<XorMember>,
+    k: usize,
+}
+
+impl CodedHeader {
+    fn to_tree(&self) -> KvTree {
+        let mut t = self.xor.to_tree();
+        if self.k > 1 {
+            t.set_val("FAILURES", self.k);
+            let p = t.entry("PARTNERS");
+            for (i, m) in self.partners.iter().enumerate() {
+                p.set((i + 1).to_string(), m.to_tree());
+            }
+        }
+        t
+    }
+
+    fn from_tree(tree: &KvTree, k: usize) -> Result<Self, RecordError> {
+        let xor = XorHeader::from_tree(tree)?;
+        let partners = if k > 1 {
+            let root = Node::root("RS header", tree);
+            let entries = root.int_keyed_under("PARTNERS")?;
+            if entries.len() != k
+                || entries
+                    .iter()
+                    .enumerate()
+                    .any(|(i, (d, _))| *d != i as i64 + 1)
+            {
+                return Err(root.inconsistent("PARTNERS", format!("expected entries 1..={k}")));
+            }
+            entries
+                .iter()
+                .map(|(_, n)| XorMember::from_node(n))
+                .collect::<Result<_, _>>()?
+        } else {
+            vec![xor.partner.clone()]
+        };
+        Ok(CodedHeader { xor, partners, k })
+    }
+
+    /// Reads the header of the redundancy file at `path`: the header and
+    /// its length in bytes (where the parity rows start).
+    pub(super) fn read_from(path: &Path, k: usize) -> Result<(Self, u64), RecordError> {
+        let io = |op: &'static str| {
+            move |source| kvfile::KvFileError::Io {
+                path: path.to_path_buf(),
+                op,
+                source,
+            }
+        };
+        let f = File::open(path).map_err(io("open"))?;
+        let mut head = [0u8; HEADER_LEN];
+        f.read_exact_at(&mut head, 0).map_err(io("read header"))?;
+        let len = crate::records::embedded_len(&head, path)?;
+        let mut bytes = head.to_vec();
+        bytes.resize(len, 0);
+        f.read_exact_at(&mut bytes[HEADER_LEN..], HEADER_LEN as u64)
+            .map_err(io("read header"))?;
+        let tree = kvfile::decode(&bytes, path)?;
+        let h = Self::from_tree(&tree, k).map_err(|e| e.in_file(path))?;
+        Ok((h, len as u64))
+    }
+}
+
+/// A redundancy file being written: header first, then k rows of `chunk`
+/// bytes, each row's CRC kept as it is filled (in order) and joined at the
+/// end, so the CRC recorded is the one of the bytes written, without
+/// reading the file back.
+pub(super) struct RedWriter {
+    file: File,
+    path: PathBuf,
+    header_len: u64,
+    chunk: u64,
+    header_crc: crc32fast::Hasher,
+    rows: Vec<crc32fast::Hasher>,
+    filled: Vec<u64>,
+}
+
+impl RedWriter {
+    fn create(
+        ctx: &Ctx,
+        path: &Path,
+        header: &[u8],
+        k: usize,
+        chunk: u64,
+    ) -> Result<Self, ApplyError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(ctx.io_err(path, None))?;
+        file.write_all_at(header, 0)
+            .map_err(ctx.io_err(path, Some(0)))?;
+        let total = header.len() as u64 + k as u64 * chunk;
+        file.set_len(total).map_err(ctx.io_err(path, None))?;
+        let mut header_crc = crc32fast::Hasher::new();
+        header_crc.update(header);
+        Ok(RedWriter {
+            file,
+            path: path.to_path_buf(),
+            header_len: header.len() as u64,
+            chunk,
+            header_crc,
+            rows: vec![crc32fast::Hasher::new(); k],
+            filled: vec![0; k],
+        })
+    }
+
+    pub(super) fn write_row(
+        &mut self,
+        ctx: &Ctx,
+        row: usize,
+        off: u64,
+        bytes: &[u8],
+    ) -> Result<(), ApplyError> {
+        assert_eq!(self.filled[row], off, "parity row written out of order");
+        assert!(
+            off + bytes.len() as u64 <= self.chunk,
+            "parity row {row} written past its chunk of {} bytes",
+            self.chunk
+        );
+        let pos = self.header_len + row as u64 * self.chunk + off;
+        self.file
+            .write_all_at(bytes, pos)
+            .map_err(ctx.io_err(&self.path, Some(pos)))?;
+        self.rows[row].update(bytes);
+        self.filled[row] += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// fsync, and the file's (size, CRC32).
+    fn finish(mut self, ctx: &Ctx) -> Result<(u64, u32), ApplyError> {
+        assert!(
+            self.filled.iter().all(|&f| f == self.chunk),
+            "{} was not completely written: rows filled {:?} of {}",
+            self.path.display(),
+            self.filled,
+            self.chunk
+        );
+        self.file.sync_all().map_err(ctx.io_err(&self.path, None))?;
+        for h in &self.rows {
+            self.header_crc.combine(h);
+        }
+        let size = self.header_len + self.rows.len() as u64 * self.chunk;
+        Ok((size, self.header_crc.finalize()))
+    }
+}
+
+fn coded_name(ctx: &Ctx) -> String {
+    let (r, n, g) = (ctx.me as u64, ctx.n as u64, ctx.set.group_id);
+    match ctx.set.scheme {
+        CopyType::Xor => xor_file_name(r, n, g),
+        _ => rs_file_name(r, n, g),
+    }
+}
+
+fn coded_type(ctx: &Ctx) -> FileType {
+    match ctx.set.scheme {
+        CopyType::Xor => FileType::Xor,
+        _ => FileType::Rs,
+    }
+}
+
+/// This member's redundancy file while it is written: the writer (none
+/// after a local failure), where it is, and the meta registered for it.
+struct RedFile {
+    writer: Option<RedWriter>,
+    path: PathBuf,
+    meta: Meta,
+}
+
+/// Builds and creates (after registering) this member's redundancy file.
+fn start_red_file(
+    ctx: &Ctx,
+    chunk: u64,
+    members: &[XorMember],
+    dir: &Path,
+    register: &mut Register<'_>,
+    latched: &mut Option<ApplyError>,
+) -> RedFile {
+    let k = ctx.k;
+    let header = CodedHeader {
+        xor: XorHeader {
+            dataset: ctx.set.dataset.clone(),
+            ranks: ctx.set.world_size,
+            group_world_ranks: ctx.set.world_ranks.clone(),
+            chunk_bytes: chunk,
+            current: members[ctx.me].clone(),
+            partner: members[ctx.left(1)].clone(),
+        },
+        partners: (1..=k).map(|d| members[ctx.left(d)].clone()).collect(),
+        k,
+    };
+    let bytes = kvfile::encode(&header.to_tree(), true);
+    let path = dir.join(coded_name(ctx));
+    let meta = Meta {
+        file: Some(path.to_string_lossy().into_owned()),
+        file_type: Some(coded_type(ctx)),
+        complete: Some(false),
+        size_bytes: Some(bytes.len() as u64 + k as u64 * chunk),
+        ranks: Some(ctx.set.world_size),
+        ckpt: ctx.set.dataset.ckpt,
+        ..Meta::default()
+    };
+    ctx.register(register, ctx.world_rank, &path, &meta, latched);
+    let writer = if latched.is_none() {
+        latch(latched, RedWriter::create(ctx, &path, &bytes, k, chunk))
+    } else {
+        None
+    };
+    RedFile { writer, path, meta }
+}
+
+/// The entry of a completely written redundancy file (none after a local
+/// failure, which stays latched).
+fn finish_red_file(ctx: &Ctx, red: RedFile, latched: &mut Option<ApplyError>) -> Option<FileEntry> {
+    let writer = red.writer?;
+    if latched.is_some() {
+        return None;
+    }
+    let (size, crc) = latch(latched, writer.finish(ctx))?;
+    assert_eq!(
+        Some(size),
+        red.meta.size_bytes,
+        "the redundancy file has the size registered for it"
+    );
+    Some(FileEntry {
+        path: red.path,
+        meta: Meta {
+            crc32: Some(crc),
+            complete: Some(true),
+            ..red.meta
+        },
+    })
+}
+
+/// The chunk size of a set whose members' files are `members`.
+fn chunk_of(layout: &RsSet, members: &[XorMember]) -> u64 {
+    let max = members
+        .iter()
+        .map(|m| logical_len(&m.files))
+        .max()
+        .unwrap_or(0);
+    layout.chunk_bytes(max)
+}
+
+/// The encode plan: each member adds its data chunk of every stripe with
+/// the generator coefficients; parity row j of stripe s goes to s + j.
+fn encode_tables(ctx: &Ctx, layout: &RsSet) -> Result<Tables, ApplyError> {
+    let (n, k) = (ctx.n, ctx.k);
+    let codec = layout.codec();
+    let mut cols = Columns {
+        dests: (0..n)
+            .map(|s| (0..k).map(|q| (s + q) % n).collect())
+            .collect(),
+        mine: Vec::with_capacity(n),
+        sinks: Vec::with_capacity(n),
+    };
+    for s in 0..n {
+        let slot = layout.slot(ctx.me, s).map_err(ctx.red_err(None))?;
+        cols.mine.push(match slot {
+            Slot::Data { chunk, position } => {
+                let coefs = (0..k)
+                    .map(|q| codec.coefficient(q, position).unwrap_or(0))
+                    .collect();
+                Some((Src::Data { chunk }, coefs))
+            }
+            Slot::Parity { .. } => None,
+        });
+        cols.sinks.push(Src::from(slot));
+    }
+    // A stripe's bundle starts at its first data member (s + k) and only
+    // passes the N − k data members; the last one hands row j to s + j.
+    Ok(Tables::new(n, k, n - k, k, cols))
+}
+
+/// `scr_reddesc_apply_xor()` (k = 1) and redset's `redset_apply_rs()`.
+pub(super) fn encode_coded(
+    ctx: &Ctx,
+    mine: &MemberFiles,
+    dir: &Path,
+    register: &mut Register<'_>,
+) -> Result<Encoded, ApplyError> {
+    let layout = RsSet::new(ctx.n, ctx.k).map_err(ctx.red_err(None))?;
+    let prep = open_checked(ctx, &mine.files);
+    let ((my_sizes, lf, my_metas), all) =
+        ctx.agree(prep, |(_, _, m)| member_tree(ctx.world_rank, m).pack())?;
+    let members: Vec<XorMember> = all
+        .iter()
+        .enumerate()
+        .map(|(m, b)| unpack_member(ctx, b, m))
+        .collect::<Result<_, _>>()?;
+    let chunk = chunk_of(&layout, &members);
+    let mut latched = None;
+    let mut red = start_red_file(ctx, chunk, &members, dir, register, &mut latched);
+    let tables = encode_tables(ctx, &layout)?;
+    // The CRCs are already known (open_checked), so the ring only reads.
+    let mut io = MemberIo {
+        chunk,
+        logical: Some(&lf),
+        logical_len: my_sizes.iter().sum(),
+        data_crc: None,
+        red_read: None,
+        red_write: red.writer.take(),
+    };
+    ring(ctx, chunk, &tables, &mut io, &mut latched)?;
+    red.writer = io.red_write.take();
+    let entry = finish_red_file(ctx, red, &mut latched);
+    ctx.agree_done(latched)?;
+    let entry = entry.expect("without a latched failure the redundancy file is written");
+    Ok(Encoded {
+        app_crcs: crcs_of(&my_metas),
+        redundancy: vec![entry],
+    })
+}
+
+/// What a survivor lends a rebuild: its header, its data and its parity
+/// (the redundancy file and where the rows start).
+struct Survivor {
+    header: CodedHeader,
+    lf: LogicalFile,
+    /// Taken by the ring's I/O.
+    red: Option<(File, PathBuf, u64)>,
+}
+
+/// A survivor checks its files and header before lending them.
+fn open_survivor(ctx: &Ctx, mine: &MemberFiles, red: &[FileEntry]) -> Result<Survivor, ApplyError> {
+    let want = coded_type(ctx);
+    let reds: Vec<&FileEntry> = red
+        .iter()
+        .filter(|f| f.meta.file_type == Some(want))
+        .collect();
+    let [red] = reds.as_slice() else {
+        return Err(ctx.input(InputProblem::RedundancyFiles {
+            file_type: want,
+            count: reds.len(),
+        }));
+    };
+    let (header, hlen) = CodedHeader::read_from(&red.path, ctx.k).map_err(ctx.header_err())?;
+    check_own_header(ctx, &header, mine)?;
+    let mut buf = Vec::new();
+    verify_files(ctx, &mine.files, &mut buf)?;
+    verify_files(ctx, std::slice::from_ref(*red), &mut buf)?;
+    let lf = open_logical(ctx, &mine.files)?;
+    let f = File::open(&red.path).map_err(ctx.io_err(&red.path, None))?;
+    Ok(Survivor {
+        header,
+        lf,
+        red: Some((f, red.path.clone(), hlen)),
+    })
+}
+
+/// Every survivor's header as it sent it. Every member decodes every one,
+/// so all reach the same verdict on the set's consistency.
+fn decode_headers(
+    ctx: &Ctx,
+    lost: &[bool],
+    all: &[Vec<u8>],
+) -> Result<Vec<Option<CodedHeader>>, ApplyError> {
+    let mut headers = Vec::with_capacity(ctx.n);
+    for (member, b) in all.iter().enumerate() {
+        if lost[member] {
+            headers.push(None);
+            continue;
+        }
+        let tree = KvTree::unpack_exact(b).map_err(|source| {
+            ctx.inconsistent(Inconsistency::UnreadableHeader { member, source })
+        })?;
+        let h = CodedHeader::from_tree(&tree, ctx.k).map_err(ctx.header_err())?;
+        headers.push(Some(h));
+    }
+    Ok(headers)
+}
+
+/// What a lost member re-creates: its files (metas, paths, the logical
+/// file over them) and its redundancy file.
+struct Created {
+    files: Vec<Meta>,
+    paths: Vec<PathBuf>,
+    lf: Option<LogicalFile>,
+    red: RedFile,
+}
+
+/// A lost member registers and creates its files before any data moves.
+fn create_lost(
+    ctx: &Ctx,
+    chunk: u64,
+    members: &[XorMember],
+    dir: &Path,
+    register: &mut Register<'_>,
+    latched: &mut Option<ApplyError>,
+) -> Created {
+    let files: Vec<Meta> = members[ctx.me].files.clone();
+    let paths = app_paths(dir, &files);
+    let lf = ctx.register_and_create(register, ctx.world_rank, &files, &paths, latched);
+    let red = start_red_file(ctx, chunk, members, dir, register, latched);
+    Created {
+        files,
+        paths,
+        lf,
+        red,
+    }
+}
+
+/// The decoding plan of every stripe: which positions are missing and how
+/// each is computed from the first N − k surviving positions. The
+/// survivors a stripe is decoded from can sit anywhere in the set, so its
+/// bundle goes all the way round and ends at member s.
+fn decode_tables(ctx: &Ctx, layout: &RsSet, lost: &[bool]) -> Result<Tables, ApplyError> {
+    let (n, k, me) = (ctx.n, ctx.k, ctx.me);
+    let codec = layout.codec();
+    let width = lost.iter().filter(|l| **l).count();
+    let mut cols = Columns {
+        dests: Vec::with_capacity(n),
+        mine: Vec::with_capacity(n),
+        sinks: Vec::with_capacity(n),
+    };
+    for s in 0..n {
+        let present: Vec<bool> = (0..n).map(|p| !lost[holder(n, k, s, p)]).collect();
+        let plan = codec.decode_plan(&present).map_err(ctx.red_err(None))?;
+        let slot = layout.slot(me, s).map_err(ctx.red_err(None))?;
+        let p = position(slot, n, k);
+        assert_eq!(holder(n, k, s, p), me, "the layout and holder() agree");
+        cols.dests
+            .push(plan.missing.iter().map(|&q| holder(n, k, s, q)).collect());
+        let share = if lost[me] {
+            None
+        } else {
+            plan.survivors.iter().position(|&x| x == p).map(|i| {
+                let coefs = (0..plan.missing.len())
+                    .map(|q| plan.coefs[q * (n - k) + i])
+                    .collect();
+                (Src::from(slot), coefs)
+            })
+        };
+        cols.mine.push(share);
+        cols.sinks.push(Src::from(slot));
+    }
+    Ok(Tables::new(n, 1, n, width, cols))
+}
+
+/// `scr_reddesc_recover_xor()` (k = 1) and redset's `redset_recover_rs()`.
+/// `survivor` is this member's files when it lost nothing.
+pub(super) fn rebuild_coded(
+    ctx: &Ctx,
+    lost: &[bool],
+    survivor: Option<(&MemberFiles, &[FileEntry])>,
+    dir: &Path,
+    register: &mut Register<'_>,
+) -> Result<Rebuilt, ApplyError> {
+    assert_eq!(
+        survivor.is_none(),
+        lost[ctx.me],
+        "a member lends its files iff it lost nothing"
+    );
+    let layout = RsSet::new(ctx.n, ctx.k).map_err(ctx.red_err(None))?;
+    let prep = survivor.map_or(Ok(None), |(mine, red)| {
+        open_survivor(ctx, mine, red).map(Some)
+    });
+    let (mut prep, all) = ctx.agree(prep, |p| {
+        p.as_ref()
+            .map_or_else(Vec::new, |s| s.header.to_tree().pack())
+    })?;
+    let headers = decode_headers(ctx, lost, &all)?;
+    let (members, chunk) = set_metas(ctx, lost, &headers)?;
+    let needed = chunk_of(&layout, &members);
+    if needed != chunk {
+        return Err(ctx.inconsistent(Inconsistency::ChunkSize {
+            recorded: chunk,
+            needed,
+        }));
+    }
+    let mut latched = None;
+    let mut created =
+        lost[ctx.me].then(|| create_lost(ctx, chunk, &members, dir, register, &mut latched));
+    let tables = decode_tables(ctx, &layout, lost)?;
+    let mut io = match (&mut prep, &mut created) {
+        (Some(s), _) => MemberIo {
+            chunk,
+            logical: Some(&s.lf),
+            logical_len: s.lf.len(),
+            data_crc: None,
+            red_read: s.red.take(),
+            red_write: None,
+        },
+        (None, Some(c)) => {
+            let sizes: Vec<u64> = c.files.iter().map(|m| m.size_bytes.unwrap_or(0)).collect();
+            MemberIo {
+                chunk,
+                logical: c.lf.as_ref(),
+                logical_len: sizes.iter().sum(),
+                data_crc: Some(SegmentCrc::new(&sizes, chunk)),
+                red_read: None,
+                red_write: c.red.writer.take(),
+            }
+        }
+        (None, None) => unreachable!("a member is a survivor or lost (asserted above)"),
+    };
+    ring(ctx, chunk, &tables, &mut io, &mut latched)?;
+    let (data_crc, red_write) = (io.data_crc.take(), io.red_write.take());
+    drop(io);
+    let rebuilt = match created {
+        Some(mut c) => {
+            c.red.writer = red_write;
+            finish_lost(ctx, c, data_crc, &mut latched)
+        }
+        None => Rebuilt::default(),
+    };
+    ctx.agree_done(latched)?;
+    Ok(rebuilt)
+}
+
+/// A lost member's files after the ring: checked against the CRC32s its
+/// survivors' headers record (never handed back with other bytes), synced,
+/// and its redundancy file finished.
+fn finish_lost(
+    ctx: &Ctx,
+    c: Created,
+    data_crc: Option<SegmentCrc>,
+    latched: &mut Option<ApplyError>,
+) -> Rebuilt {
+    let mut rebuilt = Rebuilt::default();
+    if latched.is_none() {
+        let crcs = data_crc
+            .expect("a lost member's rebuilt data is checksummed as it lands")
+            .finish();
+        let checked = check_crcs(ctx, &c.paths, &c.files, crcs).and_then(|crcs| {
+            if let Some(lf) = &c.lf {
+                sync_logical(ctx, lf)?;
+            }
+            Ok(crcs)
+        });
+        if let Some(crcs) = latch(latched, checked) {
+            rebuilt.app_files = complete_entries(&c.paths, &c.files, &crcs);
+        }
+    }
+    rebuilt.redundancy_files = finish_red_file(ctx, c.red, latched).into_iter().collect();
+    rebuilt
+}
+
+/// A survivor's header must describe this set and this member's files.
+fn check_own_header(ctx: &Ctx, h: &CodedHeader, mine: &MemberFiles) -> Result<(), ApplyError> {
+    let x = &h.xor;
+    if x.group_world_ranks != ctx.set.world_ranks || x.current.rank != ctx.world_rank {
+        return Err(ctx.inconsistent(Inconsistency::HeaderSet {
+            header_rank: x.current.rank,
+            header_set: x.group_world_ranks.clone(),
+            rank: ctx.world_rank,
+            set: ctx.set.world_ranks.clone(),
+        }));
+    }
+    if x.dataset.id != ctx.set.dataset.id {
+        return Err(ctx.inconsistent(Inconsistency::HeaderDataset {
+            header: x.dataset.id,
+            dataset: ctx.set.dataset.id,
+        }));
+    }
+    let recorded: Vec<Option<u64>> = x.current.files.iter().map(|m| m.size_bytes).collect();
+    let given: Vec<Option<u64>> = mine.files.iter().map(|f| f.meta.size_bytes).collect();
+    if recorded != given {
+        return Err(ctx.inconsistent(Inconsistency::HeaderSizes { recorded, given }));
+    }
+    Ok(())
+}
+
+/// The chunk size all surviving headers record (they must agree).
+fn common_chunk(ctx: &Ctx, headers: &[Option<CodedHeader>]) -> Result<u64, ApplyError> {
+    let mut chunk = None;
+    for h in headers.iter().flatten() {
+        match chunk {
+            None => chunk = Some(h.xor.chunk_bytes),
+            Some(first) if first != h.xor.chunk_bytes => {
+                return Err(ctx.inconsistent(Inconsistency::ChunkDisagree {
+                    first,
+                    other: h.xor.chunk_bytes,
+                }))
+            }
+            Some(_) => {}
+        }
+    }
+    // The loss check left at least N − k survivors, each with a header.
+    Ok(chunk.expect("a recoverable set has a surviving header"))
+}
+
+/// Every member's file list and the set's chunk size, from the survivors'
+/// headers: a survivor's own list from CURRENT, a lost member's from the
+/// nearest survivor to its right (which lists it among its k PARTNERS).
+fn set_metas(
+    ctx: &Ctx,
+    lost: &[bool],
+    headers: &[Option<CodedHeader>],
+) -> Result<(Vec<XorMember>, u64), ApplyError> {
+    let (n, k) = (ctx.n, ctx.k);
+    let chunk = common_chunk(ctx, headers)?;
+    let mut out = Vec::with_capacity(n);
+    for member in 0..n {
+        let expected = ctx.set.world_ranks[member];
+        let found = if lost[member] {
+            (1..=k).find_map(|d| {
+                let h = headers[(member + d) % n].as_ref()?;
+                h.partners.get(d - 1).cloned()
+            })
+        } else {
+            headers[member].as_ref().map(|h| h.xor.current.clone())
+        };
+        let m = found.ok_or_else(|| ctx.inconsistent(Inconsistency::Unlisted { member }))?;
+        if m.rank != expected {
+            return Err(ctx.inconsistent(Inconsistency::HeaderRank {
+                member,
+                listed: m.rank,
+                expected,
+            }));
+        }
+        out.push(m);
+    }
+    Ok((out, chunk))
+}

@@ -1,0 +1,455 @@
+//! The pipelined ring shared by XOR and RS encode and rebuild (see the
+//! documentation of [`super`]): the per-stripe plan ([`Tables`]), the
+//! member I/O behind it ([`MemberIo`]) and the ring itself ([`ring`]).
+
+use std::fs::File;
+use std::mem;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+
+use super::super::gf256;
+use super::super::logical::LogicalFile;
+use super::super::rs::Slot;
+use super::super::xor;
+use super::coded::RedWriter;
+use super::crc::SegmentCrc;
+use super::error::{ApplyError, Inconsistency};
+use super::member::{latch, Ctx};
+
+/// What a member reads for, or writes from, one stripe.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Src {
+    /// A chunk of its logical file.
+    Data { chunk: usize },
+    /// A parity row of its redundancy file.
+    Parity { row: usize },
+}
+
+impl From<Slot> for Src {
+    fn from(s: Slot) -> Self {
+        match s {
+            Slot::Data { chunk, .. } => Src::Data { chunk },
+            Slot::Parity { row } => Src::Parity { row },
+        }
+    }
+}
+
+/// The member holding codeword position `p` of `stripe` in an RS set of
+/// `n` members with `k` parity rows.
+pub(super) fn holder(n: usize, k: usize, stripe: usize, p: usize) -> usize {
+    if p < n - k {
+        (stripe + k + p) % n
+    } else {
+        (stripe + p - (n - k)) % n
+    }
+}
+
+/// The codeword position of a slot.
+pub(super) fn position(slot: Slot, n: usize, k: usize) -> usize {
+    match slot {
+        Slot::Data { position, .. } => position,
+        Slot::Parity { row } => n - k + row,
+    }
+}
+
+/// This member's share of one stripe: what it reads and its coefficient
+/// per output.
+pub(super) type Share = Option<(Src, Vec<u8>)>;
+
+/// The ring's plan, identical on every member except `mine` and `sinks`.
+pub(super) struct Tables {
+    /// Outputs per stripe (k at encode, lost members at rebuild).
+    width: usize,
+    /// dests[stripe][q]: the member that stores output q of the stripe.
+    dests: Vec<Vec<usize>>,
+    /// mine[stripe]: what this member reads and its coefficient per output.
+    mine: Vec<Share>,
+    /// sinks[stripe]: where this member stores an output of the stripe.
+    sinks: Vec<Src>,
+    /// At step t member m adds its share of stripe (m − start − t) mod N.
+    start: usize,
+    /// Ring steps (1..=N): N − k at encode, where only data members need to
+    /// see a stripe's bundle; N at rebuild, where any survivor may.
+    steps: usize,
+    /// Delivery distances d: the member finishing a stripe's bundle sends
+    /// some output of it to the member d places to its right.
+    rounds: Vec<usize>,
+}
+
+/// The per-stripe columns of a [`Tables`], one entry per stripe.
+pub(super) struct Columns {
+    /// dests[stripe][q]: the member that stores output q of the stripe.
+    pub(super) dests: Vec<Vec<usize>>,
+    /// mine[stripe]: what this member reads and its coefficient per output.
+    pub(super) mine: Vec<Share>,
+    /// sinks[stripe]: where this member stores an output of the stripe.
+    pub(super) sinks: Vec<Src>,
+}
+
+impl Tables {
+    /// The plan of a set of `n`: `width` outputs per stripe, `steps` ring
+    /// steps starting at stripe offset `start`.
+    pub(super) fn new(n: usize, start: usize, steps: usize, width: usize, cols: Columns) -> Self {
+        assert!(
+            start <= n && (1..=n).contains(&steps),
+            "ring start {start} and steps {steps} outside a set of {n}"
+        );
+        assert!(
+            cols.dests.len() == n && cols.mine.len() == n && cols.sinks.len() == n,
+            "one plan column entry per stripe of {n}"
+        );
+        assert!(
+            cols.dests.iter().all(|d| d.len() == width),
+            "every stripe has {width} outputs"
+        );
+        assert!(
+            cols.mine.iter().flatten().all(|(_, c)| c.len() == width),
+            "one coefficient per output"
+        );
+        let mut t = Tables {
+            width,
+            dests: cols.dests,
+            mine: cols.mine,
+            sinks: cols.sinks,
+            start,
+            steps,
+            rounds: Vec::new(),
+        };
+        let mut used = vec![false; n];
+        for (s, ds) in t.dests.iter().enumerate() {
+            for &d in ds {
+                used[(d + n - t.finisher(s, n)) % n] = true;
+            }
+        }
+        t.rounds = (0..n).filter(|&d| used[d]).collect();
+        t
+    }
+
+    /// The stripe member `m` works on at ring step `step`.
+    fn stripe(&self, m: usize, step: usize, n: usize) -> usize {
+        (m + 2 * n - self.start - step) % n
+    }
+
+    /// The stripe whose bundle member `m` holds after the last step.
+    fn finished(&self, m: usize, n: usize) -> usize {
+        self.stripe(m, self.steps - 1, n)
+    }
+
+    /// The member holding stripe `s`'s bundle after the last step.
+    fn finisher(&self, s: usize, n: usize) -> usize {
+        (s + self.start + self.steps - 1) % n
+    }
+}
+
+/// The member I/O behind the ring: reads data chunks from the logical file
+/// and parity rows from the redundancy file; writes outputs to them.
+pub(super) struct MemberIo<'f> {
+    pub(super) chunk: u64,
+    pub(super) logical: Option<&'f LogicalFile>,
+    pub(super) logical_len: u64,
+    /// CRC of the data written (a lost member's rebuilt files).
+    pub(super) data_crc: Option<SegmentCrc>,
+    /// A survivor's redundancy file: (file, path, header length).
+    pub(super) red_read: Option<(File, PathBuf, u64)>,
+    pub(super) red_write: Option<RedWriter>,
+}
+
+impl MemberIo<'_> {
+    /// The logical file; the ring reads and writes only while nothing is
+    /// latched, and without a failure there is one.
+    fn logical(&self) -> &LogicalFile {
+        self.logical
+            .expect("the ring touches the logical file only when it was opened or created")
+    }
+
+    fn read(&mut self, ctx: &Ctx, src: Src, off: u64, buf: &mut [u8]) -> Result<(), ApplyError> {
+        match src {
+            Src::Data { chunk } => {
+                let pos = chunk as u64 * self.chunk + off;
+                let lf = self.logical();
+                lf.read_at(pos, buf).map_err(ctx.red_err(Some(pos)))?;
+                if let Some(c) = &mut self.data_crc {
+                    c.update(pos, buf);
+                }
+            }
+            Src::Parity { row } => {
+                let (f, path, hlen) = self
+                    .red_read
+                    .as_ref()
+                    .expect("only a survivor reads parity, and it opened its redundancy file");
+                let pos = hlen + row as u64 * self.chunk + off;
+                f.read_exact_at(buf, pos)
+                    .map_err(ctx.io_err(path, Some(pos)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// This member's bytes of `src` at `off`: lent from the mapping of
+    /// the data when there is one, else read into `scratch`.
+    fn share<'s>(
+        &'s mut self,
+        ctx: &Ctx,
+        src: Src,
+        off: u64,
+        scratch: &'s mut Vec<u8>,
+    ) -> Result<&'s [u8], ApplyError> {
+        let len = scratch.len();
+        match (src, self.logical) {
+            (Src::Data { chunk }, Some(lf)) => {
+                let pos = chunk as u64 * self.chunk + off;
+                let bytes = lf
+                    .bytes(pos, len, scratch)
+                    .map_err(ctx.red_err(Some(pos)))?;
+                if let Some(c) = &mut self.data_crc {
+                    c.update(pos, bytes);
+                }
+                Ok(bytes)
+            }
+            _ => {
+                self.read(ctx, src, off, scratch)?;
+                Ok(scratch)
+            }
+        }
+    }
+
+    fn write(&mut self, ctx: &Ctx, sink: Src, off: u64, bytes: &[u8]) -> Result<(), ApplyError> {
+        match sink {
+            Src::Data { chunk } => {
+                let pos = chunk as u64 * self.chunk + off;
+                // Past the member's data the rebuilt bytes must be the zero
+                // padding; anything else means the survivors disagree.
+                let data = self.logical_len.saturating_sub(pos).min(bytes.len() as u64) as usize;
+                if bytes[data..].iter().any(|&b| b != 0) {
+                    return Err(ctx.inconsistent(Inconsistency::Padding {
+                        offset: pos + data as u64,
+                    }));
+                }
+                let lf = self.logical();
+                lf.write_at(pos, bytes).map_err(ctx.red_err(Some(pos)))?;
+                if let Some(c) = &mut self.data_crc {
+                    c.update(pos, bytes);
+                }
+            }
+            Src::Parity { row } => {
+                let w = self
+                    .red_write
+                    .as_mut()
+                    .expect("only a member that created its redundancy file writes parity");
+                w.write_row(ctx, row, off, bytes)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One delivery round of the finished bundles: this member sends outputs
+/// `sends` of its stripe to the member `d` to its right and receives
+/// outputs `recvs` of stripe `from_fin` from the member `d` to its left.
+struct Round {
+    d: usize,
+    sends: Vec<usize>,
+    from_fin: usize,
+    recvs: Vec<usize>,
+}
+
+/// The delivery rounds: the same for every piece, so worked out once and
+/// the piece loop allocates nothing.
+fn delivery_rounds(ctx: &Ctx, t: &Tables, mine_fin: usize) -> Vec<Round> {
+    let (n, me, w) = (ctx.n, ctx.me, t.width);
+    t.rounds
+        .iter()
+        .map(|&d| {
+            let (to, from) = (ctx.right(d), ctx.left(d));
+            let from_fin = t.finished(from, n);
+            let sends = (0..w).filter(|&q| t.dests[mine_fin][q] == to).collect();
+            let recvs = (0..w).filter(|&q| t.dests[from_fin][q] == me).collect();
+            Round {
+                d,
+                sends,
+                from_fin,
+                recvs,
+            }
+        })
+        .collect()
+}
+
+/// The buffers of the ring, reused across steps and pieces.
+#[derive(Default)]
+struct RingBufs {
+    /// The bundle of partial sums (width rows of one piece).
+    acc: Vec<u8>,
+    /// What arrives.
+    inc: Vec<u8>,
+    /// This member's share when it cannot be lent from a mapping.
+    read: Vec<u8>,
+    /// Several outputs for one destination, joined.
+    out: Vec<u8>,
+}
+
+/// The pipelined ring (see the module documentation). Local I/O failures
+/// are latched and the member keeps its place; only communicator failures
+/// end it early.
+pub(super) fn ring(
+    ctx: &Ctx,
+    chunk: u64,
+    t: &Tables,
+    io: &mut MemberIo<'_>,
+    latched: &mut Option<ApplyError>,
+) -> Result<(), ApplyError> {
+    let (n, me) = (ctx.n, ctx.me);
+    assert!(t.dests.len() == n, "the plan has one column per stripe");
+    let mine_fin = t.finished(me, n);
+    assert_eq!(t.finisher(mine_fin, n), me, "the ring ends where it should");
+    let rounds = delivery_rounds(ctx, t, mine_fin);
+    let mut b = RingBufs::default();
+    let pieces = xor::pieces(chunk, ctx.set.piece_bytes).map_err(ctx.red_err(None))?;
+    let piece_count = chunk.div_ceil(ctx.set.piece_bytes as u64);
+    let mut done = 0u64;
+    for (off, len) in pieces {
+        done += 1;
+        assert!(done <= piece_count, "more pieces than the chunk holds");
+        assert!(
+            len >= 1 && len <= ctx.set.piece_bytes,
+            "piece of {len} bytes"
+        );
+        // Only the length is set here: step 0 overwrites every byte.
+        b.acc.resize(t.width * len, 0);
+        b.read.resize(len, 0);
+        for step in 0..t.steps {
+            if step > 0 {
+                pass_right(ctx, step, &mut b)?;
+            }
+            add_share(ctx, t, io, (step, off, len), &mut b, latched);
+        }
+        deliver(ctx, t, io, (mine_fin, off, len), &rounds, &mut b, latched)?;
+    }
+    assert_eq!(done, piece_count, "every piece of the chunk went round");
+    Ok(())
+}
+
+/// Ring step > 0: send the bundle right, take the left neighbour's.
+fn pass_right(ctx: &Ctx, step: usize, b: &mut RingBufs) -> Result<(), ApplyError> {
+    ctx.set
+        .comm
+        .sendrecv_bytes(Some((ctx.right(1), &b.acc)), Some(ctx.left(1)), &mut b.inc)
+        .map_err(ctx.comm_err())?;
+    if b.inc.len() != b.acc.len() {
+        return Err(ctx.inconsistent(Inconsistency::RingStep {
+            step,
+            expected: b.acc.len(),
+            received: b.inc.len(),
+        }));
+    }
+    mem::swap(&mut b.acc, &mut b.inc);
+    Ok(())
+}
+
+/// Adds this member's share of the stripe it works on at `step` to the
+/// bundle (at step 0 the bundle starts from it, or from zeros).
+fn add_share(
+    ctx: &Ctx,
+    t: &Tables,
+    io: &mut MemberIo<'_>,
+    (step, off, len): (usize, u64, usize),
+    b: &mut RingBufs,
+    latched: &mut Option<ApplyError>,
+) {
+    let stripe = t.stripe(ctx.me, step, ctx.n);
+    // XOR encode is exactly scr_reddesc_apply_xor()'s schedule.
+    debug_assert!(t.start != 1 || xor::ring_slot(ctx.me, step, ctx.n).ok() == Some(stripe));
+    let share = t.mine[stripe].as_ref().filter(|_| latched.is_none());
+    let Some((src, coefs)) = share else {
+        if step == 0 {
+            b.acc.fill(0);
+        }
+        return;
+    };
+    if step == 0 && coefs.as_slice() == [1] {
+        // The XOR case: the first share is the bundle itself, so it is read
+        // straight into it (no zeroing, no copy, no XOR).
+        if latch(latched, io.read(ctx, *src, off, &mut b.acc)).is_none() {
+            b.acc.fill(0);
+        }
+        return;
+    }
+    let Some(bytes) = latch(latched, io.share(ctx, *src, off, &mut b.read)) else {
+        if step == 0 {
+            b.acc.fill(0);
+        }
+        return;
+    };
+    for (q, &c) in coefs.iter().enumerate() {
+        let row = &mut b.acc[q * len..(q + 1) * len];
+        match (step, c) {
+            (0, 1) => row.copy_from_slice(bytes),
+            (0, _) => {
+                row.fill(0);
+                gf256::mul_add_into(row, bytes, c);
+            }
+            _ => gf256::mul_add_into(row, bytes, c),
+        }
+    }
+}
+
+/// The bundle now holds the finished outputs of stripe `mine_fin`: deliver
+/// each to the member that stores it, and store what others deliver here.
+fn deliver(
+    ctx: &Ctx,
+    t: &Tables,
+    io: &mut MemberIo<'_>,
+    (mine_fin, off, len): (usize, u64, usize),
+    rounds: &[Round],
+    b: &mut RingBufs,
+    latched: &mut Option<ApplyError>,
+) -> Result<(), ApplyError> {
+    for r in rounds {
+        if r.d == 0 {
+            for &q in &r.sends {
+                if latched.is_none() {
+                    let bytes = &b.acc[q * len..(q + 1) * len];
+                    latch(latched, io.write(ctx, t.sinks[mine_fin], off, bytes));
+                }
+            }
+            continue;
+        }
+        let payload: &[u8] = match r.sends.as_slice() {
+            [] => &[],
+            [q] => &b.acc[q * len..(q + 1) * len],
+            qs => {
+                b.out.clear();
+                for q in qs {
+                    b.out.extend_from_slice(&b.acc[q * len..(q + 1) * len]);
+                }
+                &b.out
+            }
+        };
+        let (to, from) = (ctx.right(r.d), ctx.left(r.d));
+        let send = (!r.sends.is_empty()).then_some((to, payload));
+        let recv = (!r.recvs.is_empty()).then_some(from);
+        if send.is_none() && recv.is_none() {
+            continue;
+        }
+        ctx.set
+            .comm
+            .sendrecv_bytes(send, recv, &mut b.inc)
+            .map_err(ctx.comm_err())?;
+        if r.recvs.is_empty() {
+            continue;
+        }
+        if b.inc.len() != r.recvs.len() * len {
+            return Err(ctx.inconsistent(Inconsistency::Delivery {
+                from,
+                expected: r.recvs.len() * len,
+                received: b.inc.len(),
+            }));
+        }
+        for i in 0..r.recvs.len() {
+            if latched.is_none() {
+                let bytes = &b.inc[i * len..(i + 1) * len];
+                latch(latched, io.write(ctx, t.sinks[r.from_fin], off, bytes));
+            }
+        }
+    }
+    Ok(())
+}
