@@ -39,7 +39,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Component, Path};
 
-use scr::fault::{Action, ErrorKind, FaultPlan, FaultSpec};
+use crate::runtime::{Action, ErrorKind, FaultPlan, FaultSpec};
 use serde::{Deserialize, Serialize};
 
 /// Injection point reached when the application calls Start_output (once per output, 1-based).
@@ -1052,7 +1052,7 @@ impl Plan {
         })
     }
 
-    /// The library-side faults of launch `run`, as `scr::fault` reads them.
+    /// The library-side faults of launch `run`, as the fault runtime reads them.
     pub fn fault_plan(&self, run: u32) -> FaultPlan {
         FaultPlan {
             faults: self
@@ -1065,7 +1065,7 @@ impl Plan {
     }
 
     /// The library-side faults of `scr postrun` (`at = "postrun"` with a
-    /// point), as `scr::fault` reads them in the scavenge's processes.
+    /// point), as the fault runtime reads them in the scavenge's processes.
     pub fn postrun_fault_plan(&self) -> FaultPlan {
         FaultPlan {
             faults: self
@@ -1174,7 +1174,7 @@ when = { at = "point", point = "fetch.file", repeat = true, rank = 3 }
         for run in 1..=2 {
             let env = plan.to_env(run).expect("env");
             assert_eq!(
-                scr::fault::parse_plan(&env).expect("scr parses it"),
+                crate::runtime::parse_plan(&env).expect("scr parses it"),
                 plan.fault_plan(run)
             );
         }
