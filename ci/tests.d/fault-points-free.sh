@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Injection points (scr/src/fault.rs) must cost nothing unless the
-# `fault-injection` feature is on, and must really act when it is.
+# Injection points (scr/src/fault.rs, the hook) must cost nothing unless the
+# `fault-injection` feature is on, and must really act when it is (the
+# runtime they call, plans/kills/fault log, is the faultrt crate).
 #
 # 1. Release build of scr/examples/fault_point_probe.rs WITHOUT the feature:
-#    the point's name is not in the binary, no scr::fault symbol is linked,
-#    and the loop with the point compiles to the same instructions as the
-#    loop without it (same address after folding, or identical disassembly).
-# 2. The same probe WITH the feature: the name and `scr::fault::hit` are
-#    there, and each action happens: kill (137), exit:CODE, error (3),
-#    delay, kill-node (kills the same-node peers of the job, spares others),
-#    a bad plan exits 86; the fault log records the firing.
-# 3. The unit tests of scr::fault with the feature.
+#    the point's name is not in the binary, no scr::fault or faultrt symbol
+#    is linked, and the loop with the point compiles to the same
+#    instructions as the loop without it (same address after folding, or
+#    identical disassembly).
+# 2. The same probe WITH the feature: the name, `scr::fault::hit` and the
+#    runtime are there, and each action happens: kill (137), exit:CODE,
+#    error (3), delay, kill-node (kills the same-node peers of the job,
+#    spares others), a bad plan exits 86; the fault log records the firing.
+# 3. The unit tests of scr::fault with the feature, and of faultrt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -36,6 +38,7 @@ if grep -q -a "SCR_FAULT_PLAN" "$probe"; then fail "SCR_FAULT_PLAN found in the 
 # nm goes to a file first: with pipefail, `nm | grep -q` fails on SIGPIPE.
 nm -C "$probe" >"$probe.nm"
 if grep -q "scr::fault::" "$probe.nm"; then fail "scr::fault symbols linked"; fi
+if grep -q "faultrt::" "$probe.nm"; then fail "faultrt (the fault runtime) linked"; fi
 with=$(awk '$3 == "probe_with_point" {print $1}' "$probe.nm")
 without=$(awk '$3 == "probe_without_point" {print $1}' "$probe.nm")
 [ -n "$with" ] && [ -n "$without" ] || fail "probe symbols missing"
@@ -54,7 +57,8 @@ echo "-- with the feature"
 cargo_build --features fault-injection
 grep -q -a "$name" "$probe" || fail "point name missing with the feature"
 nm -C "$probe" >"$probe.nm"
-grep -q "scr::fault::" "$probe.nm" || fail "scr::fault symbols missing with the feature"
+grep -q "scr::fault::hit" "$probe.nm" || fail "scr::fault::hit missing with the feature"
+grep -q "faultrt::" "$probe.nm" || fail "faultrt (the fault runtime) missing with the feature"
 grep -q -a "SCR_FAULT_PLAN" "$probe" || fail "SCR_FAULT_PLAN missing with the feature"
 
 tmp=$(mktemp -d)
@@ -107,4 +111,5 @@ echo "every action happens: ok"
 
 echo "-- unit tests with the feature"
 cargo test --quiet -j2 -p scr --no-default-features --features fault-injection --lib fault
+cargo test --quiet -j2 -p faultrt
 echo "fault-points-free: ok"

@@ -17,7 +17,7 @@ use crate::plan::{
     Area, Corruption, Fault, NodeAftermath, OutageMethod, Plan, Role, Selector, Target, Topology,
     What, When, KNOWN_POINTS,
 };
-use scr::fault::ErrorKind;
+use crate::runtime::ErrorKind;
 
 /// Environment variable that fixes the seed of a test or campaign.
 pub const ENV_SEED: &str = "FAULTSIM_SEED";
@@ -409,7 +409,7 @@ mod tests {
             }
             for run in 1..=space.runs {
                 if let Some(env) = plan.to_env(run) {
-                    match scr::fault::parse_plan(&env) {
+                    match crate::runtime::parse_plan(&env) {
                         Ok(p) if p == plan.fault_plan(run) => {}
                         other => return TestResult::error(format!("{env}: {other:?}")),
                     }

@@ -950,15 +950,15 @@ impl RunLoop {
         let mut argv: Vec<OsString> = vec!["env".into()];
         let mut vars: BTreeMap<String, String> = self.env.clone();
         vars.insert(
-            scr::fault::ENV_LOG.into(),
+            faultsim::runtime::ENV_LOG.into(),
             self.alloc.fault_log().to_string_lossy().into_owned(),
         );
         vars.insert(
-            scr::fault::ENV_JOB.into(),
+            faultsim::runtime::ENV_JOB.into(),
             format!("{}-postrun", self.alloc.root.display()),
         );
         if let Some(p) = &plan_text {
-            vars.insert(scr::fault::ENV_PLAN.into(), p.clone());
+            vars.insert(faultsim::runtime::ENV_PLAN.into(), p.clone());
         }
         argv.extend(vars.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
         argv.push(scr.clone().into());
@@ -1209,11 +1209,11 @@ impl RunLoop {
         }
         job = job.env("SCR_PREFIX", self.alloc.prefix().to_string_lossy());
         job = job.env(
-            scr::fault::ENV_LOG,
+            faultsim::runtime::ENV_LOG,
             self.alloc.fault_log().to_string_lossy(),
         );
         job = job.env(
-            scr::fault::ENV_JOB,
+            faultsim::runtime::ENV_JOB,
             format!("{}-{launch}", self.alloc.root.display()),
         );
         // In-process faults of this launch first (the library fires the
@@ -1233,13 +1233,13 @@ impl RunLoop {
             match watch.iter_mut().find(|(a, _)| a == after) {
                 Some((_, v)) => v.push(d),
                 None => {
-                    plan.faults.push(scr::fault::FaultSpec {
+                    plan.faults.push(faultsim::runtime::FaultSpec {
                         point: POINT_COMPUTE.to_string(),
                         hit: *after,
                         repeat: false,
                         rank: None,
                         node: None,
-                        action: scr::fault::Action::Delay { ms: WATCH_DELAY_MS },
+                        action: faultsim::runtime::Action::Delay { ms: WATCH_DELAY_MS },
                     });
                     watch.push((*after, vec![d]));
                 }
@@ -1247,7 +1247,7 @@ impl RunLoop {
         }
         let plan_text = (!plan.faults.is_empty()).then(|| plan.to_string());
         if let Some(p) = &plan_text {
-            job = job.env(scr::fault::ENV_PLAN, p.clone());
+            job = job.env(faultsim::runtime::ENV_PLAN, p.clone());
         }
         let log_start = read_fault_log(&self.alloc.fault_log()).len();
         let ranks = job.total_ranks();

@@ -22,8 +22,8 @@
 //!   encode, evict/delete, and restart in place (verify and rebuild).
 //! - [`api`]: the user API ([`Scr`], phases, [`Flags`]).
 //! - [`halt`]: halt conditions (the halt file, SCR_HALT_SECONDS, `scr halt`).
-//! - [`fault`]: injection points for the testbed, compiled in only with the
-//!   `fault-injection` feature.
+//! - [`fault`]: the hook of the testbed's injection points, compiled in only
+//!   with the `fault-injection` feature (which pulls in the `faultrt` runtime).
 //! - [`log`]: SCR's text log (parser; the writer comes with the cache tier).
 //! - [`scavenge`]: the serial commands that save a dataset from cache after
 //!   the last run (`scr copy`, `scr index`, `scr postrun`).
