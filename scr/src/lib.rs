@@ -23,12 +23,14 @@
 //! - [`scavenge`]: the serial commands that save a dataset from cache after
 //!   the last run (`scr copy`, `scr index`, `scr postrun`).
 //! - [`interval`]: checkpoint interval models and their estimators.
+//! - [`exit`]: the one exit-code table of the `scr` and `scr-harness` commands.
 #![deny(missing_docs)]
 
 pub mod api;
 pub mod cache;
 pub mod comm;
 pub mod config;
+pub mod exit;
 pub mod fault;
 pub mod halt;
 pub mod interval;
