@@ -609,6 +609,22 @@ fn selected<'a>(cat: &'a Catalogue, a: &CampaignArgs) -> Vec<&'a Scenario> {
         .collect()
 }
 
+/// A scenario's expected outcome per scheme, for `campaign --list`
+/// (`XOR=rebuilt:1; RS=...`). Printed with `println!`: a reader that closes
+/// the pipe ends the process by SIGPIPE (see `main`), not by a panic.
+fn expectations(s: &Scenario) -> String {
+    s.schemes()
+        .iter()
+        .map(|x| {
+            format!(
+                "{x}={}",
+                s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     let dir = a.catalogue.clone().unwrap_or_else(scenario::default_dir);
     let (scenarios_owned, name): (Vec<Scenario>, String) = if let Some(n) = a.random {
@@ -626,23 +642,13 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
         };
         if a.list {
             for (_, s) in &cat.scenarios {
-                let exp: Vec<String> = s
-                    .schemes()
-                    .iter()
-                    .map(|x| {
-                        format!(
-                            "{x}={}",
-                            s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
-                        )
-                    })
-                    .collect();
                 println!(
                     "{:<44} {:<5} {:<28} {} [{}]",
                     s.name,
                     if s.quick { "quick" } else { "" },
                     s.tags.join(","),
                     s.about,
-                    exp.join("; ")
+                    expectations(s)
                 );
             }
             return Code::Success.into();
@@ -668,17 +674,7 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     if a.list {
         // Random mode: the drawn scenarios, without running them.
         for s in &scenarios_owned {
-            let exp: Vec<String> = s
-                .schemes()
-                .iter()
-                .map(|x| {
-                    format!(
-                        "{x}={}",
-                        s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
-                    )
-                })
-                .collect();
-            println!("{:<12} {} [{}]", s.name, s.about, exp.join("; "));
+            println!("{:<12} {} [{}]", s.name, s.about, expectations(s));
         }
         return Code::Success.into();
     }

@@ -160,9 +160,46 @@ fn update_index<R>(prefix: &Path, f: impl FnOnce(&mut Index) -> R) -> ScavengeRe
     Index::update_file(&path, f).map_err(|e| index_error(&path, e))
 }
 
+/// A dataset directory's name relative to the prefix (`ckpt.1`, `a/b`):
+/// what the index keys datasets by. [`relative_dir`] makes one only for a
+/// name that stays below the prefix (no `..`, not `.scr`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DatasetDir(String);
+
+impl DatasetDir {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The name, owned.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::ops::Deref for DatasetDir {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for DatasetDir {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl std::fmt::Display for DatasetDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// `dir` as a dataset directory name relative to `prefix` (an absolute
 /// path inside the prefix is accepted).
-pub fn relative_dir(prefix: &Path, dir: &str) -> ScavengeResult<String> {
+pub fn relative_dir(prefix: &Path, dir: &str) -> ScavengeResult<DatasetDir> {
     let p = Path::new(dir);
     let rel = if p.is_absolute() {
         p.strip_prefix(prefix)
@@ -180,7 +217,7 @@ pub fn relative_dir(prefix: &Path, dir: &str) -> ScavengeResult<String> {
             dir: dir.to_string(),
         });
     }
-    Ok(rel)
+    Ok(DatasetDir(rel))
 }
 
 fn list_rank_filemaps(meta_dir: &Path) -> ScavengeResult<Vec<(i64, PathBuf)>> {
@@ -530,10 +567,10 @@ pub fn add_dir(prefix: &Path, dir: &str) -> ScavengeResult<AddReport> {
     let dir = relative_dir(prefix, dir)?;
     let idx = read_index(prefix)?;
     if let Some(id) = idx.dataset_id_by_dir(&dir) {
-        let e = &idx.datasets[&id][&dir];
+        let e = &idx.datasets[&id][dir.as_str()];
         if e.complete == Some(true) {
             return Ok(AddReport {
-                dir,
+                dir: dir.into_string(),
                 dataset: Some(id),
                 name: e.dataset.as_ref().and_then(|d| d.name.clone()),
                 complete: true,
@@ -770,7 +807,7 @@ pub struct RebuildIndexReport {
 /// Dataset directories below `prefix` (relative): directories holding
 /// `.scr/summary.scr` or a rank filemap. A bounded walk that follows no
 /// symbolic links.
-pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<String>> {
+pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<DatasetDir>> {
     let mut found = Vec::new();
     let mut stack: Vec<(PathBuf, usize)> = vec![(prefix.to_path_buf(), 0)];
     let mut visited = 0usize;
@@ -786,7 +823,7 @@ pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<String>> {
             let meta = dir.join(META_DIR);
             if meta.join(SUMMARY_FILE).is_file() || !list_rank_filemaps(&meta)?.is_empty() {
                 if let Ok(rel) = dir.strip_prefix(prefix) {
-                    found.push(rel.to_string_lossy().into_owned());
+                    found.push(DatasetDir(rel.to_string_lossy().into_owned()));
                 }
             }
         }
@@ -842,11 +879,11 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
                 let prev = old
                     .as_ref()
                     .and_then(|o| o.datasets.get(&ds.id))
-                    .and_then(|d| d.get(&dir));
+                    .and_then(|d| d.get(dir.as_str()));
                 let e = new
                     .datasets
                     .get_mut(&ds.id)
-                    .and_then(|d| d.get_mut(&dir))
+                    .and_then(|d| d.get_mut(dir.as_str()))
                     .expect("just set");
                 e.flushed = Some(prev.and_then(|p| p.flushed.clone()).unwrap_or(when.clone()));
                 if let Some(p) = prev {
@@ -855,7 +892,7 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
                 }
                 report.datasets.push(b.report);
             }
-            Err(e) => report.skipped.push((dir, e.to_string())),
+            Err(e) => report.skipped.push((dir.into_string(), e.to_string())),
         }
     }
     new.current = old
