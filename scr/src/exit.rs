@@ -330,7 +330,7 @@ mod tests {
     #[test]
     fn missing_file_and_damage_have_their_codes() {
         let dir = tempfile::tempdir().unwrap();
-        let gone = crate::kvtree::file::read(&dir.path().join("none")).unwrap_err();
+        let gone = crate::kvtree::file::read(dir.path().join("none")).unwrap_err();
         assert_eq!(gone.exit_code(), Code::Absent);
         let bad = dir.path().join("bad");
         std::fs::write(&bad, b"not a kvtree file at all, no magic").unwrap();

@@ -88,9 +88,9 @@ pub enum CliError {
     /// A kvtree file could not be read.
     #[error(transparent)]
     KvFile(#[from] KvFileError),
-    /// The configuration is invalid.
+    /// The configuration is invalid (boxed: it is the largest error).
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(Box<ConfigError>),
     /// A log file could not be read.
     #[error(transparent)]
     Log(#[from] LogError),
@@ -106,6 +106,12 @@ pub enum CliError {
     /// JSON output could not be produced.
     #[error("JSON output: {0}")]
     Json(#[from] serde_json::Error),
+}
+
+impl From<ConfigError> for CliError {
+    fn from(e: ConfigError) -> Self {
+        CliError::Config(Box::new(e))
+    }
 }
 
 impl CliError {
