@@ -31,6 +31,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use scr::exit::Code;
 use serde::Serialize;
 
 use crate::health::{self, DownList, StorageCheck};
@@ -613,14 +614,15 @@ fn health_check_catches(ctx: &Ctx) -> Vec<Check> {
     out
 }
 
-/// `scr-harness validate`: print the report; exit 0 when every check that
-/// ran passed, 1 when one failed, 3 when the checklist could not run.
+/// `scr-harness validate`: print the report; exit SUCCESS when every check
+/// that ran passed, UNEXPECTED when one failed, FAILED when the checklist
+/// could not run (codes of [`scr::exit::Code`]).
 pub fn main(a: ValidateArgs) -> ExitCode {
     let checks = match run(&a) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("scr-harness validate: {e}");
-            return ExitCode::from(3);
+            return Code::Failed.into();
         }
     };
     let failed = checks.iter().filter(|c| c.status == "FAIL").count();
@@ -645,30 +647,31 @@ pub fn main(a: ValidateArgs) -> ExitCode {
         );
     }
     if failed > 0 {
-        ExitCode::from(1)
+        Code::Unexpected.into()
     } else {
-        ExitCode::SUCCESS
+        Code::Success.into()
     }
 }
 
 /// `scr-harness check-node --storage PATH[:MIN_BYTES]...`: `scr_check_node`
-/// on this node. Exit 0 when healthy, 1 with the reason otherwise.
+/// on this node. Exit SUCCESS when healthy, UNEXPECTED with the reason
+/// otherwise, USAGE for a bad `--storage`.
 pub fn check_node_main(storage: &[String]) -> ExitCode {
     let s = match parse_storage(storage) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("scr-harness check-node: {e}");
-            return ExitCode::from(64);
+            return Code::Usage.into();
         }
     };
     match health::check_node(None, &s) {
         Ok(()) => {
             println!("healthy");
-            ExitCode::SUCCESS
+            Code::Success.into()
         }
         Err(why) => {
             println!("down: {why}");
-            ExitCode::from(1)
+            Code::Unexpected.into()
         }
     }
 }

@@ -30,6 +30,7 @@
 //! - [`interval`]: checkpoint interval models and their estimators.
 //! - [`error`]: the crate's error, [`ScrError`], carrying each layer's typed
 //!   error; [`ids`]: the [`DatasetId`] and [`Rank`] newtypes.
+//! - [`exit`]: the one exit-code table of the `scr` and `scr-harness` commands.
 #![deny(missing_docs)]
 
 pub mod api;
@@ -38,6 +39,7 @@ pub mod comm;
 pub mod config;
 pub mod dataset;
 pub mod error;
+pub mod exit;
 pub mod fault;
 pub mod halt;
 pub mod ids;

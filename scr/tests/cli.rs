@@ -113,7 +113,7 @@ HaltSeconds
 }
 
 #[test]
-fn print_of_a_corrupted_file_exits_1_naming_file_and_offset() {
+fn print_of_a_corrupted_file_exits_damaged_naming_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("halt.scr");
     file::write(&path, &guide_example()).unwrap();
@@ -121,7 +121,7 @@ fn print_of_a_corrupted_file_exits_1_naming_file_and_offset() {
     bytes[30] ^= 0x01;
     std::fs::write(&path, &bytes).unwrap();
     let out = scr(&["print", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(6), "DAMAGED");
     assert_eq!(text(&out.stdout), "", "nothing printed from a bad file");
     let trailer = bytes.len() - 4;
     let want = format!("scr: {}: offset {trailer}: CRC32 mismatch", path.display());
@@ -133,12 +133,12 @@ fn print_of_a_corrupted_file_exits_1_naming_file_and_offset() {
 }
 
 #[test]
-fn print_of_a_truncated_file_exits_1_naming_file_and_offset() {
+fn print_of_a_truncated_file_exits_damaged_naming_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("index.scr");
     std::fs::write(&path, [0x95, 0x1f, 0xc3]).unwrap();
     let out = scr(&["print", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(6), "DAMAGED");
     let err = text(&out.stderr);
     let want = format!("scr: {}: offset 3: truncated", path.display());
     assert!(
@@ -148,11 +148,11 @@ fn print_of_a_truncated_file_exits_1_naming_file_and_offset() {
 }
 
 #[test]
-fn print_of_a_missing_file_exits_1_naming_it() {
+fn print_of_a_missing_file_exits_absent_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nodes.scr");
     let out = scr(&["print", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(5), "ABSENT");
     let err = text(&out.stderr);
     assert!(err.contains(path.to_str().unwrap()), "{err}");
 }

@@ -87,11 +87,11 @@ fn config_key_prints_one_value() {
 }
 
 #[test]
-fn config_errors_name_file_and_line_and_exit_1() {
+fn config_errors_name_file_and_line_and_exit_config() {
     let mut vars = FIXED.to_vec();
     vars[0] = ("SCR_CONF_FILE", "tests/data/config/bad.conf");
     let o = scr(&["config"], &vars);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(7), "CONFIG");
     assert_eq!(stdout(&o), "");
     let err = stderr(&o);
     assert!(err.contains("tests/data/config/bad.conf:3:23"), "{err}");
@@ -99,7 +99,7 @@ fn config_errors_name_file_and_line_and_exit_1() {
     vars[0] = ("SCR_CONF_FILE", "tests/data/config/user.conf");
     vars.push(("SCR_SET_SIZE", "many"));
     let o = scr(&["config", "SCR_FLUSH"], &vars);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(7), "CONFIG");
     assert!(
         stderr(&o).contains("environment variable SCR_SET_SIZE"),
         "{}",

@@ -254,9 +254,10 @@ fn usage_errors_exit_2_and_change_nothing() {
 }
 
 #[test]
-fn failures_exit_1_naming_the_file() {
+fn failures_exit_with_their_codes_naming_the_file() {
+    // A prefix that is not there is a wrong argument: USAGE.
     let o = scr_in(Path::new("/"), &["halt", "/no/such/prefix"], &[]);
-    assert_eq!(code(&o), 1);
+    assert_eq!(code(&o), 2, "USAGE");
     assert!(text(&o.stderr).contains("/no/such/prefix"));
 
     let p = Prefix::new();
@@ -264,7 +265,7 @@ fn failures_exit_1_naming_the_file() {
     std::fs::write(halt_path(p.path()), b"garbage that is no kvtree").unwrap();
     for args in [&["halt", "-c", "1"][..], &["halt", "--list"]] {
         let o = p.scr(args);
-        assert_eq!(code(&o), 1, "{args:?}");
+        assert_eq!(code(&o), 6, "DAMAGED {args:?}");
         assert!(text(&o.stderr).contains("halt.scr"), "{}", text(&o.stderr));
     }
     assert_eq!(
@@ -383,12 +384,12 @@ fn flush_file_answers_with_scr_flush_file_exit_codes() {
 
 #[test]
 fn flush_file_errors() {
-    // No flush file: nothing was recorded (exit 1, said on stderr).
+    // No flush file: nothing was recorded (ABSENT, not NO: said on stderr).
     let p = Prefix::new();
     let o = p.scr(&["flush-file", "--latest"]);
-    assert_eq!(code(&o), 1);
+    assert_eq!(code(&o), 5, "ABSENT");
     assert!(text(&o.stderr).contains("flush.scr"));
-    // A damaged one: exit 3 naming file and offset.
+    // A damaged one: DAMAGED, naming file and offset.
     std::fs::create_dir_all(p.path().join(".scr")).unwrap();
     let mut bytes = Vec::new();
     let mut f = FlushFile::default();
@@ -400,7 +401,7 @@ fn flush_file_errors() {
     bytes[last] ^= 0x10;
     std::fs::write(p.path().join(".scr").join(FLUSH_FILE), &bytes).unwrap();
     let o = p.scr(&["flush-file", "--latest"]);
-    assert_eq!(code(&o), 3, "{}", text(&o.stderr));
+    assert_eq!(code(&o), 6, "DAMAGED: {}", text(&o.stderr));
     assert!(text(&o.stderr).contains("flush.scr"), "{}", text(&o.stderr));
     // Usage: one question, positive ids, --before only with a list, not
     // both --dir and a positional prefix.

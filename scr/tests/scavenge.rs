@@ -691,14 +691,14 @@ fn cli_copy_and_index_exit_codes_say_what_happened() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["datasets"][0]["complete"], false);
     assert_eq!(v["datasets"][0]["dir"], "ckpt.1");
-    // A damaged index: reported (exit 1, pointing at --rebuild), then rebuilt.
+    // A damaged index: reported (DAMAGED, pointing at --rebuild), then rebuilt.
     let idx = index_path(&cl.prefix);
     let mut b = fs::read(&idx).unwrap();
     let at = b.len() - 6;
     b[at] ^= 1;
     fs::write(&idx, &b).unwrap();
     let (code, _, err) = scr_cli(&["index", "--prefix", &prefix, "--list"]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 6, "DAMAGED");
     assert!(
         err.contains("--rebuild") && err.contains("index.scr"),
         "{err}"

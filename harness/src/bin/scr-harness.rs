@@ -8,15 +8,13 @@
 //! scr-harness check-node [--storage /dev/shm:BYTES]
 //! ```
 //!
-//! Exit codes (every subcommand):
-//! - 0: success — `run`: the loop completed (or met `--expect`);
-//!   `campaign`: every scenario met its expected outcome; `validate`: every
-//!   check passed;
-//! - 1: an outcome differed from the expectation, or a check failed;
-//! - 2: SILENT CORRUPTION or HANG happened (never acceptable);
-//! - 3: the harness could not do its job (bad catalogue or plan, missing
-//!   application or launcher, I/O error);
-//! - 64: bad usage.
+//! Exit codes: the table of [`scr::exit`] shared with `scr`
+//! (docs/exit-codes.md), printed by `scr-harness --help`. SUCCESS: `run`
+//! completed (or met `--expect`), `campaign` met every expectation,
+//! `validate` passed every check; UNEXPECTED: an outcome differed or a
+//! check failed; NEVER: SILENT CORRUPTION or HANG; CONFIG: a bad catalogue
+//! or plan; FAILED: the harness could not do its job (missing application
+//! or launcher, I/O error); USAGE: bad usage.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -29,19 +27,14 @@ use harness::campaign::{self, Report, Settings};
 use harness::outcome::{Outcome, Verdict};
 use harness::runloop::{default_storage, Allocation, AppSpec, LaunchRecord, RunLoop, RunResult};
 use harness::scenario::{self, Catalogue, Scenario};
+use scr::exit::Code;
 use scr::CopyType;
-
-const EXIT_UNEXPECTED: u8 = 1;
-const EXIT_NEVER: u8 = 2;
-const EXIT_HARNESS: u8 = 3;
-const EXIT_USAGE: u8 = 64;
 
 #[derive(Parser)]
 #[command(
     name = "scr-harness",
     about = "SCR run loop with fault injection, scenario campaigns, new-system validation",
-    after_help = "Exit codes: 0 success; 1 an outcome differed from its expectation or a check failed; \
-                  2 SILENT CORRUPTION or HANG; 3 harness error; 64 bad usage."
+    after_help = scr::exit::help_text()
 )]
 struct Cli {
     #[command(subcommand)]
@@ -187,14 +180,11 @@ struct CampaignArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
-    };
+    // `scr-harness campaign --list | head -1` must end quietly, not panic
+    // in println! on EPIPE.
+    scr::exit::default_sigpipe();
+    // clap exits USAGE (2) on bad usage, SUCCESS on --help/--version.
+    let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run(a) => run_cmd(a),
         Cmd::Campaign(a) => campaign_cmd(a),
@@ -203,9 +193,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// The harness could not do its job: exit FAILED.
 fn harness_error(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("scr-harness: {msg}");
-    ExitCode::from(EXIT_HARNESS)
+    Code::Failed.into()
+}
+
+/// A catalogue or fault plan is invalid: exit CONFIG.
+fn config_error(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("scr-harness: {msg}");
+    Code::Config.into()
 }
 
 /// scr_app: `--app`/`SCR_APP_BIN`, else the fault-injection build in the
@@ -425,13 +422,14 @@ fn run_cmd(a: RunArgs) -> ExitCode {
     let (rl, expect) = if let Some(name) = &a.scenario {
         let cat = match Catalogue::load(&catalogue_dir) {
             Ok(c) => c,
-            Err(e) => return harness_error(e),
+            Err(e) => return config_error(e),
         };
         let Some(sc) = cat.get(name) else {
-            return harness_error(format!(
-                "no scenario {name:?} in {}",
+            eprintln!(
+                "scr-harness: no scenario {name:?} in {}",
                 catalogue_dir.display()
-            ));
+            );
+            return Code::Usage.into();
         };
         let app = match find_app(a.common.app.as_ref()) {
             Ok(p) => p,
@@ -459,7 +457,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         let plan = match &a.plan {
             Some(p) => match Plan::read(p) {
                 Ok(p) => p,
-                Err(e) => return harness_error(e),
+                Err(e) => return config_error(e),
             },
             None => Plan::default(),
         };
@@ -470,7 +468,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         for kv in &a.env {
             let Some((k, v)) = kv.split_once('=') else {
                 eprintln!("scr-harness: --env {kv:?}: expected VAR=VALUE");
-                return ExitCode::from(EXIT_USAGE);
+                return Code::Usage.into();
             };
             env.insert(k.into(), v.into());
         }
@@ -491,7 +489,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
                     eprintln!("scr-harness: warning: {w}");
                 }
             }
-            Err(e) => return harness_error(e),
+            Err(e) => return config_error(e),
         }
         let app = if let Some((prog, args)) = a.program.split_first() {
             AppSpec {
@@ -572,7 +570,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             a.seed,
             replay.join(" ")
         );
-        return ExitCode::from(EXIT_NEVER);
+        return Code::Never.into();
     }
     let ok = match &expect {
         Some(e) => {
@@ -582,7 +580,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
                 eprintln!("scr-harness: {why}");
             }
             match v {
-                Verdict::Never => return ExitCode::from(EXIT_NEVER),
+                Verdict::Never => return Code::Never.into(),
                 v => v == Verdict::Expected,
             }
         }
@@ -592,9 +590,9 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         let _ = std::fs::remove_dir_all(&rl.alloc.root);
     }
     if ok {
-        ExitCode::SUCCESS
+        Code::Success.into()
     } else {
-        ExitCode::from(EXIT_UNEXPECTED)
+        Code::Unexpected.into()
     }
 }
 
@@ -612,6 +610,22 @@ fn selected<'a>(cat: &'a Catalogue, a: &CampaignArgs) -> Vec<&'a Scenario> {
         .collect()
 }
 
+/// A scenario's expected outcome per scheme, for `campaign --list`
+/// (`XOR=rebuilt:1; RS=...`). Printed with `println!`: a reader that closes
+/// the pipe ends the process by SIGPIPE (see `main`), not by a panic.
+fn expectations(s: &Scenario) -> String {
+    s.schemes()
+        .iter()
+        .map(|x| {
+            format!(
+                "{x}={}",
+                s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     let dir = a.catalogue.clone().unwrap_or_else(scenario::default_dir);
     let (scenarios_owned, name): (Vec<Scenario>, String) = if let Some(n) = a.random {
@@ -625,36 +639,26 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     } else {
         let cat = match Catalogue::load(&dir) {
             Ok(c) => c,
-            Err(e) => return harness_error(e),
+            Err(e) => return config_error(e),
         };
         if a.list {
             for (_, s) in &cat.scenarios {
-                let exp: Vec<String> = s
-                    .schemes()
-                    .iter()
-                    .map(|x| {
-                        format!(
-                            "{x}={}",
-                            s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
-                        )
-                    })
-                    .collect();
                 println!(
                     "{:<44} {:<5} {:<28} {} [{}]",
                     s.name,
                     if s.quick { "quick" } else { "" },
                     s.tags.join(","),
                     s.about,
-                    exp.join("; ")
+                    expectations(s)
                 );
             }
-            return ExitCode::SUCCESS;
+            return Code::Success.into();
         }
         let chosen: Vec<Scenario> = selected(&cat, &a).into_iter().cloned().collect();
         for o in &a.only {
             if cat.get(o).is_none() {
                 eprintln!("scr-harness: no scenario {o:?} in {}", dir.display());
-                return ExitCode::from(EXIT_USAGE);
+                return Code::Usage.into();
             }
         }
         let name = a.name.clone().unwrap_or_else(|| {
@@ -671,19 +675,9 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     if a.list {
         // Random mode: the drawn scenarios, without running them.
         for s in &scenarios_owned {
-            let exp: Vec<String> = s
-                .schemes()
-                .iter()
-                .map(|x| {
-                    format!(
-                        "{x}={}",
-                        s.expected(*x).map(|o| o.to_string()).unwrap_or_default()
-                    )
-                })
-                .collect();
-            println!("{:<12} {} [{}]", s.name, s.about, exp.join("; "));
+            println!("{:<12} {} [{}]", s.name, s.about, expectations(s));
         }
-        return ExitCode::SUCCESS;
+        return Code::Success.into();
     }
     let app = match find_app(a.common.app.as_ref()) {
         Ok(p) => p,
@@ -822,10 +816,10 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     let counts = report.counts();
     println!("{}", report.summary_line());
     if counts.silent + counts.hang > 0 {
-        ExitCode::from(EXIT_NEVER)
+        Code::Never.into()
     } else if counts.unexpected > 0 {
-        ExitCode::from(EXIT_UNEXPECTED)
+        Code::Unexpected.into()
     } else {
-        ExitCode::SUCCESS
+        Code::Success.into()
     }
 }

@@ -1,17 +1,20 @@
 //! `scr`: the command-line tool for SCR's files and directories.
 //!
-//! Exit codes: 0 success, 1 the operation failed (the message says why;
-//! for configuration errors it names the file and line), 2 usage error.
-//! The scavenge commands add 3 (ran, but something stayed incomplete) and,
-//! for `scr copy`, 4 (the dataset is not in this node's cache).
+//! Exit codes: the table of [`scr::exit`] (docs/exit-codes.md), printed by
+//! `scr --help`; each subcommand's `--help` lists the codes it uses.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use scr::exit::Code;
 use scr::interval::estimate;
 use scr::interval::model::Level;
 
+use error::{CliError, LevelError};
+
+#[path = "scr/error.rs"]
+mod error;
 #[path = "scr/flush_file.rs"]
 mod flush_file_cmd;
 #[path = "scr/halt.rs"]
@@ -21,7 +24,7 @@ mod scavenge;
 
 /// Inspect and manage SCR checkpoint metadata.
 #[derive(Parser)]
-#[command(name = "scr", version, about)]
+#[command(name = "scr", version, about, after_help = scr::exit::help_text())]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -31,6 +34,10 @@ struct Cli {
 enum Command {
     /// Print a kvtree file (filemap, index, summary, halt, ...) in the
     /// developer guide's indented form, like scr_print_hash_file.
+    #[command(after_help = scr::exit::help_for(
+        "A file that does not exist is ABSENT; one that is not a kvtree file, DAMAGED.",
+        &[Code::Success, Code::Usage, Code::Absent, Code::Damaged, Code::Failed],
+    ))]
     Print {
         /// The file to print.
         file: PathBuf,
@@ -43,9 +50,10 @@ enum Command {
     /// <prefix>/.scr/app.conf, system file:line, default), then the group,
     /// store and redundancy descriptors. Reads the same sources as a job
     /// started from this environment. Warnings go to stderr.
-    ///
-    /// Exit codes: 0 printed; 1 a configuration error (the message names the
-    /// file and line) or KEY has no value; 2 usage error.
+    #[command(after_help = scr::exit::help_for(
+        "KEY without a value exits NO; a bad configuration, CONFIG (the message names the file and line).",
+        &[Code::Success, Code::No, Code::Usage, Code::Config],
+    ))]
     Config {
         /// Print only this parameter's value, or a descriptor sub-value in
         /// SCR_Config query form ("CKPT=0 TYPE").
@@ -73,7 +81,10 @@ enum Command {
     /// how many relaunches fetched from the prefix. MTBF is the censored
     /// maximum-likelihood estimate: runs that finished or whose allocation
     /// ended are not failures.
-    #[command(verbatim_doc_comment)]
+    #[command(verbatim_doc_comment, after_help = scr::exit::help_for(
+        "Missing or contradictory figures are USAGE; a malformed log line under --strict, DAMAGED.",
+        &[Code::Success, Code::Usage, Code::Damaged, Code::Failed],
+    ))]
     Interval {
         /// SCR text log files.
         #[arg(long = "log", value_name = "FILE", num_args = 1..)]
@@ -109,29 +120,30 @@ enum Command {
     /// (SCR's scr_copy; one node, no MPI), writing <D>/.scr/<rank>.scrfilemap
     /// per rank and comparing CRC32s on the way. Reports the PARTNER copies
     /// held here; `--partner` restores them for ranks not yet saved.
-    ///
-    /// Exit codes: 0 every file copied; 3 some file not copied (listed; its
-    /// rank will be rebuilt or marked missing by `scr index`); 4 the dataset
-    /// is not in this node's cache; 1 error; 2 usage.
+    #[command(after_help = scr::exit::help_for(
+        "SUCCESS: every file copied. INCOMPLETE: some file not copied (listed; its rank will be rebuilt or marked missing by `scr index`).",
+        &[Code::Success, Code::Usage, Code::Incomplete, Code::NotCached, Code::Damaged, Code::Failed],
+    ))]
     Copy(scavenge::CopyArgs),
     /// Check, repair and index dataset directories in the prefix (SCR's
     /// scr_index): --list, --current NAME, --drop NAME, --drop-after NAME,
     /// --add DIR (scan rank filemaps, rebuild missing ranks from XOR/RS
     /// parity in the directory, write summary and rank2file, index it),
     /// --rebuild (a damaged index is moved aside and rebuilt).
-    ///
-    /// Exit codes: 0 done; 3 --add/--rebuild indexed something as
-    /// incomplete; 1 error (a damaged index is reported, not touched,
-    /// except by --rebuild); 2 usage.
+    #[command(after_help = scr::exit::help_for(
+        "INCOMPLETE: --add/--rebuild indexed something as incomplete. DAMAGED: the index is damaged; it is reported, not touched, except by --rebuild.",
+        &[Code::Success, Code::Usage, Code::Incomplete, Code::Damaged, Code::Failed],
+    ))]
     Index(scavenge::IndexArgs),
     /// After the last run of an allocation: scavenge the newest checkpoint
     /// (and pending output) that the flush file says is only in cache, from
     /// every node that is up, rebuild what lost nodes held, index it and
     /// make it current (SCR's scr_postrun). Nodes: --node-root for simulated
     /// nodes, --launch for real ones, or this machine alone.
-    ///
-    /// Exit codes: 0 nothing to do, or every dataset saved whole; 3 some
-    /// dataset incomplete or failed (see the report); 1 error; 2 usage.
+    #[command(after_help = scr::exit::help_for(
+        "SUCCESS: nothing to do, or every dataset saved whole. INCOMPLETE: some dataset incomplete or failed (see the report).",
+        &[Code::Success, Code::Usage, Code::Incomplete, Code::Damaged, Code::Config, Code::Failed],
+    ))]
     Postrun(scavenge::PostrunArgs),
     /// Set, unset or list the halt conditions of a job (scr_halt): halt
     /// after N checkpoints, before or after a time, now; edits
@@ -143,43 +155,27 @@ enum Command {
     FlushFile(flush_file_cmd::FlushFileArgs),
 }
 
-/// A failure with its exit code.
-struct Failure {
-    code: u8,
-    message: String,
-}
-
-impl From<String> for Failure {
-    fn from(message: String) -> Self {
-        Failure { code: 1, message }
-    }
-}
-
 fn main() -> ExitCode {
     // Output piped into `head` must end the tool quietly, as for any Unix
     // filter, instead of panicking in println! on EPIPE.
-    // SAFETY: called before any other thread exists; restores the default
-    // disposition of SIGPIPE, which Rust's runtime set to ignore.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    scr::exit::default_sigpipe();
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(f) => {
-            // An empty message is a plain "no" (scr flush-file --needflush).
-            if !f.message.is_empty() {
-                eprintln!("scr: {}", f.message);
+        Ok(()) => Code::Success.into(),
+        Err(e) => {
+            // A plain "no" (scr flush-file --needflush) says nothing.
+            if !matches!(e, CliError::No) {
+                eprintln!("scr: {e}");
             }
-            ExitCode::from(f.code)
+            e.code().into()
         }
     }
 }
 
-fn run(cli: Cli) -> Result<(), Failure> {
+fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Print { file, json } => {
-            let tree = scr::kvtree::file::read(&file).map_err(|e| e.to_string())?;
+            let tree = scr::kvtree::file::read(&file)?;
             if json {
                 println!("{}", scr::kvtree::print::to_json(&tree));
             } else {
@@ -201,7 +197,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             strict,
             table,
             json,
-        } => Ok(interval(IntervalArgs {
+        } => interval(IntervalArgs {
             logs,
             dbs,
             cost,
@@ -211,13 +207,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             strict,
             table,
             json,
-        })?),
+        }),
         Command::Halt(args) => halt_cmd::run(args),
         Command::FlushFile(args) => flush_file_cmd::run(args),
     }
 }
 
-fn config(key: Option<&str>, json: bool) -> Result<(), Failure> {
+fn config(key: Option<&str>, json: bool) -> Result<(), CliError> {
     use scr::config::{report::Report, Config, LoadOptions, ProcessEnv};
     if let Some(k) = key {
         // Only queries: the last item must be a bare name ("SCR_FLUSH", "CKPT=0 TYPE").
@@ -225,30 +221,27 @@ fn config(key: Option<&str>, json: bool) -> Result<(), Failure> {
             .last()
             .is_none_or(|item| item.contains('='))
         {
-            return Err(Failure {
-                code: 2,
-                message: format!(
-                    "scr config only queries: give a name like SCR_FLUSH or \"CKPT=0 TYPE\", not {k:?}"
-                ),
-            });
+            return Err(CliError::Usage(format!(
+                "scr config only queries: give a name like SCR_FLUSH or \"CKPT=0 TYPE\", not {k:?}"
+            )));
         }
     }
     let opts = LoadOptions {
         system_file: None,
         read_app_conf: true,
     };
-    let mut cfg = Config::load(&ProcessEnv, &opts).map_err(|e| e.to_string())?;
+    let mut cfg = Config::load(&ProcessEnv, &opts)?;
     for w in cfg.warnings() {
         eprintln!("scr: warning: {w}");
     }
     match key {
-        Some(k) => match cfg.apply_scr_config(k).map_err(|e| e.to_string())? {
+        Some(k) => match cfg.apply_scr_config(k)? {
             Some(v) if json => println!("{}", serde_json::json!({ "name": k, "value": v })),
             Some(v) => println!("{v}"),
-            None => return Err(format!("{k} is not set").into()),
+            None => return Err(CliError::NotSet { key: k.to_string() }),
         },
         None => {
-            let report = Report::new(&cfg).map_err(|e| e.to_string())?;
+            let report = Report::new(&cfg)?;
             if json {
                 println!("{}", report.to_json());
             } else {
@@ -271,30 +264,32 @@ struct IntervalArgs {
     json: bool,
 }
 
-fn positive(what: &str, text: &str) -> Result<f64, String> {
+fn positive(what: &'static str, text: &str) -> Result<f64, LevelError> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!(
-            "{what} {text:?} is not a positive number of seconds"
-        )),
+        _ => Err(LevelError::NotPositive {
+            what,
+            value: text.to_string(),
+        }),
     }
 }
 
-fn parse_level(text: &str) -> Result<Level, String> {
+fn parse_level(text: &str) -> Result<Level, LevelError> {
     let parts: Vec<&str> = text.split(':').collect();
     if !(2..=3).contains(&parts.len()) {
-        return Err(format!(
-            "--level {text:?}: expected COST:MTBF[:RESTART] or COST:rate=R[:RESTART]"
-        ));
+        return Err(LevelError::Form {
+            text: text.to_string(),
+        });
     }
     let cost = positive("level cost", parts[0])?;
     let rate = match parts[1].trim().strip_prefix("rate=") {
         Some(r) => match r.trim().parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => v,
             _ => {
-                return Err(format!(
-                    "--level {text:?}: rate {r:?} is not a non-negative number"
-                ))
+                return Err(LevelError::Rate {
+                    text: text.to_string(),
+                    rate: r.to_string(),
+                })
             }
         },
         None => 1.0 / positive("level MTBF", parts[1])?,
@@ -310,15 +305,13 @@ fn parse_level(text: &str) -> Result<Level, String> {
     })
 }
 
-fn interval(args: IntervalArgs) -> Result<(), String> {
+fn interval(args: IntervalArgs) -> Result<(), CliError> {
     let mut records = Vec::new();
     let mut skipped = 0;
     for path in &args.logs {
         let parsed = scr::log::read_log(path, args.strict).map_err(|e| match e {
-            scr::log::LogError::Line { .. } => {
-                format!("{e} (run without --strict to skip bad lines)")
-            }
-            _ => e.to_string(),
+            scr::log::LogError::Line { .. } => CliError::StrictLog(e),
+            _ => CliError::Log(e),
         })?;
         for e in &parsed.first_errors {
             eprintln!("scr interval: skipped: {e}");
@@ -335,13 +328,13 @@ fn interval(args: IntervalArgs) -> Result<(), String> {
         } else {
             scr::log::db::read_records(path)
         };
-        records.extend(recs.map_err(|e| e.to_string())?);
+        records.extend(recs?);
     }
     let est =
         (!args.logs.is_empty() || !args.dbs.is_empty()).then(|| estimate::estimate(&records, 0.95));
     let levels = if !args.levels.is_empty() {
         if args.cost.is_some() || args.mtbf.is_some() {
-            return Err("give either --level (repeated) or --cost/--mtbf, not both".into());
+            return Err(LevelError::Both.into());
         }
         args.levels
             .iter()
@@ -354,10 +347,10 @@ fn interval(args: IntervalArgs) -> Result<(), String> {
                 mtbf_s: args.mtbf,
                 restart_cost_s: args.restart,
             };
-            scr::interval::levels_from(est.as_ref(), &overrides).map_err(|e| e.to_string())?
+            scr::interval::levels_from(est.as_ref(), &overrides)?
         }
     };
-    let advice = scr::interval::advise(&levels).map_err(|e| e.to_string())?;
+    let advice = scr::interval::advise(&levels)?;
     if args.json {
         let out = serde_json::json!({
             "checkpoint_cost_s": advice.checkpoint_cost_s,
@@ -368,10 +361,7 @@ fn interval(args: IntervalArgs) -> Result<(), String> {
             "log_estimates": est,
             "log_lines_skipped": skipped,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
-        );
+        println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
     if let Some(e) = &est {

@@ -86,6 +86,10 @@ pub enum RunError {
     },
 }
 
+/// What a rank's closure panicked with, kept apart from the closure's own
+/// result type so a panic can never be mistaken for a value.
+struct PanicMessage(String);
+
 fn describe_panics(p: &[(usize, String)]) -> String {
     p.iter()
         .map(|(r, m)| format!("rank {r}: {m}"))
@@ -120,7 +124,7 @@ impl ThreadComm {
             timeout: config.timeout,
         });
         let ctx = Context::new(world.clone(), (0..n).collect());
-        let mut results: Vec<Option<Result<R, String>>> = (0..n).map(|_| None).collect();
+        let mut results: Vec<Option<Result<R, PanicMessage>>> = (0..n).map(|_| None).collect();
         let mut spawn_error = None;
         std::thread::scope(|scope| {
             let mut handles = Vec::with_capacity(n);
@@ -136,7 +140,7 @@ impl ThreadComm {
                         // Mark the rank gone whether it returned or panicked:
                         // either way it will never take part again.
                         rank_world.gone[rank].store(true, Ordering::SeqCst);
-                        out.map_err(|p| panic_message(&*p))
+                        out.map_err(|p| PanicMessage(panic_message(&*p)))
                     });
                 match spawned {
                     Ok(h) => handles.push((rank, h)),
@@ -157,7 +161,10 @@ impl ThreadComm {
             for (rank, h) in handles {
                 // The closure's panic was caught inside the thread, so join
                 // only fails if the catch itself failed; record it as a panic.
-                results[rank] = Some(h.join().unwrap_or_else(|p| Err(panic_message(&*p))));
+                results[rank] = Some(
+                    h.join()
+                        .unwrap_or_else(|p| Err(PanicMessage(panic_message(&*p)))),
+                );
             }
         });
         if let Some(e) = spawn_error {
@@ -168,7 +175,7 @@ impl ThreadComm {
         for (rank, r) in results.into_iter().enumerate() {
             match r {
                 Some(Ok(v)) => out.push(v),
-                Some(Err(m)) => panics.push((rank, m)),
+                Some(Err(PanicMessage(m))) => panics.push((rank, m)),
                 None => panics.push((rank, "rank did not run".to_string())),
             }
         }

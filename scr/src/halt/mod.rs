@@ -463,12 +463,21 @@ impl HaltEdit {
     /// Apply to the halt file at `path` under its lock (creating the file
     /// when missing; its directory must exist) and return the lines of
     /// [`HaltEdit::apply`] and the file's new contents.
-    pub fn apply_to_file(
-        &self,
-        path: &Path,
-    ) -> Result<(Vec<String>, Halt), crate::records::RecordError> {
-        Halt::update_file(path, |h: &mut Halt| (self.apply(h), h.clone()))
+    pub fn apply_to_file(&self, path: &Path) -> Result<Applied, crate::records::RecordError> {
+        Halt::update_file(path, |h: &mut Halt| Applied {
+            changes: self.apply(h),
+            halt: h.clone(),
+        })
     }
+}
+
+/// What [`HaltEdit::apply_to_file`] did.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// One line per change, as `scr_halt` prints them.
+    pub changes: Vec<String>,
+    /// The halt file's contents after the edit.
+    pub halt: Halt,
 }
 
 /// `t` as local time with its offset and the raw seconds.

@@ -217,17 +217,69 @@ fn mean(xs: &[f64]) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
+/// Why the multi-level model cannot be used for the configured levels, so
+/// the adaptive interval falls back to one level (said in its log note).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MultiLevelError {
+    /// A level's INTERVAL is not a multiple of the one below it.
+    #[error("INTERVAL {interval} is not a multiple of {below}")]
+    NotNested {
+        /// The level's INTERVAL.
+        interval: u64,
+        /// The INTERVAL of the level below.
+        below: u64,
+    },
+    /// Two INTERVALs are so far apart that the pattern count overflows.
+    #[error("INTERVAL {interval} too large")]
+    TooLarge {
+        /// The level's INTERVAL.
+        interval: u64,
+    },
+    /// SCR_MTBF gives a number of values other than one per level.
+    #[error("SCR_MTBF gives {given} values for {levels} levels")]
+    MtbfCount {
+        /// Values given.
+        given: usize,
+        /// Levels configured.
+        levels: usize,
+    },
+    /// SCR_MTBF gives one total, not one value per level.
+    #[error("SCR_MTBF gives no MTBF per level for the {levels} levels")]
+    NoMtbfPerLevel {
+        /// Levels configured.
+        levels: usize,
+    },
+    /// A level has not been measured in this run yet.
+    #[error("level {level} (INTERVAL {interval}) has no measured cost yet")]
+    NotMeasured {
+        /// The level, from 1.
+        level: usize,
+        /// Its INTERVAL.
+        interval: u64,
+    },
+    /// Fewer measured levels than configured ones.
+    #[error("not every level has a measured cost yet")]
+    FewerMeasured,
+    /// The model refused the figures.
+    #[error(transparent)]
+    Model(#[from] super::model::ModelError),
+}
+
 /// Counts of the SC10 pattern for nested INTERVALs (`[1, 4, 16]` → `[4, 4]`),
 /// or why they are not nested.
-pub fn pattern_counts(level_intervals: &[u64]) -> Result<Vec<u32>, String> {
+pub fn pattern_counts(level_intervals: &[u64]) -> Result<Vec<u32>, MultiLevelError> {
     level_intervals
         .windows(2)
         .map(|w| {
             let (a, b) = (w[0].max(1), w[1]);
             if b > a && b.is_multiple_of(a) {
-                u32::try_from(b / a).map_err(|_| format!("INTERVAL {b} too large"))
+                u32::try_from(b / a).map_err(|_| MultiLevelError::TooLarge { interval: b })
             } else {
-                Err(format!("INTERVAL {b} is not a multiple of {a}"))
+                Err(MultiLevelError::NotNested {
+                    interval: b,
+                    below: a,
+                })
             }
         })
         .collect()
@@ -327,7 +379,7 @@ pub fn decide(inp: &Inputs<'_>) -> Decision {
 
 /// The multi-level choice, `Ok(None)` with one level, `Err(why not)` when
 /// several levels are configured but the model cannot be used.
-fn multi_level(inp: &Inputs<'_>, mtbf: f64) -> Result<Option<Chosen>, String> {
+fn multi_level(inp: &Inputs<'_>, mtbf: f64) -> Result<Option<Chosen>, MultiLevelError> {
     let n = inp.level_intervals.len();
     if n < 2 {
         return Ok(None);
@@ -336,29 +388,27 @@ fn multi_level(inp: &Inputs<'_>, mtbf: f64) -> Result<Option<Chosen>, String> {
     let per_level = match inp.mtbf {
         Some(MtbfConfig::PerLevel(v)) if v.len() == n => v,
         Some(MtbfConfig::PerLevel(v)) => {
-            return Err(format!("SCR_MTBF gives {} values for {n} levels", v.len()))
+            return Err(MultiLevelError::MtbfCount {
+                given: v.len(),
+                levels: n,
+            })
         }
-        _ => {
-            return Err(format!(
-                "SCR_MTBF gives no MTBF per level for the {n} levels"
-            ))
-        }
+        _ => return Err(MultiLevelError::NoMtbfPerLevel { levels: n }),
     };
     let mut costs = Vec::with_capacity(n);
     for (k, m) in inp.measured_s.iter().enumerate().take(n) {
         match mean(m) {
             Some(c) => costs.push(c),
             None => {
-                return Err(format!(
-                    "level {} (INTERVAL {}) has no measured cost yet",
-                    k + 1,
-                    inp.level_intervals[k]
-                ))
+                return Err(MultiLevelError::NotMeasured {
+                    level: k + 1,
+                    interval: inp.level_intervals[k],
+                })
             }
         }
     }
     if costs.len() < n {
-        return Err("not every level has a measured cost yet".into());
+        return Err(MultiLevelError::FewerMeasured);
     }
     // The configured mix of severities, scaled to the estimated total.
     let share: Vec<f64> = per_level.iter().map(|m| 1.0 / m).collect();
@@ -372,8 +422,8 @@ fn multi_level(inp: &Inputs<'_>, mtbf: f64) -> Result<Option<Chosen>, String> {
             failure_rate_per_s: s / total / mtbf,
         })
         .collect();
-    let model = MultiLevelModel::new(levels).map_err(|e| e.to_string())?;
-    let (t, eff) = model.best_interval(&counts).map_err(|e| e.to_string())?;
+    let model = MultiLevelModel::new(levels)?;
+    let (t, eff) = model.best_interval(&counts)?;
     let costs_text: Vec<String> = costs.iter().map(|c| format!("{c:.3}")).collect();
     Ok(Some(Chosen {
         interval_s: t,

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{create_dirs, Progress, ScavengeError, ScavengeResult};
+use super::{create_dirs, PlacementError, Progress, ScavengeError, ScavengeResult, UnplacedFile};
 use crate::dataset::restart::read_filemaps_in;
 use crate::dataset::PARTNER_NODE_TAG;
 use crate::prefix::layout::{Placement, META_DIR};
@@ -150,10 +150,7 @@ pub fn placement_from_flush_file(prefix: &Path, id: i64) -> ScavengeResult<Place
         Err(e) if e.is_not_found() => {
             return Err(ScavengeError::NoPlacement {
                 id,
-                why: format!(
-                    "{} does not exist, so the dataset directory is unknown; give it (--dir)",
-                    path.display()
-                ),
+                source: PlacementError::NoFlushFile { path },
             })
         }
         Err(e) => return Err(e.into()),
@@ -162,35 +159,36 @@ pub fn placement_from_flush_file(prefix: &Path, id: i64) -> ScavengeResult<Place
     let Some(dir) = entry.and_then(|e| e.dir.clone()) else {
         return Err(ScavengeError::NoPlacement {
             id,
-            why: format!(
-                "{} records no DIR for it; give the dataset directory (--dir)",
-                path.display()
-            ),
+            source: PlacementError::NoDir { path },
         });
     };
     let pl = Placement {
         dir,
         orig_dir: entry.and_then(|e| e.orig_dir.clone()),
     };
-    check_placement(&pl).map_err(|why| ScavengeError::NoPlacement {
+    check_placement(&pl).map_err(|e| ScavengeError::NoPlacement {
         id,
-        why: format!("{}: {why}", path.display()),
+        source: PlacementError::InFlushFile {
+            path,
+            source: Box::new(e),
+        },
     })?;
     Ok(pl)
 }
 
 /// `D` and `ORIGDIR` must be directories inside the prefix.
-pub fn check_placement(pl: &Placement) -> Result<(), String> {
+pub fn check_placement(pl: &Placement) -> Result<(), PlacementError> {
     if !safe_relative(&pl.dir) || pl.dir.split('/').next() == Some(META_DIR) {
-        return Err(format!(
-            "dataset directory {:?} is not a directory below the prefix",
-            pl.dir
-        ));
+        return Err(PlacementError::DirOutside {
+            dir: pl.dir.clone(),
+        });
     }
     match pl.orig_dir.as_deref() {
         None | Some(".") => Ok(()),
         Some(o) if safe_relative(o) => Ok(()),
-        Some(o) => Err(format!("ORIGDIR {o:?} is not a directory below the prefix")),
+        Some(o) => Err(PlacementError::OrigDirOutside {
+            orig_dir: o.to_string(),
+        }),
     }
 }
 
@@ -219,23 +217,24 @@ pub fn parse_partner_copy_name(name: &str) -> Option<(i64, u64)> {
     (it.next()? == "partner").then_some((owner, index))
 }
 
-fn classify(prefix: &Path, pl: &Placement, file: &str, meta: &Meta) -> Result<Dest, String> {
+fn classify(prefix: &Path, pl: &Placement, file: &str, meta: &Meta) -> Result<Dest, UnplacedFile> {
     match meta.file_type.unwrap_or(FileType::Full) {
-        FileType::Full => pl.rel_of(prefix, meta).map(Dest::App).ok_or_else(|| {
-            format!(
-                "its routed path ({}/{}) is not inside {}",
-                meta.orig_path.as_deref().unwrap_or("?"),
-                meta.orig_name.as_deref().unwrap_or("?"),
-                pl.routed_dir(prefix).display()
-            )
-        }),
+        FileType::Full => {
+            pl.rel_of(prefix, meta)
+                .map(Dest::App)
+                .ok_or_else(|| UnplacedFile::RoutedOutside {
+                    orig_path: meta.orig_path.as_deref().unwrap_or("?").to_string(),
+                    orig_name: meta.orig_name.as_deref().unwrap_or("?").to_string(),
+                    routed_dir: pl.routed_dir(prefix),
+                })
+        }
         FileType::Xor | FileType::Rs => basename(file)
             .map(|b| Dest::Redundancy(format!("{META_DIR}/{b}")))
-            .ok_or_else(|| "no file name".to_string()),
+            .ok_or(UnplacedFile::NoName),
         FileType::Partner => basename(file)
             .and_then(|b| parse_partner_copy_name(&b))
             .map(|(owner, index)| Dest::Partner { owner, index })
-            .ok_or_else(|| "a PARTNER copy whose name does not say whose it is".to_string()),
+            .ok_or(UnplacedFile::UnknownPartnerCopy),
     }
 }
 
@@ -418,15 +417,15 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
     }
     if let Some(ds) = dataset_of(&fm, id, ranks[0]) {
         if ds.complete == Some(false) {
-            return Err(ScavengeError::Invalid(format!(
-                "dataset {id} is marked incomplete in the cache of node {} (its output phase never completed); nothing copied",
-                opts.node.name
-            )));
+            return Err(ScavengeError::IncompleteInCache {
+                id,
+                node: opts.node.name.clone(),
+            });
         }
     }
     let pl = match &opts.placement {
         Some(p) => {
-            check_placement(p).map_err(|why| ScavengeError::NoPlacement { id, why })?;
+            check_placement(p).map_err(|source| ScavengeError::NoPlacement { id, source })?;
             p.clone()
         }
         None => placement_from_flush_file(&opts.prefix, id)?,
@@ -478,7 +477,7 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
                 Err(why) => c.report.failures.push(FileFailure {
                     rank: r,
                     file: f,
-                    why,
+                    why: why.to_string(),
                 }),
             }
         }

@@ -27,35 +27,29 @@
 //! with [`ScavengeError::DamagedIndex`], and [`rebuild_index`] moves the
 //! damaged file aside and builds a new index from the dataset directories.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::{create_dirs, io_err, now_s, ScavengeError, ScavengeResult};
-use crate::comm::thread::{ThreadComm, ThreadConfig};
-use crate::kvtree::file as kvfile;
 use crate::prefix::layout::{Placement, META_DIR};
 use crate::records::dataset::Dataset;
 use crate::records::index::{index_path, timestamp};
 use crate::records::meta::{FileType, Meta};
 use crate::records::rank2file::safe_relative;
 use crate::records::rank2file::MAX_RANK2FILE_BYTES;
-use crate::records::rank_filemap::rank_filemap_file_name;
 use crate::records::summary::SUMMARY_FILE;
 use crate::records::xor_header::parse_xor_file_name;
 use crate::records::{
     Index, Rank2File, Rank2FileEntry, RankFilemap, RankFiles, Record, RecordError, Summary,
-    XorHeader,
 };
-use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, SetInfo};
 use crate::scheme::CopyType;
 
-/// Bytes per pipelined piece of an in-process rebuild.
-const REBUILD_PIECE_BYTES: usize = 1 << 20;
-/// Bound on any one wait between the threads of an in-process rebuild.
-const REBUILD_WAIT_BOUND: std::time::Duration = std::time::Duration::from_secs(1800);
+mod rebuild;
+use rebuild::{plan_rebuild, run_set};
+
 /// Directories visited at most when looking for dataset directories.
 const MAX_WALK_DIRS: usize = 100_000;
 /// Deepest dataset directory looked for below the prefix.
@@ -134,7 +128,7 @@ pub struct AddReport {
 /// (anything but a missing file or an I/O failure).
 fn index_error(path: &Path, e: RecordError) -> ScavengeError {
     match &e {
-        RecordError::File(kvfile::KvFileError::Io { .. }) => e.into(),
+        RecordError::File(crate::kvtree::file::KvFileError::Io { .. }) => e.into(),
         _ => ScavengeError::DamagedIndex {
             path: path.to_path_buf(),
             source: Box::new(e),
@@ -160,17 +154,52 @@ fn update_index<R>(prefix: &Path, f: impl FnOnce(&mut Index) -> R) -> ScavengeRe
     Index::update_file(&path, f).map_err(|e| index_error(&path, e))
 }
 
+/// A dataset directory's name relative to the prefix (`ckpt.1`, `a/b`):
+/// what the index keys datasets by. [`relative_dir`] makes one only for a
+/// name that stays below the prefix (no `..`, not `.scr`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DatasetDir(String);
+
+impl DatasetDir {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The name, owned.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::ops::Deref for DatasetDir {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for DatasetDir {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl std::fmt::Display for DatasetDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// `dir` as a dataset directory name relative to `prefix` (an absolute
 /// path inside the prefix is accepted).
-pub fn relative_dir(prefix: &Path, dir: &str) -> ScavengeResult<String> {
+pub fn relative_dir(prefix: &Path, dir: &str) -> ScavengeResult<DatasetDir> {
     let p = Path::new(dir);
     let rel = if p.is_absolute() {
         p.strip_prefix(prefix)
-            .map_err(|_| {
-                ScavengeError::Invalid(format!(
-                    "{dir} is not inside the prefix {}",
-                    prefix.display()
-                ))
+            .map_err(|_| ScavengeError::OutsidePrefix {
+                dir: dir.to_string(),
+                prefix: prefix.to_path_buf(),
             })?
             .to_string_lossy()
             .into_owned()
@@ -178,11 +207,11 @@ pub fn relative_dir(prefix: &Path, dir: &str) -> ScavengeResult<String> {
         dir.trim_end_matches('/').to_string()
     };
     if !safe_relative(&rel) || rel.split('/').next() == Some(META_DIR) {
-        return Err(ScavengeError::Invalid(format!(
-            "{dir:?} is not a dataset directory below the prefix (give it relative to the prefix, without `..`)"
-        )));
+        return Err(ScavengeError::NotBelowPrefix {
+            dir: dir.to_string(),
+        });
     }
-    Ok(rel)
+    Ok(DatasetDir(rel))
 }
 
 fn list_rank_filemaps(meta_dir: &Path) -> ScavengeResult<Vec<(i64, PathBuf)>> {
@@ -366,311 +395,6 @@ fn inspect(s: &mut Scan) -> Vec<i64> {
     missing
 }
 
-/// A redundancy file's header and its parity count (FAILURES for RS, 1 for XOR).
-fn read_parity_header(path: &Path) -> Result<(XorHeader, usize), RecordError> {
-    let (h, len) = XorHeader::read_from(path)?;
-    let bytes = fs::read(path).map_err(|source| kvfile::KvFileError::Io {
-        path: path.to_path_buf(),
-        op: "read header",
-        source,
-    })?;
-    let tree = kvfile::decode(&bytes[..len.min(bytes.len())], path)?;
-    let k = tree
-        .get_int("FAILURES")
-        .ok()
-        .flatten()
-        .map_or(1, |k| k.max(1) as usize);
-    Ok((h, k))
-}
-
-/// One set to rebuild: everything the threads need.
-struct SetJob {
-    kind: CopyType,
-    group_id: i64,
-    k: usize,
-    header: XorHeader,
-    /// A missing rank is lost whole (its files and its parity).
-    lost: Vec<MemberLoss>,
-    /// Survivors' files (None for lost members).
-    inputs: Vec<Option<(MemberFiles, Vec<FileEntry>)>>,
-}
-
-/// Step 3: plan the rebuild of every set with lost members; `Err` lists
-/// why the dataset cannot be made whole.
-fn plan_rebuild(
-    s: &Scan,
-    missing: &[i64],
-    dset_dir: &Path,
-    prefix: &Path,
-    pl: &Placement,
-) -> Result<Vec<SetJob>, Vec<String>> {
-    let missing_set: BTreeSet<i64> = missing.iter().copied().collect();
-    let mut covered = BTreeSet::new();
-    let mut jobs = Vec::new();
-    let mut why = Vec::new();
-    for (&(kind, gid), set) in &s.sets {
-        // Any present member's header gives the whole membership.
-        let mut header = None;
-        let mut unreadable = Vec::new();
-        for m in set.members.values() {
-            match read_parity_header(&dset_dir.join(&m.key)) {
-                Ok(h) => {
-                    header = Some(h);
-                    break;
-                }
-                Err(e) => unreadable.push(format!("set {gid}: {e}")),
-            }
-        }
-        let Some((header, k)) = header else {
-            why.extend(unreadable);
-            continue;
-        };
-        let n = header.group_world_ranks.len();
-        if n as u64 != set.size {
-            why.push(format!(
-                "set {gid}: its header lists {n} members, its file names {}",
-                set.size
-            ));
-            continue;
-        }
-        let lost: Vec<MemberLoss> = (0..n)
-            .map(|g| {
-                let w = header.group_world_ranks[g];
-                MemberLoss::whole(
-                    !set.members.contains_key(&(g as u64)) || missing_set.contains(&w),
-                )
-            })
-            .collect();
-        let nlost = lost.iter().filter(|l| l.any()).count();
-        for (g, &w) in header.group_world_ranks.iter().enumerate() {
-            if lost[g].any() {
-                covered.insert(w);
-            }
-        }
-        if nlost == 0 {
-            continue;
-        }
-        if !apply::recoverable(kind, k, &lost) {
-            why.push(format!(
-                "set {gid} ({kind}): {nlost} of its {n} members are lost, more than it can rebuild"
-            ));
-            continue;
-        }
-        let mut inputs = Vec::with_capacity(n);
-        let mut bad = None;
-        for (g, gone) in lost.iter().enumerate() {
-            if gone.any() {
-                inputs.push(None);
-                continue;
-            }
-            let m = &set.members[&(g as u64)];
-            let path = dset_dir.join(&m.key);
-            let (h, _) = match read_parity_header(&path) {
-                Ok(h) => h,
-                Err(e) => {
-                    bad = Some(format!("set {gid}: {e}"));
-                    break;
-                }
-            };
-            let mut files = Vec::new();
-            for meta in &h.current.files {
-                match pl.rel_of(prefix, meta) {
-                    Some(rel) => files.push(FileEntry {
-                        path: dset_dir.join(rel),
-                        meta: meta.clone(),
-                    }),
-                    None => {
-                        bad = Some(format!(
-                            "set {gid}: a file of rank {} was routed outside {} (was the prefix moved? give the prefix the job used)",
-                            m.world_rank,
-                            pl.routed_dir(prefix).display()
-                        ));
-                        break;
-                    }
-                }
-            }
-            let red = FileEntry {
-                path,
-                meta: m.meta.clone(),
-            };
-            inputs.push(Some((MemberFiles { files }, vec![red])));
-        }
-        if let Some(b) = bad {
-            why.push(b);
-            continue;
-        }
-        jobs.push(SetJob {
-            kind,
-            group_id: gid,
-            k,
-            header,
-            lost,
-            inputs,
-        });
-    }
-    for r in missing {
-        if !covered.contains(r) {
-            why.push(format!(
-                "rank {r}: no XOR/RS set in the directory holds parity for it"
-            ));
-        }
-    }
-    if why.is_empty() {
-        Ok(jobs)
-    } else {
-        Err(why)
-    }
-}
-
-/// Rebuild one set in-process; returns the world ranks rebuilt, after
-/// writing their files and rank filemaps.
-fn run_set(
-    job: &SetJob,
-    dset_dir: &Path,
-    prefix: &Path,
-    pl: &Placement,
-    dataset: &Dataset,
-) -> Result<Vec<i64>, String> {
-    let n = job.lost.len();
-    let meta_dir = dset_dir.join(META_DIR);
-    let tmp = |g: usize| meta_dir.join(format!("rebuild.{}", job.header.group_world_ranks[g]));
-    for g in (0..n).filter(|&g| job.lost[g].any()) {
-        let t = tmp(g);
-        let _ = fs::remove_dir_all(&t);
-        fs::create_dir_all(&t).map_err(|e| format!("{}: {e}", t.display()))?;
-    }
-    // The members are threads of this process: a wait can only outlast the
-    // bound when the file system stalls, and a survivor verifies all its
-    // files (a full read) before the first exchange.
-    let config = ThreadConfig {
-        timeout: REBUILD_WAIT_BOUND,
-        ..ThreadConfig::default()
-    };
-    let results = ThreadComm::run_with(&config, n, |comm| {
-        let g = comm.rank();
-        let set = SetInfo {
-            comm,
-            group_id: job.group_id,
-            world_ranks: job.header.group_world_ranks.clone(),
-            world_size: job.header.ranks,
-            dataset: job.header.dataset.clone(),
-            scheme: job.kind,
-            set_failures: job.k,
-            piece_bytes: REBUILD_PIECE_BYTES,
-        };
-        let mut accept = |_: i64, _: &Path, _: &Meta| Ok(());
-        match &job.inputs[g] {
-            Some((mine, red)) => apply::rebuild(
-                &set,
-                &job.lost,
-                Some(mine),
-                Some(red),
-                &meta_dir,
-                &mut accept,
-            ),
-            None => apply::rebuild(&set, &job.lost, None, None, &tmp(g), &mut accept),
-        }
-    })
-    .map_err(|e| format!("set {}: {e}", job.group_id))?;
-    let mut rebuilt = Vec::new();
-    let mut first_err = None;
-    for (g, r) in results.into_iter().enumerate() {
-        match r {
-            Ok(out) if job.lost[g].any() => {
-                let w = job.header.group_world_ranks[g];
-                place_rebuilt(w, out, dset_dir, prefix, pl, dataset)?;
-                let _ = fs::remove_dir_all(tmp(g));
-                rebuilt.push(w);
-            }
-            Ok(_) => {}
-            Err(e) => {
-                first_err.get_or_insert_with(|| format!("set {}: {e}", job.group_id));
-            }
-        }
-    }
-    if let Some(e) = first_err {
-        for g in (0..n).filter(|&g| job.lost[g].any()) {
-            let _ = fs::remove_dir_all(tmp(g));
-        }
-        return Err(e);
-    }
-    Ok(rebuilt)
-}
-
-/// Move a rebuilt member's files to their places and write its rank filemap.
-fn place_rebuilt(
-    rank: i64,
-    out: apply::Rebuilt,
-    dset_dir: &Path,
-    prefix: &Path,
-    pl: &Placement,
-    dataset: &Dataset,
-) -> Result<(), String> {
-    let mut files = BTreeMap::new();
-    let mut moves = Vec::new();
-    for fe in out.app_files {
-        let rel = pl.rel_of(prefix, &fe.meta).ok_or_else(|| {
-            format!(
-                "rank {rank}: rebuilt file {} was routed outside {}",
-                fe.path.display(),
-                pl.routed_dir(prefix).display()
-            )
-        })?;
-        moves.push((fe.path.clone(), dset_dir.join(&rel)));
-        files.insert(
-            rel.clone(),
-            Meta {
-                file: Some(rel),
-                complete: Some(true),
-                ..fe.meta
-            },
-        );
-    }
-    for fe in out.redundancy_files {
-        let name = fe
-            .path
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .ok_or_else(|| format!("rank {rank}: rebuilt parity file has no name"))?;
-        let key = format!("{META_DIR}/{name}");
-        moves.push((fe.path.clone(), dset_dir.join(&key)));
-        files.insert(
-            key.clone(),
-            Meta {
-                file: Some(key),
-                complete: Some(true),
-                ..fe.meta
-            },
-        );
-    }
-    if moves
-        .iter()
-        .map(|(_, to)| to)
-        .collect::<BTreeSet<_>>()
-        .len()
-        != moves.len()
-    {
-        return Err(format!(
-            "rank {rank}: two rebuilt files map to the same place"
-        ));
-    }
-    for (from, to) in &moves {
-        if let Some(p) = to.parent() {
-            fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        }
-        fs::rename(from, to).map_err(|e| format!("{} -> {}: {e}", from.display(), to.display()))?;
-    }
-    let rfm = RankFilemap {
-        rank,
-        dataset: dataset.clone(),
-        expected_files: files.len() as u64,
-        files,
-        orig_dir: pl.orig_dir.clone(),
-    };
-    rfm.write_file(dset_dir.join(META_DIR).join(rank_filemap_file_name(rank)))
-        .map_err(|e| e.to_string())
-}
-
 /// The summary of a dataset directory built from its rank filemaps.
 struct Built {
     summary: Summary,
@@ -690,15 +414,13 @@ fn build_summary(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
     let dset_dir = prefix.join(dir);
     let mut s = scan(&dset_dir)?;
     let Some(ds) = s.dataset.clone() else {
-        let mut why = s.problems.join("; ");
-        if why.is_empty() {
+        if s.problems.is_empty() {
             return Err(ScavengeError::NotADataset { dir: dset_dir });
         }
-        why.insert_str(0, "no rank filemap could be read: ");
-        return Err(ScavengeError::Invalid(format!(
-            "{}: {why}",
-            dset_dir.display()
-        )));
+        return Err(ScavengeError::NoReadableFilemap {
+            dir: dset_dir,
+            problems: s.problems,
+        });
     };
     let mut report = AddReport {
         dir: dir.to_string(),
@@ -780,10 +502,7 @@ fn build_summary(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
 fn summarize(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
     let dset_dir = prefix.join(dir);
     if !dset_dir.is_dir() {
-        return Err(ScavengeError::Invalid(format!(
-            "{}: no such directory",
-            dset_dir.display()
-        )));
+        return Err(ScavengeError::NoSuchDir { dir: dset_dir });
     }
     let meta_dir = dset_dir.join(META_DIR);
     let existing = Summary::read_file(meta_dir.join(SUMMARY_FILE));
@@ -842,10 +561,10 @@ pub fn add_dir(prefix: &Path, dir: &str) -> ScavengeResult<AddReport> {
     let dir = relative_dir(prefix, dir)?;
     let idx = read_index(prefix)?;
     if let Some(id) = idx.dataset_id_by_dir(&dir) {
-        let e = &idx.datasets[&id][&dir];
+        let e = &idx.datasets[&id][dir.as_str()];
         if e.complete == Some(true) {
             return Ok(AddReport {
-                dir,
+                dir: dir.into_string(),
                 dataset: Some(id),
                 name: e.dataset.as_ref().and_then(|d| d.name.clone()),
                 complete: true,
@@ -909,8 +628,18 @@ pub struct ListRow {
     pub current: bool,
 }
 
+/// The index as `scr index --list` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexListing {
+    /// The CURRENT dataset directory, if one is marked.
+    pub current: Option<String>,
+    /// One row per dataset directory, newest dataset first.
+    #[serde(rename = "datasets")]
+    pub rows: Vec<ListRow>,
+}
+
 /// The index as rows, newest dataset first.
-pub fn list(prefix: &Path) -> ScavengeResult<(Option<String>, Vec<ListRow>)> {
+pub fn list(prefix: &Path) -> ScavengeResult<IndexListing> {
     let idx = read_index(prefix)?;
     let mut rows = Vec::new();
     for (id, dirs) in idx.datasets.iter().rev() {
@@ -929,7 +658,10 @@ pub fn list(prefix: &Path) -> ScavengeResult<(Option<String>, Vec<ListRow>)> {
             });
         }
     }
-    Ok((idx.current, rows))
+    Ok(IndexListing {
+        current: idx.current,
+        rows,
+    })
 }
 
 /// The copies (id, dir) a name refers to: dataset NAME first, then a
@@ -1069,23 +801,23 @@ pub struct RebuildIndexReport {
 /// Dataset directories below `prefix` (relative): directories holding
 /// `.scr/summary.scr` or a rank filemap. A bounded walk that follows no
 /// symbolic links.
-pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<String>> {
+pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<DatasetDir>> {
     let mut found = Vec::new();
     let mut stack: Vec<(PathBuf, usize)> = vec![(prefix.to_path_buf(), 0)];
     let mut visited = 0usize;
     while let Some((dir, depth)) = stack.pop() {
         visited += 1;
         if visited > MAX_WALK_DIRS {
-            return Err(ScavengeError::Invalid(format!(
-                "{}: more than {MAX_WALK_DIRS} directories below the prefix; index dataset directories one by one with --add",
-                prefix.display()
-            )));
+            return Err(ScavengeError::TooManyDirs {
+                prefix: prefix.to_path_buf(),
+                limit: MAX_WALK_DIRS,
+            });
         }
         if depth > 0 {
             let meta = dir.join(META_DIR);
             if meta.join(SUMMARY_FILE).is_file() || !list_rank_filemaps(&meta)?.is_empty() {
                 if let Ok(rel) = dir.strip_prefix(prefix) {
-                    found.push(rel.to_string_lossy().into_owned());
+                    found.push(DatasetDir(rel.to_string_lossy().into_owned()));
                 }
             }
         }
@@ -1141,11 +873,11 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
                 let prev = old
                     .as_ref()
                     .and_then(|o| o.datasets.get(&ds.id))
-                    .and_then(|d| d.get(&dir));
+                    .and_then(|d| d.get(dir.as_str()));
                 let e = new
                     .datasets
                     .get_mut(&ds.id)
-                    .and_then(|d| d.get_mut(&dir))
+                    .and_then(|d| d.get_mut(dir.as_str()))
                     .expect("just set");
                 e.flushed = Some(prev.and_then(|p| p.flushed.clone()).unwrap_or(when.clone()));
                 if let Some(p) = prev {
@@ -1154,7 +886,7 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
                 }
                 report.datasets.push(b.report);
             }
-            Err(e) => report.skipped.push((dir, e.to_string())),
+            Err(e) => report.skipped.push((dir.into_string(), e.to_string())),
         }
     }
     new.current = old

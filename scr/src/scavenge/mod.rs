@@ -25,78 +25,17 @@
 
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
-
-use crate::records::RecordError;
+use std::path::Path;
 
 pub mod copy;
+mod error;
 pub mod index;
 pub mod postrun;
 
-/// Why a scavenge command failed. Messages name the file and say what to
-/// do next.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ScavengeError {
-    /// A file operation failed.
-    #[error("{path}: {op}: {source}")]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// What was being done.
-        op: &'static str,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// A metadata file could not be read or written.
-    #[error(transparent)]
-    Record(#[from] RecordError),
-    /// The index file exists but cannot be read; nothing was written to it.
-    #[error("{path}: the index is damaged ({source}); run `scr index --rebuild` to rebuild it from the dataset directories (the damaged file is kept beside it)")]
-    DamagedIndex {
-        /// The index file.
-        path: PathBuf,
-        /// What is wrong with it.
-        source: Box<RecordError>,
-    },
-    /// The node's cache holds nothing of the dataset.
-    #[error("dataset {id} is not in the cache of node {node} (control directory {cntl})")]
-    NotInCache {
-        /// The dataset id.
-        id: i64,
-        /// The node.
-        node: String,
-        /// The control directory read (real path).
-        cntl: PathBuf,
-    },
-    /// Where the dataset goes in the prefix is not known.
-    #[error("dataset {id}: {why}")]
-    NoPlacement {
-        /// The dataset id.
-        id: i64,
-        /// Why (names the flush file).
-        why: String,
-    },
-    /// A name given on the command line matches nothing in the index.
-    #[error("{what} {name:?} is not in the index {index}")]
-    UnknownName {
-        /// What was looked up ("dataset").
-        what: &'static str,
-        /// The name.
-        name: String,
-        /// The index file.
-        index: PathBuf,
-    },
-    /// The directory holds neither a summary nor rank filemaps.
-    #[error("{dir}: not a dataset directory (no .scr/summary.scr and no .scr/<rank>.scrfilemap)")]
-    NotADataset {
-        /// The directory.
-        dir: PathBuf,
-    },
-    /// A request that cannot be served as given (bad directory name, …).
-    #[error("{0}")]
-    Invalid(String),
-}
+pub use error::{
+    LaunchCopyError, NothingToScavenge, PlacementError, RebuildError, RebuildProblem,
+    ScavengeError, UnplacedFile,
+};
 
 /// Result of the scavenge commands.
 pub type ScavengeResult<T> = Result<T, ScavengeError>;

@@ -34,7 +34,8 @@ use serde::Serialize;
 
 use super::copy::{copy_dataset, CopyOptions, CopyReport};
 use super::index::{self, AddReport, RebuildIndexReport};
-use super::{Progress, ScavengeError, ScavengeResult};
+use super::{LaunchCopyError, NothingToScavenge, Progress, ScavengeError, ScavengeResult};
+use crate::exit::Code;
 use crate::log::writer::{Entry, EventType, Logger};
 use crate::prefix::layout::{Placement, META_DIR};
 use crate::records::flush::{FlushEntry, FlushFile, Location, FLUSH_FILE};
@@ -178,7 +179,7 @@ fn is_output(e: &FlushEntry) -> bool {
 
 /// The datasets to scavenge, ascending: the newest checkpoint when it
 /// needs it, and every output dataset that needs it. `Err` says why none.
-fn targets(ff: &FlushFile) -> Result<Vec<i64>, String> {
+fn targets(ff: &FlushFile) -> Result<Vec<i64>, NothingToScavenge> {
     let mut out = BTreeSet::new();
     let newest_ckpt = ff
         .datasets
@@ -198,13 +199,11 @@ fn targets(ff: &FlushFile) -> Result<Vec<i64>, String> {
     }
     if out.is_empty() {
         return Err(match newest_ckpt {
-            Some(id) if ff.location_test(id, Location::Pfs) => format!(
-                "the newest checkpoint (dataset {id}) is already in the prefix and no output is pending"
-            ),
-            Some(id) => format!(
-                "the newest checkpoint (dataset {id}) is not in cache and no output is pending"
-            ),
-            None => "the flush file lists no checkpoint and no pending output".into(),
+            Some(id) if ff.location_test(id, Location::Pfs) => {
+                NothingToScavenge::AlreadyFlushed { id }
+            }
+            Some(id) => NothingToScavenge::NotCached { id },
+            None => NothingToScavenge::Empty,
         });
     }
     Ok(out.into_iter().collect())
@@ -254,7 +253,7 @@ fn copy_on(
             match launch_copy(opts, l, node, id, pl, partner) {
                 Ok(Some(r)) => out.report = Some(r),
                 Ok(None) => out.not_cached = true,
-                Err(e) => out.error = Some(e),
+                Err(e) => out.error = Some(e.to_string()),
             }
             return out;
         }
@@ -277,10 +276,11 @@ fn copy_on(
     out
 }
 
-/// Exit code of `scr copy` when the dataset is not in the node's cache.
-pub const COPY_EXIT_NOT_CACHED: i32 = 4;
+/// Exit code of `scr copy` when the dataset is not in the node's cache
+/// (from the table of [`crate::exit`]).
+pub const COPY_EXIT_NOT_CACHED: i32 = Code::NotCached as i32;
 /// Exit code of `scr copy` when some file was not copied.
-pub const COPY_EXIT_PARTIAL: i32 = 3;
+pub const COPY_EXIT_PARTIAL: i32 = Code::Incomplete as i32;
 
 /// The argument vector of `scr copy` for one node.
 pub fn copy_argv(
@@ -337,9 +337,9 @@ fn launch_copy(
     id: i64,
     pl: &Placement,
     partner: Option<&BTreeSet<i64>>,
-) -> Result<Option<CopyReport>, String> {
+) -> Result<Option<CopyReport>, LaunchCopyError> {
     let Some((prog, pre)) = l.argv.split_first() else {
-        return Err("the launcher is empty".into());
+        return Err(LaunchCopyError::EmptyLauncher);
     };
     let sub = |a: &String| a.replace(NODE_PLACEHOLDER, node);
     let args: Vec<String> = pre
@@ -361,7 +361,10 @@ fn launch_copy(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("{}: cannot start: {e}", sub(prog)))?;
+        .map_err(|source| LaunchCopyError::Start {
+            program: sub(prog),
+            source,
+        })?;
     // Drain both pipes on threads so a chatty child cannot block.
     let mut so = child.stdout.take().expect("piped");
     let mut se = child.stderr.take().expect("piped");
@@ -382,13 +385,18 @@ fn launch_copy(
             Ok(None) if started.elapsed() > l.timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "scr copy on {node} did not finish within {} s; killed",
-                    l.timeout.as_secs()
-                ));
+                return Err(LaunchCopyError::Timeout {
+                    node: node.to_string(),
+                    timeout_s: l.timeout.as_secs(),
+                });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("waiting for scr copy on {node}: {e}")),
+            Err(source) => {
+                return Err(LaunchCopyError::Wait {
+                    node: node.to_string(),
+                    source,
+                })
+            }
         }
     };
     let stdout = out_t.join().unwrap_or_default();
@@ -398,17 +406,21 @@ fn launch_copy(
         return Ok(None);
     }
     if code == Some(0) || code == Some(COPY_EXIT_PARTIAL) {
-        return serde_json::from_str::<CopyReport>(stdout.trim())
-            .map(Some)
-            .map_err(|e| format!("scr copy on {node}: unreadable report ({e}): {stdout}"));
+        return match serde_json::from_str::<CopyReport>(stdout.trim()) {
+            Ok(r) => Ok(Some(r)),
+            Err(source) => Err(LaunchCopyError::Report {
+                node: node.to_string(),
+                source,
+                stdout,
+            }),
+        };
     }
     let tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
-    Err(format!(
-        "scr copy on {node} failed ({}): {tail}",
-        code.map_or("killed by a signal".to_string(), |c| format!(
-            "exit code {c}"
-        ))
-    ))
+    Err(LaunchCopyError::Failed {
+        node: node.to_string(),
+        code,
+        stderr_tail: tail,
+    })
 }
 
 /// Ranks saved whole by the copies so far.
@@ -576,14 +588,12 @@ pub fn postrun(
     let ids = match targets(&ff) {
         Ok(ids) => ids,
         Err(why) => {
-            report.nothing_to_do = Some(why);
+            report.nothing_to_do = Some(why.to_string());
             return Ok(report);
         }
     };
     if up.is_empty() {
-        return Err(ScavengeError::Invalid(format!(
-            "datasets {ids:?} need a scavenge but no node is up"
-        )));
+        return Err(ScavengeError::NoNodeUp { ids });
     }
     for id in ids {
         let entry = &ff.datasets[&id];
@@ -652,6 +662,8 @@ mod tests {
         assert_eq!(targets(&ff), Ok(vec![2]));
         ff.datasets.remove(&2);
         let why = targets(&ff).unwrap_err();
+        assert_eq!(why, NothingToScavenge::AlreadyFlushed { id: 5 });
+        let why = why.to_string();
         assert!(
             why.contains("dataset 5") && why.contains("already"),
             "{why}"

@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 
 use clap::ArgGroup;
+use scr::exit::Code;
 use scr::records::flush::{FlushFile, Location, FLUSH_FILE};
 use scr::records::Record;
 
-use super::Failure;
+use super::CliError;
 
 /// Options of `scr flush-file` (those of `scr_flush_file`, SCR 1.x and 3.x).
 #[derive(clap::Args, Debug)]
@@ -16,18 +17,19 @@ use super::Failure;
     group(ArgGroup::new("query").required(true).args([
         "latest", "needflush", "location", "subdir", "name", "list_output", "list_ckpt"
     ])),
-    after_help = "\
-Exit codes: 0 yes / found (for --needflush: the dataset is recorded and \
-not yet on the parallel file system, so it needs a flush or a scavenge); \
-1 no / not found, or no flush file; 2 usage error; 3 the flush file \
-exists but cannot be read or is damaged (the message says where)."
+    after_help = scr::exit::help_for(
+        "SUCCESS: yes / found (for --needflush: the dataset is recorded and not yet on \
+the parallel file system, so it needs a flush or a scavenge). NO: no / not found; \
+nothing is printed.",
+        &[Code::Success, Code::No, Code::Usage, Code::Absent, Code::Damaged, Code::Failed],
+    )
 )]
 pub struct FlushFileArgs {
     /// Print the id of the newest dataset in the flush file.
     #[arg(long)]
     latest: bool,
-    /// Exit 0 if dataset ID still needs to be flushed (it is recorded
-    /// without the PFS location), 1 otherwise.
+    /// Exit 0 (SUCCESS) if dataset ID still needs to be flushed (it is
+    /// recorded without the PFS location), 1 (NO) otherwise.
     #[arg(long, alias = "need-flush", value_name = "ID",
           value_parser = clap::value_parser!(i64).range(1..))]
     needflush: Option<i64>,
@@ -61,39 +63,25 @@ pub struct FlushFileArgs {
     prefix: Option<PathBuf>,
 }
 
-/// A "no" answer: exit 1, nothing on stderr.
-fn no() -> Failure {
-    Failure {
-        code: 1,
-        message: String::new(),
-    }
+/// A "no" answer: exit NO, nothing on stderr.
+fn no() -> CliError {
+    CliError::No
 }
 
 /// Run `scr flush-file`.
-pub fn run(a: FlushFileArgs) -> Result<(), Failure> {
+pub fn run(a: FlushFileArgs) -> Result<(), CliError> {
     if a.before.is_some() && !a.list_output && !a.list_ckpt {
-        return Err(Failure {
-            code: 2,
-            message: "--before filters --list-output or --list-ckpt only".into(),
-        });
+        return Err(CliError::Usage(
+            "--before filters --list-output or --list-ckpt only".into(),
+        ));
     }
     let given: Vec<PathBuf> = a.dir.iter().chain(a.prefix.iter()).cloned().collect();
     let prefix = super::halt_cmd::prefixes(&given).remove(0);
     let path = prefix.join(".scr").join(FLUSH_FILE);
     let f = match FlushFile::read_file(&path) {
         Ok(f) => f,
-        Err(e) if e.is_not_found() => {
-            return Err(Failure {
-                code: 1,
-                message: format!("{}: no flush file: nothing was recorded", path.display()),
-            })
-        }
-        Err(e) => {
-            return Err(Failure {
-                code: 3,
-                message: e.to_string(),
-            })
-        }
+        Err(e) if e.is_not_found() => return Err(CliError::NoFlushFile { path }),
+        Err(e) => return Err(e.into()),
     };
     let print = |text: String, json: serde_json::Value| {
         if a.json {

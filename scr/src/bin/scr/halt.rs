@@ -3,16 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
+use scr::exit::Code;
 use scr::halt::time::{parse_time, SystemZone};
 use scr::halt::{describe, halt_path, now_s, to_json, HaltEdit, REASON_JOB_HALTED};
 use scr::records::halt::Halt;
 use scr::records::Record;
 
-use super::Failure;
+use super::CliError;
 
 /// Options of `scr halt` (those of `scr_halt`).
 #[derive(clap::Args, Debug)]
-#[command(after_help = "\
+#[command(after_help = scr::exit::help_for("\
 TIME is seconds since the epoch (@1795426800, or 9+ digits), relative \
 (+90s, +15m, now+2h, +1:30), an ISO date and time (\"2026-11-22 14:00\", \
 2026-11-22T14:00Z), a time of day (14:00, 2pm, 1400, noon: its next \
@@ -23,9 +24,10 @@ With no condition option, the job halts at its next check (ExitReason \
 JOB_HALTED), as with --immediate. The running job reads the file at \
 each completed dataset, SCR_Should_exit and SCR_Need_checkpoint.
 
-Exit codes: 0 done; 1 the halt file or prefix directory could not be \
-read or written (the message says which and why); 2 usage error (bad \
-option, bad TIME, a field both set and unset).")]
+USAGE also covers a bad TIME, a field both set and unset, and a prefix \
+directory that does not exist; DAMAGED, a halt file that is not one.",
+    &[Code::Success, Code::Usage, Code::Damaged, Code::Failed],
+))]
 pub struct HaltArgs {
     /// Halt the job after N more checkpoints (CheckpointsLeft).
     #[arg(short = 'c', long, value_name = "N")]
@@ -92,12 +94,12 @@ pub fn prefixes(given: &[PathBuf]) -> Vec<PathBuf> {
     }
 }
 
-fn usage(message: String) -> Failure {
-    Failure { code: 2, message }
+fn usage(message: String) -> CliError {
+    CliError::Usage(message)
 }
 
-/// The edit the options ask for (usage errors: exit 2).
-fn edit_of(a: &HaltArgs, now: i64) -> Result<HaltEdit, Failure> {
+/// The edit the options ask for (usage errors: exit USAGE).
+fn edit_of(a: &HaltArgs, now: i64) -> Result<HaltEdit, CliError> {
     let time = |opt: &str, t: &Option<String>| {
         t.as_deref()
             .map(|t| parse_time(t, now, &SystemZone).map_err(|e| usage(format!("--{opt}: {e}"))))
@@ -140,7 +142,7 @@ fn edit_of(a: &HaltArgs, now: i64) -> Result<HaltEdit, Failure> {
 }
 
 /// Run `scr halt`.
-pub fn run(a: HaltArgs) -> Result<(), Failure> {
+pub fn run(a: HaltArgs) -> Result<(), CliError> {
     let now = now_s();
     let edit = if a.remove {
         HaltEdit::default()
@@ -149,11 +151,7 @@ pub fn run(a: HaltArgs) -> Result<(), Failure> {
     };
     for prefix in prefixes(&a.dirs) {
         if !prefix.is_dir() {
-            return Err(format!(
-                "prefix directory {} does not exist (give the job's SCR_PREFIX)",
-                prefix.display()
-            )
-            .into());
+            return Err(CliError::NoPrefix { path: prefix });
         }
         let path = halt_path(&prefix);
         if a.remove {
@@ -167,22 +165,28 @@ pub fn run(a: HaltArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn remove(path: &Path) -> Result<(), Failure> {
+fn remove(path: &Path) -> Result<(), CliError> {
     match std::fs::remove_file(path) {
         Ok(()) => println!("Removed halt file {}", path.display()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             println!("No halt file {}", path.display())
         }
-        Err(e) => return Err(format!("{}: remove: {e}", path.display()).into()),
+        Err(source) => {
+            return Err(CliError::Io {
+                path: path.to_path_buf(),
+                op: "remove",
+                source,
+            })
+        }
     }
     Ok(())
 }
 
-fn list(path: &Path, json: bool, now: i64) -> Result<(), Failure> {
+fn list(path: &Path, json: bool, now: i64) -> Result<(), CliError> {
     let (exists, h) = match Halt::read_file(path) {
         Ok(h) => (true, h),
         Err(e) if e.is_not_found() => (false, Halt::default()),
-        Err(e) => return Err(e.to_string().into()),
+        Err(e) => return Err(e.into()),
     };
     if json {
         println!("{}", to_json(path, exists, &h, now));
@@ -192,11 +196,16 @@ fn list(path: &Path, json: bool, now: i64) -> Result<(), Failure> {
     Ok(())
 }
 
-fn apply(path: &Path, edit: &HaltEdit, json: bool, now: i64) -> Result<(), Failure> {
+fn apply(path: &Path, edit: &HaltEdit, json: bool, now: i64) -> Result<(), CliError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: create: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| CliError::Io {
+            path: dir.to_path_buf(),
+            op: "create",
+            source,
+        })?;
     }
-    let (said, h) = edit.apply_to_file(path).map_err(|e| e.to_string())?;
+    let applied = edit.apply_to_file(path)?;
+    let (said, h) = (applied.changes, applied.halt);
     for (opt, t) in [("--before", edit.before_s), ("--after", edit.after_s)] {
         if let Some(t) = t.filter(|t| *t <= now) {
             eprintln!("scr halt: note: {opt} time {t} has passed: the job halts at its next check");

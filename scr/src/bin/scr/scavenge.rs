@@ -17,12 +17,7 @@ use scr::scavenge::{Progress, ScavengeError};
 use scr::storage::dirs::{self, NodeIdentity};
 use scr::storage::path as spath;
 
-use super::Failure;
-
-/// Exit code: the operation ran but left something incomplete.
-pub const EXIT_INCOMPLETE: u8 = 3;
-/// Exit code of `scr copy`: the dataset is not in this node's cache.
-pub const EXIT_NOT_CACHED: u8 = 4;
+use super::CliError;
 
 /// Copies smaller than this draw no progress bar.
 const BAR_MIN_BYTES: u64 = 16 << 20;
@@ -153,18 +148,12 @@ pub struct PostrunArgs {
     json: bool,
 }
 
-fn usage(message: impl Into<String>) -> Failure {
-    Failure {
-        code: 2,
-        message: message.into(),
-    }
+fn usage(message: impl Into<String>) -> CliError {
+    CliError::Usage(message.into())
 }
 
-fn fail(e: ScavengeError) -> Failure {
-    Failure {
-        code: 1,
-        message: e.to_string(),
-    }
+fn fail(e: ScavengeError) -> CliError {
+    CliError::Scavenge(e)
 }
 
 fn cwd() -> PathBuf {
@@ -175,15 +164,14 @@ fn absolute(p: &Path) -> PathBuf {
     spath::absolute(p, &cwd())
 }
 
-fn load_config() -> Result<Config, Failure> {
+fn load_config() -> Result<Config, CliError> {
     let cfg = Config::load(
         &ProcessEnv,
         &LoadOptions {
             system_file: None,
             read_app_conf: true,
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     for w in cfg.warnings() {
         eprintln!("scr: warning: {w}");
     }
@@ -191,8 +179,8 @@ fn load_config() -> Result<Config, Failure> {
 }
 
 /// The configuration's parameters, typed (a bad value names where it was set).
-fn settings_of(cfg: &Config) -> Result<Settings, Failure> {
-    Ok(Settings::from_config(cfg).map_err(|e| e.to_string())?)
+fn settings_of(cfg: &Config) -> Result<Settings, CliError> {
+    Ok(Settings::from_config(cfg)?)
 }
 
 /// `--prefix`, else SCR_PREFIX from the configuration, else the current
@@ -200,7 +188,7 @@ fn settings_of(cfg: &Config) -> Result<Settings, Failure> {
 fn prefix_or_default(
     given: Option<PathBuf>,
     settings: Option<&Settings>,
-) -> Result<PathBuf, Failure> {
+) -> Result<PathBuf, CliError> {
     let p = match given {
         Some(p) => p,
         None => {
@@ -218,11 +206,8 @@ fn prefix_or_default(
     Ok(absolute(&p))
 }
 
-fn json_out(v: &impl serde::Serialize) -> Result<(), Failure> {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(v).map_err(|e| e.to_string())?
-    );
+fn json_out(v: &impl serde::Serialize) -> Result<(), CliError> {
+    println!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
 }
 
@@ -349,7 +334,7 @@ fn print_copy(r: &CopyReport, prefix: &Path) {
 }
 
 /// `scr copy`.
-pub fn copy(a: CopyArgs) -> Result<(), Failure> {
+pub fn copy(a: CopyArgs) -> Result<(), CliError> {
     let mut node = NodeIdentity::from_env(|k| std::env::var_os(k));
     if let Some(n) = a.node {
         node.name = n;
@@ -372,16 +357,8 @@ pub fn copy(a: CopyArgs) -> Result<(), Failure> {
         ranks: (!a.ranks.is_empty()).then(|| a.ranks.into_iter().collect()),
         crc: !a.no_crc,
     };
-    let report = match copy_dataset(&opts, &BarProgress) {
-        Ok(r) => r,
-        Err(e @ ScavengeError::NotInCache { .. }) => {
-            return Err(Failure {
-                code: EXIT_NOT_CACHED,
-                message: e.to_string(),
-            })
-        }
-        Err(e) => return Err(fail(e)),
-    };
+    // NotInCache exits NOT_CACHED, which `scr postrun --launch` reads.
+    let report = copy_dataset(&opts, &BarProgress).map_err(fail)?;
     if a.json {
         json_out(&report)?;
     } else {
@@ -390,14 +367,10 @@ pub fn copy(a: CopyArgs) -> Result<(), Failure> {
     if report.is_complete() {
         Ok(())
     } else {
-        Err(Failure {
-            code: EXIT_INCOMPLETE,
-            message: format!(
-                "dataset {}: {} file(s) not copied from node {}",
-                report.dataset,
-                report.failures.len().max(1),
-                report.node
-            ),
+        Err(CliError::CopyIncomplete {
+            dataset: report.dataset,
+            files: report.failures.len().max(1),
+            node: report.node.clone(),
         })
     }
 }
@@ -437,21 +410,15 @@ fn print_repairs(r: &AddReport) {
     }
 }
 
-fn incomplete(what: String) -> Failure {
-    Failure {
-        code: EXIT_INCOMPLETE,
-        message: what,
-    }
-}
-
 /// `scr index`.
-pub fn index(a: IndexArgs) -> Result<(), Failure> {
+pub fn index(a: IndexArgs) -> Result<(), CliError> {
     let prefix = prefix_or_default(a.prefix, None)?;
     if a.list {
-        let (current, rows) = index::list(&prefix).map_err(fail)?;
+        let listing = index::list(&prefix).map_err(fail)?;
         if a.json {
-            return json_out(&serde_json::json!({ "current": current, "datasets": rows }));
+            return json_out(&listing);
         }
+        let rows = listing.rows;
         if rows.is_empty() {
             println!(
                 "no datasets in {}",
@@ -525,7 +492,7 @@ pub fn index(a: IndexArgs) -> Result<(), Failure> {
         return if r.complete {
             Ok(())
         } else {
-            Err(incomplete(format!("{} is indexed as incomplete", r.dir)))
+            Err(CliError::IndexedIncomplete { dir: r.dir })
         };
     }
     // --rebuild (the argument group makes one operation required).
@@ -551,9 +518,7 @@ pub fn index(a: IndexArgs) -> Result<(), Failure> {
     if r.datasets.iter().all(|d| d.complete) && r.skipped.is_empty() {
         Ok(())
     } else {
-        Err(incomplete(
-            "some dataset directories are incomplete or could not be indexed".into(),
-        ))
+        Err(CliError::RebuiltIncomplete)
     }
 }
 
@@ -614,7 +579,7 @@ fn print_postrun(r: &PostrunReport) {
 }
 
 /// `scr postrun`.
-pub fn postrun(a: PostrunArgs) -> Result<(), Failure> {
+pub fn postrun(a: PostrunArgs) -> Result<(), CliError> {
     let cfg = load_config()?;
     let settings = settings_of(&cfg)?;
     if !settings.enable {
@@ -634,7 +599,11 @@ pub fn postrun(a: PostrunArgs) -> Result<(), Failure> {
         (None, Some(prog)) => {
             let scr = match a.scr_bin {
                 Some(p) => p,
-                None => std::env::current_exe().map_err(|e| format!("the scr binary: {e}"))?,
+                None => std::env::current_exe().map_err(|source| CliError::Io {
+                    path: PathBuf::from("/proc/self/exe"),
+                    op: "find the scr binary",
+                    source,
+                })?,
             };
             let mut argv = vec![prog];
             argv.extend(a.launch_args);
@@ -694,9 +663,7 @@ pub fn postrun(a: PostrunArgs) -> Result<(), Failure> {
     if report.all_complete() && report.datasets.iter().all(|d| d.error.is_none()) {
         Ok(())
     } else {
-        Err(incomplete(
-            "some dataset could not be scavenged whole (see above)".into(),
-        ))
+        Err(CliError::ScavengedIncomplete)
     }
 }
 

@@ -44,7 +44,7 @@ fn names_resolve_by_dataset_name_then_directory_then_id() {
 #[test]
 fn listing_is_newest_first_and_marks_current() {
     let d = prefix_with_index();
-    let (current, rows) = list(d.path()).unwrap();
+    let IndexListing { current, rows } = list(d.path()).unwrap();
     assert_eq!(current.as_deref(), Some("ckpt.4"));
     assert_eq!(
         rows.iter().map(|r| r.id).collect::<Vec<_>>(),
@@ -105,7 +105,10 @@ fn directory_names_must_stay_below_the_prefix() {
     assert_eq!(relative_dir(p, "/p/sim/a/b").unwrap(), "a/b");
     for bad in ["/elsewhere/x", "../x", ".scr", ".scr/x", "", "a/../b"] {
         assert!(
-            matches!(relative_dir(p, bad), Err(ScavengeError::Invalid(_))),
+            matches!(
+                relative_dir(p, bad),
+                Err(ScavengeError::NotBelowPrefix { .. } | ScavengeError::OutsidePrefix { .. })
+            ),
             "{bad:?}"
         );
     }
@@ -167,7 +170,7 @@ fn a_directory_without_metadata_is_not_a_dataset() {
     ));
     assert!(matches!(
         add_dir(d.path(), "absent"),
-        Err(ScavengeError::Invalid(_))
+        Err(ScavengeError::NoSuchDir { .. })
     ));
     // A damaged rank filemap is named.
     fs::write(d.path().join("empty/.scr/0.scrfilemap"), b"garbage").unwrap();
