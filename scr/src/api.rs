@@ -33,11 +33,11 @@
 use std::fs;
 use std::ops::BitOr;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use crate::cache::error::io_err;
 use crate::cache::restart::{self, InitReport};
 use crate::cache::{param, Job, ScrError, ScrResult};
+use crate::clock::{SharedClock, Tick};
 use crate::comm::Comm;
 use crate::config::{load_collective, Config, Environment, LoadOptions};
 use crate::halt::{CheckAt, HaltMonitor, Halted};
@@ -103,13 +103,16 @@ pub struct InitOptions {
     pub node: Option<NodeIdentity>,
     /// Config file options.
     pub load: LoadOptions,
+    /// The clock every time-driven policy reads; the system clock when
+    /// `None` (a test passes a [`crate::clock::ManualClock`]).
+    pub clock: Option<SharedClock>,
 }
 
 /// Timing state behind Need_checkpoint's policies.
 #[derive(Debug, Default)]
 struct NeedState {
     calls: u64,
-    last_end: Option<Instant>,
+    last_end: Option<Tick>,
     checkpoints: u64,
     total_cost_s: f64,
     /// (checkpoint id, cost) of this run's completed checkpoints.
@@ -124,16 +127,18 @@ pub struct Scr {
     /// Checkpoints available for restart, newest first.
     candidates: Vec<i64>,
     need: NeedState,
-    init_at: Instant,
+    init_at: Tick,
     finalized: bool,
     /// When the current compute phase began (for COMPUTE_END's secs).
-    compute_at: Option<Instant>,
+    compute_at: Option<Tick>,
     /// Halt conditions: the halt file, SCR_HALT_SECONDS, SCR_HALT_EXIT.
     halt: HaltMonitor,
     /// The phase opened by the non-borrowing `*_dyn` calls (C API).
     phase: Option<DynPhase>,
     /// Flush bookkeeping: what is in the prefix, the background flush.
     prefix: flushing::PrefixState,
+    /// Now, for every policy that depends on time (also in `job.clock`).
+    clock: SharedClock,
 }
 
 /// The state of a phase kept inside [`Scr`] by the `*_dyn` calls, for
@@ -143,20 +148,13 @@ enum DynPhase {
     Output {
         dset: i64,
         dir: PathBuf,
-        started: Instant,
+        started: Tick,
     },
     Restart {
         dset: i64,
         name: String,
-        started: Instant,
+        started: Tick,
     },
-}
-
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 fn check_name(name: &str) -> ScrResult<()> {
@@ -222,17 +220,19 @@ impl Scr {
         }
         cfg.mark_initialized();
         let enabled = cfg.get_bool("SCR_ENABLE")?.unwrap_or(true);
+        let clock = opts.clock.unwrap_or_else(crate::clock::system);
         let mut scr = Scr {
             job: None,
             report: InitReport::default(),
             candidates: Vec::new(),
             need: NeedState::default(),
-            init_at: Instant::now(),
+            init_at: clock.now(),
             finalized: false,
             phase: None,
             compute_at: None,
             halt: HaltMonitor::default(),
             prefix: flushing::PrefixState::default(),
+            clock,
         };
         if !enabled {
             return Ok(scr);
@@ -241,6 +241,7 @@ impl Scr {
             .node
             .unwrap_or_else(|| NodeIdentity::from_env(|k| std::env::var_os(k)));
         let mut job = Job::new(comm, cfg, node)?;
+        job.clock = scr.clock.clone();
         job.open_log();
         job.log(
             Entry::event(EventType::Start)
@@ -299,7 +300,7 @@ impl Scr {
     /// Log COMPUTE_START and start timing the compute phase.
     fn compute_start(&mut self) {
         if let Some(job) = &self.job {
-            self.compute_at = Some(Instant::now());
+            self.compute_at = Some(self.clock.now());
             job.log(Entry::event(EventType::ComputeStart));
         }
     }
@@ -307,7 +308,8 @@ impl Scr {
     /// Log COMPUTE_END with the compute phase's duration, if one is open.
     fn compute_end(&mut self) {
         if let (Some(job), Some(t)) = (&self.job, self.compute_at.take()) {
-            job.log(Entry::event(EventType::ComputeEnd).secs(t.elapsed().as_secs_f64()));
+            let secs = self.clock.elapsed(t).as_secs_f64();
+            job.log(Entry::event(EventType::ComputeEnd).secs(secs));
         }
     }
 
@@ -351,7 +353,10 @@ impl Scr {
         let need = &mut self.need;
         need.calls += 1;
         let calls = need.calls;
-        let since_s = need.last_end.unwrap_or(init_at).elapsed().as_secs_f64();
+        let since_s = self
+            .clock
+            .elapsed(need.last_end.unwrap_or(init_at))
+            .as_secs_f64();
         let mean_cost_s =
             (need.checkpoints > 0).then(|| need.total_cost_s / need.checkpoints as f64);
         let adaptive = self.adaptive_need(since_s)?;
@@ -393,7 +398,7 @@ impl Scr {
         if let Some(n) = name {
             check_name(n)?;
         }
-        let started = Instant::now();
+        let started = self.clock.now();
         if !self.finalized {
             self.compute_end();
         }
@@ -485,7 +490,7 @@ impl Scr {
             complete: Some(false),
             flag_checkpoint: Some(is_ckpt),
             flag_output: Some(flags.contains(Flags::OUTPUT)),
-            created_us: Some(now_s() * 1_000_000),
+            created_us: Some(job.clock.unix_secs() * 1_000_000),
             ..Dataset::new(dset)
         };
         job.filemap.set_dataset(dset, me, &ds);
@@ -539,7 +544,7 @@ impl Scr {
         if self.job.is_some() && !self.finalized {
             self.compute_end();
         }
-        let started = Instant::now();
+        let started = self.clock.now();
         let job = self.job("SCR_Start_restart")?.ok_or(ScrError::NoRestart)?;
         job.world.barrier()?;
         let name = job
@@ -917,7 +922,7 @@ pub struct OutputPhase<'a> {
     dset: i64,
     dir: PathBuf,
     completed: bool,
-    started: Instant,
+    started: Tick,
 }
 
 impl OutputPhase<'_> {
@@ -1000,7 +1005,7 @@ impl OutputPhase<'_> {
         let Some(job) = self.scr.job("SCR_Complete_output")? else {
             return Ok(valid);
         };
-        let write_s = started.elapsed().as_secs_f64();
+        let write_s = job.clock.elapsed(started).as_secs_f64();
         let me = job.rank();
         // An injected error here makes this rank's files invalid, which the
         // collective validity vote below turns into a failed output.
@@ -1029,7 +1034,7 @@ impl OutputPhase<'_> {
         }
         let all_valid = job.world.all_true(ok)?;
         let mut applied = Ok(());
-        let encode_at = Instant::now();
+        let encode_at = job.clock.now();
         if all_valid {
             applied = crate::cache::glue::encode(job, dset);
         }
@@ -1037,7 +1042,7 @@ impl OutputPhase<'_> {
         // the collective matched.
         let all_ok = all_valid && job.world.all_true(applied.is_ok())?;
         // Measured after the vote, so rank 0's figure covers the slowest set.
-        let encode_s = encode_at.elapsed().as_secs_f64();
+        let encode_s = job.clock.elapsed(encode_at).as_secs_f64();
         let total_bytes = job.sum(bytes as i64)?;
         let total_files = job.sum(files.len() as i64)?;
         if let Some(mut ds) = job.filemap.dataset(dset, me)? {
@@ -1081,7 +1086,7 @@ impl OutputPhase<'_> {
             let mut e = Entry::event(end)
                 .dset(dset)
                 .name(name.as_str())
-                .secs(started.elapsed().as_secs_f64());
+                .secs(job.clock.elapsed(started).as_secs_f64());
             if !all_valid {
                 e = e.note("failed: a rank's files were invalid");
             } else if let Err(err) = &applied {
@@ -1115,10 +1120,10 @@ impl OutputPhase<'_> {
             self.scr.candidates.insert(0, dset);
             let need = &mut self.scr.need;
             need.checkpoints += 1;
-            let cost = started.elapsed().as_secs_f64();
+            let cost = self.scr.clock.elapsed(started).as_secs_f64();
             need.total_cost_s += cost;
             need.costs.push((ckpt_id, cost));
-            need.last_end = Some(Instant::now());
+            need.last_end = Some(self.scr.clock.now());
         }
         // Step 11: check whether the run must halt (a completed checkpoint
         // decrements CheckpointsLeft first); record the dataset in the flush
@@ -1152,7 +1157,7 @@ pub struct RestartPhase<'a> {
     dset: i64,
     name: String,
     completed: bool,
-    started: Instant,
+    started: Tick,
 }
 
 impl RestartPhase<'_> {
@@ -1244,7 +1249,7 @@ impl RestartPhase<'_> {
             Entry::event(event)
                 .dset(dset)
                 .name(self.name.as_str())
-                .secs(self.started.elapsed().as_secs_f64()),
+                .secs(job.clock.elapsed(self.started).as_secs_f64()),
         );
         if all {
             // The restart is done: nothing older is a candidate any more.

@@ -27,6 +27,7 @@
 
 pub mod api;
 pub mod cache;
+pub mod clock;
 pub mod comm;
 pub mod config;
 pub mod fault;

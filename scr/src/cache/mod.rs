@@ -100,6 +100,8 @@ pub struct Job {
     /// The event log; open on rank 0 only (when SCR_LOG_ENABLE=1), so a
     /// collective event is written once.
     pub log: Option<Logger>,
+    /// Now, for every time-driven policy (the [`crate::Scr`]'s clock).
+    pub clock: crate::clock::SharedClock,
 }
 
 /// Parameter value as text, if set anywhere.
@@ -216,6 +218,7 @@ impl Job {
             checkpoint_id: 0,
             piece_bytes,
             log: None,
+            clock: crate::clock::system(),
         };
         let mut descs = Vec::new();
         for ckpt in descs_cfg.ckpts.iter().filter(|c| c.enabled) {

@@ -428,7 +428,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
     let mut max_dset = 0i64;
     let mut max_ckpt = 0i64;
     for dset in ids {
-        let started = std::time::Instant::now();
+        let started = job.clock.now();
         // Kill and delay faults act here (a crash during rebuild at init);
         // an injected error is reported and counts as this rank's files lost.
         let injected_loss =
@@ -448,7 +448,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
             job.log(
                 Entry::event(EventType::RebuildFail)
                     .dset(dset)
-                    .secs(started.elapsed().as_secs_f64())
+                    .secs(job.clock.elapsed(started).as_secs_f64())
                     .note(why),
             );
             report.lost.push((dset, why.into()));
@@ -476,7 +476,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
             }
             job.log(
                 event(EventType::RebuildFail)
-                    .secs(started.elapsed().as_secs_f64())
+                    .secs(job.clock.elapsed(started).as_secs_f64())
                     .note(format!("kept, not used: {e}")),
             );
             report.skipped.push((dset, e.to_string()));
@@ -502,7 +502,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
         if all_ok {
             job.log(
                 event(EventType::RebuildSuccess)
-                    .secs(started.elapsed().as_secs_f64())
+                    .secs(job.clock.elapsed(started).as_secs_f64())
                     .note(if any_lost { "rebuilt" } else { "intact" }),
             );
             if any_lost {
@@ -524,7 +524,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
                 .unwrap_or_else(|| "rebuild failed".into());
             job.log(
                 event(EventType::RebuildFail)
-                    .secs(started.elapsed().as_secs_f64())
+                    .secs(job.clock.elapsed(started).as_secs_f64())
                     .note(why.as_str()),
             );
             report.lost.push((dset, why));

@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use scr::clock::{Clock, SystemClock};
 use scr::halt::time::{parse_time, SystemZone};
-use scr::halt::{describe, halt_path, now_s, to_json, HaltEdit, REASON_JOB_HALTED};
+use scr::halt::{describe, halt_path, to_json, HaltEdit, REASON_JOB_HALTED};
 use scr::records::halt::Halt;
 use scr::records::Record;
 
@@ -141,7 +142,7 @@ fn edit_of(a: &HaltArgs, now: i64) -> Result<HaltEdit, Failure> {
 
 /// Run `scr halt`.
 pub fn run(a: HaltArgs) -> Result<(), Failure> {
-    let now = now_s();
+    let now = SystemClock.unix_secs();
     let edit = if a.remove {
         HaltEdit::default()
     } else {
