@@ -34,6 +34,7 @@ pub mod fault;
 pub mod halt;
 pub mod interval;
 pub mod kvtree;
+pub mod launch;
 pub mod log;
 pub mod prefix;
 pub mod records;
