@@ -26,6 +26,7 @@
 //! (`--kill-command 'ssh {node} sudo systemctl poweroff'`); without it those
 //! checks are reported as not run.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -35,7 +36,9 @@ use scr::exit::Code;
 use serde::Serialize;
 
 use crate::health::{self, DownList, StorageCheck};
-use crate::launch::{run_argv, LaunchError, MpiJob};
+use crate::launch::{
+    run_argv, JobSpec, LaunchError, Launcher, MpirunLauncher, NodeSpec, Placement,
+};
 
 /// Options of `scr-harness validate`.
 #[derive(Args, Debug, Clone)]
@@ -129,63 +132,87 @@ fn parse_storage(specs: &[String]) -> Result<Vec<StorageCheck>, String> {
 /// The rank variable any of the common launchers sets.
 const RANK_SH: &str = "${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMI_RANK:-0}}}";
 
-/// How jobs are started.
-#[derive(Debug, Clone)]
-enum Launcher {
-    Simulated { root: PathBuf },
-    Mpirun { hostfile: Option<PathBuf> },
-    Srun,
+/// How jobs are started: a launcher, and for simulated nodes the directory
+/// holding one tree per node.
+#[derive(Debug)]
+struct Launching {
+    launcher: Box<dyn Launcher>,
+    root: Option<PathBuf>,
 }
 
-impl Launcher {
-    /// argv running `cmd` once on each of `nodes`.
+impl Launching {
+    /// argv running `cmd` once on each of `nodes` (empty when the launcher
+    /// cannot: running it then fails with the launcher's "empty command").
     fn argv(&self, nodes: &[String], cmd: &[&str]) -> Vec<std::ffi::OsString> {
-        match self {
-            Launcher::Simulated { root } => {
-                let mut job = MpiJob::simulated(cmd[0], nodes.len(), 1)
-                    .args(cmd[1..].iter().map(|s| s.to_string()));
-                for (spec, n) in job.nodes.iter_mut().zip(nodes) {
-                    spec.name = n.clone();
-                    spec.env.insert(
-                        crate::app::NODE_ROOT_VAR.into(),
-                        root.join(n).to_string_lossy().into_owned(),
-                    );
-                }
-                job.argv().unwrap_or_default()
-            }
-            Launcher::Mpirun { hostfile } => {
-                let mut v: Vec<std::ffi::OsString> = vec!["mpirun".into()];
-                if let Some(h) = hostfile {
-                    v.push("--hostfile".into());
-                    v.push(h.into());
-                }
-                v.extend(["--host".into(), nodes.join(",").into()]);
-                v.extend(["--map-by".into(), "node".into(), "-np".into()]);
-                v.push(nodes.len().to_string().into());
-                v.extend(cmd.iter().map(|s| s.into()));
-                v
-            }
-            Launcher::Srun => {
-                let mut v: Vec<std::ffi::OsString> = vec!["srun".into()];
-                v.push(format!("--nodelist={}", nodes.join(",")).into());
-                v.push(format!("--nodes={}", nodes.len()).into());
-                v.push(format!("--ntasks={}", nodes.len()).into());
-                v.extend(cmd.iter().map(|s| s.into()));
-                v
-            }
-        }
+        let Some((program, args)) = cmd.split_first() else {
+            return Vec::new();
+        };
+        let spec = JobSpec {
+            program: PathBuf::from(program),
+            args: args.iter().map(std::ffi::OsString::from).collect(),
+            nodes: nodes
+                .iter()
+                .map(|n| NodeSpec {
+                    name: n.clone(),
+                    ranks: 1,
+                    env: self
+                        .root
+                        .iter()
+                        .map(|r| {
+                            let tree = r.join(n).to_string_lossy().into_owned();
+                            (crate::app::NODE_ROOT_VAR.to_string(), tree)
+                        })
+                        .collect(),
+                })
+                .collect(),
+            env: BTreeMap::new(),
+        };
+        self.launcher.job_argv(&spec).unwrap_or_default()
     }
 
     fn simulated_root(&self) -> Option<&Path> {
-        match self {
-            Launcher::Simulated { root } => Some(root),
-            _ => None,
+        self.root.as_deref()
+    }
+}
+
+/// SLURM's `srun`, one task per node (the resource-manager launchers move
+/// into the library with `scr run`).
+#[derive(Debug, Clone, Copy)]
+struct Srun;
+
+impl Launcher for Srun {
+    fn name(&self) -> String {
+        "srun".into()
+    }
+
+    fn node_argv(
+        &self,
+        node: &str,
+        cmd: &[std::ffi::OsString],
+    ) -> Result<Vec<std::ffi::OsString>, LaunchError> {
+        self.job_argv(&JobSpec::once_on(node, cmd)?)
+    }
+
+    fn job_argv(&self, job: &JobSpec) -> Result<Vec<std::ffi::OsString>, LaunchError> {
+        if job.nodes.iter().any(|n| n.ranks != 1 || !n.env.is_empty()) || !job.env.is_empty() {
+            return Err(LaunchError::Unsupported {
+                launcher: self.name(),
+                why: "one task per node without extra variables only".into(),
+            });
         }
+        let names: Vec<&str> = job.nodes.iter().map(|n| n.name.as_str()).collect();
+        let mut v: Vec<std::ffi::OsString> = vec!["srun".into()];
+        v.push(format!("--nodelist={}", names.join(",")).into());
+        v.push(format!("--nodes={}", names.len()).into());
+        v.push(format!("--ntasks={}", names.len()).into());
+        v.push(job.program.clone().into());
+        v.extend(job.args.iter().cloned());
+        Ok(v)
     }
 }
 
 struct Ctx {
-    launcher: Launcher,
+    launcher: Launching,
     nodes: Vec<String>,
     storage: Vec<StorageCheck>,
     kill_command: Option<String>,
@@ -199,8 +226,8 @@ impl Ctx {
     /// Kill `node`: simulated — SIGKILL its processes (below `within`) and
     /// remove its tree; real — the given kill command.
     fn kill_node(&self, node: &str, within: Option<u32>) -> Result<String, String> {
-        match (&self.launcher, &self.kill_command) {
-            (Launcher::Simulated { root }, _) => {
+        match (self.launcher.simulated_root(), &self.kill_command) {
+            (Some(root), _) => {
                 let r = faultsim::inject::kill_node(node, within).map_err(|e| e.to_string())?;
                 let gone = faultsim::inject::remove_dir_tree(&root.join(node))
                     .map_err(|e| e.to_string())?;
@@ -264,23 +291,41 @@ fn simulated_nodes(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("n{i}")).collect()
 }
 
-/// Run the checklist; the report and whether everything that ran passed.
-pub fn run(a: &ValidateArgs) -> Result<Vec<Check>, String> {
-    let storage = parse_storage(&a.storage)?;
-    let launcher = match a.launcher.as_str() {
+/// The launcher `--launcher` names (simulated nodes below `--work`).
+fn launching_of(a: &ValidateArgs) -> Result<Launching, String> {
+    Ok(match a.launcher.as_str() {
         "simulated" => {
             let root = std::path::absolute(&a.work)
                 .map_err(|e| e.to_string())?
                 .join("nodes");
             let _ = std::fs::remove_dir_all(&root);
-            Launcher::Simulated { root }
+            Launching {
+                launcher: Box::new(MpirunLauncher::simulated()),
+                root: Some(root),
+            }
         }
-        "mpirun" => Launcher::Mpirun {
-            hostfile: a.hostfile.clone(),
+        "mpirun" => Launching {
+            launcher: Box::new(MpirunLauncher {
+                program: PathBuf::from("mpirun"),
+                args: Vec::new(),
+                placement: Placement::Hosts {
+                    hostfile: a.hostfile.clone(),
+                },
+            }),
+            root: None,
         },
-        "srun" => Launcher::Srun,
+        "srun" => Launching {
+            launcher: Box::new(Srun),
+            root: None,
+        },
         other => return Err(format!("--launcher {other:?}: simulated, mpirun or srun")),
-    };
+    })
+}
+
+/// Run the checklist; the report and whether everything that ran passed.
+pub fn run(a: &ValidateArgs) -> Result<Vec<Check>, String> {
+    let storage = parse_storage(&a.storage)?;
+    let launcher = launching_of(a)?;
     let nodes = match &a.nodes {
         Some(list) => health::expand_hostlist(list)?,
         None if launcher.simulated_root().is_some() => simulated_nodes(5),
@@ -382,7 +427,7 @@ fn survives_node_kill(ctx: &Ctx, nodes: &[String], victim: &str) -> Check {
     let job = std::thread::spawn(move || {
         let r = crate::launch::run_argv_watched(&argv, timeout, &mut |pid| {
             pid_slot.store(pid, std::sync::atomic::Ordering::Relaxed);
-            crate::launch::Tick::Continue
+            crate::launch::Watch::Continue
         });
         let _ = tx.send(());
         r

@@ -28,7 +28,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use harness::app::{mpirun_missing, workspace_binary, AppRun, SimCluster};
-use scr::halt::{halt_path, now_s};
+use scr::clock::{Clock, SystemClock};
+use scr::halt::halt_path;
 use scr::records::flush::{FlushFile, Location, FLUSH_FILE};
 use scr::records::halt::{Halt, REASON_FINALIZE_CALLED};
 use scr::records::Record;
@@ -234,7 +235,7 @@ fn exit_before_with_halt_seconds_stops_at_the_margin() {
         return;
     };
     // Halt 20 s before a time 24 s away: 4 s from now.
-    let before = now_s() + 24;
+    let before = SystemClock.unix_secs() + 24;
     su.scr_halt(&["--before", &format!("@{before}"), "--seconds", "20"]);
     let run = su.run(&["--until-exit", "--checkpoints", "80", "--step-ms", "250"]);
     let s = assert_halted(&run);
@@ -248,7 +249,7 @@ fn halt_seconds_against_scr_end_time() {
     let Some(mut su) = Setup::new("end-time") else {
         return;
     };
-    let end = now_s() + 30;
+    let end = SystemClock.unix_secs() + 30;
     su.cl.set("SCR_END_TIME", &end.to_string());
     su.cl.set("SCR_HALT_SECONDS", "26");
     let run = su.run(&["--until-exit", "--checkpoints", "80", "--step-ms", "250"]);
@@ -270,7 +271,7 @@ fn exit_after_makes_need_checkpoint_ask_for_one_last_checkpoint() {
     };
     // Need_checkpoint by policy only every 1000th call: never, here.
     su.cl.set("SCR_CHECKPOINT_INTERVAL", "1000");
-    let after = now_s() + 4;
+    let after = SystemClock.unix_secs() + 4;
     su.scr_halt(&["--after", &format!("@{after}")]);
     let run = su.run(&[
         "--until-exit",

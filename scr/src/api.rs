@@ -33,9 +33,9 @@
 use std::fs;
 use std::ops::BitOr;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use crate::cache::Job;
+use crate::clock::{SharedClock, Tick};
 use crate::comm::Comm;
 use crate::config::{load_collective, Config, Environment, LoadOptions, Settings};
 use crate::dataset::restart::{self, InitReport};
@@ -104,13 +104,16 @@ pub struct InitOptions {
     pub node: Option<NodeIdentity>,
     /// Config file options.
     pub load: LoadOptions,
+    /// The clock every time-driven policy reads; the system clock when
+    /// `None` (a test passes a [`crate::clock::ManualClock`]).
+    pub clock: Option<SharedClock>,
 }
 
 /// Timing state behind Need_checkpoint's policies.
 #[derive(Debug, Default)]
 struct NeedState {
     calls: u64,
-    last_end: Option<Instant>,
+    last_end: Option<Tick>,
     checkpoints: u64,
     total_cost_s: f64,
     /// (checkpoint id, cost) of this run's completed checkpoints.
@@ -125,16 +128,18 @@ pub struct Scr {
     /// Checkpoints available for restart, newest first.
     candidates: Vec<i64>,
     need: NeedState,
-    init_at: Instant,
+    init_at: Tick,
     finalized: bool,
     /// When the current compute phase began (for COMPUTE_END's secs).
-    compute_at: Option<Instant>,
+    compute_at: Option<Tick>,
     /// Halt conditions: the halt file, SCR_HALT_SECONDS, SCR_HALT_EXIT.
     halt: HaltMonitor,
     /// The phase opened by the non-borrowing `*_dyn` calls (C API).
     phase: Option<DynPhase>,
     /// Flush bookkeeping: what is in the prefix, the background flush.
     prefix: flushing::PrefixState,
+    /// Now, for every policy that depends on time (also in `job.clock`).
+    clock: SharedClock,
 }
 
 /// The state of a phase kept inside [`Scr`] by the `*_dyn` calls, for
@@ -143,12 +148,12 @@ pub struct Scr {
 enum DynPhase {
     Output {
         ds: Option<Box<Dataset>>,
-        started: Instant,
+        started: Tick,
     },
     Restart {
         dset: i64,
         name: String,
-        started: Instant,
+        started: Tick,
     },
 }
 
@@ -218,17 +223,19 @@ impl Scr {
         // (even with SCR_ENABLE=0, as a bad value in a file already does).
         let settings = Settings::from_config(&cfg)?;
         let enabled = settings.enable;
+        let clock = opts.clock.unwrap_or_else(crate::clock::system);
         let mut scr = Scr {
             job: None,
             report: InitReport::default(),
             candidates: Vec::new(),
             need: NeedState::default(),
-            init_at: Instant::now(),
+            init_at: clock.now(),
             finalized: false,
             phase: None,
             compute_at: None,
             halt: HaltMonitor::default(),
             prefix: flushing::PrefixState::default(),
+            clock,
         };
         if !enabled {
             return Ok(scr);
@@ -237,6 +244,7 @@ impl Scr {
             .node
             .unwrap_or_else(|| NodeIdentity::from_env(|k| std::env::var_os(k)));
         let mut job = Job::new(comm, cfg, settings, node)?;
+        job.clock = scr.clock.clone();
         job.open_log();
         job.log(
             Entry::event(EventType::Start)
@@ -295,7 +303,7 @@ impl Scr {
     /// Log COMPUTE_START and start timing the compute phase.
     fn compute_start(&mut self) {
         if let Some(job) = &self.job {
-            self.compute_at = Some(Instant::now());
+            self.compute_at = Some(self.clock.now());
             job.log(Entry::event(EventType::ComputeStart));
         }
     }
@@ -303,7 +311,8 @@ impl Scr {
     /// Log COMPUTE_END with the compute phase's duration, if one is open.
     fn compute_end(&mut self) {
         if let (Some(job), Some(t)) = (&self.job, self.compute_at.take()) {
-            job.log(Entry::event(EventType::ComputeEnd).secs(t.elapsed().as_secs_f64()));
+            let secs = self.clock.elapsed(t).as_secs_f64();
+            job.log(Entry::event(EventType::ComputeEnd).secs(secs));
         }
     }
 
@@ -347,7 +356,10 @@ impl Scr {
         let need = &mut self.need;
         need.calls += 1;
         let calls = need.calls;
-        let since_s = need.last_end.unwrap_or(init_at).elapsed().as_secs_f64();
+        let since_s = self
+            .clock
+            .elapsed(need.last_end.unwrap_or(init_at))
+            .as_secs_f64();
         let mean_cost_s =
             (need.checkpoints > 0).then(|| need.total_cost_s / need.checkpoints as f64);
         let adaptive = self.adaptive_need(since_s)?;
@@ -389,7 +401,7 @@ impl Scr {
         if let Some(n) = name {
             check_name(n)?;
         }
-        let started = Instant::now();
+        let started = self.clock.now();
         if !self.finalized {
             self.compute_end();
         }
@@ -482,7 +494,7 @@ impl Scr {
         if self.job.is_some() && !self.finalized {
             self.compute_end();
         }
-        let started = Instant::now();
+        let started = self.clock.now();
         let job = self.job("SCR_Start_restart")?.ok_or(ScrError::NoRestart)?;
         job.world.barrier()?;
         let name = job
@@ -859,7 +871,7 @@ pub struct OutputPhase<'a> {
     /// The dataset being written (`None` when SCR is disabled).
     ds: Option<Dataset>,
     completed: bool,
-    started: Instant,
+    started: Tick,
 }
 
 impl OutputPhase<'_> {
@@ -935,10 +947,10 @@ impl OutputPhase<'_> {
             self.scr.candidates.insert(0, dset);
             let need = &mut self.scr.need;
             need.checkpoints += 1;
-            let cost = started.elapsed().as_secs_f64();
+            let cost = self.scr.clock.elapsed(started).as_secs_f64();
             need.total_cost_s += cost;
             need.costs.push((ckpt_id, cost));
-            need.last_end = Some(Instant::now());
+            need.last_end = Some(self.scr.clock.now());
         }
         // Step 11: check whether the run must halt (a completed checkpoint
         // decrements CheckpointsLeft first); record the dataset in the flush
@@ -972,7 +984,7 @@ pub struct RestartPhase<'a> {
     dset: i64,
     name: String,
     completed: bool,
-    started: Instant,
+    started: Tick,
 }
 
 impl RestartPhase<'_> {
@@ -1064,7 +1076,7 @@ impl RestartPhase<'_> {
             Entry::event(event)
                 .dset(dset)
                 .name(self.name.as_str())
-                .secs(self.started.elapsed().as_secs_f64()),
+                .secs(job.clock.elapsed(self.started).as_secs_f64()),
         );
         if all {
             // The restart is done: nothing older is a candidate any more.

@@ -35,6 +35,7 @@
 
 pub mod api;
 pub mod cache;
+pub mod clock;
 pub mod comm;
 pub mod config;
 pub mod dataset;
@@ -45,6 +46,7 @@ pub mod halt;
 pub mod ids;
 pub mod interval;
 pub mod kvtree;
+pub mod launch;
 pub mod log;
 pub mod prefix;
 pub mod records;

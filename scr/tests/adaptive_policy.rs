@@ -2,13 +2,17 @@
 //! the inputs injected: SCR_MTBF, and earlier runs' costs and failures in a
 //! text log written into the prefix beforehand. Checks the answer (the same
 //! on every rank), the interval logged as CHECKPOINT_INTERVAL and the
-//! reasons in its note.
+//! reasons in its note. Also SCR's time policies (SCR_CHECKPOINT_SECONDS,
+//! SCR_CHECKPOINT_OVERHEAD) on a manual clock the test advances.
 
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use common::{run_with_system, Cluster};
+use scr::clock::ManualClock;
+use scr::comm::thread::ThreadComm;
 use scr::comm::Comm;
 use scr::interval::adaptive::mtbf_estimate_s;
 use scr::interval::model::daly_s;
@@ -290,4 +294,97 @@ fn a_bad_mtbf_is_an_error_on_every_rank() {
         let a = a.as_deref().unwrap();
         assert!(a.contains("SCR_MTBF") && a.contains("scr.conf:2"), "{a}");
     }
+}
+
+/// What a job driven by a manual clock does, in order, on every rank.
+enum Timed {
+    /// Call Need_checkpoint and record y/n.
+    Need,
+    /// The clock moves on this many seconds (once, for every rank).
+    Wait(u64),
+    /// Write a checkpoint of this name that takes this many seconds.
+    Checkpoint(&'static str, u64),
+}
+
+/// Run `steps` on 2 ranks sharing a manual clock, with `env`; the answers
+/// of Need_checkpoint (the same on every rank) as y/n.
+fn on_manual_clock(env: &[(&str, &str)], steps: &[Timed]) -> String {
+    let cl = Cluster::new();
+    let clock = ManualClock::at_unix_s(1_700_000_000);
+    let prefix = cl.prefix.clone();
+    let answers = ThreadComm::run(2, |comm| {
+        let mut opts = cl.opts(cl.node(comm.rank()), env);
+        opts.clock = Some(clock.clone());
+        let world = comm.split(Some(0), comm.rank() as i64).unwrap().unwrap();
+        let mut scr = Scr::init_with(world, opts).unwrap();
+        // Rank 0 moves the clock while every rank waits between barriers,
+        // so every rank sees the same time at every step.
+        let wait = |s: u64| {
+            comm.barrier().unwrap();
+            if comm.rank() == 0 {
+                clock.advance(Duration::from_secs(s));
+            }
+            comm.barrier().unwrap();
+        };
+        let mut a = String::new();
+        for step in steps {
+            match step {
+                Timed::Need => a.push(yn(scr.need_checkpoint().unwrap())),
+                Timed::Wait(s) => wait(*s),
+                Timed::Checkpoint(name, s) => {
+                    let mut out = scr.start_output(Some(name), Flags::CHECKPOINT).unwrap();
+                    let p = out
+                        .route_file(prefix.join(format!("{name}/rank{}", comm.rank())))
+                        .unwrap();
+                    std::fs::write(&p, [3u8; 100]).unwrap();
+                    wait(*s);
+                    assert!(out.complete(true).unwrap());
+                }
+            }
+        }
+        scr.finalize().unwrap();
+        a
+    })
+    .unwrap();
+    assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
+    answers[0].clone()
+}
+
+#[test]
+fn checkpoint_seconds_counts_from_init_then_from_the_last_checkpoint() {
+    use Timed::{Checkpoint, Need, Wait};
+    let env = [("SCR_CHECKPOINT_SECONDS", "600")];
+    let steps = [
+        Need,
+        Wait(599),
+        Need,
+        Wait(1),
+        Need,
+        // The 30 s of the checkpoint count: the time is since its end.
+        Checkpoint("ckpt.1", 30),
+        Need,
+        Wait(599),
+        Need,
+        Wait(1),
+        Need,
+    ];
+    assert_eq!(on_manual_clock(&env, &steps), "nnynny");
+}
+
+#[test]
+fn checkpoint_overhead_waits_until_the_mean_cost_is_the_given_share() {
+    use Timed::{Checkpoint, Need, Wait};
+    // 10 % overhead: a checkpoint of 10 s is due again 90 s after it ended.
+    let env = [("SCR_CHECKPOINT_OVERHEAD", "10")];
+    let steps = [
+        // No checkpoint yet: no cost known, so yes.
+        Need,
+        Checkpoint("ckpt.1", 10),
+        Need,
+        Wait(89),
+        Need,
+        Wait(1),
+        Need,
+    ];
+    assert_eq!(on_manual_clock(&env, &steps), "ynny");
 }

@@ -5,13 +5,15 @@
 //! each step. (The same under real mpirun: harness/tests/halt.rs.)
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 mod common;
 
+use scr::clock::{Clock, ManualClock, SharedClock, SystemClock};
 use scr::comm::thread::ThreadComm;
 use scr::comm::Comm;
 use scr::halt::{
-    halt_path, now_s, REASON_EXIT_AFTER_TIME, REASON_EXIT_BEFORE_TIME, REASON_NO_CHECKPOINTS_LEFT,
+    halt_path, REASON_EXIT_AFTER_TIME, REASON_EXIT_BEFORE_TIME, REASON_NO_CHECKPOINTS_LEFT,
     REASON_TIME_LIMIT,
 };
 use scr::log::read_log;
@@ -57,6 +59,16 @@ impl Job {
         vars: &[(&str, &str)],
         body: impl Fn(ScrResult<Scr>, &dyn Comm) -> R + Sync,
     ) -> Vec<R> {
+        self.run_on(None, vars, body)
+    }
+
+    /// [`Job::run`] on `clock` (the system clock when `None`).
+    fn run_on<R: Send>(
+        &self,
+        clock: Option<SharedClock>,
+        vars: &[(&str, &str)],
+        body: impl Fn(ScrResult<Scr>, &dyn Comm) -> R + Sync,
+    ) -> Vec<R> {
         ThreadComm::run(RANKS, |comm| {
             let mut all = vec![
                 ("SCR_COPY_TYPE", "SINGLE"),
@@ -67,6 +79,7 @@ impl Job {
             let rank = comm.rank();
             let mut opts = self.cl.opts(self.cl.node(rank), &all);
             opts.load.system_file = Some(self.system_conf.clone());
+            opts.clock = clock.clone();
             let world = comm.split(Some(0), rank as i64).unwrap().unwrap();
             body(Scr::init_with(world, opts), comm)
         })
@@ -188,12 +201,12 @@ fn output_datasets_are_checked_but_do_not_count_as_checkpoints() {
 #[test]
 fn exit_after_fires_once_its_time_has_come() {
     let job = Job::new();
-    job.edit(|h| h.exit_after_s = Some(now_s() + 3600));
+    job.edit(|h| h.exit_after_s = Some(SystemClock.unix_secs() + 3600));
     let answers = same(job.run(&[], |scr, comm| {
         let mut scr = scr.unwrap();
         let before = scr.should_exit().unwrap();
         if comm.rank() == 0 {
-            job.edit(|h| h.exit_after_s = Some(now_s() - 1));
+            job.edit(|h| h.exit_after_s = Some(SystemClock.unix_secs() - 1));
         }
         comm.barrier().unwrap();
         let after = scr.should_exit().unwrap();
@@ -209,7 +222,7 @@ fn exit_after_fires_once_its_time_has_come() {
 fn exit_before_counts_halt_seconds_edited_while_running() {
     let job = Job::new();
     job.edit(|h| {
-        h.exit_before_s = Some(now_s() + 3600);
+        h.exit_before_s = Some(SystemClock.unix_secs() + 3600);
         h.halt_seconds_s = Some(60);
     });
     let answers = same(job.run(&[], |scr, comm| {
@@ -232,7 +245,7 @@ fn exit_before_counts_halt_seconds_edited_while_running() {
 fn halt_seconds_against_scr_end_time() {
     // Far from the end: no halt; HaltSeconds is recorded for `scr halt --list`.
     let job = Job::new();
-    let far = (now_s() + 3600).to_string();
+    let far = (SystemClock.unix_secs() + 3600).to_string();
     let vars = [("SCR_HALT_SECONDS", "600"), ("SCR_END_TIME", far.as_str())];
     let exit = same(job.run(&vars, |scr, _| {
         let mut scr = scr.unwrap();
@@ -245,7 +258,7 @@ fn halt_seconds_against_scr_end_time() {
 
     // Within HaltSeconds of the end (Slurm's variable this time): halt.
     let job = Job::new();
-    let near = (now_s() + 300).to_string();
+    let near = (SystemClock.unix_secs() + 300).to_string();
     let vars = [
         ("SCR_HALT_SECONDS", "600"),
         ("SLURM_JOB_END_TIME", near.as_str()),
@@ -280,6 +293,39 @@ fn halt_seconds_against_scr_end_time() {
         scr.finalize().unwrap();
         e
     })));
+}
+
+#[test]
+fn halt_seconds_fires_when_the_clock_reaches_the_margin() {
+    // An allocation ending an hour after the manual clock's start, 600 s of
+    // margin: no halt until 3000 s have passed, then a halt on every rank.
+    let job = Job::new();
+    let clock = ManualClock::at_unix_s(1_700_000_000);
+    let end = (1_700_000_000 + 3600).to_string();
+    let vars = [("SCR_HALT_SECONDS", "600"), ("SCR_END_TIME", end.as_str())];
+    let step = |comm: &dyn Comm, s: u64| {
+        comm.barrier().unwrap();
+        if comm.rank() == 0 {
+            clock.advance(Duration::from_secs(s));
+        }
+        comm.barrier().unwrap();
+    };
+    let answers = same(job.run_on(Some(clock.clone()), &vars, |scr, comm| {
+        let mut scr = scr.unwrap();
+        let start = scr.should_exit().unwrap();
+        step(comm, 2999);
+        let before = scr.should_exit().unwrap();
+        step(comm, 1);
+        let at = scr.should_exit().unwrap();
+        let reason = scr.halt_pending().map(|h| h.reason.clone());
+        scr.finalize().unwrap();
+        (start, before, at, reason)
+    }));
+    assert_eq!(
+        answers,
+        (false, false, true, Some(REASON_TIME_LIMIT.to_string()))
+    );
+    assert!(job.halt_events()[0].starts_with(REASON_TIME_LIMIT));
 }
 
 #[test]

@@ -148,7 +148,7 @@ impl Scr {
             measured_s: &measured,
             history: history.as_ref(),
             mtbf: mtbf.as_ref(),
-            run_elapsed_s: self.init_at.elapsed().as_secs_f64(),
+            run_elapsed_s: self.clock.elapsed(self.init_at).as_secs_f64(),
         });
         if decision.differs_from(state.logged.as_ref()) {
             let mut e = Entry::event(EventType::CheckpointInterval).note(decision.note());

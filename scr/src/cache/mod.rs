@@ -101,6 +101,8 @@ pub struct Job {
     /// The event log; open on rank 0 only (when SCR_LOG_ENABLE=1), so a
     /// collective event is written once.
     pub log: Option<Logger>,
+    /// Now, for every time-driven policy (the [`crate::Scr`]'s clock).
+    pub clock: crate::clock::SharedClock,
 }
 
 impl Job {
@@ -217,6 +219,7 @@ impl Job {
             checkpoint_id: 0,
             piece_bytes,
             log: None,
+            clock: crate::clock::system(),
         };
         let mut sets = Vec::new();
         for ckpt in descs_cfg.ckpts.iter().filter(|c| c.enabled) {

@@ -10,10 +10,10 @@
 //! are created).
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use super::{Dataset, State};
 use crate::cache::Job;
+use crate::clock::Tick;
 use crate::error::{io_err, ScrError, ScrResult};
 use crate::ids::DatasetId;
 use crate::log::writer::{Entry, EventType, XferType};
@@ -21,13 +21,6 @@ use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::meta::{FileType, Meta};
 use crate::storage::dirs;
 use crate::storage::path as spath;
-
-/// Microseconds since the epoch, now (the dataset's CREATED).
-fn now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64 * 1_000_000)
-}
 
 /// Allocate the next dataset id (and checkpoint id when `is_ckpt`) and
 /// choose the redundancy descriptor (`scr_reddesc_for_checkpoint`; output
@@ -96,7 +89,7 @@ pub fn begin(
         complete: Some(false),
         flag_checkpoint: Some(flags.checkpoint),
         flag_output: Some(flags.output),
-        created_us: Some(now_us()),
+        created_us: Some(job.clock.unix_secs() * 1_000_000),
         ..DatasetDesc::new(dset)
     };
     let me = job.rank();
@@ -224,14 +217,14 @@ pub fn complete(
     job: &mut Job,
     ds: &mut Dataset,
     valid: bool,
-    started: Instant,
+    started: Tick,
 ) -> ScrResult<Completion> {
     assert_eq!(ds.state, State::Started, "a dataset completes once");
     let dset = ds.id.get();
-    let write_s = started.elapsed().as_secs_f64();
+    let write_s = job.clock.elapsed(started).as_secs_f64();
     let (ok, bytes, files) = record_sizes(job, dset, valid)?;
     let all_valid = job.world.all_true(ok)?;
-    let encode_at = Instant::now();
+    let encode_at = job.clock.now();
     let applied = if all_valid {
         super::encode::encode(job, dset)
     } else {
@@ -241,7 +234,7 @@ pub fn complete(
     // collective matched.
     let protected = all_valid && job.world.all_true(applied.is_ok())?;
     // Measured after the vote, so rank 0's figure covers the slowest set.
-    let encode_s = encode_at.elapsed().as_secs_f64();
+    let encode_s = job.clock.elapsed(encode_at).as_secs_f64();
     let total_bytes = job.sum(bytes as i64)?.max(0) as u64;
     let total_files = job.sum(files as i64)?.max(0) as u64;
     ds.desc.complete = Some(protected);
@@ -286,7 +279,7 @@ pub fn complete(
 /// When the phases of a complete happened.
 #[derive(Debug, Clone, Copy)]
 struct Times {
-    started: Instant,
+    started: Tick,
     write_s: f64,
     encode_s: f64,
 }
@@ -330,7 +323,7 @@ fn log_complete(
     let mut e = Entry::event(end)
         .dset(dset)
         .name(name.as_str())
-        .secs(times.started.elapsed().as_secs_f64());
+        .secs(job.clock.elapsed(times.started).as_secs_f64());
     if !all_valid {
         e = e.note("failed: a rank's files were invalid");
     } else if let Err(err) = applied {

@@ -474,7 +474,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
 /// in `report`. Returns its checkpoint id when its descriptors survived.
 /// Collective.
 fn restart_dataset(job: &mut Job, dset: i64, report: &mut InitReport) -> ScrResult<Option<i64>> {
-    let started = std::time::Instant::now();
+    let started = job.clock.now();
     // Kill and delay faults act here (a crash during rebuild at init);
     // an injected error is reported and counts as this rank's files lost.
     let injected_loss = match crate::fault_point!("rebuild.init", rank = job.world.rank() as u32) {
@@ -492,7 +492,7 @@ fn restart_dataset(job: &mut Job, dset: i64, report: &mut InitReport) -> ScrResu
         job.log(
             Entry::event(EventType::RebuildFail)
                 .dset(dset)
-                .secs(started.elapsed().as_secs_f64())
+                .secs(job.clock.elapsed(started).as_secs_f64())
                 .note(why),
         );
         report.lost.push((dset, why.into()));
@@ -519,7 +519,7 @@ fn restart_dataset(job: &mut Job, dset: i64, report: &mut InitReport) -> ScrResu
         }
         job.log(
             event(EventType::RebuildFail)
-                .secs(started.elapsed().as_secs_f64())
+                .secs(job.clock.elapsed(started).as_secs_f64())
                 .note(format!("kept, not used: {e}")),
         );
         report.skipped.push((dset, e.to_string()));
@@ -540,7 +540,7 @@ fn restart_dataset(job: &mut Job, dset: i64, report: &mut InitReport) -> ScrResu
     if any_lost {
         outcome = rebuild_dataset(job, dset, &ds, &rd, loss);
     }
-    let secs = started.elapsed().as_secs_f64();
+    let secs = job.clock.elapsed(started).as_secs_f64();
     if job.world.all_true(outcome.is_ok())? {
         let note = if any_lost { "rebuilt" } else { "intact" };
         job.log(event(EventType::RebuildSuccess).secs(secs).note(note));

@@ -177,14 +177,6 @@ pub struct HaltMonitor {
     last: Option<Halted>,
 }
 
-/// Now, in seconds since the epoch: the clock halt conditions are judged by.
-pub fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 impl HaltMonitor {
     /// Prepare the halt file for a new run (SCR_Init "allocate a hash to
     /// hold halt status, and initialize halt seconds if needed"). Rank 0,
@@ -272,6 +264,8 @@ impl HaltMonitor {
         let mut found: Option<Halted> = None;
         if job.rank() == 0 && self.path.is_some() {
             let (end_s, record) = (self.end_s, self.exit && at.may_exit());
+            // Judged by the job's clock (a test's manual clock included).
+            let now_s = job.clock.unix_secs();
             let checked = self.locked(|h| {
                 let mut changed = false;
                 if at.decrements() {
@@ -280,7 +274,7 @@ impl HaltMonitor {
                         changed = true;
                     }
                 }
-                let halted = evaluate(h, now_s(), end_s);
+                let halted = evaluate(h, now_s, end_s);
                 if let (true, Some(hd)) = (record, &halted) {
                     if h.exit_reason.as_deref() != Some(hd.reason.as_str()) {
                         h.exit_reason = Some(hd.reason.clone());

@@ -347,10 +347,9 @@ fn parent_dir(path: &Path) -> PathBuf {
 fn unique_suffix() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64)
-        .unwrap_or(0);
+    // The wall clock's nanoseconds only make names of different processes
+    // differ; correctness rests on the lock and the rename.
+    let nanos = u64::from(crate::clock::Clock::unix(&crate::clock::SystemClock).subsec_nanos());
     (COUNTER.fetch_add(1, Ordering::Relaxed) << 32) ^ nanos
 }
 

@@ -34,6 +34,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 
 use super::parse::{Record, RecordKind};
 use super::writer::{format_timestamp, Entry, EntryKind};
+use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, ConfigError};
 
 /// Default file name below `<prefix>/.scr/`.
@@ -372,7 +373,7 @@ pub fn migrate_to(
         }
         tx.execute_batch(m.sql)
             .map_err(sql_err(path, "applying a migration"))?;
-        let now = now_s();
+        let now = SystemClock.unix_s();
         tx.execute(
             "INSERT INTO schema_version (version, applied_at, what) VALUES (?1, ?2, ?3)",
             params![
@@ -387,13 +388,6 @@ pub fn migrate_to(
         applied.push(m.version);
     }
     Ok(applied)
-}
-
-fn now_s() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 /// Open (creating if missing) the database at `path` for writing and bring
@@ -511,7 +505,7 @@ impl SqliteLog {
                     prefix_s,
                     settings.username,
                     settings.jobname,
-                    now_s()
+                    SystemClock.unix_s()
                 ],
             )
             .map_err(sql_err(&db.path, "adding the job"))?;

@@ -31,6 +31,7 @@ use super::db::{
 };
 use super::parse::Record;
 use super::writer::{format_timestamp, local_offset_s, Entry, EntryKind};
+use crate::clock::{Clock, SystemClock};
 
 /// Connecting gives up after this long.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -413,7 +414,7 @@ pub fn migrate_to(
         }
         tx.batch_execute(m.sql)
             .map_err(s.err("applying a migration"))?;
-        let now = now_s();
+        let now = SystemClock.unix_s();
         tx.execute(
             "INSERT INTO schema_version (version, applied_at, what) VALUES ($1, $2, $3)",
             &[
@@ -427,13 +428,6 @@ pub fn migrate_to(
         applied.push(m.version);
     }
     Ok(applied)
-}
-
-fn now_s() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 fn to_i64(v: Option<u64>) -> Option<i64> {
@@ -476,7 +470,7 @@ impl ServerLog {
                     &prefix_s,
                     &settings.username,
                     &settings.jobname,
-                    &now_s(),
+                    &SystemClock.unix_s(),
                 ],
             )
             .map_err(server.err("adding the job"))?;

@@ -34,7 +34,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::db::{DbLog, DbSettings};
 use crate::config::{Config, ConfigError};
@@ -579,11 +578,7 @@ impl Logger {
 
     /// Write `e` stamped with the current time.
     pub fn log(&self, e: &Entry) -> Result<(), LogWriteError> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        self.log_at(now, e)
+        self.log_at(crate::clock::Clock::unix_s(&crate::clock::SystemClock), e)
     }
 
     /// Write `e`; a failure is printed as a warning the first time and

@@ -10,11 +10,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use super::layout::Placement;
 use super::{
-    copy_all, now_s, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
+    copy_all, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
     windowed, CopyError, CopyItem, FetchError, PrefixError,
 };
 use crate::cache::Job;
@@ -447,7 +446,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
 /// Fetch the newest usable checkpoint from the prefix directory into cache
 /// (scr_fetch_sync). `None` when there is none. Collective.
 pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
-    let started = Instant::now();
+    let started = job.clock.now();
     let prefix = job.prefix.clone();
     let mut report = FetchReport::default();
     let mut list = Vec::new();
@@ -476,9 +475,9 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
     }
     job.log(Entry::event(EventType::FetchStart));
     for (id, dir) in list {
-        let t = Instant::now();
+        let t = job.clock.now();
         let outcome = attempt(job, id, &dir)?;
-        let when = timestamp(now_s());
+        let when = timestamp(job.clock.unix_secs());
         match outcome {
             Attempt::Done(orig) => {
                 let ds = job.dataset(id);
@@ -515,7 +514,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
                         .from(prefix.join(&dir).display().to_string())
                         .dset(id)
                         .name(name.as_str())
-                        .secs(t.elapsed().as_secs_f64())
+                        .secs(job.clock.elapsed(t).as_secs_f64())
                         .bytes(bytes)
                         .files(files),
                 );
@@ -523,7 +522,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
                     Entry::event(EventType::FetchSuccess)
                         .dset(id)
                         .name(name)
-                        .secs(started.elapsed().as_secs_f64()),
+                        .secs(job.clock.elapsed(started).as_secs_f64()),
                 );
                 report.fetched = Some(Fetched { id, dir });
                 return Ok(report);
@@ -548,7 +547,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
                     Entry::event(EventType::FetchFail)
                         .dset(id)
                         .note(format!("{dir}: {why}"))
-                        .secs(t.elapsed().as_secs_f64()),
+                        .secs(job.clock.elapsed(t).as_secs_f64()),
                 );
                 report.failed.push((id, format!("{dir}: {why}")));
             }

@@ -10,11 +10,10 @@
 
 use std::path::Path;
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use super::layout::{common_dir, Placement};
 use super::{
-    copy_all, now_s, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
+    copy_all, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
     windowed, Copied, CopyError, CopyItem, FlushError, PrefixError, Throttle,
 };
 use crate::cache::Job;
@@ -36,7 +35,7 @@ pub struct FlushPlan {
     /// Its descriptor (this rank's copy).
     pub dataset: Dataset,
     pub(crate) items: Vec<CopyItem>,
-    started: Instant,
+    started: crate::clock::Tick,
 }
 
 impl FlushPlan {
@@ -170,7 +169,7 @@ pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Prepared> {
         placement,
         dataset,
         items,
-        started: Instant::now(),
+        started: job.clock.now(),
     })))
 }
 
@@ -252,7 +251,7 @@ pub(crate) fn finish(
                 .dset(dset)
                 .name(plan.name())
                 .note(note)
-                .secs(plan.started.elapsed().as_secs_f64()),
+                .secs(job.clock.elapsed(plan.started).as_secs_f64()),
         );
         return Ok(false);
     }
@@ -279,6 +278,7 @@ pub(crate) fn finish(
     let ranks = job.world.size() as u64;
     let pl = plan.placement.clone();
     let mut ds = plan.dataset.clone();
+    let now_s = job.clock.unix_secs();
     let recorded = on_rank0(job.world.as_ref(), "write the flush metadata", || {
         let mut map = Rank2File {
             ranks,
@@ -301,7 +301,7 @@ pub(crate) fn finish(
         let is_ckpt = ds.flag_checkpoint.unwrap_or(ds.ckpt.is_some());
         update_index(&prefix, |idx| {
             idx.set_dataset(dset, &pl.dir, ds.clone(), true);
-            idx.mark_flushed(dset, &pl.dir, timestamp(now_s()));
+            idx.mark_flushed(dset, &pl.dir, timestamp(now_s));
             if is_ckpt {
                 idx.set_current(&pl.dir);
             }
@@ -311,7 +311,7 @@ pub(crate) fn finish(
             ff.location_unset(dset, Location::Flushing);
         })
     });
-    let secs = plan.started.elapsed().as_secs_f64();
+    let secs = job.clock.elapsed(plan.started).as_secs_f64();
     if let Err(e) = recorded {
         let _ = on_rank0(job.world.as_ref(), "record the failed flush", || {
             update_flush_file(&prefix, |ff| ff.location_unset(dset, Location::Flushing))
@@ -423,6 +423,7 @@ pub fn flush_async_start(job: &Job, dset: i64) -> ScrResult<Option<AsyncFlush>> 
     let throttle = Throttle {
         bw: (per_rank > 0.0).then_some(per_rank),
         percent,
+        clock: job.clock.clone(),
     };
     let items = plan.items.clone();
     let me = job.rank() as u32;

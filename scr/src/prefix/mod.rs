@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cache::Job;
+use crate::clock::{SharedClock, Tick};
 use crate::comm::Comm;
 use crate::error::io_err;
 use crate::error::ScrResult;
@@ -30,14 +31,6 @@ pub use crate::error::{CopyError, FetchError, FlushError, PrefixError, RankFiles
 /// `<prefix>/.scr/flush.scr`.
 pub fn flush_file_path(prefix: &Path) -> PathBuf {
     prefix.join(layout::META_DIR).join(FLUSH_FILE)
-}
-
-/// Seconds since the epoch, now.
-pub(crate) fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 /// Run `f` on rank 0 and make its success everyone's answer: `Ok` on every
@@ -100,12 +93,14 @@ pub(crate) struct CopyItem {
 /// Pacing of a background copy: at most `bw` bytes a second and a CPU
 /// share of `percent` (SCR_FLUSH_ASYNC_BW, SCR_FLUSH_ASYNC_PERCENT; 0 or
 /// 100 means no CPU limit).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Throttle {
     /// Bytes per second; `None` for no limit.
     pub bw: Option<f64>,
     /// CPU share in percent.
     pub percent: f64,
+    /// The clock the pace is measured and slept on (the job's).
+    pub clock: SharedClock,
 }
 
 /// What happened to one copied file.
@@ -142,7 +137,7 @@ pub(crate) fn copy_file(
     let mut total = 0u64;
     let mut pace = throttle;
     loop {
-        let t = Instant::now();
+        let t = pace.as_ref().map(|(_, p)| p.clock.now());
         let n = src.read(buf).map_err(|e| fail("read", &item.src, e))?;
         if n == 0 {
             break;
@@ -153,8 +148,9 @@ pub(crate) fn copy_file(
         dst.write_all(&buf[..n])
             .map_err(|e| fail("write", &item.dst, e))?;
         total += n as u64;
-        if let Some((th, p)) = pace.as_mut() {
-            p.after(th, n as u64, t.elapsed());
+        if let (Some((th, p)), Some(t)) = (pace.as_mut(), t) {
+            let busy = p.clock.elapsed(t);
+            p.after(th, n as u64, busy);
         }
     }
     dst.sync_all().map_err(|e| fail("fsync", &item.dst, e))?;
@@ -189,20 +185,21 @@ pub(crate) fn copy_file(
 /// Running totals of a paced copy.
 #[derive(Debug)]
 pub(crate) struct Pace {
-    start: Instant,
+    clock: SharedClock,
+    start: Tick,
     bytes: u64,
 }
 
-impl Default for Pace {
-    fn default() -> Self {
+impl Pace {
+    /// A pace starting now on `clock`.
+    fn new(clock: &SharedClock) -> Pace {
         Pace {
-            start: Instant::now(),
+            clock: clock.clone(),
+            start: clock.now(),
             bytes: 0,
         }
     }
-}
 
-impl Pace {
     /// Account `n` bytes that took `busy`, then sleep as the throttle asks.
     fn after(&mut self, th: &Throttle, n: u64, busy: Duration) {
         self.bytes += n;
@@ -212,13 +209,13 @@ impl Pace {
         }
         if let Some(bw) = th.bw.filter(|b| *b > 0.0) {
             let due = Duration::from_secs_f64(self.bytes as f64 / bw);
-            let el = self.start.elapsed() + sleep;
+            let el = self.clock.elapsed(self.start) + sleep;
             if due > el {
                 sleep += due - el;
             }
         }
         if !sleep.is_zero() {
-            std::thread::sleep(sleep);
+            self.clock.sleep(sleep);
         }
     }
 }
@@ -232,10 +229,10 @@ pub(crate) fn copy_all(
     after_file: impl Fn() -> Result<(), CopyError>,
 ) -> Result<Vec<Copied>, CopyError> {
     let mut buf = Vec::new();
-    let mut pace = Pace::default();
+    let mut pace = throttle.as_ref().map(|t| Pace::new(&t.clock));
     let mut out = Vec::with_capacity(items.len());
     for it in items {
-        let th = throttle.as_ref().map(|t| (t, &mut pace));
+        let th = throttle.as_ref().zip(pace.as_mut());
         out.push(copy_file(it, crc, th, &mut buf)?);
         after_file()?;
     }
@@ -355,3 +352,6 @@ pub(crate) fn unpack_rank_files(
     let m = crate::records::Rank2File::from_tree(&t)?;
     Ok(m.rank)
 }
+
+#[cfg(test)]
+mod throttle_tests;

@@ -211,16 +211,15 @@ pub enum NothingToScavenge {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LaunchCopyError {
-    /// `--launch` has no program.
-    #[error("the launcher is empty")]
-    EmptyLauncher,
-    /// The launcher could not be started.
-    #[error("{program}: cannot start: {source}")]
-    Start {
-        /// The program.
-        program: String,
-        /// The OS error.
-        source: io::Error,
+    /// The launcher could not run the copy on the node.
+    #[error("scr copy on {node} through {launcher}: {source}")]
+    Launch {
+        /// The node.
+        node: String,
+        /// The launcher's name.
+        launcher: String,
+        /// Why.
+        source: crate::launch::LaunchError,
     },
     /// The copy outlasted its bound and was killed.
     #[error("scr copy on {node} did not finish within {timeout_s} s; killed")]
@@ -229,14 +228,6 @@ pub enum LaunchCopyError {
         node: String,
         /// The bound.
         timeout_s: u64,
-    },
-    /// Waiting for the launcher failed.
-    #[error("waiting for scr copy on {node}: {source}")]
-    Wait {
-        /// The node.
-        node: String,
-        /// The OS error.
-        source: io::Error,
     },
     /// `scr copy --json` printed something that is not a report.
     #[error("scr copy on {node}: unreadable report ({source}): {stdout}")]

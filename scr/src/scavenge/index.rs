@@ -33,7 +33,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{create_dirs, io_err, now_s, ScavengeError, ScavengeResult};
+use super::{create_dirs, io_err, ScavengeError, ScavengeResult};
+use crate::clock::{Clock, SystemClock};
 use crate::prefix::layout::{Placement, META_DIR};
 use crate::records::dataset::Dataset;
 use crate::records::index::{index_path, timestamp};
@@ -581,7 +582,7 @@ pub fn add_dir(prefix: &Path, dir: &str) -> ScavengeResult<AddReport> {
     let b = summarize(prefix, &dir)?;
     let ds = b.summary.dataset.clone();
     let complete = b.summary.complete;
-    let when = timestamp(now_s());
+    let when = timestamp(SystemClock.unix_secs());
     update_index(prefix, |idx| {
         // The directory may have held another dataset before.
         while idx.dataset_id_by_dir(&dir).is_some_and(|id| id != ds.id) {
@@ -856,7 +857,8 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
         Ok(i) => Some(i),
         Err(e) if e.is_not_found() => None,
         Err(e) => {
-            let aside = path.with_file_name(format!("index.scr.damaged.{}", now_s()));
+            let aside =
+                path.with_file_name(format!("index.scr.damaged.{}", SystemClock.unix_secs()));
             fs::rename(&path, &aside).map_err(io_err(&path, "move the damaged index aside"))?;
             report.damage = Some(e.to_string());
             report.damaged_kept_as = Some(aside);
@@ -864,7 +866,7 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
         }
     };
     let mut new = Index::default();
-    let when = timestamp(now_s());
+    let when = timestamp(SystemClock.unix_secs());
     for dir in find_dataset_dirs(prefix)? {
         match summarize(prefix, &dir) {
             Ok(b) => {

@@ -76,11 +76,3 @@ impl Progress for NoProgress {
 pub(crate) fn create_dirs(dir: &Path) -> ScavengeResult<()> {
     fs::create_dir_all(dir).map_err(io_err(dir, "create directory"))
 }
-
-/// Seconds since the epoch, now.
-pub(crate) fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}

@@ -25,17 +25,19 @@
 //!   runs (it indexes the directory itself).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 
 use super::copy::{copy_dataset, CopyOptions, CopyReport};
 use super::index::{self, AddReport, RebuildIndexReport};
 use super::{LaunchCopyError, NothingToScavenge, Progress, ScavengeError, ScavengeResult};
+use crate::clock::{Clock, SystemClock};
 use crate::exit::Code;
+use crate::launch::{LaunchError, Launcher};
 use crate::log::writer::{Entry, EventType, Logger};
 use crate::prefix::layout::{Placement, META_DIR};
 use crate::records::flush::{FlushEntry, FlushFile, Location, FLUSH_FILE};
@@ -45,7 +47,7 @@ use crate::storage::dirs::NodeIdentity;
 
 /// The placeholder replaced by a node's name in templates and launcher
 /// arguments.
-pub const NODE_PLACEHOLDER: &str = "{node}";
+pub use crate::launch::NODE_PLACEHOLDER;
 
 /// How postrun reaches each node's cache.
 #[derive(Debug, Clone)]
@@ -58,18 +60,18 @@ pub enum NodeAccess {
     /// This machine is the only node, with real node-local paths.
     Local,
     /// Run `scr copy` on each node through a launcher.
-    Launch(Launcher),
+    Launch(RemoteCopy),
 }
 
-/// A launcher running one command on one node.
+/// `scr copy` run on each node through a [`Launcher`] (e.g. a
+/// [`crate::launch::TemplateLauncher`] of `["ssh", "{node}"]`).
 #[derive(Debug, Clone)]
-pub struct Launcher {
-    /// Launcher program and arguments before the command, `{node}` replaced
-    /// in each (e.g. `["ssh", "{node}"]`).
-    pub argv: Vec<String>,
+pub struct RemoteCopy {
+    /// How a command reaches a node.
+    pub launcher: Arc<dyn Launcher>,
     /// The `scr` binary as the node sees it.
     pub scr: PathBuf,
-    /// Bound on each remote copy.
+    /// Bound on each remote copy (killed when it overruns).
     pub timeout: Duration,
 }
 
@@ -328,94 +330,66 @@ pub fn copy_argv(
     v
 }
 
-/// Run `scr copy` on `node` through the launcher. `Ok(None)`: the dataset
-/// is not cached there.
+/// Run `scr copy` on `node` through the launcher, bounded by its timeout
+/// (the copy is killed when it overruns). `Ok(None)`: the dataset is not
+/// cached there.
 fn launch_copy(
     opts: &PostrunOptions,
-    l: &Launcher,
+    rc: &RemoteCopy,
     node: &str,
     id: i64,
     pl: &Placement,
     partner: Option<&BTreeSet<i64>>,
 ) -> Result<Option<CopyReport>, LaunchCopyError> {
-    let Some((prog, pre)) = l.argv.split_first() else {
-        return Err(LaunchCopyError::EmptyLauncher);
-    };
-    let sub = |a: &String| a.replace(NODE_PLACEHOLDER, node);
-    let args: Vec<String> = pre
-        .iter()
-        .map(sub)
-        .chain(copy_argv(
-            &l.scr,
-            &opts.cntl_dir,
-            &opts.prefix,
-            id,
-            pl,
-            partner,
-            opts.crc,
-        ))
-        .collect();
-    let mut child = Command::new(sub(prog))
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| LaunchCopyError::Start {
-            program: sub(prog),
-            source,
-        })?;
-    // Drain both pipes on threads so a chatty child cannot block.
-    let mut so = child.stdout.take().expect("piped");
-    let mut se = child.stderr.take().expect("piped");
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = so.read_to_string(&mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = se.read_to_string(&mut s);
-        s
-    });
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if started.elapsed() > l.timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(LaunchCopyError::Timeout {
-                    node: node.to_string(),
-                    timeout_s: l.timeout.as_secs(),
-                });
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(source) => {
-                return Err(LaunchCopyError::Wait {
-                    node: node.to_string(),
-                    source,
-                })
-            }
+    let cmd: Vec<OsString> = copy_argv(
+        &rc.scr,
+        &opts.cntl_dir,
+        &opts.prefix,
+        id,
+        pl,
+        partner,
+        opts.crc,
+    )
+    .into_iter()
+    .map(OsString::from)
+    .collect();
+    let out = match rc.launcher.run_on_node(node, &cmd, rc.timeout) {
+        Ok(out) => out,
+        Err(LaunchError::Timeout { .. }) => {
+            return Err(LaunchCopyError::Timeout {
+                node: node.to_string(),
+                timeout_s: rc.timeout.as_secs(),
+            })
+        }
+        Err(source) => {
+            return Err(LaunchCopyError::Launch {
+                node: node.to_string(),
+                launcher: rc.launcher.name().to_string(),
+                source,
+            })
         }
     };
-    let stdout = out_t.join().unwrap_or_default();
-    let stderr = err_t.join().unwrap_or_default();
-    let code = status.code();
+    let code = out.status.code();
     if code == Some(COPY_EXIT_NOT_CACHED) {
         return Ok(None);
     }
     if code == Some(0) || code == Some(COPY_EXIT_PARTIAL) {
-        return match serde_json::from_str::<CopyReport>(stdout.trim()) {
+        return match serde_json::from_str::<CopyReport>(out.stdout.trim()) {
             Ok(r) => Ok(Some(r)),
             Err(source) => Err(LaunchCopyError::Report {
                 node: node.to_string(),
                 source,
-                stdout,
+                stdout: out.stdout,
             }),
         };
     }
-    let tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+    let tail: String = out
+        .stderr
+        .lines()
+        .rev()
+        .take(5)
+        .collect::<Vec<_>>()
+        .join(" | ");
     Err(LaunchCopyError::Failed {
         node: node.to_string(),
         code,
@@ -597,7 +571,8 @@ pub fn postrun(
     }
     for id in ids {
         let entry = &ff.datasets[&id];
-        let started = Instant::now();
+        // Logged durations read the system clock (no policy depends on them).
+        let started = SystemClock.now();
         let name = entry.name.clone().unwrap_or_default();
         if let Some(l) = log {
             l.log_or_warn(
@@ -623,7 +598,7 @@ pub fn postrun(
                 &Entry::event(EventType::ScavengeEnd)
                     .dset(id)
                     .name(name.as_str())
-                    .secs(started.elapsed().as_secs_f64())
+                    .secs(SystemClock.elapsed(started).as_secs_f64())
                     .note(note),
             );
         }

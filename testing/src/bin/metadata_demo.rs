@@ -17,6 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use scr::clock::{Clock, SystemClock};
 use scr::records::dataset::Dataset;
 use scr::records::filemap::{filemap_file_name, Filemap, MasterFilemap, MASTER_FILEMAP_FILE};
 use scr::records::flush::{FlushEntry, FlushFile, Location, FLUSH_FILE};
@@ -53,13 +54,6 @@ fn main() -> ExitCode {
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 fn run(work: &Path) -> Res<()> {
     if work.exists() {
         fs::remove_dir_all(work)?;
@@ -74,7 +68,7 @@ fn run(work: &Path) -> Res<()> {
         complete: Some(true),
         flag_checkpoint: Some(true),
         flag_output: Some(false),
-        created_us: Some(now_s() * 1_000_000),
+        created_us: Some(SystemClock.unix_secs() * 1_000_000),
         ..Dataset::new(DSET)
     };
 
@@ -183,7 +177,7 @@ fn run(work: &Path) -> Res<()> {
         .write_file(pdir.join(".scr").join(scr::records::summary::SUMMARY_FILE))?;
     let mut index = Index::default();
     index.set_dataset(DSET, &dirname, dataset.clone(), true);
-    index.mark_flushed(DSET, &dirname, timestamp(now_s()));
+    index.mark_flushed(DSET, &dirname, timestamp(SystemClock.unix_secs()));
     index.set_current(&dirname);
     index.write_file(index_path(&prefix))?;
     let mut flush = FlushFile::default();

@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use scr::clock::{Clock, SystemClock};
 use scr::exit::Code;
 use scr::halt::time::{parse_time, SystemZone};
-use scr::halt::{describe, halt_path, now_s, to_json, HaltEdit, REASON_JOB_HALTED};
+use scr::halt::{describe, halt_path, to_json, HaltEdit, REASON_JOB_HALTED};
 use scr::records::halt::Halt;
 use scr::records::Record;
 
@@ -143,7 +144,7 @@ fn edit_of(a: &HaltArgs, now: i64) -> Result<HaltEdit, CliError> {
 
 /// Run `scr halt`.
 pub fn run(a: HaltArgs) -> Result<(), CliError> {
-    let now = now_s();
+    let now = SystemClock.unix_secs();
     let edit = if a.remove {
         HaltEdit::default()
     } else {

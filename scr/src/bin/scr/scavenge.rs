@@ -9,10 +9,11 @@ use std::time::Duration;
 use clap::{ArgGroup, Args};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use scr::config::{Config, LoadOptions, ProcessEnv, Settings};
+use scr::launch::TemplateLauncher;
 use scr::prefix::layout::Placement;
 use scr::scavenge::copy::{copy_dataset, CopyOptions, CopyReport};
 use scr::scavenge::index::{self, AddReport};
-use scr::scavenge::postrun::{self, Launcher, NodeAccess, PostrunOptions, PostrunReport};
+use scr::scavenge::postrun::{self, NodeAccess, PostrunOptions, PostrunReport, RemoteCopy};
 use scr::scavenge::{Progress, ScavengeError};
 use scr::storage::dirs::{self, NodeIdentity};
 use scr::storage::path as spath;
@@ -607,8 +608,9 @@ pub fn postrun(a: PostrunArgs) -> Result<(), CliError> {
             };
             let mut argv = vec![prog];
             argv.extend(a.launch_args);
-            NodeAccess::Launch(Launcher {
-                argv,
+            let launcher = TemplateLauncher::new(argv).map_err(|e| usage(e.to_string()))?;
+            NodeAccess::Launch(RemoteCopy {
+                launcher: std::sync::Arc::new(launcher),
                 scr,
                 timeout: Duration::from_secs(a.launch_timeout.max(1)),
             })
