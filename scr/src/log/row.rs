@@ -11,6 +11,22 @@ use super::event::{Entry, EntryKind, Record, Stamp};
 use super::store::{Col, DbError, Value};
 use super::time::format_timestamp;
 
+/// A stored value the log format does not allow.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum BadValue {
+    /// A count below zero.
+    #[error("{column}={value} is negative")]
+    Negative {
+        /// The column.
+        column: &'static str,
+        /// Its value.
+        value: i64,
+    },
+    /// A duration that is negative or not a number.
+    #[error("secs={0} is not a non-negative number")]
+    Secs(f64),
+}
+
 /// An entry field stored in a column of `events`, `transfers` or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Field {
@@ -91,14 +107,16 @@ impl Field {
         }
     }
 
-    /// Put a read value back; a value the log format does not allow is an
-    /// error saying what is wrong with it.
-    fn set(self, e: &mut Entry, v: &Value) -> Result<(), String> {
+    /// Put a read value back, unless the log format does not allow it.
+    fn set(self, e: &mut Entry, v: &Value) -> Result<(), BadValue> {
         let text = || v.text().map(str::to_owned);
-        let count = || -> Result<Option<u64>, String> {
+        let count = || -> Result<Option<u64>, BadValue> {
             v.int()
                 .map(|n| {
-                    u64::try_from(n).map_err(|_| format!("{}={n} is negative", self.column().0))
+                    u64::try_from(n).map_err(|_| BadValue::Negative {
+                        column: self.column().0,
+                        value: n,
+                    })
                 })
                 .transpose()
         };
@@ -108,9 +126,7 @@ impl Field {
             Field::Dset => e.dset = count()?,
             Field::Name => e.name = text(),
             Field::Secs => match v.real() {
-                Some(s) if !(s.is_finite() && s >= 0.0) => {
-                    return Err(format!("secs={s} is not a non-negative number"))
-                }
+                Some(s) if !(s.is_finite() && s >= 0.0) => return Err(BadValue::Secs(s)),
                 s => e.secs = s,
             },
             Field::Note => e.note = text(),
@@ -236,7 +252,7 @@ pub(crate) fn record(row: &[Value], path: &Path) -> Result<Record, DbError> {
     };
     let mut entry = Entry::of_kind(kind);
     for (f, v) in FIELDS.iter().zip(&row[HEAD.len()..]) {
-        f.set(&mut entry, v).map_err(bad)?;
+        f.set(&mut entry, v).map_err(|e| bad(e.to_string()))?;
     }
     Ok(Record {
         time_s,
