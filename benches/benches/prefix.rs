@@ -106,7 +106,7 @@ impl Bench {
             .iter()
             .rev()
             .find(|r| r.is_transfer(xfer))
-            .and_then(|r| r.secs)
+            .and_then(|r| r.entry.secs)
             .unwrap_or_else(|| panic!("no {xfer} in the log"))
     }
 }

@@ -197,7 +197,7 @@ mod tests {
         let events: Vec<String> = parsed
             .records
             .iter()
-            .map(|r| format!("{:?}", r.kind))
+            .map(|r| format!("{:?}", r.entry.kind))
             .collect();
         assert_eq!(events.len(), 5, "{events:?}");
         assert!(parsed
@@ -209,13 +209,13 @@ mod tests {
             .iter()
             .find(|r| r.is_event("NODE_FAIL"))
             .unwrap();
-        assert!(nf.note.as_deref().unwrap().starts_with("n1: "));
+        assert!(nf.entry.note.as_deref().unwrap().starts_with("n1: "));
         let start = parsed
             .records
             .iter()
             .find(|r| r.is_event("RUN_START"))
             .unwrap();
-        assert_eq!((start.procs, start.nodes), (Some(4), Some(2)));
+        assert_eq!((start.entry.procs, start.entry.nodes), (Some(4), Some(2)));
         let r = runs(&parsed.records);
         let ends: Vec<RunEnd> = r.iter().map(|r| r.end).collect();
         assert_eq!(ends, vec![RunEnd::Failed, RunEnd::Censored]);

@@ -113,7 +113,7 @@ impl Setup {
     fn halt_events(&self) -> Vec<String> {
         events(&self.prefix(), "HALT")
             .into_iter()
-            .map(|r| r.note.unwrap_or_default())
+            .map(|r| r.entry.note.unwrap_or_default())
             .collect()
     }
 }

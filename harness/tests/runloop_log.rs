@@ -70,7 +70,13 @@ fn run_loop_logs_runs_and_node_failures_beside_the_library() {
     let kinds: Vec<String> = parsed
         .records
         .iter()
-        .map(|r| format!("{:?}:{}", r.kind, r.note.as_deref().unwrap_or("")))
+        .map(|r| {
+            format!(
+                "{:?}:{}",
+                r.entry.kind,
+                r.entry.note.as_deref().unwrap_or("")
+            )
+        })
         .collect();
     let count = |ev: &str| parsed.records.iter().filter(|r| r.is_event(ev)).count();
     assert_eq!(count("RUN_START"), 2, "{kinds:#?}");
@@ -81,7 +87,7 @@ fn run_loop_logs_runs_and_node_failures_beside_the_library() {
         .records
         .iter()
         .filter(|r| r.is_event("NODE_FAIL"))
-        .filter_map(|r| r.note.as_deref())
+        .filter_map(|r| r.entry.note.as_deref())
         .collect();
     assert_eq!(node_fail.len(), 1, "{kinds:#?}");
     assert!(node_fail[0].starts_with("n1: "), "{node_fail:?}");

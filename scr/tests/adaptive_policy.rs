@@ -170,12 +170,12 @@ fn the_interval_comes_from_the_logged_history() {
     );
     let logged = intervals(&prefix);
     assert_eq!(logged.len(), 1, "{logged:?}");
-    let secs = logged[0].secs.unwrap();
+    let secs = logged[0].entry.secs.unwrap();
     // This run's own seconds add to the exposure: bound them by 60 s.
     let lo = daly_s(6.0, mtbf_estimate_s(None, 2, 20_000.0).unwrap());
     let hi = daly_s(6.0, mtbf_estimate_s(None, 2, 20_060.0).unwrap());
     assert!(lo <= secs && secs <= hi, "{lo} <= {secs} <= {hi}");
-    let note = logged[0].note.as_deref().unwrap();
+    let note = logged[0].entry.note.as_deref().unwrap();
     let log = prefix.join(".scr").join("log");
     for part in [
         "adaptive: Daly interval".to_string(),
@@ -212,20 +212,20 @@ fn configured_mtbf_is_a_prior_and_halts_still_answer_yes() {
     // The logged history's cost first, then this run's measured cost.
     assert_eq!(logged.len(), 2, "{logged:?}");
     let m = mtbf_estimate_s(Some(86_400.0), 2, 20_000.0).unwrap();
-    let first = logged[0].secs.unwrap();
+    let first = logged[0].entry.secs.unwrap();
     assert!(
         (first / daly_s(6.0, m) - 1.0).abs() < 1e-3,
         "{first} vs {m}"
     );
-    let n0 = logged[0].note.as_deref().unwrap();
+    let n0 = logged[0].entry.note.as_deref().unwrap();
     assert!(
         n0.contains("SCR_MTBF 86400 s as a prior worth one failure"),
         "{n0}"
     );
-    let n1 = logged[1].note.as_deref().unwrap();
+    let n1 = logged[1].entry.note.as_deref().unwrap();
     assert!(n1.contains("(mean of 1 checkpoints this run)"), "{n1}");
     assert!(
-        logged[1].secs.unwrap() < first,
+        logged[1].entry.secs.unwrap() < first,
         "a fast checkpoint: a shorter interval"
     );
 }
@@ -251,14 +251,17 @@ fn without_history_it_measures_first_then_goes_multi_level() {
         "{answers:?}"
     );
     let logged = intervals(&prefix);
-    let notes: Vec<&str> = logged.iter().map(|r| r.note.as_deref().unwrap()).collect();
+    let notes: Vec<&str> = logged
+        .iter()
+        .map(|r| r.entry.note.as_deref().unwrap())
+        .collect();
     assert_eq!(notes.len(), 3, "{notes:?}");
     assert!(
         notes[0].contains("checkpoint now to measure its cost"),
         "{}",
         notes[0]
     );
-    assert!(logged[0].secs.is_none());
+    assert!(logged[0].entry.secs.is_none());
     assert!(
         notes[1].contains("single level because level 2 (INTERVAL 2) has no measured cost yet"),
         "{}",

@@ -101,7 +101,7 @@ impl Job {
             .records
             .iter()
             .filter(|r| r.is_event("HALT"))
-            .map(|r| r.note.clone().unwrap_or_default())
+            .map(|r| r.entry.note.clone().unwrap_or_default())
             .collect()
     }
 }

@@ -18,10 +18,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use common::{run_with_system, Cluster};
 use postgres::Client;
 use scr::comm::Comm;
-use scr::log::db::{DbError, DbLog, DbSettings, Secret, SCHEMA_VERSION};
-use scr::log::server::{migrate_to, read_records, ServerSettings, MIGRATIONS};
+use scr::log::db::{DbError, DbSettings, Secret, SCHEMA_VERSION};
+use scr::log::migrate::{migrate_to, MIGRATIONS};
+use scr::log::read_log;
+use scr::log::server::{read_records, PgStore, ServerLog, ServerSettings};
 use scr::log::writer::{Entry, EventType};
-use scr::log::{read_log, Record, RecordKind};
 use scr::{Flags, Scr};
 
 struct Server {
@@ -113,18 +114,6 @@ fn write(scr: &mut Scr, comm: &dyn Comm, prefix: &Path, name: &str) {
     assert!(out.complete(true).unwrap());
 }
 
-fn key(
-    r: &Record,
-) -> (
-    RecordKind,
-    Option<u64>,
-    Option<String>,
-    Option<f64>,
-    Option<f64>,
-) {
-    (r.kind.clone(), r.dset, r.name.clone(), r.secs, r.bytes)
-}
-
 #[test]
 #[ignore = "needs a PostgreSQL server: ci/tests.d/logdb-server.sh"]
 fn a_job_logs_to_the_server_what_it_writes_to_the_text_log() {
@@ -189,7 +178,8 @@ fn a_job_logs_to_the_server_what_it_writes_to_the_text_log() {
     let rows = read_records(&srv.settings(&db)).unwrap();
     assert_eq!(txt.len(), rows.len());
     for (a, b) in txt.iter().zip(&rows) {
-        assert_eq!(key(a), key(b), "{a:?} vs {b:?}");
+        // The whole entry: what was logged is what each reader gives back.
+        assert_eq!(a.entry, b.entry, "{a:?} vs {b:?}");
         assert!((a.time_s - b.time_s).abs() < 1e-3, "{a:?} vs {b:?}");
         assert_eq!((&a.host, &a.jobid), (&b.host, &b.jobid));
     }
@@ -221,9 +211,8 @@ fn concurrent_first_opens_apply_each_migration_once() {
         let hs: Vec<_> = (0..4)
             .map(|_| {
                 s.spawn(|| {
-                    let st = srv.settings(&db);
-                    let mut c = st.connect().unwrap();
-                    migrate_to(&mut c, &st, MIGRATIONS).unwrap()
+                    let mut c = PgStore::connect(&srv.settings(&db)).unwrap();
+                    migrate_to(&mut c, MIGRATIONS).unwrap()
                 })
             })
             .collect();
@@ -236,11 +225,10 @@ fn concurrent_first_opens_apply_each_migration_once() {
     assert_eq!(count(&mut c, "SELECT COUNT(*) FROM schema_version"), 2);
     // An older database is upgraded step by step.
     let db2 = srv.fresh_db("upgrade");
-    let st = srv.settings(&db2);
-    let mut c = st.connect().unwrap();
-    assert_eq!(migrate_to(&mut c, &st, &MIGRATIONS[..1]).unwrap(), vec![1]);
-    assert_eq!(migrate_to(&mut c, &st, MIGRATIONS).unwrap(), vec![2]);
-    assert!(migrate_to(&mut c, &st, MIGRATIONS).unwrap().is_empty());
+    let mut c = PgStore::connect(&srv.settings(&db2)).unwrap();
+    assert_eq!(migrate_to(&mut c, &MIGRATIONS[..1]).unwrap(), vec![1]);
+    assert_eq!(migrate_to(&mut c, MIGRATIONS).unwrap(), vec![2]);
+    assert!(migrate_to(&mut c, MIGRATIONS).unwrap().is_empty());
 }
 
 #[test]
@@ -260,7 +248,7 @@ fn foreign_and_newer_schemas_are_refused_and_left_alone() {
     srv.connect(&foreign)
         .batch_execute("CREATE TABLE jobs (x INTEGER)")
         .unwrap();
-    let e = DbLog::open(&settings(&foreign), Path::new("/p"), "1").unwrap_err();
+    let e = ServerLog::open(&settings(&foreign), Path::new("/p"), "1").unwrap_err();
     assert!(matches!(e, DbError::NotOurs { .. }), "{e}");
     let newer = srv.fresh_db("newer");
     srv.connect(&newer)
@@ -270,7 +258,7 @@ fn foreign_and_newer_schemas_are_refused_and_left_alone() {
             SCHEMA_VERSION + 1
         ))
         .unwrap();
-    let e = DbLog::open(&settings(&newer), Path::new("/p"), "1").unwrap_err();
+    let e = ServerLog::open(&settings(&newer), Path::new("/p"), "1").unwrap_err();
     assert!(matches!(e, DbError::Newer { .. }), "{e}");
     assert!(matches!(
         read_records(&srv.settings(&newer)),
@@ -312,7 +300,7 @@ fn a_wrong_password_is_a_warning_and_the_job_goes_on() {
         .records;
     assert!(txt
         .iter()
-        .any(|r| r.is_event("CHECKPOINT_END") && r.name.as_deref() == Some("ckpt.1")));
+        .any(|r| r.is_event("CHECKPOINT_END") && r.entry.name.as_deref() == Some("ckpt.1")));
     // Nothing reached the server, not even the schema.
     let mut c = srv.connect(&db);
     assert_eq!(
@@ -338,8 +326,8 @@ fn the_library_adopts_the_run_the_run_loop_opened() {
         username: Some("u".into()),
         jobname: None,
     };
-    let mut launcher = DbLog::open(&settings, Path::new("/p"), "55").unwrap();
-    let mut app = DbLog::open(&settings, Path::new("/p"), "55").unwrap();
+    let mut launcher = ServerLog::open(&settings, Path::new("/p"), "55").unwrap();
+    let mut app = ServerLog::open(&settings, Path::new("/p"), "55").unwrap();
     launcher
         .insert(100.0, 0, "login", &Entry::event(EventType::RunStart))
         .unwrap();

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use scr::comm::thread::ThreadComm;
 use scr::comm::Comm;
 use scr::config::{LoadOptions, MapEnv};
-use scr::log::{read_log, Record, RecordKind};
+use scr::log::{read_log, Record};
 use scr::records::halt::{Halt, HALT_FILE};
 use scr::records::Record as _;
 use scr::storage::dirs::NodeIdentity;
@@ -88,9 +88,11 @@ impl Cluster {
 }
 
 fn kind(r: &Record) -> String {
-    match &r.kind {
-        RecordKind::Event(e) => e.clone(),
-        RecordKind::Transfer(t) => format!("xfer:{t}"),
+    let name = r.entry.kind.name();
+    if r.entry.kind.is_transfer() {
+        format!("xfer:{name}")
+    } else {
+        name.to_string()
     }
 }
 
@@ -166,25 +168,32 @@ fn a_job_logs_its_events_once_and_the_tools_read_them() {
         assert_eq!(r.jobid.as_deref(), Some("4242"));
         assert_eq!(r.host.as_deref(), Some("n0"), "rank 0 writes every line");
     }
-    assert_eq!((run1[0].procs, run1[0].nodes), (Some(4), Some(4)));
+    assert_eq!(
+        (run1[0].entry.procs, run1[0].entry.nodes),
+        (Some(4), Some(4))
+    );
     let bytes = (0..4).map(|r| 1000.0 + r as f64).sum::<f64>();
-    for r in run1
-        .iter()
-        .filter(|r| matches!(r.kind, RecordKind::Transfer(_)))
-    {
-        assert_eq!((r.bytes, r.files), (Some(bytes), Some(4)), "{r:?}");
-        assert!(r.secs.is_some() && r.dset.is_some() && r.name.is_some());
+    for r in run1.iter().filter(|r| r.entry.kind.is_transfer()) {
+        assert_eq!(
+            (r.entry.bytes, r.entry.files),
+            (Some(bytes), Some(4)),
+            "{r:?}"
+        );
+        assert!(r.entry.secs.is_some() && r.entry.dset.is_some() && r.entry.name.is_some());
     }
     let end2 = run1
         .iter()
         .filter(|r| r.is_event("CHECKPOINT_END"))
         .nth(1)
         .unwrap();
-    assert_eq!((end2.dset, end2.name.as_deref()), (Some(2), Some("ckpt.2")));
-    assert!(end2.secs.is_some() && end2.note.is_none());
+    assert_eq!(
+        (end2.entry.dset, end2.entry.name.as_deref()),
+        (Some(2), Some("ckpt.2"))
+    );
+    assert!(end2.entry.secs.is_some() && end2.entry.note.is_none());
     let halt = run1.iter().find(|r| r.is_event("HALT")).unwrap();
     assert!(
-        halt.note.as_deref().unwrap().contains("operator"),
+        halt.entry.note.as_deref().unwrap().contains("operator"),
         "{halt:?}"
     );
     assert!(run1.windows(2).all(|w| w[0].time_s <= w[1].time_s));
@@ -217,7 +226,13 @@ fn a_job_logs_its_events_once_and_the_tools_read_them() {
     let rebuilt: Vec<_> = run2
         .iter()
         .filter(|r| r.is_event("REBUILD_SUCCESS"))
-        .map(|r| (r.dset, r.note.as_deref(), r.secs.is_some()))
+        .map(|r| {
+            (
+                r.entry.dset,
+                r.entry.note.as_deref(),
+                r.entry.secs.is_some(),
+            )
+        })
         .collect();
     assert_eq!(
         rebuilt,
@@ -225,7 +240,7 @@ fn a_job_logs_its_events_once_and_the_tools_read_them() {
     );
     let restart = run2.iter().find(|r| r.is_event("RESTART_SUCCESS")).unwrap();
     assert_eq!(
-        (restart.dset, restart.name.as_deref()),
+        (restart.entry.dset, restart.entry.name.as_deref()),
         (Some(2), Some("ckpt.2"))
     );
 
@@ -272,20 +287,23 @@ fn a_failed_restart_and_a_failed_checkpoint_are_logged_as_failures() {
     let recs = read_log(&cl.log(), true).unwrap().records;
     let end2 = recs
         .iter()
-        .find(|r| r.is_event("CHECKPOINT_END") && r.dset == Some(2))
+        .find(|r| r.is_event("CHECKPOINT_END") && r.entry.dset == Some(2))
         .unwrap();
     assert!(
-        end2.note.as_deref().unwrap().starts_with("failed"),
+        end2.entry.note.as_deref().unwrap().starts_with("failed"),
         "{end2:?}"
     );
     assert!(
         !recs
             .iter()
-            .any(|r| matches!(r.kind, RecordKind::Transfer(_)) && r.dset == Some(2)),
+            .any(|r| r.entry.kind.is_transfer() && r.entry.dset == Some(2)),
         "a failed checkpoint has no cost records"
     );
     let fail = recs.iter().find(|r| r.is_event("RESTART_FAIL")).unwrap();
-    assert_eq!((fail.dset, fail.name.as_deref()), (Some(1), Some("ckpt.1")));
+    assert_eq!(
+        (fail.entry.dset, fail.entry.name.as_deref()),
+        (Some(1), Some("ckpt.1"))
+    );
     // Nothing is left to try, so compute resumes.
     let after: Vec<String> = recs
         .iter()

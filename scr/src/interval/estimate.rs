@@ -91,7 +91,7 @@ pub fn runs(records: &[Record]) -> Vec<Run> {
                     }
                 } else if r.is_event("RUN_END") {
                     if let Some((start, nf, _)) = open.take() {
-                        let failed = nf || r.note.as_deref().is_some_and(note_is_failure);
+                        let failed = nf || r.entry.note.as_deref().is_some_and(note_is_failure);
                         let end = if failed {
                             RunEnd::Failed
                         } else {
@@ -382,14 +382,14 @@ pub fn estimate(records: &[Record], level: f64) -> LogEstimates {
         records
             .iter()
             .filter(|r| pred(r))
-            .filter_map(|r| r.secs)
+            .filter_map(|r| r.entry.secs)
             .collect()
     };
     // Cache checkpoint cost per (job, dataset).
     let mut explicit: BTreeMap<(String, u64), f64> = BTreeMap::new();
     let mut pieces: BTreeMap<(String, u64), f64> = BTreeMap::new();
     for r in records {
-        let (Some(d), Some(s)) = (r.dset, r.secs) else {
+        let (Some(d), Some(s)) = (r.entry.dset, r.entry.secs) else {
             continue;
         };
         let key = (r.jobid.clone().unwrap_or_default(), d);

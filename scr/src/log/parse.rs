@@ -9,11 +9,18 @@
 //! seconds. Times without a zone are read as UTC: only differences matter,
 //! and a log mixing zoned and unzoned stamps from one job is not expected.
 //!
+//! A line reads as a [`Record`]: its stamp and the [`Entry`] the writer
+//! logged, the same type every sink writes.
+//!
 //! Bad lines never panic: [`parse_line`] returns a [`LineError`], and
 //! [`read_log`] either stops at the first (strict) or skips and counts them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use super::event::{Entry, EntryKind, Record};
+// `pub(crate)`: halt/time.rs reads dates through this path.
+pub(crate) use super::time::days_from_civil;
 
 /// What went wrong on one line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -68,58 +75,6 @@ pub enum LogError {
     },
 }
 
-/// Whether a record is an event or a transfer, and its type
-/// (`START`, `CHECKPOINT_END`, `FLUSH_SYNC`, ...), upper case as written.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub enum RecordKind {
-    /// `event=TYPE`.
-    Event(String),
-    /// `xfer=TYPE`.
-    Transfer(String),
-}
-
-/// One parsed log line.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Record {
-    /// Seconds since the Unix epoch (unzoned stamps read as UTC).
-    pub time_s: f64,
-    /// `host=`.
-    pub host: Option<String>,
-    /// `jobid=`.
-    pub jobid: Option<String>,
-    /// Event or transfer type.
-    pub kind: RecordKind,
-    /// `note=` (how a run ended, for `RUN_END`).
-    pub note: Option<String>,
-    /// `dset=`.
-    pub dset: Option<u64>,
-    /// `name=`.
-    pub name: Option<String>,
-    /// `secs=`: duration of the operation.
-    pub secs: Option<f64>,
-    /// `bytes=` (transfers).
-    pub bytes: Option<f64>,
-    /// `files=` (transfers).
-    pub files: Option<u64>,
-    /// `procs=` (START).
-    pub procs: Option<u64>,
-    /// `nodes=` (START).
-    pub nodes: Option<u64>,
-    /// Every other field, as written (`from=`, `to=`, ...).
-    pub other: BTreeMap<String, String>,
-}
-
-impl Record {
-    /// Whether this is the event `name`.
-    pub fn is_event(&self, name: &str) -> bool {
-        matches!(&self.kind, RecordKind::Event(e) if e == name)
-    }
-    /// Whether this is the transfer `name`.
-    pub fn is_transfer(&self, name: &str) -> bool {
-        matches!(&self.kind, RecordKind::Transfer(e) if e == name)
-    }
-}
-
 /// A parsed log: its records in file order and the bad lines skipped.
 #[derive(Debug, Default)]
 pub struct Parsed {
@@ -129,17 +84,6 @@ pub struct Parsed {
     pub skipped: usize,
     /// The first few skipped lines' errors, for a warning.
     pub first_errors: Vec<LogError>,
-}
-
-/// Days from 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
 }
 
 fn num(s: &str, lo: i64, hi: i64) -> Option<i64> {
@@ -283,43 +227,38 @@ pub fn parse_line(line: &str) -> Result<Record, LineError> {
     // The timestamp itself contains ':' (HH:MM:SS), so split at ": ".
     let sep = line.find(": ").ok_or(LineError::NoTimestamp)?;
     let time_s = parse_timestamp(&line[..sep])?;
-    let mut rec = Record {
-        time_s,
-        host: None,
-        jobid: None,
-        kind: RecordKind::Event(String::new()),
-        note: None,
-        dset: None,
-        name: None,
-        secs: None,
-        bytes: None,
-        files: None,
-        procs: None,
-        nodes: None,
-        other: BTreeMap::new(),
-    };
-    let mut kind = None;
+    let (mut host, mut jobid, mut kind) = (None, None, None);
+    let mut e = Entry::of_kind(EntryKind::OtherEvent(String::new()));
+    let mut other = BTreeMap::new();
     for (key, value) in fields(&line[sep + 2..])? {
         match key.as_str() {
-            "host" => rec.host = Some(value),
-            "jobid" => rec.jobid = Some(value),
-            "event" => kind = Some(RecordKind::Event(value.to_ascii_uppercase())),
-            "xfer" => kind = Some(RecordKind::Transfer(value.to_ascii_uppercase())),
-            "note" => rec.note = Some(value),
-            "dset" => rec.dset = Some(count(&key, &value)?),
-            "name" => rec.name = Some(value),
-            "secs" => rec.secs = Some(number(&key, &value)?),
-            "bytes" => rec.bytes = Some(number(&key, &value)?),
-            "files" => rec.files = Some(count(&key, &value)?),
-            "procs" => rec.procs = Some(count(&key, &value)?),
-            "nodes" => rec.nodes = Some(count(&key, &value)?),
+            "host" => host = Some(value),
+            "jobid" => jobid = Some(value),
+            "event" => kind = Some(EntryKind::event(&value.to_ascii_uppercase())),
+            "xfer" => kind = Some(EntryKind::xfer(&value.to_ascii_uppercase())),
+            "note" => e.note = Some(value),
+            "from" => e.from = Some(value),
+            "to" => e.to = Some(value),
+            "dset" => e.dset = Some(count(&key, &value)?),
+            "name" => e.name = Some(value),
+            "secs" => e.secs = Some(number(&key, &value)?),
+            "bytes" => e.bytes = Some(number(&key, &value)?),
+            "files" => e.files = Some(count(&key, &value)?),
+            "procs" => e.procs = Some(count(&key, &value)?),
+            "nodes" => e.nodes = Some(count(&key, &value)?),
             _ => {
-                rec.other.insert(key, value);
+                other.insert(key, value);
             }
         }
     }
-    rec.kind = kind.ok_or(LineError::NoKind)?;
-    Ok(rec)
+    e.kind = kind.ok_or(LineError::NoKind)?;
+    Ok(Record {
+        time_s,
+        host,
+        jobid,
+        entry: e,
+        other,
+    })
 }
 
 /// How many skipped-line errors [`read_log`] keeps for a warning.
@@ -373,26 +312,32 @@ mod tests {
             "2026-11-22T10:11:12: host=rzgenie12, jobid=4242, event=START, procs=64, nodes=4",
         )
         .unwrap();
-        assert_eq!(r.kind, RecordKind::Event("START".into()));
-        assert_eq!(r.procs, Some(64));
-        assert_eq!(r.nodes, Some(4));
+        assert_eq!(
+            r.entry.kind,
+            EntryKind::Event(super::super::event::EventType::Start)
+        );
+        assert_eq!(r.entry.procs, Some(64));
+        assert_eq!(r.entry.nodes, Some(4));
         assert_eq!(r.jobid.as_deref(), Some("4242"));
         assert_eq!(r.time_s, parse_timestamp("2026-11-22T10:11:12Z").unwrap());
         let r = parse_line("2026-11-22T10:11:40: host=rzgenie12, jobid=4242, xfer=FLUSH_SYNC, from=/dev/shm/scr, to=/p/lustre/out, dset=3, name=ckpt.3, secs=12.5, bytes=1.048576e9, files=64").unwrap();
         assert!(r.is_transfer("FLUSH_SYNC"));
-        assert_eq!(r.secs, Some(12.5));
-        assert_eq!(r.files, Some(64));
-        assert_eq!(
-            r.other.get("from").map(String::as_str),
-            Some("/dev/shm/scr")
-        );
+        assert_eq!(r.entry.secs, Some(12.5));
+        assert_eq!(r.entry.files, Some(64));
+        assert_eq!(r.entry.bytes, Some(1_048_576_000.0));
+        assert_eq!(r.entry.from.as_deref(), Some("/dev/shm/scr"));
+        // A field this library does not know is kept as written.
+        let r = parse_line("2026-11-22T10:11:12: event=rebuild_end, rank=3").unwrap();
+        assert_eq!(r.entry.kind, EntryKind::OtherEvent("REBUILD_END".into()));
+        assert!(r.is_event("REBUILD_END"));
+        assert_eq!(r.other.get("rank").map(String::as_str), Some("3"));
     }
 
     #[test]
     fn our_style_lines_with_zone_and_quotes() {
         let a = parse_line(r#"2026-11-22T10:11:12.250+01:00: host=n1, jobid=7, event=RUN_END, note="failed, node n3 lost", secs=3600"#).unwrap();
-        assert_eq!(a.note.as_deref(), Some("failed, node n3 lost"));
-        assert_eq!(a.secs, Some(3600.0));
+        assert_eq!(a.entry.note.as_deref(), Some("failed, node n3 lost"));
+        assert_eq!(a.entry.secs, Some(3600.0));
         let b = parse_line("2026-11-22T09:11:12.25Z: host=n1, jobid=7, event=RUN_START").unwrap();
         assert!(
             (a.time_s - b.time_s).abs() < 1e-9,

@@ -1,0 +1,418 @@
+//! What the two log databases share below their sinks: the settings
+//! (`SCR_LOG_DB_*`), the errors, and [`Store`], the small trait through
+//! which the one migration runner ([`super::migrate`]), the one entry→row
+//! mapping ([`super::row`]) and the one database sink
+//! ([`super::database`]) speak to SQLite ([`super::db`]) or PostgreSQL
+//! ([`super::server`]).
+//!
+//! Statements are written once, in a portable form that each store renders
+//! for its server ([`Dialect::render`]): `?1`, `?2` … placeholders, and
+//! `{ID}`, `{INT}`, `{REAL}`, `{GREATEST}` where the two spell a type or a
+//! function differently.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{Config, ConfigError};
+
+/// Default database file name below `<prefix>/.scr/`.
+pub const DB_FILE: &str = "log.db";
+
+/// Errors of the database log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DbError {
+    /// SQLite refused an operation.
+    #[error("log database {path}: {what}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The cause.
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer library.
+    #[error("log database {path} has schema version {found}, newer than the {known} this library knows: refusing to use it (upgrade the library or set SCR_LOG_DB_NAME to another file)")]
+    Newer {
+        /// The database file.
+        path: PathBuf,
+        /// Its version.
+        found: i64,
+        /// Ours.
+        known: i64,
+    },
+    /// A database that is not an SCR log database.
+    #[error("{path} is a SQLite database but not an SCR log (it has table {table:?} and no schema_version): refusing to write into it")]
+    NotOurs {
+        /// The file.
+        path: PathBuf,
+        /// One of its tables.
+        table: String,
+    },
+    /// Reading: the database has no SCR log schema at all.
+    #[error("{path} holds no SCR log (no schema_version table)")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Reading: a row holds a value the log format does not allow.
+    #[error("log database {path}: table {table}, row id {id}: {what}")]
+    BadRow {
+        /// The file.
+        path: PathBuf,
+        /// The table.
+        table: &'static str,
+        /// The row's id.
+        id: i64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A statement that must give a row (the job just added, the id of a
+    /// run just inserted) gave none.
+    #[error("log database {path}: {what}: no row")]
+    NoRow {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+    },
+    /// SCR_LOG_DB_HOST (or a `--db` URL) does not name a usable server.
+    #[error("log database server {host:?}: {why}")]
+    BadServer {
+        /// The configured host.
+        host: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The log database server refused an operation or could not be reached.
+    #[error("log database {server}: {what}: {source}")]
+    Server {
+        /// `postgresql://user@host:port/dbname` (never the password).
+        server: String,
+        /// What was being done.
+        what: &'static str,
+        /// The cause.
+        source: Box<postgres::Error>,
+    },
+    /// A logging parameter has a bad value.
+    #[error(transparent)]
+    Config(Box<ConfigError>),
+}
+
+impl From<ConfigError> for DbError {
+    fn from(e: ConfigError) -> Self {
+        DbError::Config(Box::new(e))
+    }
+}
+
+/// A password: kept out of `Debug` output and messages.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap `s`.
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+    /// The password itself, for the connection only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// What SCR_LOG_DB_* say (read from the site's configuration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbSettings {
+    /// `SCR_LOG_DB_NAME`: file name or absolute path; with a host, the
+    /// server's database (default `scr`).
+    pub name: Option<String>,
+    /// `SCR_LOG_DB_HOST`: a PostgreSQL server instead of a file.
+    pub host: Option<String>,
+    /// `SCR_LOG_DB_USER` (server only; default the job's user).
+    pub user: Option<String>,
+    /// `SCR_LOG_DB_PASS` (server only).
+    pub pass: Option<Secret>,
+    /// `SCR_LOG_DB_DEBUG` > 0: echo each entry's statements to stderr.
+    pub debug: bool,
+    /// `SCR_USER_NAME`, recorded in `jobs.username`.
+    pub username: Option<String>,
+    /// `SCR_JOB_NAME`, recorded in `jobs.jobname`.
+    pub jobname: Option<String>,
+}
+
+fn nonempty(cfg: &Config, name: &str) -> Option<String> {
+    cfg.get(name).map(|e| e.value).filter(|v| !v.is_empty())
+}
+
+impl DbSettings {
+    /// `None` unless SCR_LOG_DB_ENABLE=1 (the caller checks SCR_LOG_ENABLE).
+    pub fn from_config(cfg: &Config) -> Result<Option<DbSettings>, DbError> {
+        if !cfg.get_bool("SCR_LOG_DB_ENABLE")?.unwrap_or(false) {
+            return Ok(None);
+        }
+        Ok(Some(DbSettings {
+            name: nonempty(cfg, "SCR_LOG_DB_NAME"),
+            host: nonempty(cfg, "SCR_LOG_DB_HOST"),
+            user: nonempty(cfg, "SCR_LOG_DB_USER"),
+            pass: nonempty(cfg, "SCR_LOG_DB_PASS").map(Secret),
+            debug: cfg.get_u64("SCR_LOG_DB_DEBUG")?.unwrap_or(0) > 0,
+            username: nonempty(cfg, "SCR_USER_NAME"),
+            jobname: nonempty(cfg, "SCR_JOB_NAME"),
+        }))
+    }
+
+    /// The database file for `prefix` (when no host is set).
+    pub fn path(&self, prefix: &Path) -> PathBuf {
+        db_path(prefix, self.name.as_deref())
+    }
+}
+
+/// `<prefix>/.scr/log.db`, or `name` (absolute, or relative to
+/// `<prefix>/.scr/`).
+pub fn db_path(prefix: &Path, name: Option<&str>) -> PathBuf {
+    let dir = prefix.join(".scr");
+    match name {
+        Some(n) if Path::new(n).is_absolute() => PathBuf::from(n),
+        Some(n) => dir.join(n),
+        None => dir.join(DB_FILE),
+    }
+}
+
+/// A value bound to a statement or read from a row: the three column types
+/// of the log's tables, each possibly NULL.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// `{INT}` (and ids).
+    Int(Option<i64>),
+    /// `{REAL}`.
+    Real(Option<f64>),
+    /// `TEXT`.
+    Text(Option<String>),
+}
+
+impl Value {
+    /// The integer, when this is a non-NULL `Int`.
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Value::Int(v) => *v,
+            _ => None,
+        }
+    }
+    /// The number, when this is a non-NULL `Real`.
+    pub fn real(&self) -> Option<f64> {
+        match self {
+            Value::Real(v) => *v,
+            _ => None,
+        }
+    }
+    /// The text, when this is a non-NULL `Text`.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Value::Text(v) => v.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// The type a query's column is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Col {
+    /// [`Value::Int`].
+    Int,
+    /// [`Value::Real`].
+    Real,
+    /// [`Value::Text`].
+    Text,
+}
+
+/// Which server's SQL a store speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// The embedded SQLite file.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+impl Dialect {
+    /// `sql` (the portable form) as this server reads it.
+    pub fn render(self, sql: &str) -> String {
+        let words: [(&str, &str); 4] = match self {
+            Dialect::Sqlite => [
+                ("{ID}", "INTEGER PRIMARY KEY"),
+                ("{INT}", "INTEGER"),
+                ("{REAL}", "REAL"),
+                ("{GREATEST}", "MAX"),
+            ],
+            Dialect::Postgres => [
+                (
+                    "{ID}",
+                    "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+                ),
+                ("{INT}", "BIGINT"),
+                ("{REAL}", "DOUBLE PRECISION"),
+                ("{GREATEST}", "GREATEST"),
+            ],
+        };
+        let mut out = words
+            .iter()
+            .fold(sql.to_string(), |s, (from, to)| s.replace(from, to));
+        if self == Dialect::Postgres {
+            // `?N` is SQLite's numbered placeholder, `$N` PostgreSQL's; the
+            // statements hold no other `?` (every value is a parameter).
+            out = out.replace('?', "$");
+        }
+        out
+    }
+
+    /// One text column, non-NULL when the table `schema_version` exists.
+    pub(crate) fn has_schema_version(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => {
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            }
+            Dialect::Postgres => "SELECT to_regclass('schema_version')::text",
+        }
+    }
+
+    /// One text column: a table that makes a database without
+    /// `schema_version` not ours. A SQLite file must hold nothing else; a
+    /// server database may be shared, so only our own table names count.
+    pub(crate) fn foreign_table(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => {
+                "SELECT name FROM sqlite_master WHERE type = 'table' \
+                 AND name NOT LIKE 'sqlite_%' LIMIT 1"
+            }
+            Dialect::Postgres => {
+                "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = current_schema() \
+                 AND table_name IN ('jobs', 'runs', 'events', 'transfers') LIMIT 1"
+            }
+        }
+    }
+}
+
+/// A connection to one log database, as the shared code needs it. Each
+/// method takes a statement in the portable form and renders it with
+/// [`Dialect::render`]; `what` names the step in the error.
+pub trait Store: Send + std::fmt::Debug {
+    /// The server's SQL.
+    fn dialect(&self) -> Dialect;
+    /// The database file, or the server as `postgresql://user@host:port/db`
+    /// (never the password): for messages.
+    fn location(&self) -> &Path;
+    /// Run statements without parameters or results.
+    fn batch(&mut self, sql: &str, what: &'static str) -> Result<(), DbError>;
+    /// Run one statement with `params` (`?1` is `params[0]`).
+    fn execute(&mut self, sql: &str, params: &[Value], what: &'static str) -> Result<(), DbError>;
+    /// Run one query; each row's columns read as `cols` say.
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        cols: &[Col],
+        what: &'static str,
+    ) -> Result<Vec<Vec<Value>>, DbError>;
+}
+
+/// Key of the server's advisory lock that serialises migrations.
+const MIGRATION_LOCK: i64 = 0x5343_525f_4c4f_4744; // "SCR_LOGD"
+
+/// Whom a transaction keeps out until it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lock {
+    /// Every other migrator of the database.
+    Migrations,
+    /// Every other writer of the job with this `jobs` row.
+    Job(i64),
+}
+
+/// Run `body` in one transaction that holds `lock`: SQLite's `BEGIN
+/// IMMEDIATE` (the database's write lock), or on the server a transaction
+/// holding an advisory lock. Committed when `body` succeeds, rolled back
+/// otherwise.
+pub(crate) fn transaction<T>(
+    s: &mut dyn Store,
+    lock: Lock,
+    body: impl FnOnce(&mut dyn Store) -> Result<T, DbError>,
+) -> Result<T, DbError> {
+    let what = match lock {
+        Lock::Migrations => "locking for a migration",
+        Lock::Job(_) => "locking",
+    };
+    match s.dialect() {
+        Dialect::Sqlite => s.batch("BEGIN IMMEDIATE", what)?,
+        Dialect::Postgres => {
+            s.batch("BEGIN", "starting a transaction")?;
+            let key = match lock {
+                Lock::Migrations => MIGRATION_LOCK,
+                Lock::Job(row) => row,
+            };
+            let locked = s.execute(
+                "SELECT pg_advisory_xact_lock(?1)",
+                &[Value::Int(Some(key))],
+                what,
+            );
+            if let Err(e) = locked {
+                rollback(s);
+                return Err(e);
+            }
+        }
+    }
+    match body(&mut *s).and_then(|v| s.batch("COMMIT", "committing").map(|()| v)) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            rollback(s);
+            Err(e)
+        }
+    }
+}
+
+/// End a failed transaction; the failure that got here is what the caller
+/// reports, so a failed rollback (the connection is gone) adds nothing.
+fn rollback(s: &mut dyn Store) {
+    let _ = s.batch("ROLLBACK", "rolling back");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_render_for_each_server() {
+        let sql = "UPDATE runs SET last_s = {GREATEST}(last_s, ?2) WHERE id = ?1";
+        assert_eq!(
+            Dialect::Sqlite.render(sql),
+            "UPDATE runs SET last_s = MAX(last_s, ?2) WHERE id = ?1"
+        );
+        assert_eq!(
+            Dialect::Postgres.render(sql),
+            "UPDATE runs SET last_s = GREATEST(last_s, $2) WHERE id = $1"
+        );
+        assert_eq!(
+            Dialect::Postgres.render("x {ID}, y {INT}, z {REAL}"),
+            "x BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, y BIGINT, z DOUBLE PRECISION"
+        );
+    }
+
+    #[test]
+    fn paths_and_secrets() {
+        let p = Path::new("/p");
+        assert_eq!(db_path(p, None), Path::new("/p/.scr/log.db"));
+        assert_eq!(db_path(p, Some("site.db")), Path::new("/p/.scr/site.db"));
+        assert_eq!(
+            db_path(p, Some("/var/scr/all.db")),
+            Path::new("/var/scr/all.db")
+        );
+        let s = Secret::new("hunter2");
+        assert_eq!(format!("{s:?}"), "Secret(***)");
+        assert_eq!(s.expose(), "hunter2");
+    }
+}
