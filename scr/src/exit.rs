@@ -13,7 +13,6 @@ use crate::kvtree::file::KvFileError;
 use crate::log::db::DbError;
 use crate::log::LogError;
 use crate::records::RecordError;
-use crate::scavenge::ScavengeError;
 
 /// An exit code of `scr` or `scr-harness`. The numbers are part of the
 /// command-line interface: scripts test them, so a code never changes
@@ -239,36 +238,6 @@ impl HasExitCode for RecordError {
             RecordError::InFile { source, .. } => source.exit_code(),
             // The file was read but its fields are wrong: damage.
             _ => Code::Damaged,
-        }
-    }
-}
-
-impl HasExitCode for ScavengeError {
-    fn exit_code(&self) -> Code {
-        use crate::scavenge::PlacementError;
-        match self {
-            ScavengeError::NotInCache { .. } => Code::NotCached,
-            ScavengeError::DamagedIndex { .. } | ScavengeError::NoReadableFilemap { .. } => {
-                Code::Damaged
-            }
-            ScavengeError::NoPlacement {
-                source: PlacementError::InFlushFile { .. },
-                ..
-            } => Code::Damaged,
-            ScavengeError::Record(e) => match e.exit_code() {
-                // A metadata file the command needs is missing: it could
-                // not do its job (ABSENT is for the file a question is about).
-                Code::Absent => Code::Failed,
-                c => c,
-            },
-            // What was named on the command line (or must be) is wrong.
-            ScavengeError::NoPlacement { .. }
-            | ScavengeError::UnknownName { .. }
-            | ScavengeError::NotADataset { .. }
-            | ScavengeError::NoSuchDir { .. }
-            | ScavengeError::OutsidePrefix { .. }
-            | ScavengeError::NotBelowPrefix { .. } => Code::Usage,
-            _ => Code::Failed,
         }
     }
 }

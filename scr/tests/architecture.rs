@@ -147,13 +147,47 @@ fn no_library_file_is_over_1200_lines() {
     );
 }
 
+/// The error types of every `Result<T, E>` written in `code` (the last
+/// top-level argument between the brackets), whitespace removed.
+fn result_error_types(code: &str) -> Vec<String> {
+    let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut out = Vec::new();
+    for (start, _) in compact.match_indices("Result<") {
+        let args = &compact[start + "Result<".len()..];
+        let (mut depth, mut last_comma, mut end) = (0usize, None, None);
+        for (i, c) in args.char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                '>' | ')' | ']' if depth == 0 => {
+                    end = Some(i);
+                    break;
+                }
+                '>' | ')' | ']' => depth -= 1,
+                ',' if depth == 0 => last_comma = Some(i),
+                _ => {}
+            }
+        }
+        if let (Some(comma), Some(end)) = (last_comma, end) {
+            out.push(args[comma + 1..end].to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_error_type_finder_sees_through_nested_generics() {
+    let code = "fn f() -> Result<BTreeMap<String, String>, LaunchError> {}\n\
+                let r: Vec<Option<Result<R, String>>> = x;";
+    assert_eq!(result_error_types(code), ["LaunchError", "String"]);
+}
+
 #[test]
 fn library_code_returns_typed_errors() {
     let mut found = Vec::new();
     for (rel, _, text) in library_files() {
         for (i, line) in code_of(&text).lines().enumerate() {
-            let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
-            if compact.contains(",String>") && compact.contains("Result<") {
+            let errors = result_error_types(line);
+            if errors.iter().any(|e| e == "String" || e == "Vec<String>") {
                 found.push(format!("{}:{}: {}", rel.display(), i + 1, line.trim()));
             }
         }

@@ -53,7 +53,7 @@ pub use desc::{CkptDesc, CopyType, Descriptors, GroupDesc, StoreDesc};
 pub use error::{ConfigError, ConfigWarning, Location, Source};
 pub use parse::{parse_text, DescLine, Layer, Setting, MAX_LINE_CHARS};
 pub use serial::{load_collective, Broadcast};
-pub use settings::Settings;
+pub use settings::{MtbfConfig, Settings};
 
 use params::{info, DEFAULT_SYSTEM_FILE, DESCRIPTOR_KEYS, PARAMS};
 

@@ -47,38 +47,7 @@ pub const PRIOR_WEIGHT_FAILURES: f64 = 1.0;
 /// more than this fraction (or the decision changes kind).
 pub const LOG_CHANGE_FRACTION: f64 = 0.2;
 
-/// `SCR_MTBF`: one MTBF for all failures, or one per checkpoint level.
-#[derive(Debug, Clone, PartialEq)]
-pub enum MtbfConfig {
-    /// One figure: all failures.
-    Total(f64),
-    /// One figure per level, cheapest level first.
-    PerLevel(Vec<f64>),
-}
-
-impl MtbfConfig {
-    /// Parse `SCR_MTBF`: positive seconds, separated by commas or spaces.
-    pub fn parse(text: &str) -> Option<MtbfConfig> {
-        let vals: Option<Vec<f64>> = text
-            .split([',', ' ', '\t'])
-            .filter(|s| !s.is_empty())
-            .map(|s| s.parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0))
-            .collect();
-        match vals?.as_slice() {
-            [] => None,
-            [one] => Some(MtbfConfig::Total(*one)),
-            many => Some(MtbfConfig::PerLevel(many.to_vec())),
-        }
-    }
-
-    /// MTBF of all failures together (`1 / Σ 1/Mₖ`).
-    pub fn total_s(&self) -> f64 {
-        match self {
-            MtbfConfig::Total(m) => *m,
-            MtbfConfig::PerLevel(ms) => 1.0 / ms.iter().map(|m| 1.0 / m).sum::<f64>(),
-        }
-    }
-}
+pub use crate::config::MtbfConfig;
 
 /// What the logs of earlier runs say.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -374,3 +374,35 @@ pub enum RebuildError {
     #[error(transparent)]
     Filemap(#[from] RecordError),
 }
+
+/// The exit code of a scavenge command that failed this way (the table of
+/// [`crate::exit`]).
+impl crate::exit::HasExitCode for ScavengeError {
+    fn exit_code(&self) -> crate::exit::Code {
+        use super::PlacementError;
+        match self {
+            ScavengeError::NotInCache { .. } => crate::exit::Code::NotCached,
+            ScavengeError::DamagedIndex { .. } | ScavengeError::NoReadableFilemap { .. } => {
+                crate::exit::Code::Damaged
+            }
+            ScavengeError::NoPlacement {
+                source: PlacementError::InFlushFile { .. },
+                ..
+            } => crate::exit::Code::Damaged,
+            ScavengeError::Record(e) => match e.exit_code() {
+                // A metadata file the command needs is missing: it could
+                // not do its job (ABSENT is for the file a question is about).
+                crate::exit::Code::Absent => crate::exit::Code::Failed,
+                c => c,
+            },
+            // What was named on the command line (or must be) is wrong.
+            ScavengeError::NoPlacement { .. }
+            | ScavengeError::UnknownName { .. }
+            | ScavengeError::NotADataset { .. }
+            | ScavengeError::NoSuchDir { .. }
+            | ScavengeError::OutsidePrefix { .. }
+            | ScavengeError::NotBelowPrefix { .. } => crate::exit::Code::Usage,
+            _ => crate::exit::Code::Failed,
+        }
+    }
+}
