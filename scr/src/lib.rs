@@ -4,13 +4,16 @@
 //! SCR protects them with redundancy across failure groups, restarts in
 //! place from the cache after a failure, and copies a subset to the parallel
 //! file system (the prefix directory). The behaviour and file formats follow
-//! LLNL's SCR (see the developer guide in `shared/spec/`).
+//! LLNL's SCR; docs/design.md draws the modules and the data paths of a
+//! checkpoint, a restart and a flush through them.
 //!
 //! Modules, bottom up (data flows one way, from the API down to storage):
 //! - [`kvtree`]: SCR's "hash" and its binary and file formats.
 //! - [`scheme`]: the redundancy scheme enum ([`CopyType`]) every layer names.
 //! - [`records`]: typed views of SCR's metadata files (filemap, index, summary, …).
-//! - [`storage`]: node identity, control/cache directories, path handling.
+//! - [`storage`]: node identity, control/cache directories, path handling,
+//!   whole-file CRC32 checks.
+//! - [`clock`]: the one reading of time ([`clock::Clock`]), injectable.
 //! - [`comm`]: the communicator trait (MPI or in-process threads).
 //! - [`config`]: parameters, config files, SCR_Config, descriptors, and
 //!   [`config::Settings`] (every parameter typed, parsed once at init).
@@ -24,7 +27,10 @@
 //! - [`halt`]: halt conditions (the halt file, SCR_HALT_SECONDS, `scr halt`).
 //! - [`fault`]: the hook of the testbed's injection points, compiled in only
 //!   with the `fault-injection` feature (which pulls in the `faultrt` runtime).
-//! - [`log`]: SCR's text log (parser; the writer comes with the cache tier).
+//! - [`log`]: SCR's event log: one entry type, the [`log::sink::LogSink`]s
+//!   (text, syslog, SQLite, PostgreSQL) and the parser.
+//! - [`prefix`]: flush, fetch, the index and the flush file.
+//! - [`launch`]: the [`launch::Launcher`] trait (argv vectors, bounded waits).
 //! - [`scavenge`]: the serial commands that save a dataset from cache after
 //!   the last run (`scr copy`, `scr index`, `scr postrun`).
 //! - [`interval`]: checkpoint interval models and their estimators.
