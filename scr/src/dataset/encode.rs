@@ -116,10 +116,7 @@ pub fn encode(job: &mut Job, dset: i64) -> ScrResult<()> {
         rank: me,
     };
     let mut reg = |_owner: i64, real: &Path, meta: &Meta| {
-        let logical = logical_of(real, &dir_real, &dir_logical);
-        let mut m = meta.clone();
-        m.file = Some(logical.clone());
-        books.register(dset, &logical, &m)
+        books.register(dset, (&dir_real, &dir_logical), real, meta)
     };
     let written = apply::encode(&set, &mine, &dir_real, &mut reg).map_err(|e| fail(e.into()))?;
     tag_partner_node(job, dset, &rd);

@@ -124,12 +124,23 @@ impl Books<'_> {
         Ok(self.filemap.write_file(self.path)?)
     }
 
-    /// [`Books::record`] for the redundancy layer's register callback.
-    pub fn register(&mut self, dset: i64, logical: &str, meta: &Meta) -> Result<(), ApplyError> {
-        self.record(dset, logical, meta)
+    /// The set operations' register callback: record a file they are about
+    /// to create at `real` inside the dataset directory (`dir` = its real
+    /// and its logical path) under its logical path.
+    pub fn register(
+        &mut self,
+        dset: i64,
+        dir: (&Path, &Path),
+        real: &Path,
+        meta: &Meta,
+    ) -> Result<(), ApplyError> {
+        let logical = logical_of(real, dir.0, dir.1);
+        let mut m = meta.clone();
+        m.file = Some(logical.clone());
+        self.record(dset, &logical, &m)
             .map_err(|e| ApplyError::Register {
                 world_rank: self.rank,
-                path: PathBuf::from(logical),
+                path: PathBuf::from(&logical),
                 source: Box::new(e),
             })
     }

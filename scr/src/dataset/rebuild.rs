@@ -179,10 +179,7 @@ fn run_set_rebuild(
         rank: me,
     };
     let mut reg = |_owner: i64, real: &Path, meta: &Meta| {
-        let logical = logical_of(real, &dir_real, &dir_logical);
-        let mut m = meta.clone();
-        m.file = Some(logical.clone());
-        books.register(dset, &logical, &m)
+        books.register(dset, (&dir_real, &dir_logical), real, meta)
     };
     Ok(apply::rebuild(
         &set,
