@@ -49,6 +49,7 @@ use crate::records::index::{index_path, Index};
 use crate::records::meta::FileType;
 use crate::records::Record;
 use crate::storage::dirs::NodeIdentity;
+use crate::storage::node::LogicalPath;
 use crate::storage::path as spath;
 
 mod adaptive;
@@ -1044,12 +1045,12 @@ impl RestartPhase<'_> {
                 name: text.clone(),
                 why: format!("rank {me} wrote no such file in {}", self.name),
             })?;
-        let real = job.real(Path::new(&logical));
+        let real = job.real(&LogicalPath::new(&logical));
         fs::File::open(&real).map_err(|e| ScrError::NoSuchRestartFile {
             name: text,
             why: format!("{}: {e}", real.display()),
         })?;
-        Ok(real)
+        Ok(real.into_path_buf())
     }
 
     /// SCR_Complete_restart: true only if every rank read its files

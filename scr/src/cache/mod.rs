@@ -9,9 +9,11 @@
 //!
 //! Paths recorded in filemaps are *logical* node-local paths
 //! (`/dev/shm/<user>/scr.<jobid>/scr.dataset.<id>/<file>`), exactly what SCR
-//! records on a real cluster. A process opens them through its
-//! [`NodeIdentity`], which maps them into the simulated node's tree when
-//! `SCR_NODE_ROOT` is set; the formats never depend on simulation.
+//! records on a real cluster, typed [`LogicalPath`]. A process opens them
+//! at their [`RealPath`], which only its [`NodeStorage`] (the
+//! [`NodeIdentity`]) gives: the same path on a real node, the simulated
+//! node's tree when `SCR_NODE_ROOT` is set; the formats never depend on
+//! simulation.
 //!
 //! Invariant kept everywhere (the guide's filemap rule): a file is added to
 //! the filemap, and the filemap file is written, *before* the file is created
@@ -19,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::comm::{Comm, ReduceOp};
 use crate::config::{CkptDesc, Config, Settings};
@@ -33,6 +35,7 @@ use crate::records::reddesc::{CopyType, RedDesc};
 use crate::records::Record;
 use crate::redundancy::sets::{build_sets, partner_plan};
 use crate::storage::dirs::{self, NodeIdentity};
+use crate::storage::node::{LogicalPath, NodeStorage, RealPath};
 use crate::storage::path as spath;
 
 /// A cache store (`scr_storedesc`): a node-local base directory holding at
@@ -40,7 +43,7 @@ use crate::storage::path as spath;
 #[derive(Debug, Clone)]
 pub struct Store {
     /// Logical base path (`STORE=` / `SCR_CACHE_BASE`).
-    pub base: PathBuf,
+    pub base: LogicalPath,
     /// Datasets kept at most (`COUNT` / `SCR_CACHE_SIZE`).
     pub count: u64,
 }
@@ -83,7 +86,7 @@ pub struct Job {
     /// The prefix directory (absolute, reduced).
     pub prefix: PathBuf,
     /// Logical control directory `<cntl_base>/<user>/scr.<jobid>`.
-    pub cntl: PathBuf,
+    pub cntl: LogicalPath,
     /// Cache stores, in descriptor order.
     pub stores: Vec<Store>,
     /// Redundancy descriptors with this process's sets, in CKPT order.
@@ -91,7 +94,7 @@ pub struct Job {
     /// This process's filemap.
     pub filemap: Filemap,
     /// Real path of this process's filemap file in the control directory.
-    pub filemap_file: PathBuf,
+    pub filemap_file: RealPath,
     /// Last dataset id used (`scr_dataset_id`).
     pub dataset_id: i64,
     /// Last checkpoint id used (`scr_checkpoint_id`).
@@ -146,7 +149,7 @@ impl Job {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         let prefix = spath::absolute(&prefix_raw, &cwd);
         let cntl_base = settings.cache.cntl_base.clone();
-        let cntl = dirs::job_dir(&cntl_base, &user, &jobid);
+        let cntl = LogicalPath::new(dirs::job_dir(&cntl_base, &user, &jobid));
 
         let descs_cfg = cfg.descriptors()?;
         let mut stores: Vec<Store> = descs_cfg
@@ -154,13 +157,13 @@ impl Job {
             .iter()
             .filter(|s| s.enabled && s.count > 0)
             .map(|s| Store {
-                base: PathBuf::from(&s.path),
+                base: LogicalPath::new(&s.path),
                 count: s.count,
             })
             .collect();
         if stores.is_empty() {
             stores.push(Store {
-                base: settings.cache.cache_base.clone(),
+                base: LogicalPath::new(&settings.cache.cache_base),
                 count: settings.cache.cache_size.max(1),
             });
         }
@@ -170,12 +173,12 @@ impl Job {
         let mut created: ScrResult<()> = Ok(());
         if node_comm.rank() == 0 {
             created = (|| {
-                let real_cntl_base = node.local_path(&cntl_base);
+                let real_cntl_base = node.real(&LogicalPath::new(&cntl_base));
                 fs::create_dir_all(&real_cntl_base)
                     .map_err(io_err(&real_cntl_base, "create control base"))?;
                 dirs::create_job_dir(&real_cntl_base, &user, &jobid)?;
                 for s in &stores {
-                    let real = node.local_path(&s.base);
+                    let real = node.real(&s.base);
                     fs::create_dir_all(&real).map_err(io_err(&real, "create cache base"))?;
                     dirs::create_job_dir(&real, &user, &jobid)?;
                 }
@@ -198,7 +201,7 @@ impl Job {
         }
 
         let piece_bytes = settings.cache.mpi_buf_bytes.clamp(4096, 1 << 30) as usize;
-        let filemap_file = node.local_path(&cntl.join(filemap_file_name(node_comm.rank() as u32)));
+        let filemap_file = node.real(&cntl.join(filemap_file_name(node_comm.rank() as u32)));
         let mut job = Job {
             world,
             node_comm,
@@ -337,10 +340,8 @@ impl Job {
             enabled: true,
             index: i64::from(ckpt.index),
             interval: ckpt.interval.max(1),
-            base: base.to_string_lossy().into_owned(),
-            directory: dirs::job_dir(&base, &self.user, &self.jobid)
-                .to_string_lossy()
-                .into_owned(),
+            base: base.to_record(),
+            directory: self.cache_dir(store).to_record(),
             copy_type,
             hop_distance: Some(1),
             set_size: Some(ckpt.set_size),
@@ -405,22 +406,26 @@ impl Job {
     }
 
     /// Logical cache job directory of store `store`.
-    pub fn cache_dir(&self, store: usize) -> PathBuf {
-        dirs::job_dir(&self.stores[store].base, &self.user, &self.jobid)
+    pub fn cache_dir(&self, store: usize) -> LogicalPath {
+        LogicalPath::new(dirs::job_dir(
+            self.stores[store].base.as_logical(),
+            &self.user,
+            &self.jobid,
+        ))
     }
 
     /// Logical dataset directory: `<cache>/<user>/scr.<jobid>/scr.dataset.<id>`.
-    pub fn dataset_dir(&self, directory: &Path, id: i64) -> PathBuf {
+    pub fn dataset_dir(&self, directory: &LogicalPath, id: i64) -> LogicalPath {
         directory.join(Dataset::default_name(id))
     }
 
     /// Real path of a logical node-local path on this node.
-    pub fn real(&self, logical: &Path) -> PathBuf {
-        self.node.local_path(logical)
+    pub fn real(&self, logical: &LogicalPath) -> RealPath {
+        self.node.real(logical)
     }
 
     /// Path of this process's filemap file (real).
-    pub fn filemap_path(&self) -> PathBuf {
+    pub fn filemap_path(&self) -> RealPath {
         self.filemap_file.clone()
     }
 

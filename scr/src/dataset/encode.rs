@@ -5,13 +5,14 @@
 
 use std::path::Path;
 
-use super::{logical_of, Books, RedundancySet, PARTNER_NODE_TAG};
+use super::{logical_in, Books, RedundancySet, PARTNER_NODE_TAG};
 use crate::cache::Job;
 use crate::error::EncodeError;
 use crate::error::{ScrError, ScrResult};
 use crate::records::meta::Meta;
 use crate::records::reddesc::{CopyType, RedDesc};
 use crate::redundancy::apply::{self, ApplyError, FileEntry, MemberFiles, SetInfo};
+use crate::storage::node::{DirPair, LogicalPath};
 use crate::storage::verify::crc_of_file;
 
 /// The descriptor's SET_FAILURES as the set operations take it (read for
@@ -27,7 +28,7 @@ pub(crate) fn member_files(job: &Job, dset: i64) -> MemberFiles {
             .app_files(dset)
             .into_iter()
             .map(|(f, meta)| FileEntry {
-                path: job.real(Path::new(&f)),
+                path: job.real(&LogicalPath::new(&f)).into_path_buf(),
                 meta,
             })
             .collect(),
@@ -89,8 +90,10 @@ pub fn encode(job: &mut Job, dset: i64) -> ScrResult<()> {
         .ok_or_else(|| fail(EncodeError::NoDatasetRecord))?;
     let app = job.app_files(dset);
     let mine = member_files(job, dset);
-    let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
-    let dir_real = job.real(&dir_logical);
+    let dir = DirPair::of(
+        &job.node,
+        job.dataset_dir(&LogicalPath::new(&rd.directory), dset),
+    );
     let (world_size, piece_bytes) = (job.world.size() as u64, job.piece_bytes);
     let RedundancySet {
         descriptor, comm, ..
@@ -115,10 +118,8 @@ pub fn encode(job: &mut Job, dset: i64) -> ScrResult<()> {
         path: &job.filemap_file,
         rank: me,
     };
-    let mut reg = |_owner: i64, real: &Path, meta: &Meta| {
-        books.register(dset, (&dir_real, &dir_logical), real, meta)
-    };
-    let written = apply::encode(&set, &mine, &dir_real, &mut reg).map_err(|e| fail(e.into()))?;
+    let mut reg = |_owner: i64, real: &Path, meta: &Meta| books.register(dset, &dir, real, meta);
+    let written = apply::encode(&set, &mine, &dir.real, &mut reg).map_err(|e| fail(e.into()))?;
     tag_partner_node(job, dset, &rd);
     if written.app_crcs.len() != app.len() {
         return Err(fail(EncodeError::CrcCount {
@@ -132,7 +133,7 @@ pub fn encode(job: &mut Job, dset: i64) -> ScrResult<()> {
     }
     // Final meta (size, CRC) of every redundancy file.
     for fe in written.redundancy {
-        let logical = logical_of(&fe.path, &dir_real, &dir_logical);
+        let logical = logical_in(&dir, &fe.path).to_record();
         let mut m = fe.meta.clone();
         m.file = Some(logical.clone());
         job.filemap.set_meta(dset, me, &logical, &m);
@@ -149,7 +150,7 @@ fn crc_single(job: &mut Job, dset: i64) -> Result<(), EncodeError> {
         if meta.crc32.is_some() {
             continue;
         }
-        let real = job.real(Path::new(&f));
+        let real = job.real(&LogicalPath::new(&f)).into_path_buf();
         let (crc, len) = crc_of_file(&real).map_err(|source| {
             EncodeError::Apply(ApplyError::Io {
                 world_rank: me,

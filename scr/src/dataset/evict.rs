@@ -2,8 +2,8 @@
 //! listing what the job has in cache anywhere (scr_cache_delete,
 //! scr_cache_purge).
 
+use crate::storage::node::LogicalPath;
 use std::fs;
-use std::path::Path;
 
 use crate::cache::Job;
 use crate::error::{ScrError, ScrResult};
@@ -16,14 +16,17 @@ impl Job {
         let mut dirs_seen = Vec::new();
         for r in self.filemap.list_ranks_by_dataset(dset) {
             for f in self.filemap.list_files(dset, r) {
-                let real = self.real(Path::new(&f));
+                let real = self.real(&LogicalPath::new(&f));
                 let _ = fs::remove_file(&real);
                 if let Some(p) = real.parent() {
                     dirs_seen.push(p.to_path_buf());
                 }
             }
             if let Ok(Some(desc)) = self.filemap.desc(dset, r) {
-                dirs_seen.push(self.real(&self.dataset_dir(Path::new(&desc.directory), dset)));
+                dirs_seen.push(
+                    self.real(&self.dataset_dir(&LogicalPath::new(&desc.directory), dset))
+                        .into_path_buf(),
+                );
             }
         }
         self.filemap.remove_dataset(dset);

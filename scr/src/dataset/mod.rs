@@ -32,6 +32,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::storage::node::{DirPair, LogicalPath, RealPath};
+
 use crate::error::ScrResult;
 use crate::ids::DatasetId;
 use crate::records::dataset::Dataset as DatasetDesc;
@@ -73,7 +75,7 @@ pub struct Dataset {
     /// Index of its redundancy descriptor in [`crate::cache::Job::sets`].
     pub set: usize,
     /// Logical path of its cache directory.
-    pub dir: PathBuf,
+    pub dir: LogicalPath,
     /// Where it is in its life.
     pub state: State,
 }
@@ -105,7 +107,7 @@ pub(crate) struct Books<'a> {
     /// The filemap.
     pub filemap: &'a mut Filemap,
     /// Its file (real path).
-    pub path: &'a Path,
+    pub path: &'a RealPath,
     /// The world rank whose entries these are.
     pub rank: i64,
 }
@@ -125,16 +127,16 @@ impl Books<'_> {
     }
 
     /// The set operations' register callback: record a file they are about
-    /// to create at `real` inside the dataset directory (`dir` = its real
-    /// and its logical path) under its logical path.
+    /// to create at `real` inside the dataset directory `dir` under its
+    /// logical path.
     pub fn register(
         &mut self,
         dset: i64,
-        dir: (&Path, &Path),
+        dir: &DirPair,
         real: &Path,
         meta: &Meta,
     ) -> Result<(), ApplyError> {
-        let logical = logical_of(real, dir.0, dir.1);
+        let logical = logical_in(dir, real).to_record();
         let mut m = meta.clone();
         m.file = Some(logical.clone());
         self.record(dset, &logical, &m)
@@ -146,13 +148,19 @@ impl Books<'_> {
     }
 }
 
-/// The logical path of a file created at `real` inside a dataset directory
-/// whose logical path is `dir_logical` and real path `dir_real`.
-pub(crate) fn logical_of(real: &Path, dir_real: &Path, dir_logical: &Path) -> String {
-    match real.strip_prefix(dir_real) {
-        Ok(rel) => dir_logical.join(rel).to_string_lossy().into_owned(),
-        Err(_) => real.to_string_lossy().into_owned(),
-    }
+/// The logical path of a file a set operation creates at `real` inside the
+/// dataset directory `dir`. The set operations are given the directory's
+/// real path and create files only below it; a file elsewhere would be
+/// recorded under a name no restart finds, so it is a bug, not an error.
+pub(crate) fn logical_in(dir: &DirPair, real: &Path) -> LogicalPath {
+    let logical = dir.logical_of(real);
+    assert!(
+        logical.is_some(),
+        "a set operation created {} outside its dataset directory {}",
+        real.display(),
+        dir.real.display()
+    );
+    logical.unwrap_or_else(|| dir.logical.clone())
 }
 
 /// Tag name under which a PARTNER holder records the node of the rank

@@ -20,6 +20,7 @@ use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::meta::{FileType, Meta};
 use crate::storage::dirs;
+use crate::storage::node::LogicalPath;
 use crate::storage::path as spath;
 
 /// Allocate the next dataset id (and checkpoint id when `is_ckpt`) and
@@ -78,7 +79,7 @@ pub fn begin(
 ) -> ScrResult<Dataset> {
     let dset = id.get();
     let rd = job.sets[set].descriptor.clone();
-    let dir = job.dataset_dir(Path::new(&rd.directory), dset);
+    let dir = job.dataset_dir(&LogicalPath::new(&rd.directory), dset);
     let cache_real = job.real(&job.cache_dir(job.sets[set].store));
     let made = dirs::create_private_dirs_below(&cache_real, &job.real(&dir));
     let desc = DatasetDesc {
@@ -144,7 +145,7 @@ pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
     }
     let rel = abs.strip_prefix(&job.prefix).unwrap_or(&abs).to_path_buf();
     let logical = ds.dir.join(&rel);
-    let logical_s = logical.to_string_lossy().into_owned();
+    let logical_s = logical.to_record();
     let me = job.rank();
     let dset = ds.id.get();
     if !job.filemap.list_files(dset, me).contains(&logical_s) {
@@ -165,11 +166,16 @@ pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
         job.filemap.set_expected_files(dset, me, n);
         job.write_filemap()?;
     }
+    // The filemap rule: the entry is on disk before the file can exist.
+    assert!(
+        job.filemap.list_files(dset, me).contains(&logical_s),
+        "route: {logical_s} is recorded before it is handed out"
+    );
     let real = job.real(&logical);
     if let Some(parent) = real.parent() {
         dirs::create_private_dirs_below(&job.real(&ds.dir), parent)?;
     }
-    Ok(real)
+    Ok(real.into_path_buf())
 }
 
 /// Record the size of every routed file of this rank (the CRC32 comes from
@@ -181,7 +187,7 @@ fn record_sizes(job: &mut Job, dset: i64, valid: bool) -> ScrResult<(bool, u64, 
     let files = job.filemap.list_files(dset, me);
     for f in &files {
         let mut meta = job.filemap.meta(dset, me, f)?.unwrap_or_default();
-        match std::fs::metadata(job.real(Path::new(f))) {
+        match std::fs::metadata(job.real(&LogicalPath::new(f))) {
             Ok(md) if md.is_file() => {
                 meta.size_bytes = Some(md.len());
                 meta.crc32 = None;
@@ -308,7 +314,7 @@ fn log_complete(
             .bytes(bytes)
             .files(files)
     };
-    let to = ds.dir.to_string_lossy().into_owned();
+    let to = ds.dir.to_record();
     if protected && ds.is_checkpoint() {
         job.log(xfer(XferType::Write, times.write_s).to(to));
         job.log(xfer(XferType::Encode, times.encode_s));

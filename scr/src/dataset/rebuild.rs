@@ -5,7 +5,7 @@ use std::fs;
 use std::path::Path;
 
 use super::encode::{member_files, set_failures_of, tag_partner_node};
-use super::{logical_of, Books};
+use super::{logical_in, Books};
 use crate::cache::Job;
 use crate::comm::{Comm, CommError};
 use crate::error::RebuildError;
@@ -14,6 +14,7 @@ use crate::records::meta::Meta;
 use crate::records::reddesc::{CopyType, RedDesc};
 use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, SetInfo};
 use crate::storage::dirs::{self};
+use crate::storage::node::{DirPair, LogicalPath};
 
 /// What the members of the set lost, as every member reported it.
 fn gather_losses(set_comm: &dyn Comm, loss: MemberLoss) -> Result<Vec<MemberLoss>, CommError> {
@@ -39,7 +40,7 @@ fn drop_lost_entries(job: &mut Job, dset: i64, loss: MemberLoss) -> Result<(), R
     for f in job.filemap.list_files(dset, me) {
         let is_app = app.contains(&f);
         if loss.is_whole() || (loss.own && is_app) || (loss.held && !is_app) {
-            let _ = fs::remove_file(job.real(Path::new(&f)));
+            let _ = fs::remove_file(job.real(&LogicalPath::new(&f)));
             job.filemap.remove_file(dset, me, &f);
         }
     }
@@ -78,15 +79,17 @@ pub fn rebuild_dataset(
             Ok(())
         };
     }
-    let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
-    let dir_real = job.real(&dir_logical);
-    let cache_real = job.real(Path::new(&rd.directory));
+    let dir = DirPair::of(
+        &job.node,
+        job.dataset_dir(&LogicalPath::new(&rd.directory), dset),
+    );
+    let cache_real = job.real(&LogicalPath::new(&rd.directory));
     fs::create_dir_all(&cache_real).map_err(|source| RebuildError::Io {
-        path: cache_real.clone(),
+        path: cache_real.to_path_buf(),
         op: "create cache directory",
         source,
     })?;
-    dirs::create_private_dirs_below(&cache_real, &dir_real)?;
+    dirs::create_private_dirs_below(&cache_real, &dir.real)?;
     // The number of application files this rank recorded, if it kept a
     // record: what comes back must match it.
     let recorded_count = job.filemap.expected_files(dset, job.rank());
@@ -103,18 +106,11 @@ pub fn rebuild_dataset(
         return Ok(());
     }
     if loss.own {
-        place_rebuilt_files(
-            job,
-            dset,
-            &dir_real,
-            &dir_logical,
-            rebuilt.app_files,
-            recorded_count,
-        )?;
+        place_rebuilt_files(job, dset, &dir, rebuilt.app_files, recorded_count)?;
     }
     let me = job.rank();
     for fe in rebuilt.redundancy_files {
-        let logical = logical_of(&fe.path, &dir_real, &dir_logical);
+        let logical = logical_in(&dir, &fe.path).to_record();
         let mut m = fe.meta.clone();
         m.file = Some(logical.clone());
         job.filemap.set_meta(dset, me, &logical, &m);
@@ -134,8 +130,10 @@ fn run_set_rebuild(
 ) -> Result<apply::Rebuilt, RebuildError> {
     let scheme = rd.copy_type;
     let me = job.rank();
-    let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
-    let dir_real = job.real(&dir_logical);
+    let dir = DirPair::of(
+        &job.node,
+        job.dataset_dir(&LogicalPath::new(&rd.directory), dset),
+    );
     // XOR/RS survivors' files were verified (size and CRC32) just before
     // this call, so their CRCs are left out: the set operations then skip a
     // second full read (rebuilt files are still checked against the CRCs in
@@ -157,7 +155,7 @@ fn run_set_rebuild(
             job.redundancy_files(dset)
                 .into_iter()
                 .map(|(f, meta)| FileEntry {
-                    path: job.real(Path::new(&f)),
+                    path: job.real(&LogicalPath::new(&f)).into_path_buf(),
                     meta,
                 })
                 .collect(),
@@ -178,15 +176,13 @@ fn run_set_rebuild(
         path: &job.filemap_file,
         rank: me,
     };
-    let mut reg = |_owner: i64, real: &Path, meta: &Meta| {
-        books.register(dset, (&dir_real, &dir_logical), real, meta)
-    };
+    let mut reg = |_owner: i64, real: &Path, meta: &Meta| books.register(dset, &dir, real, meta);
     Ok(apply::rebuild(
         &set,
         lost,
         mine.as_ref(),
         red.as_deref(),
-        &dir_real,
+        &dir.real,
         &mut reg,
     )?)
 }
@@ -197,8 +193,7 @@ fn run_set_rebuild(
 fn place_rebuilt_files(
     job: &mut Job,
     dset: i64,
-    dir_real: &Path,
-    dir_logical: &Path,
+    dir: &DirPair,
     files: Vec<FileEntry>,
     recorded_count: Option<u64>,
 ) -> Result<(), RebuildError> {
@@ -219,18 +214,18 @@ fn place_rebuilt_files(
             .ok_or_else(|| RebuildError::NoRecordedName {
                 path: fe.path.clone(),
             })?;
-        let target = job.real(Path::new(&logical));
-        let stray = logical_of(&fe.path, dir_real, dir_logical);
+        let target = job.real(&LogicalPath::new(&logical));
+        let stray = logical_in(dir, &fe.path).to_record();
         job.filemap.remove_file(dset, me, &stray);
         job.filemap.add_file(dset, me, &logical);
         job.filemap.set_meta(dset, me, &logical, &fe.meta);
         job.write_filemap()?;
-        if target != fe.path {
+        if *target != *fe.path {
             if let Some(parent) = target.parent() {
-                dirs::create_private_dirs_below(dir_real, parent)?;
+                dirs::create_private_dirs_below(&dir.real, parent)?;
             }
             fs::rename(&fe.path, &target).map_err(|source| RebuildError::Io {
-                path: target.clone(),
+                path: target.to_path_buf(),
                 op: "rename",
                 source,
             })?;

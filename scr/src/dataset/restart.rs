@@ -34,6 +34,7 @@ use crate::records::reddesc::RedDesc;
 use crate::records::{Record, RecordError};
 use crate::redundancy::apply::MemberLoss;
 use crate::storage::dirs;
+use crate::storage::node::LogicalPath;
 use crate::storage::verify::{verify_file, write_synced, VerifyError};
 
 /// What SCR_Init found and did with the cache.
@@ -246,7 +247,7 @@ fn distribute_descriptors(job: &mut Job, dset: i64) -> ScrResult<Option<Descs>> 
 
 /// Step 2b: move files of `dset` held for other ranks to those ranks, one
 /// file per process per round. Returns the number of files this process sent.
-fn distribute_files(job: &mut Job, dset: i64, dir_logical: &Path) -> ScrResult<u64> {
+fn distribute_files(job: &mut Job, dset: i64, dir_logical: &LogicalPath) -> ScrResult<u64> {
     let me = job.rank();
     let mut pending: Vec<(i64, String)> = Vec::new();
     for r in job.filemap.list_ranks_by_dataset(dset) {
@@ -263,7 +264,7 @@ fn distribute_files(job: &mut Job, dset: i64, dir_logical: &Path) -> ScrResult<u
         let mut this_round = None;
         if let Some((r, f)) = pending.pop() {
             let meta = job.filemap.meta(dset, r, &f)?.unwrap_or_default();
-            let real = job.real(Path::new(&f));
+            let real = job.real(&LogicalPath::new(&f));
             let mut header = KvTree::new();
             header.set_int("RANK", r);
             header.set_str("FILE", &f);
@@ -305,7 +306,7 @@ fn distribute_files(job: &mut Job, dset: i64, dir_logical: &Path) -> ScrResult<u
     Ok(sent)
 }
 
-fn receive_file(job: &mut Job, dset: i64, dir_logical: &Path, msg: &[u8]) -> ScrResult<()> {
+fn receive_file(job: &mut Job, dset: i64, dir_logical: &LogicalPath, msg: &[u8]) -> ScrResult<()> {
     let bad = |source: TransferError| ScrError::Transfer {
         dset: Some(dset),
         source,
@@ -342,12 +343,16 @@ fn receive_file(job: &mut Job, dset: i64, dir_logical: &Path, msg: &[u8]) -> Scr
     job.filemap.set_meta(dset, me, &file, &meta);
     job.write_filemap()?;
     if header.get_int("PRESENT").ok().flatten() == Some(1) {
-        let real = job.real(Path::new(&file));
-        let cache_real = job.real(dir_logical.parent().unwrap_or(dir_logical));
+        let real = job.real(&LogicalPath::new(&file));
+        let cache_real = job.real(&dir_logical.parent().unwrap_or_else(|| dir_logical.clone()));
         if let Some(parent) = real.parent() {
             dirs::create_private_dirs_below(&cache_real, parent)?;
         }
         let data = &msg[4 + hlen..];
+        assert!(
+            job.filemap.list_files(dset, me).contains(&file),
+            "restart: {file} is recorded before it is written"
+        );
         write_synced(&real, data).map_err(io_err(&real, "write"))?;
     }
     Ok(())
@@ -439,7 +444,8 @@ fn check_files(job: &Job, dset: i64) -> FileCheck {
                 continue;
             }
         };
-        let result = verify_file(&job.real(Path::new(&f)), &meta).map_err(FileProblem::from);
+        let result =
+            verify_file(&job.real(&LogicalPath::new(&f)), &meta).map_err(FileProblem::from);
         if meta.file_type.unwrap_or(FileType::Full) == FileType::Full {
             own = own.and(result);
         } else {
@@ -531,7 +537,7 @@ fn restart_dataset(job: &mut Job, dset: i64, report: &mut InitReport) -> ScrResu
     if let Some(n) = files {
         job.filemap.set_expected_files(dset, me, n);
     }
-    let dir_logical = job.dataset_dir(Path::new(&rd.directory), dset);
+    let dir_logical = job.dataset_dir(&LogicalPath::new(&rd.directory), dset);
     report.moved_files += distribute_files(job, dset, &dir_logical)?;
     let check = check_files(job, dset);
     let loss = check.loss(files.is_some() && !injected_loss);

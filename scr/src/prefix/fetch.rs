@@ -9,7 +9,7 @@
 //! marked FAILED in the index and the next older one is tried.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::layout::Placement;
 use super::{
@@ -27,6 +27,7 @@ use crate::records::rank2file::Rank2FilePart;
 use crate::records::summary::{Summary, SUMMARY_FILE};
 use crate::records::{Index, Location, Rank2File, RankFiles, Record};
 use crate::storage::dirs;
+use crate::storage::node::LogicalPath;
 
 /// A checkpoint fetched into cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -321,7 +322,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     let ckpt = ds.ckpt.unwrap_or(id);
     let di = job.desc_for(ckpt);
     let store = job.sets[di].store;
-    let directory = PathBuf::from(&job.sets[di].descriptor.directory);
+    let directory = LogicalPath::new(&job.sets[di].descriptor.directory);
     let dset_dir = job.dataset_dir(&directory, id);
     // Filemap first (an entry may outlive its file, never the reverse).
     let mut local: Usable<Vec<CopyItem>> = Ok(Vec::new());
@@ -357,7 +358,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
                 break;
             };
             let logical = dset_dir.join(rel_prefix);
-            let logical_s = logical.to_string_lossy().into_owned();
+            let logical_s = logical.to_record();
             let meta = Meta {
                 file: Some(logical_s.clone()),
                 file_type: Some(FileType::Full),
@@ -375,7 +376,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
             job.filemap.set_meta(id, me, &logical_s, &meta);
             items.push(CopyItem {
                 src: placement.stored_path(&prefix, rel),
-                dst: job.real(&logical),
+                dst: job.real(&logical).into_path_buf(),
                 rel: rel.clone(),
                 size: e.size_bytes,
                 crc: e.crc32,

@@ -8,7 +8,6 @@
 //! in the index: a flush that fails anywhere fails on every rank, leaves
 //! the index without a COMPLETE entry for it, and keeps the cached copy.
 
-use std::path::Path;
 use std::thread::JoinHandle;
 
 use super::layout::{common_dir, Placement};
@@ -24,6 +23,7 @@ use crate::records::index::timestamp;
 use crate::records::rank2file::MAX_RANK2FILE_BYTES;
 use crate::records::summary::{Summary, SUMMARY_FILE};
 use crate::records::{Location, Rank2File, Rank2FileEntry, RankFiles, Record};
+use crate::storage::node::LogicalPath;
 
 /// A flush that has been set up on every rank.
 #[derive(Debug)]
@@ -132,7 +132,7 @@ fn copy_items(job: &Job, dset: i64, placement: &Placement) -> Result<Vec<CopyIte
             });
         }
         items.push(CopyItem {
-            src: job.real(Path::new(&logical)),
+            src: job.real(&LogicalPath::new(&logical)).into_path_buf(),
             dst: placement.stored_path(&job.prefix, &rel),
             rel,
             size: meta.size_bytes,

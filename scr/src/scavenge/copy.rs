@@ -43,6 +43,7 @@ use crate::records::reddesc::CopyType;
 use crate::records::summary::SUMMARY_FILE;
 use crate::records::{RankFilemap, Record, Summary};
 use crate::storage::dirs::NodeIdentity;
+use crate::storage::node::{LogicalPath, NodeStorage};
 
 /// What `scr copy` is asked to do.
 #[derive(Debug, Clone)]
@@ -266,7 +267,7 @@ impl Copier<'_> {
             return Err(());
         }
         let item = CopyItem {
-            src: self.opts.node.local_path(Path::new(file)),
+            src: self.opts.node.real(&LogicalPath::new(file)).into_path_buf(),
             dst: self.pl.dataset_dir(&self.opts.prefix).join(key),
             rel: key.to_string(),
             size: meta.size_bytes,
@@ -405,14 +406,14 @@ fn dataset_of(fm: &Filemap, id: i64, rank: i64) -> Option<Dataset> {
 /// writable); per-file problems are in the report.
 pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResult<CopyReport> {
     let id = opts.dataset;
-    let cntl_real = opts.node.local_path(&opts.cntl_dir);
+    let cntl_real = opts.node.real(&LogicalPath::new(&opts.cntl_dir));
     let (fm, _, warnings) = read_filemaps_in(&cntl_real);
     let ranks = fm.list_ranks_by_dataset(id);
     if ranks.is_empty() {
         return Err(ScavengeError::NotInCache {
             id,
             node: opts.node.name.clone(),
-            cntl: cntl_real,
+            cntl: cntl_real.into_path_buf(),
         });
     }
     if let Some(ds) = dataset_of(&fm, id, ranks[0]) {

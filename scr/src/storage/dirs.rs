@@ -21,6 +21,8 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use super::node::{LogicalPath, NodeStorage, RealPath};
+
 /// Environment variable naming the (possibly simulated) node of this process.
 pub const ENV_NODE_NAME: &str = "SCR_NODE_NAME";
 /// Environment variable rooting every node-local base of a simulated node.
@@ -93,17 +95,20 @@ impl NodeIdentity {
             .map(PathBuf::from);
         NodeIdentity { name, root }
     }
+}
 
-    /// The real path of the node-local path `base`.
-    pub fn local_path(&self, base: &Path) -> PathBuf {
+impl NodeStorage for NodeIdentity {
+    /// Identity on a real node; below `root` on a simulated one.
+    fn real(&self, logical: &LogicalPath) -> RealPath {
+        let base = logical.as_logical();
         match &self.root {
-            None => base.to_path_buf(),
+            None => RealPath::new(base),
             Some(root) => {
                 let rel: PathBuf = base
                     .components()
                     .filter(|c| !matches!(c, std::path::Component::RootDir))
                     .collect();
-                root.join(rel)
+                RealPath::new(root.join(rel))
             }
         }
     }
@@ -243,13 +248,13 @@ mod tests {
         ]));
         assert_eq!(id.name, "n3");
         assert_eq!(
-            id.local_path(Path::new("/dev/shm")),
+            id.real(&LogicalPath::new("/dev/shm")).into_path_buf(),
             PathBuf::from("/tmp/sim/n3/dev/shm")
         );
         let real = NodeIdentity::from_env(env(&[]));
         assert_eq!(real.name, hostname());
         assert_eq!(
-            real.local_path(Path::new("/dev/shm")),
+            real.real(&LogicalPath::new("/dev/shm")).into_path_buf(),
             PathBuf::from("/dev/shm")
         );
     }

@@ -29,6 +29,7 @@ use scr::records::rank2file::{Rank2File, Rank2FileEntry, RankFiles};
 use scr::records::summary::Summary;
 use scr::records::Record;
 use scr::storage::dirs::{create_job_dir, create_private_dirs_below, NodeIdentity};
+use scr::storage::node::{LogicalPath, NodeStorage};
 use testing::data::{file_plan, fill};
 
 const RANKS: u32 = 4;
@@ -85,7 +86,7 @@ fn run(work: &Path) -> Res<()> {
             name: format!("n{node}"),
             root: Some(root.clone()),
         };
-        let shm = id.local_path(Path::new("/dev/shm"));
+        let shm = id.real(&LogicalPath::new("/dev/shm"));
         fs::create_dir_all(&shm)?;
         let cntl = create_job_dir(&shm, USER, JOBID)?;
         let cache = cntl.clone();
