@@ -300,7 +300,11 @@ pub fn restart_one_node_lost(
     let mut scr = None;
     let rebuild_s = timed(comm, || scr = Some(init(world, &prefix, root, node, &vars)));
     let scr = scr.expect("initialised");
-    assert_eq!(scr.init_report().rebuilt, vec![1], "rebuilt the checkpoint");
+    assert_eq!(
+        scr.init_report().rebuilt,
+        vec![scr::ids::DatasetId(1)],
+        "rebuilt the checkpoint"
+    );
     scr.finalize().expect("finalize");
     (rebuild_s, read_s)
 }

@@ -42,8 +42,8 @@ use crate::dataset::restart::{self, InitReport};
 use crate::dataset::{output, Dataset};
 use crate::error::{io_err, ScrError, ScrResult};
 use crate::halt::{CheckAt, HaltMonitor, Halted};
+use crate::ids::DatasetId;
 use crate::log::writer::{Entry, EventType};
-use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::halt::{Halt, REASON_FINALIZE_CALLED};
 use crate::records::index::{index_path, Index};
 use crate::records::meta::FileType;
@@ -127,7 +127,7 @@ pub struct Scr {
     job: Option<Job>,
     report: InitReport,
     /// Checkpoints available for restart, newest first.
-    candidates: Vec<i64>,
+    candidates: Vec<DatasetId>,
     need: NeedState,
     init_at: Tick,
     finalized: bool,
@@ -152,7 +152,7 @@ enum DynPhase {
         started: Tick,
     },
     Restart {
-        dset: i64,
+        dset: DatasetId,
         name: String,
         started: Tick,
     },
@@ -272,7 +272,7 @@ impl Scr {
             restart::purge_cache(&mut job)?;
         }
         let me = job.rank();
-        let mut cands: Vec<i64> = scr
+        let mut cands: Vec<DatasetId> = scr
             .report
             .available
             .iter()
@@ -289,7 +289,7 @@ impl Scr {
         scr.prefix_init(&mut job, &mut cands)?;
         // Every rank must agree on the candidates (they come from collective
         // decisions, so this checks the bookkeeping, not the user).
-        let text: Vec<String> = cands.iter().map(i64::to_string).collect();
+        let text: Vec<String> = cands.iter().map(DatasetId::to_string).collect();
         same_everywhere(job.world.as_ref(), "SCR_Init", &text.join(","))?;
         scr.candidates = cands;
         let current = job.settings.fetch.current.clone();
@@ -452,7 +452,11 @@ impl Scr {
     /// dataset: keep fewer than `count`. Output that has not reached the
     /// prefix is flushed before it may go, and kept if that fails. Returns
     /// the datasets evicted. Collective.
-    fn make_room(&mut self, mut in_store: Vec<i64>, count: usize) -> ScrResult<Vec<i64>> {
+    fn make_room(
+        &mut self,
+        mut in_store: Vec<DatasetId>,
+        count: usize,
+    ) -> ScrResult<Vec<DatasetId>> {
         self.poll_async_flush(false)?;
         let mut evicted = Vec::new();
         let mut kept = 0usize;
@@ -501,7 +505,7 @@ impl Scr {
         let name = job
             .dataset(dset)
             .and_then(|d| d.name)
-            .unwrap_or_else(|| DatasetDesc::default_name(dset));
+            .unwrap_or_else(|| dset.default_name());
         Ok(RestartPhase {
             scr: self,
             dset,
@@ -554,7 +558,7 @@ impl Scr {
         Ok(self.halt_check(CheckAt::ShouldExit)?.is_some())
     }
 
-    fn dataset_by_name(&mut self, name: &str) -> ScrResult<Option<i64>> {
+    fn dataset_by_name(&mut self, name: &str) -> ScrResult<Option<DatasetId>> {
         let Some(job) = self.job.as_ref() else {
             return Ok(None);
         };
@@ -934,7 +938,7 @@ impl OutputPhase<'_> {
         if !done.protected {
             return Ok(false);
         }
-        let (dset, is_ckpt, is_output) = (ds.id.get(), ds.is_checkpoint(), ds.is_output());
+        let (dset, is_ckpt, is_output) = (ds.id, ds.is_checkpoint(), ds.is_output());
         let ckpt_id = job.checkpoint_id;
         // Kill and delay faults act here; an injected error has nothing
         // left to fail (the dataset is complete), so it is only reported.
@@ -982,7 +986,7 @@ impl Drop for OutputPhase<'_> {
 /// A restart phase (between SCR_Start_restart and SCR_Complete_restart).
 pub struct RestartPhase<'a> {
     scr: &'a mut Scr,
-    dset: i64,
+    dset: DatasetId,
     name: String,
     completed: bool,
     started: Tick,
@@ -996,7 +1000,7 @@ impl RestartPhase<'_> {
 
     /// The dataset id being loaded.
     pub fn dataset_id(&self) -> i64 {
-        self.dset
+        self.dset.get()
     }
 
     /// SCR_Route_file within a restart: the path in cache of the file this

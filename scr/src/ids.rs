@@ -22,6 +22,13 @@ impl DatasetId {
     }
 }
 
+impl From<DatasetId> for i64 {
+    /// The id as records and the log write it.
+    fn from(d: DatasetId) -> i64 {
+        d.0
+    }
+}
+
 impl fmt::Display for DatasetId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)

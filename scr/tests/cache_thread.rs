@@ -6,6 +6,7 @@ mod common;
 
 use common::{restart_and_verify, run, write_ckpts, Cluster};
 use scr::comm::thread::ThreadComm;
+use scr::ids::DatasetId;
 use scr::{Flags, Scr};
 use std::path::Path;
 
@@ -225,7 +226,7 @@ fn xor_detects_a_flipped_bit_and_rebuilds() {
         |scr, c| {
             assert_eq!(
                 scr.init_report().rebuilt,
-                vec![1],
+                vec![DatasetId(1)],
                 "the damaged file was rebuilt"
             );
             restart_and_verify(scr, c, &cl.prefix, 4)
@@ -367,7 +368,7 @@ fn partner_rebuilds_damaged_own_files_of_two_ring_neighbours_bit_exact() {
     flip_bit(&cache_file(&cl, node_of(b), 1, &format!("rank{b}.f0")));
     let got = run(&cl, 8, node_of, &PARTNER, |scr, c| {
         let report = scr.init_report().clone();
-        assert_eq!(report.rebuilt, vec![1], "{report:?}");
+        assert_eq!(report.rebuilt, vec![DatasetId(1)], "{report:?}");
         assert!(report.lost.is_empty(), "{report:?}");
         restart_and_verify(scr, c, &cl.prefix, 31)
     });
@@ -390,10 +391,10 @@ fn partner_never_restores_from_a_damaged_held_copy() {
     flip_bit(&cache_file(&cl, node_of(b), 2, &copy_name(a, 0)));
     let got = run(&cl, 8, node_of, &PARTNER, |scr, c| {
         let report = scr.init_report().clone();
-        assert_eq!(report.available, vec![1], "{report:?}");
+        assert_eq!(report.available, vec![DatasetId(1)], "{report:?}");
         assert_eq!(
             report.lost.iter().map(|l| l.0).collect::<Vec<_>>(),
-            vec![2],
+            vec![DatasetId(2)],
             "{report:?}"
         );
         restart_and_verify(scr, c, &cl.prefix, 32)
@@ -418,7 +419,7 @@ fn partner_recreates_a_damaged_held_copy_and_a_later_loss_still_recovers() {
         let report = scr.init_report().clone();
         assert_eq!(
             report.rebuilt,
-            vec![1],
+            vec![DatasetId(1)],
             "the copy was re-created: {report:?}"
         );
         restart_and_verify(scr, c, &cl.prefix, 33)
@@ -443,7 +444,7 @@ fn partner_recreates_a_damaged_held_copy_and_a_later_loss_still_recovers() {
     };
     let got = run(&cl, 8, spare, &PARTNER, |scr, c| {
         let report = scr.init_report().clone();
-        assert_eq!(report.rebuilt, vec![1], "{report:?}");
+        assert_eq!(report.rebuilt, vec![DatasetId(1)], "{report:?}");
         restart_and_verify(scr, c, &cl.prefix, 33)
     });
     assert!(

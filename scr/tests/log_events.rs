@@ -3,6 +3,7 @@
 //! collective event), the parser reads every line back, and `scr interval`
 //! accepts the file. With SCR_LOG_ENABLE=0 (the default) nothing is written.
 
+use scr::ids::DatasetId;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -203,7 +204,10 @@ fn a_job_logs_its_events_once_and_the_tools_read_them() {
     std::fs::remove_file(prefix.join(".scr").join(HALT_FILE)).unwrap();
     std::fs::remove_dir_all(cl.root.join("n3")).unwrap();
     cl.run(4, LOGGED, |scr, _comm| {
-        assert_eq!(scr.init_report().rebuilt, vec![1, 2, 3]);
+        assert_eq!(
+            scr.init_report().rebuilt,
+            vec![DatasetId(1), DatasetId(2), DatasetId(3)]
+        );
         assert_eq!(scr.have_restart().unwrap().as_deref(), Some("ckpt.2"));
         let r = scr.start_restart().unwrap();
         assert!(r.complete(true).unwrap());

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use super::Scr;
 use crate::cache::Job;
 use crate::error::{ScrError, ScrResult};
+use crate::ids::DatasetId;
 use crate::prefix::flush::{flush_async_start, flush_async_test, flush_sync, AsyncFlush};
 use crate::prefix::layout::META_DIR;
 use crate::prefix::{self, fetch, on_rank0, update_flush_file, update_index};
@@ -20,13 +21,13 @@ use crate::records::{Index, Record};
 #[derive(Debug, Default)]
 pub(super) struct PrefixState {
     /// Datasets known to be in the prefix directory.
-    pub on_pfs: BTreeSet<i64>,
+    pub on_pfs: BTreeSet<DatasetId>,
     /// The background flush under way, if any.
     pub pending: Option<AsyncFlush>,
 }
 
 /// Whether dataset `d` is output (SCR_FLAG_OUTPUT) on any rank. Collective.
-fn is_output(job: &Job, d: i64) -> ScrResult<bool> {
+fn is_output(job: &Job, d: DatasetId) -> ScrResult<bool> {
     let here = job
         .dataset(d)
         .is_some_and(|ds| ds.flag_output == Some(true));
@@ -37,7 +38,11 @@ impl Scr {
     /// After restart in place at init: fetch when the cache has no
     /// checkpoint, bring the flush file in line with the cache, and learn
     /// what is in the prefix already. Collective.
-    pub(super) fn prefix_init(&mut self, job: &mut Job, cands: &mut Vec<i64>) -> ScrResult<()> {
+    pub(super) fn prefix_init(
+        &mut self,
+        job: &mut Job,
+        cands: &mut Vec<DatasetId>,
+    ) -> ScrResult<()> {
         if cands.is_empty() && job.settings.fetch.enabled {
             if let Some(cur) = job.settings.fetch.current.clone() {
                 // The user named the checkpoint to start from: the fetch
@@ -59,16 +64,20 @@ impl Scr {
             }
             let fetch = fetch::fetch_sync(job)?;
             if let Some(f) = fetch.fetched {
-                cands.push(f.id);
-                self.report.available.push(f.id);
+                cands.push(DatasetId(f.id));
+                self.report.available.push(DatasetId(f.id));
                 self.report.fetched = Some(f.id);
                 self.report.fetched_dir = Some(f.dir);
             }
             self.report.fetch_failed = fetch.failed;
             self.report.fetch_error = fetch.index_error;
         }
-        prefix::rebuild_flush_file(job, &self.report.available)?;
-        self.prefix.on_pfs = prefix::datasets_on_pfs(job)?.into_iter().collect();
+        let available: Vec<i64> = self.report.available.iter().map(|d| d.get()).collect();
+        prefix::rebuild_flush_file(job, &available)?;
+        self.prefix.on_pfs = prefix::datasets_on_pfs(job)?
+            .into_iter()
+            .map(DatasetId)
+            .collect();
         if let Some(&newest) = cands.first() {
             if job.settings.flush.on_restart
                 && !self.prefix.on_pfs.contains(&newest)
@@ -101,7 +110,7 @@ impl Scr {
 
     /// Flush `d` now, synchronously or in the background as configured.
     /// Collective.
-    pub(super) fn flush_dataset(&mut self, d: i64) -> ScrResult<bool> {
+    pub(super) fn flush_dataset(&mut self, d: DatasetId) -> ScrResult<bool> {
         let asynchronous = match self.job.as_ref() {
             Some(job) => job.settings.flush.asynchronous,
             None => return Ok(false),
@@ -129,7 +138,7 @@ impl Scr {
     /// `force` for a halt when SCR_FLUSH > 0). Collective.
     pub(super) fn after_complete(
         &mut self,
-        dset: i64,
+        dset: DatasetId,
         is_ckpt: bool,
         output: bool,
         force: bool,
@@ -142,8 +151,8 @@ impl Scr {
         let p = job.prefix.clone();
         let booked = on_rank0(job.world.as_ref(), "update the flush file", || {
             update_flush_file(&p, |ff| {
-                ff.location_set(dset, crate::records::Location::Cache);
-                let e = ff.datasets.entry(dset).or_default();
+                ff.location_set(dset.get(), crate::records::Location::Cache);
+                let e = ff.datasets.entry(dset.get()).or_default();
                 e.dir = Some(pl.dir.clone());
                 e.orig_dir = pl.orig_dir.clone();
                 e.name = ds.as_ref().and_then(|d| d.name.clone());
@@ -172,7 +181,7 @@ impl Scr {
     /// Whether `d` may leave the cache: output must reach the prefix first
     /// (flushed now if it has not), and a dataset being flushed in the
     /// background is waited for. Collective.
-    pub(super) fn may_evict(&mut self, d: i64) -> ScrResult<bool> {
+    pub(super) fn may_evict(&mut self, d: DatasetId) -> ScrResult<bool> {
         if self.prefix.pending.as_ref().is_some_and(|a| a.dset() == d) {
             self.poll_async_flush(true)?;
         }
@@ -299,9 +308,9 @@ impl Scr {
             .collect();
         job.world.bcast_bytes(0, &mut b)?;
         for c in b.chunks_exact(8) {
-            self.prefix
-                .on_pfs
-                .remove(&i64::from_be_bytes(c.try_into().expect("8 bytes")));
+            self.prefix.on_pfs.remove(&DatasetId(i64::from_be_bytes(
+                c.try_into().expect("8 bytes"),
+            )));
         }
         Ok(())
     }

@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use crate::comm::{Comm, ReduceOp};
 use crate::config::{CkptDesc, Config, Settings};
 use crate::error::{io_err, DescriptorError, ScrError, ScrResult};
+use crate::ids::DatasetId;
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, LogSettings, Logger};
 use crate::records::dataset::Dataset;
@@ -415,8 +416,8 @@ impl Job {
     }
 
     /// Logical dataset directory: `<cache>/<user>/scr.<jobid>/scr.dataset.<id>`.
-    pub fn dataset_dir(&self, directory: &LogicalPath, id: i64) -> LogicalPath {
-        directory.join(Dataset::default_name(id))
+    pub fn dataset_dir(&self, directory: &LogicalPath, id: DatasetId) -> LogicalPath {
+        directory.join(id.default_name())
     }
 
     /// Real path of a logical node-local path on this node.
@@ -453,12 +454,12 @@ impl Job {
     }
 
     /// The dataset descriptor of `dset` as this rank recorded it.
-    pub fn dataset(&self, dset: i64) -> Option<Dataset> {
+    pub fn dataset(&self, dset: DatasetId) -> Option<Dataset> {
         self.filemap.dataset(dset, self.rank()).ok().flatten()
     }
 
     /// Files this rank owns in `dset` with their meta (type FULL).
-    pub fn app_files(&self, dset: i64) -> Vec<(String, Meta)> {
+    pub fn app_files(&self, dset: DatasetId) -> Vec<(String, Meta)> {
         let r = self.rank();
         self.filemap
             .list_files(dset, r)
@@ -471,7 +472,7 @@ impl Job {
     }
 
     /// Redundancy files this rank holds in `dset` with their meta.
-    pub fn redundancy_files(&self, dset: i64) -> Vec<(String, Meta)> {
+    pub fn redundancy_files(&self, dset: DatasetId) -> Vec<(String, Meta)> {
         let r = self.rank();
         self.filemap
             .list_files(dset, r)

@@ -9,6 +9,7 @@ use super::{logical_in, Books, RedundancySet, PARTNER_NODE_TAG};
 use crate::cache::Job;
 use crate::error::EncodeError;
 use crate::error::{ScrError, ScrResult};
+use crate::ids::DatasetId;
 use crate::records::meta::Meta;
 use crate::records::reddesc::{CopyType, RedDesc};
 use crate::redundancy::apply::{self, ApplyError, FileEntry, MemberFiles, SetInfo};
@@ -22,7 +23,7 @@ pub(crate) fn set_failures_of(rd: &RedDesc) -> usize {
 }
 
 /// This rank's application files of `dset` as the set operations want them.
-pub(crate) fn member_files(job: &Job, dset: i64) -> MemberFiles {
+pub(crate) fn member_files(job: &Job, dset: DatasetId) -> MemberFiles {
     MemberFiles {
         files: job
             .app_files(dset)
@@ -51,7 +52,7 @@ pub(crate) fn partner_node(job: &Job, rd: &RedDesc) -> Option<String> {
 
 /// Record the node whose copies this rank holds (PARTNER only), in memory;
 /// the caller writes the filemap. Returns whether a tag was set.
-pub(crate) fn tag_partner_node(job: &mut Job, dset: i64, rd: &RedDesc) -> bool {
+pub(crate) fn tag_partner_node(job: &mut Job, dset: DatasetId, rd: &RedDesc) -> bool {
     let Some(node) = partner_node(job, rd) else {
         return false;
     };
@@ -70,7 +71,7 @@ pub(crate) fn tag_partner_node(job: &mut Job, dset: i64, rd: &RedDesc) -> bool {
 /// in memory for the caller to write with the outcome of its vote
 /// (redundancy files were recorded on disk before they were created).
 /// Collective over the world.
-pub fn encode(job: &mut Job, dset: i64) -> ScrResult<()> {
+pub fn encode(job: &mut Job, dset: DatasetId) -> ScrResult<()> {
     let fail = |source: EncodeError| ScrError::Encode { dset, source };
     let me = job.rank();
     let rd = job
@@ -144,7 +145,7 @@ pub fn encode(job: &mut Job, dset: i64) -> ScrResult<()> {
 /// SINGLE: no set to talk to. A CRC already recorded was checked by
 /// whoever recorded it (a fetch verifies every file as it copies it), so
 /// only missing ones are computed. Updates the filemap in memory.
-fn crc_single(job: &mut Job, dset: i64) -> Result<(), EncodeError> {
+fn crc_single(job: &mut Job, dset: DatasetId) -> Result<(), EncodeError> {
     let me = job.rank();
     for (f, mut meta) in job.app_files(dset) {
         if meta.crc32.is_some() {

@@ -2,6 +2,7 @@
 //! listing what the job has in cache anywhere (scr_cache_delete,
 //! scr_cache_purge).
 
+use crate::ids::DatasetId;
 use crate::storage::node::LogicalPath;
 use std::fs;
 
@@ -12,7 +13,7 @@ impl Job {
     /// Delete every file this process's filemap lists for `dset` (any
     /// rank key), then the entries, then rewrite the filemap; remove the
     /// dataset directory when empty. Not collective.
-    pub fn delete_dataset_local(&mut self, dset: i64) -> ScrResult<()> {
+    pub fn delete_dataset_local(&mut self, dset: DatasetId) -> ScrResult<()> {
         let mut dirs_seen = Vec::new();
         for r in self.filemap.list_ranks_by_dataset(dset) {
             for f in self.filemap.list_files(dset, r) {
@@ -42,7 +43,7 @@ impl Job {
     }
 
     /// Delete dataset `dset` on every rank (collective).
-    pub fn delete_dataset(&mut self, dset: i64) -> ScrResult<()> {
+    pub fn delete_dataset(&mut self, dset: DatasetId) -> ScrResult<()> {
         let local = self.delete_dataset_local(dset);
         let ok = self.world.all_true(local.is_ok())?;
         local?;
@@ -53,19 +54,19 @@ impl Job {
     }
 
     /// Dataset ids in cache on any rank, ascending (collective).
-    pub fn datasets_everywhere(&self) -> ScrResult<Vec<i64>> {
+    pub fn datasets_everywhere(&self) -> ScrResult<Vec<DatasetId>> {
         let mine: Vec<u8> = self
             .filemap
             .list_datasets()
             .iter()
-            .flat_map(|d| d.to_be_bytes())
+            .flat_map(|d| d.get().to_be_bytes())
             .collect();
         let all = self.world.allgather_bytes(&mine)?;
-        let mut ids: Vec<i64> = all
+        let mut ids: Vec<DatasetId> = all
             .iter()
             .flat_map(|b| {
                 b.chunks_exact(8)
-                    .map(|c| i64::from_be_bytes(c.try_into().expect("8 bytes")))
+                    .map(|c| DatasetId(i64::from_be_bytes(c.try_into().expect("8 bytes"))))
             })
             .collect();
         ids.sort_unstable();

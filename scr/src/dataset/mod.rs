@@ -115,7 +115,7 @@ pub(crate) struct Books<'a> {
 impl Books<'_> {
     /// Add `logical` to dataset `dset` with `meta` and persist the filemap:
     /// the entry is on disk before the caller creates the file.
-    pub fn record(&mut self, dset: i64, logical: &str, meta: &Meta) -> ScrResult<()> {
+    pub fn record(&mut self, dset: DatasetId, logical: &str, meta: &Meta) -> ScrResult<()> {
         self.filemap.add_file(dset, self.rank, logical);
         self.filemap.set_meta(dset, self.rank, logical, meta);
         self.persist()
@@ -131,7 +131,7 @@ impl Books<'_> {
     /// logical path.
     pub fn register(
         &mut self,
-        dset: i64,
+        dset: DatasetId,
         dir: &DirPair,
         real: &Path,
         meta: &Meta,

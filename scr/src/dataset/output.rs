@@ -42,7 +42,7 @@ pub fn next_ids(job: &mut Job, is_ckpt: bool) -> (DatasetId, usize) {
 
 /// Datasets in cache on any rank that live in the store of descriptor
 /// `set`, oldest first: the candidates to make room in it. Collective.
-pub fn in_store(job: &Job, set: usize) -> ScrResult<Vec<i64>> {
+pub fn in_store(job: &Job, set: usize) -> ScrResult<Vec<DatasetId>> {
     let directory = PathBuf::from(&job.sets[set].descriptor.directory);
     let me = job.rank();
     Ok(job
@@ -77,7 +77,7 @@ pub fn begin(
     name: Option<&str>,
     flags: StartFlags,
 ) -> ScrResult<Dataset> {
-    let dset = id.get();
+    let dset = id;
     let rd = job.sets[set].descriptor.clone();
     let dir = job.dataset_dir(&LogicalPath::new(&rd.directory), dset);
     let cache_real = job.real(&job.cache_dir(job.sets[set].store));
@@ -91,7 +91,7 @@ pub fn begin(
         flag_checkpoint: Some(flags.checkpoint),
         flag_output: Some(flags.output),
         created_us: Some(job.clock.unix_secs() * 1_000_000),
-        ..DatasetDesc::new(dset)
+        ..DatasetDesc::new(dset.get())
     };
     let me = job.rank();
     job.filemap.set_dataset(dset, me, &desc);
@@ -147,7 +147,7 @@ pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
     let logical = ds.dir.join(&rel);
     let logical_s = logical.to_record();
     let me = job.rank();
-    let dset = ds.id.get();
+    let dset = ds.id;
     if !job.filemap.list_files(dset, me).contains(&logical_s) {
         let meta = Meta {
             file: Some(logical_s.clone()),
@@ -180,7 +180,7 @@ pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
 
 /// Record the size of every routed file of this rank (the CRC32 comes from
 /// the encode's read). Returns whether every file exists and the bytes.
-fn record_sizes(job: &mut Job, dset: i64, valid: bool) -> ScrResult<(bool, u64, usize)> {
+fn record_sizes(job: &mut Job, dset: DatasetId, valid: bool) -> ScrResult<(bool, u64, usize)> {
     let me = job.rank();
     let mut ok = valid;
     let mut bytes = 0u64;
@@ -226,7 +226,7 @@ pub fn complete(
     started: Tick,
 ) -> ScrResult<Completion> {
     assert_eq!(ds.state, State::Started, "a dataset completes once");
-    let dset = ds.id.get();
+    let dset = ds.id;
     let write_s = job.clock.elapsed(started).as_secs_f64();
     let (ok, bytes, files) = record_sizes(job, dset, valid)?;
     let all_valid = job.world.all_true(ok)?;
@@ -304,7 +304,7 @@ fn log_complete(
     if job.log.is_none() {
         return;
     }
-    let dset = ds.id.get();
+    let dset = ds.id;
     let name = ds.name();
     let xfer = |t: XferType, secs: f64| {
         Entry::xfer(t)

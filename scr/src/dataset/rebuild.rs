@@ -9,6 +9,7 @@ use super::{logical_in, Books};
 use crate::cache::Job;
 use crate::comm::{Comm, CommError};
 use crate::error::RebuildError;
+use crate::ids::DatasetId;
 use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::meta::Meta;
 use crate::records::reddesc::{CopyType, RedDesc};
@@ -34,7 +35,7 @@ fn gather_losses(set_comm: &dyn Comm, loss: MemberLoss) -> Result<Vec<MemberLoss
 /// What was lost starts from a clean slate: whatever partial entries and
 /// files it has are unusable. A whole loss drops every entry (also one
 /// without meta); otherwise only the lost kind goes.
-fn drop_lost_entries(job: &mut Job, dset: i64, loss: MemberLoss) -> Result<(), RebuildError> {
+fn drop_lost_entries(job: &mut Job, dset: DatasetId, loss: MemberLoss) -> Result<(), RebuildError> {
     let me = job.rank();
     let app: Vec<String> = job.app_files(dset).into_iter().map(|(f, _)| f).collect();
     for f in job.filemap.list_files(dset, me) {
@@ -56,7 +57,7 @@ fn drop_lost_entries(job: &mut Job, dset: i64, loss: MemberLoss) -> Result<(), R
 /// caller's vote deletes the dataset everywhere.
 pub fn rebuild_dataset(
     job: &mut Job,
-    dset: i64,
+    dset: DatasetId,
     ds: &DatasetDesc,
     rd: &RedDesc,
     loss: MemberLoss,
@@ -121,7 +122,7 @@ pub fn rebuild_dataset(
 /// Run the set's rebuild with what this rank still has.
 fn run_set_rebuild(
     job: &mut Job,
-    dset: i64,
+    dset: DatasetId,
     ds: &DatasetDesc,
     rd: &RedDesc,
     set_comm: &dyn Comm,
@@ -192,7 +193,7 @@ fn run_set_rebuild(
 /// file).
 fn place_rebuilt_files(
     job: &mut Job,
-    dset: i64,
+    dset: DatasetId,
     dir: &DirPair,
     files: Vec<FileEntry>,
     recorded_count: Option<u64>,

@@ -25,6 +25,7 @@ use crate::cache::Job;
 use crate::error::RebuildError;
 use crate::error::TransferError;
 use crate::error::{io_err, ScrError, ScrResult};
+use crate::ids::DatasetId;
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, EventType};
 use crate::records::dataset::Dataset;
@@ -41,15 +42,15 @@ use crate::storage::verify::{verify_file, write_synced, VerifyError};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InitReport {
     /// Dataset ids found in cache on any node.
-    pub found: Vec<i64>,
+    pub found: Vec<DatasetId>,
     /// Datasets usable after init (whole on every rank), ascending.
-    pub available: Vec<i64>,
+    pub available: Vec<DatasetId>,
     /// Of those, the ones that needed a rebuild (some rank lost files).
-    pub rebuilt: Vec<i64>,
+    pub rebuilt: Vec<DatasetId>,
     /// Datasets deleted because they could not be made whole, and why.
-    pub lost: Vec<(i64, String)>,
+    pub lost: Vec<(DatasetId, String)>,
     /// Datasets written by a different number of ranks (kept, not used).
-    pub skipped: Vec<(i64, String)>,
+    pub skipped: Vec<(DatasetId, String)>,
     /// Files moved between nodes to reach their owner rank.
     pub moved_files: u64,
     /// The checkpoint fetched from the prefix directory, when the cache
@@ -184,7 +185,7 @@ type Descs = (Dataset, RedDesc, Option<u64>);
 
 /// Step 2a: every rank obtains its dataset and redundancy descriptors for
 /// `dset`. Returns them, or `None` when no surviving process knew them.
-fn distribute_descriptors(job: &mut Job, dset: i64) -> ScrResult<Option<Descs>> {
+fn distribute_descriptors(job: &mut Job, dset: DatasetId) -> ScrResult<Option<Descs>> {
     let size = job.world.size();
     let mut out: BTreeMap<usize, KvTree> = BTreeMap::new();
     for r in job.filemap.list_ranks_by_dataset(dset) {
@@ -247,7 +248,7 @@ fn distribute_descriptors(job: &mut Job, dset: i64) -> ScrResult<Option<Descs>> 
 
 /// Step 2b: move files of `dset` held for other ranks to those ranks, one
 /// file per process per round. Returns the number of files this process sent.
-fn distribute_files(job: &mut Job, dset: i64, dir_logical: &LogicalPath) -> ScrResult<u64> {
+fn distribute_files(job: &mut Job, dset: DatasetId, dir_logical: &LogicalPath) -> ScrResult<u64> {
     let me = job.rank();
     let mut pending: Vec<(i64, String)> = Vec::new();
     for r in job.filemap.list_ranks_by_dataset(dset) {
@@ -306,7 +307,12 @@ fn distribute_files(job: &mut Job, dset: i64, dir_logical: &LogicalPath) -> ScrR
     Ok(sent)
 }
 
-fn receive_file(job: &mut Job, dset: i64, dir_logical: &LogicalPath, msg: &[u8]) -> ScrResult<()> {
+fn receive_file(
+    job: &mut Job,
+    dset: DatasetId,
+    dir_logical: &LogicalPath,
+    msg: &[u8],
+) -> ScrResult<()> {
     let bad = |source: TransferError| ScrError::Transfer {
         dset: Some(dset),
         source,
@@ -413,7 +419,7 @@ impl FileCheck {
 /// Does this rank hold every file of `dset` it should, intact? The expected
 /// count is of application files; redundancy files are verified too, and
 /// reported apart from them.
-fn check_files(job: &Job, dset: i64) -> FileCheck {
+fn check_files(job: &Job, dset: DatasetId) -> FileCheck {
     let me = job.rank();
     let mut own = Ok(());
     let mut held = Ok(());
@@ -465,7 +471,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
     let mut max_dset = 0i64;
     let mut max_ckpt = 0i64;
     for dset in ids {
-        max_dset = max_dset.max(dset);
+        max_dset = max_dset.max(dset.get());
         if let Some(ckpt) = restart_dataset(job, dset, &mut report)? {
             max_ckpt = max_ckpt.max(ckpt);
         }
@@ -479,7 +485,11 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
 /// Distribute, verify and rebuild one cached dataset, recording the outcome
 /// in `report`. Returns its checkpoint id when its descriptors survived.
 /// Collective.
-fn restart_dataset(job: &mut Job, dset: i64, report: &mut InitReport) -> ScrResult<Option<i64>> {
+fn restart_dataset(
+    job: &mut Job,
+    dset: DatasetId,
+    report: &mut InitReport,
+) -> ScrResult<Option<i64>> {
     let started = job.clock.now();
     // Kill and delay faults act here (a crash during rebuild at init);
     // an injected error is reported and counts as this rank's files lost.
@@ -505,10 +515,7 @@ fn restart_dataset(job: &mut Job, dset: i64, report: &mut InitReport) -> ScrResu
         job.delete_dataset(dset)?;
         return Ok(None);
     };
-    let name = ds
-        .name
-        .clone()
-        .unwrap_or_else(|| Dataset::default_name(dset));
+    let name = ds.name.clone().unwrap_or_else(|| dset.default_name());
     let event = |t: EventType| Entry::event(t).dset(dset).name(name.as_str());
     job.log(event(EventType::RebuildStart));
     let ckpt = ds.ckpt.unwrap_or(0);

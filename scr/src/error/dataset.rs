@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::ScrError;
 use crate::comm::CommError;
+use crate::ids::DatasetId;
 use crate::kvtree::UnpackError;
 use crate::records::reddesc::CopyType;
 use crate::redundancy::apply::ApplyError;
@@ -93,7 +94,7 @@ pub enum RebuildError {
     #[error("{came} files of dataset {dset} came back but {recorded} were recorded")]
     CountMismatch {
         /// The dataset.
-        dset: i64,
+        dset: DatasetId,
         /// Files rebuilt.
         came: u64,
         /// Files recorded at complete.

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use crate::comm::CommError;
 use crate::config::ConfigError;
+use crate::ids::DatasetId;
 use crate::records::RecordError;
 use crate::redundancy::RedundancyError;
 use crate::storage::dirs::DirError;
@@ -74,7 +75,7 @@ pub enum ScrError {
     #[error("dataset {dset}: redundancy not applied: {source}")]
     Encode {
         /// The dataset.
-        dset: i64,
+        dset: DatasetId,
         /// Why.
         source: EncodeError,
     },
@@ -82,7 +83,7 @@ pub enum ScrError {
     #[error("{}transfer between ranks: {source}", dset.map(|d| format!("dataset {d}: ")).unwrap_or_default())]
     Transfer {
         /// The dataset, when the message belongs to one.
-        dset: Option<i64>,
+        dset: Option<DatasetId>,
         /// What was wrong with the message.
         source: TransferError,
     },
@@ -95,7 +96,7 @@ pub enum ScrError {
         /// Which rank: `rank 0` or `another rank`.
         who: &'static str,
         /// The dataset, when the step belongs to one.
-        dset: Option<i64>,
+        dset: Option<DatasetId>,
     },
     /// A flush, fetch or index update in the prefix directory failed.
     #[error("prefix directory: {0}")]
@@ -156,7 +157,7 @@ pub enum ScrError {
     #[error("dataset {id} was written by {written} ranks but this run has {running}; restart it with {written} ranks")]
     RankCountMismatch {
         /// Dataset id.
-        id: i64,
+        id: DatasetId,
         /// Ranks that wrote it.
         written: u64,
         /// Ranks in this run.
@@ -195,7 +196,7 @@ impl From<ConfigError> for ScrError {
 
 impl ScrError {
     /// `op` failed on another rank (not rank 0 in particular).
-    pub(crate) fn elsewhere(op: &'static str, dset: Option<i64>) -> ScrError {
+    pub(crate) fn elsewhere(op: &'static str, dset: Option<DatasetId>) -> ScrError {
         ScrError::FailedElsewhere {
             op,
             who: "another rank",

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use crate::ids::DatasetId;
 use crate::kvtree::UnpackError;
 use crate::records::RecordError;
 use crate::storage::dirs::DirError;
@@ -64,7 +65,7 @@ pub enum FlushError {
         /// This rank.
         rank: i64,
         /// The dataset.
-        dset: i64,
+        dset: DatasetId,
     },
     /// A file was routed outside the dataset's directory in the prefix.
     #[error("rank {rank}: {file}: routed path {routed:?} is not inside {}", dir.display())]

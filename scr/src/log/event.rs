@@ -299,8 +299,8 @@ impl Entry {
         self
     }
     /// Set `dset=` (a negative id is not written).
-    pub fn dset(mut self, v: i64) -> Entry {
-        self.dset = u64::try_from(v).ok();
+    pub fn dset(mut self, v: impl Into<i64>) -> Entry {
+        self.dset = u64::try_from(v.into()).ok();
         self
     }
     /// Set `name=`.

@@ -18,6 +18,7 @@ use super::{
 };
 use crate::cache::Job;
 use crate::error::ScrResult;
+use crate::ids::DatasetId;
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset;
@@ -271,6 +272,7 @@ fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Usable<(u64, RankFile
 
 /// Try to fetch the copy of `id` in `dir`. Collective.
 fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
+    let dset = DatasetId(id);
     let prefix = job.prefix.clone();
     // Rank 0 reads the summary and broadcasts it.
     let mut buf = Vec::new();
@@ -323,7 +325,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     let di = job.desc_for(ckpt);
     let store = job.sets[di].store;
     let directory = LogicalPath::new(&job.sets[di].descriptor.directory);
-    let dset_dir = job.dataset_dir(&directory, id);
+    let dset_dir = job.dataset_dir(&directory, dset);
     // Filemap first (an entry may outlive its file, never the reverse).
     let mut local: Usable<Vec<CopyItem>> = Ok(Vec::new());
     if mine
@@ -343,9 +345,9 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     }
     let mut in_progress = ds.clone();
     in_progress.complete = Some(false);
-    job.filemap.set_dataset(id, me, &in_progress);
+    job.filemap.set_dataset(dset, me, &in_progress);
     let record = job.sets[di].descriptor.clone();
-    job.filemap.set_desc(id, me, &record);
+    job.filemap.set_desc(dset, me, &record);
     let mut metas = Vec::new();
     if let Ok(items) = &mut local {
         for (rel, e) in &mine.files {
@@ -372,8 +374,8 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
                 orig_name: routed.file_name().map(|p| p.to_string_lossy().into_owned()),
                 ..Meta::default()
             };
-            job.filemap.add_file(id, me, &logical_s);
-            job.filemap.set_meta(id, me, &logical_s, &meta);
+            job.filemap.add_file(dset, me, &logical_s);
+            job.filemap.set_meta(dset, me, &logical_s, &meta);
             items.push(CopyItem {
                 src: placement.stored_path(&prefix, rel),
                 dst: job.real(&logical).into_path_buf(),
@@ -384,7 +386,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
             metas.push((logical_s, meta));
         }
     }
-    job.filemap.set_expected_files(id, me, metas.len() as u64);
+    job.filemap.set_expected_files(dset, me, metas.len() as u64);
     let written = job.write_filemap();
     if let Err(e) = written {
         local = Err(FetchError::Filemap(e.to_string()));
@@ -408,7 +410,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
             eprintln!("SCR: fetch of dataset {id}: rank {me}: {mine_why}");
         }
         let reasons = job.world.gather_bytes(0, mine_why.as_bytes())?;
-        job.delete_dataset(id)?;
+        job.delete_dataset(dset)?;
         let why = reasons
             .map(|r| {
                 r.iter()
@@ -422,19 +424,19 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     }
     for (logical, mut meta) in metas {
         meta.complete = Some(true);
-        job.filemap.set_meta(id, me, &logical, &meta);
+        job.filemap.set_meta(dset, me, &logical, &meta);
     }
     ds.complete = Some(true);
-    job.filemap.set_dataset(id, me, &ds);
+    job.filemap.set_dataset(dset, me, &ds);
     job.write_filemap()?;
     // Protect the fetched copy in cache as a new checkpoint would be.
-    let applied = crate::dataset::encode::encode(job, id);
+    let applied = crate::dataset::encode::encode(job, dset);
     let protected = job.world.all_true(applied.is_ok())?;
     if let Err(e) = &applied {
         eprintln!("SCR: fetch of dataset {id}: rank {me}: redundancy not applied: {e}");
     }
     if !protected {
-        job.delete_dataset(id)?;
+        job.delete_dataset(dset)?;
         return Ok(Attempt::Failed(FetchError::NotProtected));
     }
     job.write_filemap()?;
@@ -481,7 +483,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
         let when = timestamp(job.clock.unix_secs());
         match outcome {
             Attempt::Done(orig) => {
-                let ds = job.dataset(id);
+                let ds = job.dataset(DatasetId(id));
                 let name = ds
                     .as_ref()
                     .and_then(|d| d.name.clone())

@@ -17,6 +17,7 @@ use super::{
 };
 use crate::cache::Job;
 use crate::error::ScrResult;
+use crate::ids::DatasetId;
 use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset;
 use crate::records::index::timestamp;
@@ -29,7 +30,7 @@ use crate::storage::node::LogicalPath;
 #[derive(Debug)]
 pub struct FlushPlan {
     /// The dataset id.
-    pub dset: i64,
+    pub dset: DatasetId,
     /// Where it goes.
     pub placement: Placement,
     /// Its descriptor (this rank's copy).
@@ -43,7 +44,7 @@ impl FlushPlan {
         self.dataset
             .name
             .clone()
-            .unwrap_or_else(|| Dataset::default_name(self.dset))
+            .unwrap_or_else(|| Dataset::default_name(self.dset.get()))
     }
 }
 
@@ -74,7 +75,7 @@ fn decode_dir(b: &[u8]) -> Option<Vec<String>> {
 
 /// The dataset directory of `dset` as every rank's routed files decide it
 /// (docs/formats.md). Collective.
-pub fn placement(job: &Job, dset: i64) -> ScrResult<Placement> {
+pub fn placement(job: &Job, dset: DatasetId) -> ScrResult<Placement> {
     let files = job.app_files(dset);
     let dirs: Vec<std::path::PathBuf> = files
         .iter()
@@ -96,7 +97,7 @@ pub fn placement(job: &Job, dset: i64) -> ScrResult<Placement> {
             });
         }
     }
-    Ok(Placement::choose(dset, acc.as_deref()))
+    Ok(Placement::choose(dset.get(), acc.as_deref()))
 }
 
 /// A flush set up on every rank, or why it cannot start (the same answer
@@ -110,7 +111,11 @@ pub enum Prepared {
 }
 
 /// This rank's copy list for the flush of `dset`.
-fn copy_items(job: &Job, dset: i64, placement: &Placement) -> Result<Vec<CopyItem>, FlushError> {
+fn copy_items(
+    job: &Job,
+    dset: DatasetId,
+    placement: &Placement,
+) -> Result<Vec<CopyItem>, FlushError> {
     let rank = job.rank();
     if job.dataset(dset).is_none() {
         return Err(FlushError::NotInCache { rank, dset });
@@ -146,7 +151,7 @@ fn copy_items(job: &Job, dset: i64, placement: &Placement) -> Result<Vec<CopyIte
 /// rank 0's bookkeeping (FLUSHING in the flush file; index entries of
 /// whatever the copy is about to overwrite removed first, so the index
 /// never points at bytes that changed under it). Collective.
-pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Prepared> {
+pub fn prepare(job: &Job, dset: DatasetId, event: EventType) -> ScrResult<Prepared> {
     let placement = placement(job, dset)?;
     let local = copy_items(job, dset, &placement);
     let ok = job.world.all_true(local.is_ok())?;
@@ -159,7 +164,7 @@ pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Prepared> {
     let name = dataset
         .name
         .clone()
-        .unwrap_or_else(|| Dataset::default_name(dset));
+        .unwrap_or_else(|| Dataset::default_name(dset.get()));
     job.log(Entry::event(event).dset(dset).name(name.as_str()));
     if let Err(e) = book_flush_start(job, dset, &placement, &dataset) {
         return Ok(Prepared::Refused(FlushError::Bookkeeping(e.to_string())));
@@ -175,7 +180,7 @@ pub fn prepare(job: &Job, dset: i64, event: EventType) -> ScrResult<Prepared> {
 
 /// Rank 0 records the start of a flush in the index and the flush file.
 /// Collective.
-fn book_flush_start(job: &Job, dset: i64, pl: &Placement, ds: &Dataset) -> ScrResult<()> {
+fn book_flush_start(job: &Job, dset: DatasetId, pl: &Placement, ds: &Dataset) -> ScrResult<()> {
     let prefix = job.prefix.clone();
     on_rank0(job.world.as_ref(), "record the flush start", || {
         update_index(&prefix, |idx| {
@@ -184,10 +189,10 @@ fn book_flush_start(job: &Job, dset: i64, pl: &Placement, ds: &Dataset) -> ScrRe
             while idx.remove_dir(&pl.dir) {}
         })?;
         update_flush_file(&prefix, |ff| {
-            ff.location_set(dset, Location::Cache);
-            ff.location_set(dset, Location::Flushing);
-            ff.location_unset(dset, Location::Pfs);
-            let e = ff.datasets.entry(dset).or_default();
+            ff.location_set(dset.get(), Location::Cache);
+            ff.location_set(dset.get(), Location::Flushing);
+            ff.location_unset(dset.get(), Location::Pfs);
+            let e = ff.datasets.entry(dset.get()).or_default();
             e.dir = Some(pl.dir.clone());
             e.orig_dir = pl.orig_dir.clone();
             e.name = ds.name.clone();
@@ -244,7 +249,9 @@ pub(crate) fn finish(
             })
             .unwrap_or_default();
         let _ = on_rank0(job.world.as_ref(), "record the failed flush", || {
-            update_flush_file(&prefix, |ff| ff.location_unset(dset, Location::Flushing))
+            update_flush_file(&prefix, |ff| {
+                ff.location_unset(dset.get(), Location::Flushing)
+            })
         });
         job.log(
             Entry::event(fail_event)
@@ -300,21 +307,23 @@ pub(crate) fn finish(
         summary.write_file(meta_dir.join(SUMMARY_FILE))?;
         let is_ckpt = ds.flag_checkpoint.unwrap_or(ds.ckpt.is_some());
         update_index(&prefix, |idx| {
-            idx.set_dataset(dset, &pl.dir, ds.clone(), true);
-            idx.mark_flushed(dset, &pl.dir, timestamp(now_s));
+            idx.set_dataset(dset.get(), &pl.dir, ds.clone(), true);
+            idx.mark_flushed(dset.get(), &pl.dir, timestamp(now_s));
             if is_ckpt {
                 idx.set_current(&pl.dir);
             }
         })?;
         update_flush_file(&prefix, |ff| {
-            ff.location_set(dset, Location::Pfs);
-            ff.location_unset(dset, Location::Flushing);
+            ff.location_set(dset.get(), Location::Pfs);
+            ff.location_unset(dset.get(), Location::Flushing);
         })
     });
     let secs = job.clock.elapsed(plan.started).as_secs_f64();
     if let Err(e) = recorded {
         let _ = on_rank0(job.world.as_ref(), "record the failed flush", || {
-            update_flush_file(&prefix, |ff| ff.location_unset(dset, Location::Flushing))
+            update_flush_file(&prefix, |ff| {
+                ff.location_unset(dset.get(), Location::Flushing)
+            })
         });
         job.log(
             Entry::event(fail_event)
@@ -359,7 +368,7 @@ pub(crate) fn finish(
 /// Flush `dset` now (scr_flush_sync). `Ok(true)` when it is in the prefix
 /// directory and the index; `Ok(false)` when the flush failed (on every
 /// rank; the cached copy stays). Collective.
-pub fn flush_sync(job: &Job, dset: i64) -> ScrResult<bool> {
+pub fn flush_sync(job: &Job, dset: DatasetId) -> ScrResult<bool> {
     let plan = match prepare(job, dset, EventType::FlushStart)? {
         Prepared::Ready(p) => *p,
         Prepared::Refused(why) => {
@@ -395,7 +404,7 @@ pub struct AsyncFlush {
 
 impl AsyncFlush {
     /// The dataset being flushed.
-    pub fn dset(&self) -> i64 {
+    pub fn dset(&self) -> DatasetId {
         self.plan.dset
     }
 }
@@ -404,7 +413,7 @@ impl AsyncFlush {
 /// now, each rank's copy runs in a thread paced by SCR_FLUSH_ASYNC_BW
 /// (shared by the ranks of a node) and SCR_FLUSH_ASYNC_PERCENT. `None`
 /// when it could not start. Collective.
-pub fn flush_async_start(job: &Job, dset: i64) -> ScrResult<Option<AsyncFlush>> {
+pub fn flush_async_start(job: &Job, dset: DatasetId) -> ScrResult<Option<AsyncFlush>> {
     let plan = match prepare(job, dset, EventType::AsyncFlushStart)? {
         Prepared::Ready(p) => *p,
         Prepared::Refused(why) => {

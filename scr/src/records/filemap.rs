@@ -16,6 +16,7 @@
 //! in cache.
 
 use super::{Dataset, Meta, Node, Record, RecordError, RedDesc};
+use crate::ids::DatasetId;
 use crate::kvtree::KvTree;
 use std::path::Path;
 
@@ -97,51 +98,51 @@ impl Filemap {
         self.tree.clear();
     }
 
-    fn rd(&self, dset: i64, rank: i64) -> Option<&KvTree> {
-        self.tree.get_kv_int(RANK, rank)?.get_kv_int(DSET, dset)
+    fn rd(&self, dset: DatasetId, rank: i64) -> Option<&KvTree> {
+        self.tree.get_kv_int(RANK, rank)?.get_kv_int(DSET, dset.0)
     }
 
-    fn rd_mut(&mut self, dset: i64, rank: i64) -> Option<&mut KvTree> {
+    fn rd_mut(&mut self, dset: DatasetId, rank: i64) -> Option<&mut KvTree> {
         self.tree
             .get_kv_int_mut(RANK, rank)?
-            .get_kv_int_mut(DSET, dset)
+            .get_kv_int_mut(DSET, dset.0)
     }
 
     /// The (rank, dataset) entry, created with its index entry when missing.
-    fn rd_create(&mut self, dset: i64, rank: i64) -> &mut KvTree {
-        self.tree.set_kv_int(DSET, dset).set_kv_int(RANK, rank);
-        self.tree.set_kv_int(RANK, rank).set_kv_int(DSET, dset)
+    fn rd_create(&mut self, dset: DatasetId, rank: i64) -> &mut KvTree {
+        self.tree.set_kv_int(DSET, dset.0).set_kv_int(RANK, rank);
+        self.tree.set_kv_int(RANK, rank).set_kv_int(DSET, dset.0)
     }
 
     /// Drop the (rank, dataset) entry and its index entry once empty
     /// (`scr_filemap_unset_if_empty`).
-    fn prune(&mut self, dset: i64, rank: i64) {
+    fn prune(&mut self, dset: DatasetId, rank: i64) {
         if self.rd(dset, rank).is_some_and(|t| !t.is_empty()) {
             return;
         }
         if let Some(r) = self.tree.get_kv_int_mut(RANK, rank) {
-            r.unset_kv_int(DSET, dset);
+            r.unset_kv_int(DSET, dset.0);
             if r.is_empty() {
                 self.tree.unset_kv_int(RANK, rank);
             }
         }
-        if let Some(d) = self.tree.get_kv_int_mut(DSET, dset) {
+        if let Some(d) = self.tree.get_kv_int_mut(DSET, dset.0) {
             d.unset_kv_int(RANK, rank);
             if d.is_empty() {
-                self.tree.unset_kv_int(DSET, dset);
+                self.tree.unset_kv_int(DSET, dset.0);
             }
         }
     }
 
     /// Record that `rank` wrote `file` in dataset `dset`
     /// (`scr_filemap_add_file`). Keeps meta data already recorded.
-    pub fn add_file(&mut self, dset: i64, rank: i64, file: &str) {
+    pub fn add_file(&mut self, dset: DatasetId, rank: i64, file: &str) {
         self.rd_create(dset, rank).entry(FILE).entry(file);
     }
 
     /// Forget `file` (`scr_filemap_remove_file`); the (rank, dataset) entry
     /// goes too once nothing is left in it.
-    pub fn remove_file(&mut self, dset: i64, rank: i64, file: &str) {
+    pub fn remove_file(&mut self, dset: DatasetId, rank: i64, file: &str) {
         if let Some(rd) = self.rd_mut(dset, rank) {
             rd.unset_kv(FILE, file);
         }
@@ -149,7 +150,7 @@ impl Filemap {
     }
 
     /// Remove everything about dataset `dset` (`scr_filemap_remove_dataset`).
-    pub fn remove_dataset(&mut self, dset: i64) {
+    pub fn remove_dataset(&mut self, dset: DatasetId) {
         for rank in self.list_ranks_by_dataset(dset) {
             self.remove_rank_by_dataset(dset, rank);
         }
@@ -162,9 +163,9 @@ impl Filemap {
 
     /// Remove everything about `rank` in dataset `dset`
     /// (`scr_filemap_remove_rank_by_dataset`).
-    pub fn remove_rank_by_dataset(&mut self, dset: i64, rank: i64) {
+    pub fn remove_rank_by_dataset(&mut self, dset: DatasetId, rank: i64) {
         if let Some(r) = self.tree.get_kv_int_mut(RANK, rank) {
-            r.unset_kv_int(DSET, dset);
+            r.unset_kv_int(DSET, dset.0);
         }
         self.prune(dset, rank);
     }
@@ -220,22 +221,28 @@ impl Filemap {
     }
 
     /// Dataset ids, oldest first (`scr_filemap_list_datasets`).
-    pub fn list_datasets(&self) -> Vec<i64> {
+    pub fn list_datasets(&self) -> Vec<DatasetId> {
         list_keys(self.tree.get(DSET))
+            .into_iter()
+            .map(DatasetId)
+            .collect()
     }
 
     /// Dataset ids `rank` has entries for, ascending.
-    pub fn list_datasets_by_rank(&self, rank: i64) -> Vec<i64> {
+    pub fn list_datasets_by_rank(&self, rank: i64) -> Vec<DatasetId> {
         list_keys(self.tree.get_kv_int(RANK, rank).and_then(|r| r.get(DSET)))
+            .into_iter()
+            .map(DatasetId)
+            .collect()
     }
 
     /// Highest dataset id (`scr_filemap_latest_dataset`; SCR returns -1 for none).
-    pub fn latest_dataset(&self) -> Option<i64> {
+    pub fn latest_dataset(&self) -> Option<DatasetId> {
         self.list_datasets().last().copied()
     }
 
     /// Lowest dataset id (`scr_filemap_oldest_dataset`).
-    pub fn oldest_dataset(&self) -> Option<i64> {
+    pub fn oldest_dataset(&self) -> Option<DatasetId> {
         self.list_datasets().first().copied()
     }
 
@@ -250,16 +257,16 @@ impl Filemap {
     }
 
     /// Number of ranks with entries for `dset` (`scr_filemap_num_ranks_by_dataset`).
-    pub fn num_ranks_by_dataset(&self, dset: i64) -> usize {
+    pub fn num_ranks_by_dataset(&self, dset: DatasetId) -> usize {
         self.tree
-            .get_kv_int(DSET, dset)
+            .get_kv_int(DSET, dset.0)
             .and_then(|d| d.get(RANK))
             .map_or(0, KvTree::len)
     }
 
     /// Ranks with entries for `dset`, ascending (`scr_filemap_list_ranks_by_dataset`).
-    pub fn list_ranks_by_dataset(&self, dset: i64) -> Vec<i64> {
-        list_keys(self.tree.get_kv_int(DSET, dset).and_then(|d| d.get(RANK)))
+    pub fn list_ranks_by_dataset(&self, dset: DatasetId) -> Vec<i64> {
+        list_keys(self.tree.get_kv_int(DSET, dset.0).and_then(|d| d.get(RANK)))
     }
 
     /// Whether there is anything for `rank` (`scr_filemap_have_rank`).
@@ -269,20 +276,20 @@ impl Filemap {
 
     /// Whether there is anything for `rank` in `dset`
     /// (`scr_filemap_have_rank_by_dataset`).
-    pub fn have_rank_by_dataset(&self, dset: i64, rank: i64) -> bool {
+    pub fn have_rank_by_dataset(&self, dset: DatasetId, rank: i64) -> bool {
         self.rd(dset, rank).is_some()
     }
 
     /// Number of files recorded for `rank` in `dset`, the "actual" count
     /// (`scr_filemap_num_files`).
-    pub fn num_files(&self, dset: i64, rank: i64) -> usize {
+    pub fn num_files(&self, dset: DatasetId, rank: i64) -> usize {
         self.rd(dset, rank)
             .and_then(|rd| rd.get(FILE))
             .map_or(0, KvTree::len)
     }
 
     /// File names recorded for `rank` in `dset`, sorted (`scr_filemap_list_files`).
-    pub fn list_files(&self, dset: i64, rank: i64) -> Vec<String> {
+    pub fn list_files(&self, dset: DatasetId, rank: i64) -> Vec<String> {
         self.rd(dset, rank)
             .and_then(|rd| rd.get(FILE))
             .map(|f| f.keys().map(str::to_owned).collect())
@@ -291,18 +298,18 @@ impl Filemap {
 
     /// Set the number of files `rank` wrote in `dset`, the "expected" count
     /// (`scr_filemap_set_expected_files`).
-    pub fn set_expected_files(&mut self, dset: i64, rank: i64, count: u64) {
+    pub fn set_expected_files(&mut self, dset: DatasetId, rank: i64, count: u64) {
         self.rd_create(dset, rank).set_val(FILES, count);
     }
 
     /// The expected file count (`scr_filemap_get_expected_files`).
-    pub fn expected_files(&self, dset: i64, rank: i64) -> Option<u64> {
+    pub fn expected_files(&self, dset: DatasetId, rank: i64) -> Option<u64> {
         // Validated on read and written only by `set_expected_files`.
         self.rd(dset, rank)?.val(FILES)?.parse().ok()
     }
 
     /// Unset the expected file count (`scr_filemap_unset_expected_files`).
-    pub fn unset_expected_files(&mut self, dset: i64, rank: i64) {
+    pub fn unset_expected_files(&mut self, dset: DatasetId, rank: i64) {
         if let Some(rd) = self.rd_mut(dset, rank) {
             rd.unset(FILES);
         }
@@ -312,14 +319,14 @@ impl Filemap {
     /// Whether the filemap holds an entry for every file `rank` wrote in
     /// `dset`: the expected count is set and equals the actual count
     /// (`scr_bool_have_files`' first check).
-    pub fn have_all_files(&self, dset: i64, rank: i64) -> bool {
+    pub fn have_all_files(&self, dset: DatasetId, rank: i64) -> bool {
         self.expected_files(dset, rank)
             .is_some_and(|n| n == self.num_files(dset, rank) as u64)
     }
 
     /// Record the meta data of `file`, adding the file if needed
     /// (`scr_filemap_set_meta`).
-    pub fn set_meta(&mut self, dset: i64, rank: i64, file: &str, meta: &Meta) {
+    pub fn set_meta(&mut self, dset: DatasetId, rank: i64, file: &str, meta: &Meta) {
         self.rd_create(dset, rank)
             .entry(FILE)
             .set(file, meta.to_tree());
@@ -327,7 +334,12 @@ impl Filemap {
 
     /// Meta data of `file` (`scr_filemap_get_meta`); `Ok(None)` when the
     /// file is not recorded or has no meta data yet.
-    pub fn meta(&self, dset: i64, rank: i64, file: &str) -> Result<Option<Meta>, RecordError> {
+    pub fn meta(
+        &self,
+        dset: DatasetId,
+        rank: i64,
+        file: &str,
+    ) -> Result<Option<Meta>, RecordError> {
         let Some(t) = self.rd(dset, rank).and_then(|rd| rd.get_kv(FILE, file)) else {
             return Ok(None);
         };
@@ -342,7 +354,7 @@ impl Filemap {
     }
 
     /// Clear the meta data of `file`, keeping the file (`scr_filemap_unset_meta`).
-    pub fn unset_meta(&mut self, dset: i64, rank: i64, file: &str) {
+    pub fn unset_meta(&mut self, dset: DatasetId, rank: i64, file: &str) {
         if let Some(t) = self
             .rd_mut(dset, rank)
             .and_then(|rd| rd.get_kv_mut(FILE, file))
@@ -352,32 +364,32 @@ impl Filemap {
     }
 
     /// Record the dataset descriptor (`scr_filemap_set_dataset`).
-    pub fn set_dataset(&mut self, dset: i64, rank: i64, desc: &Dataset) {
+    pub fn set_dataset(&mut self, dset: DatasetId, rank: i64, desc: &Dataset) {
         self.rd_create(dset, rank).set(DATADESC, desc.to_tree());
     }
 
     /// The dataset descriptor (`scr_filemap_get_dataset`).
-    pub fn dataset(&self, dset: i64, rank: i64) -> Result<Option<Dataset>, RecordError> {
+    pub fn dataset(&self, dset: DatasetId, rank: i64) -> Result<Option<Dataset>, RecordError> {
         self.typed(dset, rank, DATADESC, Dataset::from_node)
     }
 
     /// Unset the dataset descriptor (`scr_filemap_unset_dataset`).
-    pub fn unset_dataset(&mut self, dset: i64, rank: i64) {
+    pub fn unset_dataset(&mut self, dset: DatasetId, rank: i64) {
         self.unset_key(dset, rank, DATADESC);
     }
 
     /// Record the redundancy descriptor (`scr_filemap_set_desc`).
-    pub fn set_desc(&mut self, dset: i64, rank: i64, desc: &RedDesc) {
+    pub fn set_desc(&mut self, dset: DatasetId, rank: i64, desc: &RedDesc) {
         self.rd_create(dset, rank).set(REDDESC, desc.to_tree());
     }
 
     /// The redundancy descriptor (`scr_filemap_get_desc`).
-    pub fn desc(&self, dset: i64, rank: i64) -> Result<Option<RedDesc>, RecordError> {
+    pub fn desc(&self, dset: DatasetId, rank: i64) -> Result<Option<RedDesc>, RecordError> {
         self.typed(dset, rank, REDDESC, RedDesc::from_node)
     }
 
     /// Unset the redundancy descriptor (`scr_filemap_unset_desc`).
-    pub fn unset_desc(&mut self, dset: i64, rank: i64) {
+    pub fn unset_desc(&mut self, dset: DatasetId, rank: i64) {
         self.unset_key(dset, rank, REDDESC);
     }
 
@@ -385,7 +397,7 @@ impl Filemap {
     /// named like one of the filemap's own keys is refused.
     pub fn set_tag(
         &mut self,
-        dset: i64,
+        dset: DatasetId,
         rank: i64,
         tag: &str,
         value: &str,
@@ -402,7 +414,7 @@ impl Filemap {
     }
 
     /// A tag's value (`scr_filemap_get_tag`).
-    pub fn tag(&self, dset: i64, rank: i64, tag: &str) -> Option<&str> {
+    pub fn tag(&self, dset: DatasetId, rank: i64, tag: &str) -> Option<&str> {
         if RESERVED.contains(&tag) {
             return None;
         }
@@ -410,13 +422,13 @@ impl Filemap {
     }
 
     /// Unset a tag (`scr_filemap_unset_tag`).
-    pub fn unset_tag(&mut self, dset: i64, rank: i64, tag: &str) {
+    pub fn unset_tag(&mut self, dset: DatasetId, rank: i64, tag: &str) {
         if !RESERVED.contains(&tag) {
             self.unset_key(dset, rank, tag);
         }
     }
 
-    fn unset_key(&mut self, dset: i64, rank: i64, key: &str) {
+    fn unset_key(&mut self, dset: DatasetId, rank: i64, key: &str) {
         if let Some(rd) = self.rd_mut(dset, rank) {
             rd.unset(key);
         }
@@ -425,7 +437,7 @@ impl Filemap {
 
     fn typed<T>(
         &self,
-        dset: i64,
+        dset: DatasetId,
         rank: i64,
         key: &str,
         parse: fn(&Node<'_>) -> Result<T, RecordError>,
@@ -500,7 +512,7 @@ impl Record for Filemap {
                 if rd.tree().is_empty() {
                     continue;
                 }
-                map.rd_create(dset, rank).merge(rd.tree());
+                map.rd_create(DatasetId(dset), rank).merge(rd.tree());
             }
         }
         Ok(map)
@@ -529,42 +541,48 @@ mod tests {
             ..meta::tests::example()
         };
         for (rank, dset, files) in [(20, 10, 2u64), (20, 11, 1), (28, 11, 1)] {
-            m.set_expected_files(dset, rank, files);
+            m.set_expected_files(DatasetId(dset), rank, files);
             let main = file(rank, dset, "");
-            m.add_file(dset, rank, &main);
-            m.set_meta(dset, rank, &main, &meta_for(&main, 524_294));
-            m.set_desc(dset, rank, &rd);
+            m.add_file(DatasetId(dset), rank, &main);
+            m.set_meta(DatasetId(dset), rank, &main, &meta_for(&main, 524_294));
+            m.set_desc(DatasetId(dset), rank, &rd);
             if rank == 20 {
-                m.set_dataset(dset, rank, &Dataset::new(dset));
+                m.set_dataset(DatasetId(dset), rank, &Dataset::new(dset));
             }
         }
         let xor = file(20, 10, ".xor");
         let mut xmeta = meta_for(&xor, 175_693);
         xmeta.file_type = Some(crate::records::FileType::Xor);
-        m.set_meta(10, 20, &xor, &xmeta);
-        m.set_tag(11, 28, "PARTNER", "atlas56").unwrap();
+        m.set_meta(DatasetId(10), 20, &xor, &xmeta);
+        m.set_tag(DatasetId(11), 28, "PARTNER", "atlas56").unwrap();
         m
     }
 
     #[test]
     fn structure_matches_the_guide() {
         let m = example();
-        assert_eq!(m.list_datasets(), vec![10, 11]);
+        assert_eq!(m.list_datasets(), vec![DatasetId(10), DatasetId(11)]);
         assert_eq!(m.list_ranks(), vec![20, 28]);
-        assert_eq!(m.list_ranks_by_dataset(11), vec![20, 28]);
-        assert_eq!(m.list_ranks_by_dataset(10), vec![20]);
-        assert_eq!(m.latest_dataset(), Some(11));
-        assert_eq!(m.oldest_dataset(), Some(10));
-        assert_eq!(m.num_files(10, 20), 2);
-        assert_eq!(m.expected_files(10, 20), Some(2));
-        assert!(m.have_all_files(10, 20));
-        assert_eq!(m.tag(11, 28, "PARTNER"), Some("atlas56"));
-        assert_eq!(m.desc(11, 28).unwrap(), Some(reddesc::tests::example()));
-        assert_eq!(m.dataset(10, 20).unwrap(), Some(Dataset::new(10)));
-        assert_eq!(m.dataset(11, 28).unwrap(), None);
-        let f = &m.list_files(10, 20)[1];
+        assert_eq!(m.list_ranks_by_dataset(DatasetId(11)), vec![20, 28]);
+        assert_eq!(m.list_ranks_by_dataset(DatasetId(10)), vec![20]);
+        assert_eq!(m.latest_dataset(), Some(DatasetId(11)));
+        assert_eq!(m.oldest_dataset(), Some(DatasetId(10)));
+        assert_eq!(m.num_files(DatasetId(10), 20), 2);
+        assert_eq!(m.expected_files(DatasetId(10), 20), Some(2));
+        assert!(m.have_all_files(DatasetId(10), 20));
+        assert_eq!(m.tag(DatasetId(11), 28, "PARTNER"), Some("atlas56"));
         assert_eq!(
-            m.meta(10, 20, f).unwrap().unwrap().size_bytes,
+            m.desc(DatasetId(11), 28).unwrap(),
+            Some(reddesc::tests::example())
+        );
+        assert_eq!(
+            m.dataset(DatasetId(10), 20).unwrap(),
+            Some(Dataset::new(10))
+        );
+        assert_eq!(m.dataset(DatasetId(11), 28).unwrap(), None);
+        let f = &m.list_files(DatasetId(10), 20)[1];
+        assert_eq!(
+            m.meta(DatasetId(10), 20, f).unwrap().unwrap().size_bytes,
             Some(175_693)
         );
     }
@@ -604,18 +622,18 @@ mod tests {
     #[test]
     fn index_follows_removals() {
         let mut m = example();
-        let files = m.list_files(10, 20);
-        m.remove_file(10, 20, &files[0]);
-        assert_eq!(m.num_files(10, 20), 1);
-        assert!(!m.have_all_files(10, 20));
-        m.remove_rank_by_dataset(10, 20);
-        assert_eq!(m.list_datasets(), vec![11]);
+        let files = m.list_files(DatasetId(10), 20);
+        m.remove_file(DatasetId(10), 20, &files[0]);
+        assert_eq!(m.num_files(DatasetId(10), 20), 1);
+        assert!(!m.have_all_files(DatasetId(10), 20));
+        m.remove_rank_by_dataset(DatasetId(10), 20);
+        assert_eq!(m.list_datasets(), vec![DatasetId(11)]);
         assert!(m.as_tree().get_kv_int(DSET, 10).is_none());
         let extracted = m.extract_rank(28);
         assert_eq!(extracted.list_ranks(), vec![28]);
-        assert_eq!(extracted.list_ranks_by_dataset(11), vec![28]);
-        assert_eq!(m.list_ranks_by_dataset(11), vec![20]);
-        m.remove_dataset(11);
+        assert_eq!(extracted.list_ranks_by_dataset(DatasetId(11)), vec![28]);
+        assert_eq!(m.list_ranks_by_dataset(DatasetId(11)), vec![20]);
+        m.remove_dataset(DatasetId(11));
         assert!(m.is_empty(), "{:?}", m.as_tree());
     }
 
@@ -623,13 +641,16 @@ mod tests {
     fn merge_unites_files_and_replaces_fields() {
         let mut a = example();
         let mut b = Filemap::new();
-        b.add_file(11, 20, "/tmp/extra");
-        b.set_expected_files(11, 20, 2);
-        b.add_file(12, 3, "/tmp/three");
+        b.add_file(DatasetId(11), 20, "/tmp/extra");
+        b.set_expected_files(DatasetId(11), 20, 2);
+        b.add_file(DatasetId(12), 3, "/tmp/three");
         a.merge(&b);
-        assert_eq!(a.expected_files(11, 20), Some(2));
-        assert_eq!(a.num_files(11, 20), 2);
-        assert_eq!(a.list_datasets(), vec![10, 11, 12]);
+        assert_eq!(a.expected_files(DatasetId(11), 20), Some(2));
+        assert_eq!(a.num_files(DatasetId(11), 20), 2);
+        assert_eq!(
+            a.list_datasets(),
+            vec![DatasetId(10), DatasetId(11), DatasetId(12)]
+        );
         assert_eq!(a.list_ranks(), vec![3, 20, 28]);
         assert!(Filemap::from_tree(&a.to_tree()).is_ok());
         // merging a map into itself changes nothing
@@ -667,7 +688,7 @@ mod tests {
             "{e}"
         );
         let mut t = example().to_tree();
-        let f = example().list_files(11, 28)[0].clone();
+        let f = example().list_files(DatasetId(11), 28)[0].clone();
         t.get_kv_int_mut(RANK, 28)
             .and_then(|r| r.get_kv_int_mut(DSET, 11))
             .and_then(|d| d.get_kv_mut(FILE, &f))
@@ -678,6 +699,6 @@ mod tests {
             matches!(&e, RecordError::BadValue { path, .. } if path == &format!("RANK/28/DSET/11/FILE/{f}/CRC")),
             "{e}"
         );
-        assert!(example().set_tag(1, 1, FILES, "x").is_err());
+        assert!(example().set_tag(DatasetId(1), 1, FILES, "x").is_err());
     }
 }

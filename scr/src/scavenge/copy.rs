@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::{create_dirs, PlacementError, Progress, ScavengeError, ScavengeResult, UnplacedFile};
 use crate::dataset::restart::read_filemaps_in;
 use crate::dataset::PARTNER_NODE_TAG;
+use crate::ids::DatasetId;
 use crate::prefix::layout::{Placement, META_DIR};
 use crate::prefix::{copy_file as prefix_copy_file, CopyItem};
 use crate::records::dataset::Dataset;
@@ -307,7 +308,7 @@ impl Copier<'_> {
         self.report.partners.push(PartnerCopies {
             owner_rank: owner,
             owner_node: fm
-                .tag(self.opts.dataset, holder, PARTNER_NODE_TAG)
+                .tag(DatasetId(self.opts.dataset), holder, PARTNER_NODE_TAG)
                 .map(str::to_owned),
             holder_rank: holder,
             files: files as u64,
@@ -348,7 +349,7 @@ fn failed_meta(key: &str, meta: &Meta) -> Meta {
 /// The rank whose PARTNER copies `holder` keeps (its left neighbour in its
 /// set), from the redundancy descriptor; `None` for other schemes.
 fn partner_owner_of(fm: &Filemap, id: i64, holder: i64) -> Option<i64> {
-    let rd = fm.desc(id, holder).ok().flatten()?;
+    let rd = fm.desc(DatasetId(id), holder).ok().flatten()?;
     if rd.copy_type != CopyType::Partner {
         return None;
     }
@@ -393,10 +394,10 @@ fn held_copies<'p>(
 
 /// The dataset descriptor of `id` on this node: rank `rank`'s, else any.
 fn dataset_of(fm: &Filemap, id: i64, rank: i64) -> Option<Dataset> {
-    fm.dataset(id, rank).ok().flatten().or_else(|| {
-        fm.list_ranks_by_dataset(id)
+    fm.dataset(DatasetId(id), rank).ok().flatten().or_else(|| {
+        fm.list_ranks_by_dataset(DatasetId(id))
             .into_iter()
-            .find_map(|r| fm.dataset(id, r).ok().flatten())
+            .find_map(|r| fm.dataset(DatasetId(id), r).ok().flatten())
     })
 }
 
@@ -408,7 +409,7 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
     let id = opts.dataset;
     let cntl_real = opts.node.real(&LogicalPath::new(&opts.cntl_dir));
     let (fm, _, warnings) = read_filemaps_in(&cntl_real);
-    let ranks = fm.list_ranks_by_dataset(id);
+    let ranks = fm.list_ranks_by_dataset(DatasetId(id));
     if ranks.is_empty() {
         return Err(ScavengeError::NotInCache {
             id,
@@ -460,8 +461,8 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
     // copies by owner.
     let mut plan: BTreeMap<i64, Vec<(String, Meta, Dest)>> = BTreeMap::new();
     for &r in &ranks {
-        for f in fm.list_files(id, r) {
-            let meta = match fm.meta(id, r, &f) {
+        for f in fm.list_files(DatasetId(id), r) {
+            let meta = match fm.meta(DatasetId(id), r, &f) {
                 Ok(Some(m)) => m,
                 Ok(None) => Meta::default(),
                 Err(e) => {
@@ -584,7 +585,11 @@ fn copy_originals(
             .count() as u64;
         // The filemap's FILES counts application files; files that could
         // not be classified still count, so the rank shows as incomplete.
-        let expected = fm.expected_files(id, r).unwrap_or(apps).max(apps) + reds;
+        let expected = fm
+            .expected_files(DatasetId(id), r)
+            .unwrap_or(apps)
+            .max(apps)
+            + reds;
         let mut rfm = c.rank_filemap(r, ds, expected);
         let mut ok = 0u64;
         for (f, meta, d) in files {

@@ -12,6 +12,7 @@
 //! Usage: `metadata_demo <work-dir>`; prints the tree of files it wrote and
 //! the paths to inspect with `scr print`.
 
+use scr::ids::DatasetId;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -99,13 +100,13 @@ fn run(work: &Path) -> Res<()> {
             let plan = file_plan(SEED, rank, 1, 64 * 1024);
             let mut fm = Filemap::new();
             let r = i64::from(rank);
-            fm.set_dataset(DSET, r, &dataset);
-            fm.set_expected_files(DSET, r, plan.len() as u64);
+            fm.set_dataset(DatasetId(DSET), r, &dataset);
+            fm.set_expected_files(DatasetId(DSET), r, plan.len() as u64);
             // The filemap is written before the files it lists exist: an
             // entry may outlive its file, never the reverse.
             let fm_path = cntl.join(filemap_file_name(local));
             for f in &plan {
-                fm.add_file(DSET, r, &dsdir.join(&f.name).to_string_lossy());
+                fm.add_file(DatasetId(DSET), r, &dsdir.join(&f.name).to_string_lossy());
             }
             fm.write_file(&fm_path)?;
             let mut files = RankFiles {
@@ -129,7 +130,7 @@ fn run(work: &Path) -> Res<()> {
                     orig_path: Some(prefix.to_string_lossy().into_owned()),
                     ..Meta::default()
                 };
-                fm.set_meta(DSET, r, &path.to_string_lossy(), &meta);
+                fm.set_meta(DatasetId(DSET), r, &path.to_string_lossy(), &meta);
                 files.files.insert(
                     f.name.clone(),
                     Rank2FileEntry {

@@ -218,11 +218,11 @@ fn ckpt_path(prefix: &Path, ckpt: u64, spec: &FileSpec) -> PathBuf {
     prefix.join(format!("ckpt.{ckpt}")).join(&spec.name)
 }
 
-fn ids(v: &[i64]) -> String {
+fn ids<T: std::fmt::Display>(v: &[T]) -> String {
     if v.is_empty() {
         return "-".into();
     }
-    v.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+    v.iter().map(T::to_string).collect::<Vec<_>>().join(",")
 }
 
 fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
@@ -455,7 +455,7 @@ fn mid_write(rank: usize) -> bool {
 fn source_of(report: &scr::dataset::InitReport, dset: i64) -> &'static str {
     if report.fetched == Some(dset) {
         "fetched"
-    } else if report.rebuilt.contains(&dset) {
+    } else if report.rebuilt.contains(&scr::ids::DatasetId(dset)) {
         "rebuilt"
     } else {
         "cache"
