@@ -259,7 +259,7 @@ impl Scr {
                 return Err(HaltMonitor::exit_job(job, &h));
             }
         }
-        if job.rank() == 0 && !opts.configs.is_empty() {
+        if job.rank().is_root() && !opts.configs.is_empty() {
             if let Err(e) = job.cfg.write_app_conf(&job.prefix) {
                 eprintln!("SCR: warning: {e}");
             }
@@ -469,7 +469,7 @@ impl Scr {
                 evicted.push(oldest);
             } else {
                 kept += 1;
-                if self.job.as_ref().is_some_and(|j| j.rank() == 0) {
+                if self.job.as_ref().is_some_and(|j| j.rank().is_root()) {
                     eprintln!(
                         "SCR: warning: keeping output dataset {oldest} in cache: \
                          it has not reached the prefix directory"
@@ -933,7 +933,7 @@ impl OutputPhase<'_> {
         let me = job.rank();
         // An injected error here makes this rank's files invalid, which the
         // collective validity vote turns into a failed output.
-        let valid = valid && crate::fault_point!("api.complete_output", rank = me as u32).is_ok();
+        let valid = valid && crate::fault_point!("api.complete_output", rank = me.0).is_ok();
         let done = output::complete(job, ds, valid, started)?;
         if !done.protected {
             return Ok(false);
@@ -942,7 +942,7 @@ impl OutputPhase<'_> {
         let ckpt_id = job.checkpoint_id;
         // Kill and delay faults act here; an injected error has nothing
         // left to fail (the dataset is complete), so it is only reported.
-        if let Err(e) = crate::fault_point!("api.complete_output.done", rank = me as u32) {
+        if let Err(e) = crate::fault_point!("api.complete_output.done", rank = me.0) {
             eprintln!(
                 "SCR: rank {me}: {}",
                 ScrError::injected("api.complete_output.done", e)

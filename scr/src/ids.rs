@@ -45,6 +45,16 @@ impl Rank {
         i64::from(self.0)
     }
 
+    /// Whether this is rank 0, the one that writes shared records.
+    pub fn is_root(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The rank of a process in a communicator (`world.rank()`).
+    pub fn of_index(i: usize) -> Rank {
+        Rank(u32::try_from(i).expect("an MPI rank fits in 32 bits"))
+    }
+
     /// The rank as an index into per-rank vectors.
     pub fn index(self) -> usize {
         self.0 as usize

@@ -130,7 +130,7 @@ impl Scr {
         }
         // Parsed at init; a bad SCR_MTBF is reported here, where it is used.
         let mtbf = job.settings.need.mtbf.clone()?;
-        if job.rank() != 0 {
+        if !job.rank().is_root() {
             return Ok(Some(false));
         }
         let levels = level_intervals(job);

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use crate::comm::{Comm, ReduceOp};
 use crate::config::{CkptDesc, Config, Settings};
 use crate::error::{io_err, DescriptorError, ScrError, ScrResult};
-use crate::ids::DatasetId;
+use crate::ids::{DatasetId, Rank};
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, LogSettings, Logger};
 use crate::records::dataset::Dataset;
@@ -365,7 +365,7 @@ impl Job {
     /// Open the event log on rank 0 when the configuration asks for one.
     /// A log that cannot be opened is a warning, never a failed init.
     pub fn open_log(&mut self) {
-        if self.rank() != 0 {
+        if !self.rank().is_root() {
             return;
         }
         let opened = LogSettings::from_config(&self.cfg).and_then(|s| {
@@ -386,8 +386,8 @@ impl Job {
     }
 
     /// This process's world rank.
-    pub fn rank(&self) -> i64 {
-        self.world.rank() as i64
+    pub fn rank(&self) -> Rank {
+        Rank::of_index(self.world.rank())
     }
 
     /// The descriptor for checkpoint `ckpt_id`: the one with the largest

@@ -154,7 +154,7 @@ fn crc_single(job: &mut Job, dset: DatasetId) -> Result<(), EncodeError> {
         let real = job.real(&LogicalPath::new(&f)).into_path_buf();
         let (crc, len) = crc_of_file(&real).map_err(|source| {
             EncodeError::Apply(ApplyError::Io {
-                world_rank: me,
+                world_rank: me.as_i64(),
                 path: real.clone(),
                 offset: None,
                 source,

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use crate::storage::node::{DirPair, LogicalPath, RealPath};
 
 use crate::error::ScrResult;
-use crate::ids::DatasetId;
+use crate::ids::{DatasetId, Rank};
 use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::filemap::Filemap;
 use crate::records::meta::Meta;
@@ -109,7 +109,7 @@ pub(crate) struct Books<'a> {
     /// Its file (real path).
     pub path: &'a RealPath,
     /// The world rank whose entries these are.
-    pub rank: i64,
+    pub rank: Rank,
 }
 
 impl Books<'_> {
@@ -141,7 +141,7 @@ impl Books<'_> {
         m.file = Some(logical.clone());
         self.record(dset, &logical, &m)
             .map_err(|e| ApplyError::Register {
-                world_rank: self.rank,
+                world_rank: self.rank.as_i64(),
                 path: PathBuf::from(&logical),
                 source: Box::new(e),
             })

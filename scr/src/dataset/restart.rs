@@ -25,7 +25,7 @@ use crate::cache::Job;
 use crate::error::RebuildError;
 use crate::error::TransferError;
 use crate::error::{io_err, ScrError, ScrResult};
-use crate::ids::DatasetId;
+use crate::ids::{DatasetId, Rank};
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, EventType};
 use crate::records::dataset::Dataset;
@@ -116,7 +116,7 @@ pub(crate) fn read_filemaps_in(cntl: &Path) -> (Filemap, Vec<PathBuf>, Vec<Strin
 fn scatter_filemaps(job: &mut Job) -> ScrResult<()> {
     let local_world: Vec<i64> = job
         .node_comm
-        .allgather_bytes(&job.rank().to_be_bytes())?
+        .allgather_bytes(&job.rank().as_i64().to_be_bytes())?
         .iter()
         .map(|b| i64::from_be_bytes(b.as_slice().try_into().unwrap_or([0xff; 8])))
         .collect();
@@ -127,7 +127,7 @@ fn scatter_filemaps(job: &mut Job) -> ScrResult<()> {
         let mut rr = 0usize;
         for r in merged.list_ranks() {
             let part = merged.extract_rank(r);
-            let dest = match local_world.iter().position(|&w| w == r) {
+            let dest = match local_world.iter().position(|&w| w == r.as_i64()) {
                 Some(i) => i,
                 None => {
                     rr = (rr + 1) % local_world.len();
@@ -195,9 +195,9 @@ fn distribute_descriptors(job: &mut Job, dset: DatasetId) -> ScrResult<Option<De
             continue;
         };
         let members = rd.members.clone();
-        let mut targets: Vec<(i64, u64)> = vec![(r, rd.group_rank)];
+        let mut targets: Vec<(i64, u64)> = vec![(r.as_i64(), rd.group_rank)];
         for (g, &m) in members.iter().enumerate() {
-            if m != r {
+            if m != r.as_i64() {
                 targets.push((m, g as u64));
             }
         }
@@ -209,11 +209,12 @@ fn distribute_descriptors(job: &mut Job, dset: DatasetId) -> ScrResult<Option<De
             d.group_rank = grank;
             let entry = out.entry(target as usize).or_default();
             // Own entries (target == r) are preferred by the receiver.
-            let slot = entry.entry(if target == r { "OWN" } else { "PEER" });
+            let own = target == r.as_i64();
+            let slot = entry.entry(if own { "OWN" } else { "PEER" });
             if slot.is_empty() {
                 slot.set("DATADESC", ds.to_tree());
                 slot.set("REDDESC", d.to_tree());
-                if target == r {
+                if own {
                     if let Some(n) = job.filemap.expected_files(dset, r) {
                         slot.set_bytecount("FILES", n);
                     }
@@ -250,7 +251,7 @@ fn distribute_descriptors(job: &mut Job, dset: DatasetId) -> ScrResult<Option<De
 /// file per process per round. Returns the number of files this process sent.
 fn distribute_files(job: &mut Job, dset: DatasetId, dir_logical: &LogicalPath) -> ScrResult<u64> {
     let me = job.rank();
-    let mut pending: Vec<(i64, String)> = Vec::new();
+    let mut pending: Vec<(Rank, String)> = Vec::new();
     for r in job.filemap.list_ranks_by_dataset(dset) {
         if r != me {
             for f in job.filemap.list_files(dset, r) {
@@ -267,7 +268,7 @@ fn distribute_files(job: &mut Job, dset: DatasetId, dir_logical: &LogicalPath) -
             let meta = job.filemap.meta(dset, r, &f)?.unwrap_or_default();
             let real = job.real(&LogicalPath::new(&f));
             let mut header = KvTree::new();
-            header.set_int("RANK", r);
+            header.set_int("RANK", r.as_i64());
             header.set_str("FILE", &f);
             header.set("META", meta.to_tree());
             // A missing file still travels as an entry: the owner then
@@ -281,8 +282,8 @@ fn distribute_files(job: &mut Job, dset: DatasetId, dir_logical: &LogicalPath) -
             if let Some(d) = &data {
                 msg.extend_from_slice(d);
             }
-            if r >= 0 && (r as usize) < job.world.size() {
-                sends.insert(r as usize, msg);
+            if r.index() < job.world.size() {
+                sends.insert(r.index(), msg);
             }
             this_round = Some((r, f, real));
         }
@@ -527,7 +528,7 @@ fn restart_dataset(
             written: written.max(0) as u64,
             running: running as u64,
         };
-        if job.rank() == 0 {
+        if job.rank().is_root() {
             eprintln!("SCR: {e}");
         }
         job.log(

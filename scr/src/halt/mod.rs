@@ -197,7 +197,7 @@ impl HaltMonitor {
             warned: false,
             last: None,
         };
-        if job.rank() == 0 {
+        if job.rank().is_root() {
             let seconds = i64::try_from(halt_seconds).unwrap_or(i64::MAX);
             let prepared = m.locked(|h| {
                 let mut changed = false;
@@ -262,7 +262,7 @@ impl HaltMonitor {
     /// and, where `at.may_exit()`, calls [`HaltMonitor::exit_job`].
     pub fn check(&mut self, job: &Job, at: CheckAt) -> ScrResult<Option<Halted>> {
         let mut found: Option<Halted> = None;
-        if job.rank() == 0 && self.path.is_some() {
+        if job.rank().is_root() && self.path.is_some() {
             let (end_s, record) = (self.end_s, self.exit && at.may_exit());
             // Judged by the job's clock (a test's manual clock included).
             let now_s = job.clock.unix_secs();

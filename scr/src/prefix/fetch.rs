@@ -277,7 +277,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     // Rank 0 reads the summary and broadcasts it.
     let mut buf = Vec::new();
     let mut why: Option<FetchError> = None;
-    if job.rank() == 0 {
+    if job.rank().is_root() {
         let path = prefix
             .join(dir)
             .join(super::layout::META_DIR)
@@ -333,7 +333,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
         .is_some_and(|e| e != mine.files.len() as u64)
     {
         local = Err(FetchError::FileCount {
-            rank: me,
+            rank: me.as_i64(),
             listed: mine.files.len(),
             expected: mine.expected_files,
         });
@@ -392,7 +392,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
         local = Err(FetchError::Filemap(e.to_string()));
     }
     let width = job.settings.fetch.width as usize;
-    let me32 = me as u32;
+    let me32 = me.0;
     let copied = match local {
         Ok(items) => windowed(job.world.as_ref(), width, || {
             copy_all(&items, true, None, || {
@@ -454,7 +454,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
     let mut report = FetchReport::default();
     let mut list = Vec::new();
     let mut index_error = Vec::new();
-    if job.rank() == 0 {
+    if job.rank().is_root() {
         match Index::read_file(index_path(&prefix)) {
             Ok(idx) => list = encode_list(&candidates(&idx)),
             Err(e) if e.is_not_found() => {}
@@ -531,7 +531,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
                 return Ok(report);
             }
             Attempt::Failed(why) => {
-                if job.rank() == 0 {
+                if job.rank().is_root() {
                     eprintln!("SCR: fetch of dataset {id} from {dir} failed: {why}");
                 }
                 let d = dir.clone();
@@ -555,7 +555,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
                 report.failed.push((id, format!("{dir}: {why}")));
             }
             Attempt::Skipped(why) => {
-                if job.rank() == 0 {
+                if job.rank().is_root() {
                     eprintln!("SCR: not fetching dataset {id} from {dir}: {why}");
                 }
                 job.log(

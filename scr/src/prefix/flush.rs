@@ -118,13 +118,16 @@ fn copy_items(
 ) -> Result<Vec<CopyItem>, FlushError> {
     let rank = job.rank();
     if job.dataset(dset).is_none() {
-        return Err(FlushError::NotInCache { rank, dset });
+        return Err(FlushError::NotInCache {
+            rank: rank.as_i64(),
+            dset,
+        });
     }
     let mut items = Vec::new();
     for (logical, meta) in job.app_files(dset) {
         let Some(rel) = placement.rel_of(&job.prefix, &meta) else {
             return Err(FlushError::OutsideDir {
-                rank,
+                rank: rank.as_i64(),
                 file: logical,
                 routed: meta.orig.clone(),
                 dir: placement.routed_dir(&job.prefix),
@@ -132,7 +135,7 @@ fn copy_items(
         };
         if !meta.is_complete() {
             return Err(FlushError::Incomplete {
-                rank,
+                rank: rank.as_i64(),
                 file: logical,
             });
         }
@@ -280,7 +283,7 @@ pub(crate) fn finish(
     let bytes: u64 = copied.iter().map(|c| c.size).sum();
     let total_bytes = job.sum(bytes as i64)?.max(0) as u64;
     let total_files = job.sum(copied.len() as i64)?.max(0) as u64;
-    let packed = pack_rank_files(job.rank(), &mine);
+    let packed = pack_rank_files(job.rank().as_i64(), &mine);
     let gathered = job.world.gather_bytes(0, &packed)?;
     let ranks = job.world.size() as u64;
     let pl = plan.placement.clone();
@@ -332,7 +335,7 @@ pub(crate) fn finish(
                 .note(e.to_string())
                 .secs(secs),
         );
-        if job.rank() == 0 {
+        if job.rank().is_root() {
             eprintln!("SCR: flush of dataset {dset}: {e}");
         }
         return Ok(false);
@@ -372,7 +375,7 @@ pub fn flush_sync(job: &Job, dset: DatasetId) -> ScrResult<bool> {
     let plan = match prepare(job, dset, EventType::FlushStart)? {
         Prepared::Ready(p) => *p,
         Prepared::Refused(why) => {
-            if job.rank() == 0 {
+            if job.rank().is_root() {
                 eprintln!("SCR: flush of dataset {dset} not started: {why}");
             }
             job.log(
@@ -385,7 +388,7 @@ pub fn flush_sync(job: &Job, dset: DatasetId) -> ScrResult<bool> {
     };
     let crc = job.settings.flush.crc;
     let width = job.settings.flush.width as usize;
-    let me = job.rank() as u32;
+    let me = job.rank().0;
     let local = windowed(job.world.as_ref(), width, || {
         copy_all(&plan.items, crc, None, || {
             crate::fault_point!("flush.file.copied", rank = me)
@@ -435,7 +438,7 @@ pub fn flush_async_start(job: &Job, dset: DatasetId) -> ScrResult<Option<AsyncFl
         clock: job.clock.clone(),
     };
     let items = plan.items.clone();
-    let me = job.rank() as u32;
+    let me = job.rank().0;
     let handle = std::thread::Builder::new()
         .name(format!("scr-flush-{dset}"))
         .spawn(move || {

@@ -274,7 +274,7 @@ pub(crate) fn remove_empty_dirs_up_to(dir: &Path, stop: &Path) {
 /// as rank 0 read it at init, for every rank.
 pub(crate) fn datasets_on_pfs(job: &Job) -> ScrResult<Vec<i64>> {
     let mut buf = Vec::new();
-    if job.rank() == 0 {
+    if job.rank().is_root() {
         let ids: Vec<i64> = match FlushFile::read_file(flush_file_path(&job.prefix)) {
             Ok(ff) => ff
                 .datasets

@@ -16,7 +16,7 @@
 //! in cache.
 
 use super::{Dataset, Meta, Node, Record, RecordError, RedDesc};
-use crate::ids::DatasetId;
+use crate::ids::{DatasetId, Rank};
 use crate::kvtree::KvTree;
 use std::path::Path;
 
@@ -98,36 +98,42 @@ impl Filemap {
         self.tree.clear();
     }
 
-    fn rd(&self, dset: DatasetId, rank: i64) -> Option<&KvTree> {
-        self.tree.get_kv_int(RANK, rank)?.get_kv_int(DSET, dset.0)
+    fn rd(&self, dset: DatasetId, rank: Rank) -> Option<&KvTree> {
+        self.tree
+            .get_kv_int(RANK, rank.as_i64())?
+            .get_kv_int(DSET, dset.0)
     }
 
-    fn rd_mut(&mut self, dset: DatasetId, rank: i64) -> Option<&mut KvTree> {
+    fn rd_mut(&mut self, dset: DatasetId, rank: Rank) -> Option<&mut KvTree> {
         self.tree
-            .get_kv_int_mut(RANK, rank)?
+            .get_kv_int_mut(RANK, rank.as_i64())?
             .get_kv_int_mut(DSET, dset.0)
     }
 
     /// The (rank, dataset) entry, created with its index entry when missing.
-    fn rd_create(&mut self, dset: DatasetId, rank: i64) -> &mut KvTree {
-        self.tree.set_kv_int(DSET, dset.0).set_kv_int(RANK, rank);
-        self.tree.set_kv_int(RANK, rank).set_kv_int(DSET, dset.0)
+    fn rd_create(&mut self, dset: DatasetId, rank: Rank) -> &mut KvTree {
+        self.tree
+            .set_kv_int(DSET, dset.0)
+            .set_kv_int(RANK, rank.as_i64());
+        self.tree
+            .set_kv_int(RANK, rank.as_i64())
+            .set_kv_int(DSET, dset.0)
     }
 
     /// Drop the (rank, dataset) entry and its index entry once empty
     /// (`scr_filemap_unset_if_empty`).
-    fn prune(&mut self, dset: DatasetId, rank: i64) {
+    fn prune(&mut self, dset: DatasetId, rank: Rank) {
         if self.rd(dset, rank).is_some_and(|t| !t.is_empty()) {
             return;
         }
-        if let Some(r) = self.tree.get_kv_int_mut(RANK, rank) {
+        if let Some(r) = self.tree.get_kv_int_mut(RANK, rank.as_i64()) {
             r.unset_kv_int(DSET, dset.0);
             if r.is_empty() {
-                self.tree.unset_kv_int(RANK, rank);
+                self.tree.unset_kv_int(RANK, rank.as_i64());
             }
         }
         if let Some(d) = self.tree.get_kv_int_mut(DSET, dset.0) {
-            d.unset_kv_int(RANK, rank);
+            d.unset_kv_int(RANK, rank.as_i64());
             if d.is_empty() {
                 self.tree.unset_kv_int(DSET, dset.0);
             }
@@ -136,13 +142,13 @@ impl Filemap {
 
     /// Record that `rank` wrote `file` in dataset `dset`
     /// (`scr_filemap_add_file`). Keeps meta data already recorded.
-    pub fn add_file(&mut self, dset: DatasetId, rank: i64, file: &str) {
+    pub fn add_file(&mut self, dset: DatasetId, rank: Rank, file: &str) {
         self.rd_create(dset, rank).entry(FILE).entry(file);
     }
 
     /// Forget `file` (`scr_filemap_remove_file`); the (rank, dataset) entry
     /// goes too once nothing is left in it.
-    pub fn remove_file(&mut self, dset: DatasetId, rank: i64, file: &str) {
+    pub fn remove_file(&mut self, dset: DatasetId, rank: Rank, file: &str) {
         if let Some(rd) = self.rd_mut(dset, rank) {
             rd.unset_kv(FILE, file);
         }
@@ -157,14 +163,14 @@ impl Filemap {
     }
 
     /// Remove everything about `rank` (`scr_filemap_remove_rank`).
-    pub fn remove_rank(&mut self, rank: i64) {
+    pub fn remove_rank(&mut self, rank: Rank) {
         let _ = self.extract_rank(rank);
     }
 
     /// Remove everything about `rank` in dataset `dset`
     /// (`scr_filemap_remove_rank_by_dataset`).
-    pub fn remove_rank_by_dataset(&mut self, dset: DatasetId, rank: i64) {
-        if let Some(r) = self.tree.get_kv_int_mut(RANK, rank) {
+    pub fn remove_rank_by_dataset(&mut self, dset: DatasetId, rank: Rank) {
+        if let Some(r) = self.tree.get_kv_int_mut(RANK, rank.as_i64()) {
             r.unset_kv_int(DSET, dset.0);
         }
         self.prune(dset, rank);
@@ -172,19 +178,21 @@ impl Filemap {
 
     /// Move everything about `rank` into a new filemap
     /// (`scr_filemap_extract_rank`).
-    pub fn extract_rank(&mut self, rank: i64) -> Filemap {
+    pub fn extract_rank(&mut self, rank: Rank) -> Filemap {
         let mut out = Filemap::new();
-        let Some(data) = self.tree.unset_kv_int(RANK, rank) else {
+        let Some(data) = self.tree.unset_kv_int(RANK, rank.as_i64()) else {
             return out;
         };
         for dset in list_keys(data.get(DSET)) {
             if let Some(idx) = self.tree.get_kv_int_mut(DSET, dset) {
-                idx.unset_kv_int(RANK, rank);
+                idx.unset_kv_int(RANK, rank.as_i64());
                 if idx.is_empty() {
                     self.tree.unset_kv_int(DSET, dset);
                 }
             }
-            out.tree.set_kv_int(DSET, dset).set_kv_int(RANK, rank);
+            out.tree
+                .set_kv_int(DSET, dset)
+                .set_kv_int(RANK, rank.as_i64());
         }
         out.tree.entry(RANK).set(rank.to_string(), data);
         out
@@ -229,11 +237,15 @@ impl Filemap {
     }
 
     /// Dataset ids `rank` has entries for, ascending.
-    pub fn list_datasets_by_rank(&self, rank: i64) -> Vec<DatasetId> {
-        list_keys(self.tree.get_kv_int(RANK, rank).and_then(|r| r.get(DSET)))
-            .into_iter()
-            .map(DatasetId)
-            .collect()
+    pub fn list_datasets_by_rank(&self, rank: Rank) -> Vec<DatasetId> {
+        list_keys(
+            self.tree
+                .get_kv_int(RANK, rank.as_i64())
+                .and_then(|r| r.get(DSET)),
+        )
+        .into_iter()
+        .map(DatasetId)
+        .collect()
     }
 
     /// Highest dataset id (`scr_filemap_latest_dataset`; SCR returns -1 for none).
@@ -252,8 +264,8 @@ impl Filemap {
     }
 
     /// Rank ids, ascending (`scr_filemap_list_ranks`).
-    pub fn list_ranks(&self) -> Vec<i64> {
-        list_keys(self.tree.get(RANK))
+    pub fn list_ranks(&self) -> Vec<Rank> {
+        ranks(list_keys(self.tree.get(RANK)))
     }
 
     /// Number of ranks with entries for `dset` (`scr_filemap_num_ranks_by_dataset`).
@@ -265,31 +277,33 @@ impl Filemap {
     }
 
     /// Ranks with entries for `dset`, ascending (`scr_filemap_list_ranks_by_dataset`).
-    pub fn list_ranks_by_dataset(&self, dset: DatasetId) -> Vec<i64> {
-        list_keys(self.tree.get_kv_int(DSET, dset.0).and_then(|d| d.get(RANK)))
+    pub fn list_ranks_by_dataset(&self, dset: DatasetId) -> Vec<Rank> {
+        ranks(list_keys(
+            self.tree.get_kv_int(DSET, dset.0).and_then(|d| d.get(RANK)),
+        ))
     }
 
     /// Whether there is anything for `rank` (`scr_filemap_have_rank`).
-    pub fn have_rank(&self, rank: i64) -> bool {
-        self.tree.get_kv_int(RANK, rank).is_some()
+    pub fn have_rank(&self, rank: Rank) -> bool {
+        self.tree.get_kv_int(RANK, rank.as_i64()).is_some()
     }
 
     /// Whether there is anything for `rank` in `dset`
     /// (`scr_filemap_have_rank_by_dataset`).
-    pub fn have_rank_by_dataset(&self, dset: DatasetId, rank: i64) -> bool {
+    pub fn have_rank_by_dataset(&self, dset: DatasetId, rank: Rank) -> bool {
         self.rd(dset, rank).is_some()
     }
 
     /// Number of files recorded for `rank` in `dset`, the "actual" count
     /// (`scr_filemap_num_files`).
-    pub fn num_files(&self, dset: DatasetId, rank: i64) -> usize {
+    pub fn num_files(&self, dset: DatasetId, rank: Rank) -> usize {
         self.rd(dset, rank)
             .and_then(|rd| rd.get(FILE))
             .map_or(0, KvTree::len)
     }
 
     /// File names recorded for `rank` in `dset`, sorted (`scr_filemap_list_files`).
-    pub fn list_files(&self, dset: DatasetId, rank: i64) -> Vec<String> {
+    pub fn list_files(&self, dset: DatasetId, rank: Rank) -> Vec<String> {
         self.rd(dset, rank)
             .and_then(|rd| rd.get(FILE))
             .map(|f| f.keys().map(str::to_owned).collect())
@@ -298,18 +312,18 @@ impl Filemap {
 
     /// Set the number of files `rank` wrote in `dset`, the "expected" count
     /// (`scr_filemap_set_expected_files`).
-    pub fn set_expected_files(&mut self, dset: DatasetId, rank: i64, count: u64) {
+    pub fn set_expected_files(&mut self, dset: DatasetId, rank: Rank, count: u64) {
         self.rd_create(dset, rank).set_val(FILES, count);
     }
 
     /// The expected file count (`scr_filemap_get_expected_files`).
-    pub fn expected_files(&self, dset: DatasetId, rank: i64) -> Option<u64> {
+    pub fn expected_files(&self, dset: DatasetId, rank: Rank) -> Option<u64> {
         // Validated on read and written only by `set_expected_files`.
         self.rd(dset, rank)?.val(FILES)?.parse().ok()
     }
 
     /// Unset the expected file count (`scr_filemap_unset_expected_files`).
-    pub fn unset_expected_files(&mut self, dset: DatasetId, rank: i64) {
+    pub fn unset_expected_files(&mut self, dset: DatasetId, rank: Rank) {
         if let Some(rd) = self.rd_mut(dset, rank) {
             rd.unset(FILES);
         }
@@ -319,14 +333,14 @@ impl Filemap {
     /// Whether the filemap holds an entry for every file `rank` wrote in
     /// `dset`: the expected count is set and equals the actual count
     /// (`scr_bool_have_files`' first check).
-    pub fn have_all_files(&self, dset: DatasetId, rank: i64) -> bool {
+    pub fn have_all_files(&self, dset: DatasetId, rank: Rank) -> bool {
         self.expected_files(dset, rank)
             .is_some_and(|n| n == self.num_files(dset, rank) as u64)
     }
 
     /// Record the meta data of `file`, adding the file if needed
     /// (`scr_filemap_set_meta`).
-    pub fn set_meta(&mut self, dset: DatasetId, rank: i64, file: &str, meta: &Meta) {
+    pub fn set_meta(&mut self, dset: DatasetId, rank: Rank, file: &str, meta: &Meta) {
         self.rd_create(dset, rank)
             .entry(FILE)
             .set(file, meta.to_tree());
@@ -337,7 +351,7 @@ impl Filemap {
     pub fn meta(
         &self,
         dset: DatasetId,
-        rank: i64,
+        rank: Rank,
         file: &str,
     ) -> Result<Option<Meta>, RecordError> {
         let Some(t) = self.rd(dset, rank).and_then(|rd| rd.get_kv(FILE, file)) else {
@@ -354,7 +368,7 @@ impl Filemap {
     }
 
     /// Clear the meta data of `file`, keeping the file (`scr_filemap_unset_meta`).
-    pub fn unset_meta(&mut self, dset: DatasetId, rank: i64, file: &str) {
+    pub fn unset_meta(&mut self, dset: DatasetId, rank: Rank, file: &str) {
         if let Some(t) = self
             .rd_mut(dset, rank)
             .and_then(|rd| rd.get_kv_mut(FILE, file))
@@ -364,32 +378,32 @@ impl Filemap {
     }
 
     /// Record the dataset descriptor (`scr_filemap_set_dataset`).
-    pub fn set_dataset(&mut self, dset: DatasetId, rank: i64, desc: &Dataset) {
+    pub fn set_dataset(&mut self, dset: DatasetId, rank: Rank, desc: &Dataset) {
         self.rd_create(dset, rank).set(DATADESC, desc.to_tree());
     }
 
     /// The dataset descriptor (`scr_filemap_get_dataset`).
-    pub fn dataset(&self, dset: DatasetId, rank: i64) -> Result<Option<Dataset>, RecordError> {
+    pub fn dataset(&self, dset: DatasetId, rank: Rank) -> Result<Option<Dataset>, RecordError> {
         self.typed(dset, rank, DATADESC, Dataset::from_node)
     }
 
     /// Unset the dataset descriptor (`scr_filemap_unset_dataset`).
-    pub fn unset_dataset(&mut self, dset: DatasetId, rank: i64) {
+    pub fn unset_dataset(&mut self, dset: DatasetId, rank: Rank) {
         self.unset_key(dset, rank, DATADESC);
     }
 
     /// Record the redundancy descriptor (`scr_filemap_set_desc`).
-    pub fn set_desc(&mut self, dset: DatasetId, rank: i64, desc: &RedDesc) {
+    pub fn set_desc(&mut self, dset: DatasetId, rank: Rank, desc: &RedDesc) {
         self.rd_create(dset, rank).set(REDDESC, desc.to_tree());
     }
 
     /// The redundancy descriptor (`scr_filemap_get_desc`).
-    pub fn desc(&self, dset: DatasetId, rank: i64) -> Result<Option<RedDesc>, RecordError> {
+    pub fn desc(&self, dset: DatasetId, rank: Rank) -> Result<Option<RedDesc>, RecordError> {
         self.typed(dset, rank, REDDESC, RedDesc::from_node)
     }
 
     /// Unset the redundancy descriptor (`scr_filemap_unset_desc`).
-    pub fn unset_desc(&mut self, dset: DatasetId, rank: i64) {
+    pub fn unset_desc(&mut self, dset: DatasetId, rank: Rank) {
         self.unset_key(dset, rank, REDDESC);
     }
 
@@ -398,7 +412,7 @@ impl Filemap {
     pub fn set_tag(
         &mut self,
         dset: DatasetId,
-        rank: i64,
+        rank: Rank,
         tag: &str,
         value: &str,
     ) -> Result<(), RecordError> {
@@ -414,7 +428,7 @@ impl Filemap {
     }
 
     /// A tag's value (`scr_filemap_get_tag`).
-    pub fn tag(&self, dset: DatasetId, rank: i64, tag: &str) -> Option<&str> {
+    pub fn tag(&self, dset: DatasetId, rank: Rank, tag: &str) -> Option<&str> {
         if RESERVED.contains(&tag) {
             return None;
         }
@@ -422,13 +436,13 @@ impl Filemap {
     }
 
     /// Unset a tag (`scr_filemap_unset_tag`).
-    pub fn unset_tag(&mut self, dset: DatasetId, rank: i64, tag: &str) {
+    pub fn unset_tag(&mut self, dset: DatasetId, rank: Rank, tag: &str) {
         if !RESERVED.contains(&tag) {
             self.unset_key(dset, rank, tag);
         }
     }
 
-    fn unset_key(&mut self, dset: DatasetId, rank: i64, key: &str) {
+    fn unset_key(&mut self, dset: DatasetId, rank: Rank, key: &str) {
         if let Some(rd) = self.rd_mut(dset, rank) {
             rd.unset(key);
         }
@@ -438,7 +452,7 @@ impl Filemap {
     fn typed<T>(
         &self,
         dset: DatasetId,
-        rank: i64,
+        rank: Rank,
         key: &str,
         parse: fn(&Node<'_>) -> Result<T, RecordError>,
     ) -> Result<Option<T>, RecordError> {
@@ -460,6 +474,12 @@ fn node_at<'a>(tree: &'a KvTree, path: &[&str]) -> Node<'a> {
 }
 
 /// Integer keys of `t`, ascending; keys are integers by construction.
+/// Rank keys as ranks. Every rank key was validated when the filemap was
+/// read and every one added since is a [`Rank`], so none is dropped here.
+fn ranks(keys: Vec<i64>) -> Vec<Rank> {
+    keys.into_iter().filter_map(Rank::from_i64).collect()
+}
+
 fn list_keys(t: Option<&KvTree>) -> Vec<i64> {
     let mut v: Vec<i64> = t
         .map(|t| t.keys().filter_map(|k| k.parse().ok()).collect())
@@ -498,6 +518,12 @@ impl Record for Filemap {
         }
         let mut map = Filemap::new();
         for (rank, r) in root.int_keyed_under(RANK)? {
+            let rank = Rank::from_i64(rank).ok_or_else(|| {
+                root.inconsistent(
+                    &format!("{RANK}/{rank}"),
+                    "a rank is a non-negative 32-bit integer",
+                )
+            })?;
             for (dset, rd) in r.int_keyed_under(DSET)? {
                 rd.opt_u64(FILES)?;
                 for (_, f) in rd.keyed_under(FILE) {
@@ -541,48 +567,86 @@ mod tests {
             ..meta::tests::example()
         };
         for (rank, dset, files) in [(20, 10, 2u64), (20, 11, 1), (28, 11, 1)] {
-            m.set_expected_files(DatasetId(dset), rank, files);
+            m.set_expected_files(
+                DatasetId(dset),
+                Rank::from_i64(rank).expect("a rank"),
+                files,
+            );
             let main = file(rank, dset, "");
-            m.add_file(DatasetId(dset), rank, &main);
-            m.set_meta(DatasetId(dset), rank, &main, &meta_for(&main, 524_294));
-            m.set_desc(DatasetId(dset), rank, &rd);
+            m.add_file(
+                DatasetId(dset),
+                Rank::from_i64(rank).expect("a rank"),
+                &main,
+            );
+            m.set_meta(
+                DatasetId(dset),
+                Rank::from_i64(rank).expect("a rank"),
+                &main,
+                &meta_for(&main, 524_294),
+            );
+            m.set_desc(DatasetId(dset), Rank::from_i64(rank).expect("a rank"), &rd);
             if rank == 20 {
-                m.set_dataset(DatasetId(dset), rank, &Dataset::new(dset));
+                m.set_dataset(
+                    DatasetId(dset),
+                    Rank::from_i64(rank).expect("a rank"),
+                    &Dataset::new(dset),
+                );
             }
         }
         let xor = file(20, 10, ".xor");
         let mut xmeta = meta_for(&xor, 175_693);
         xmeta.file_type = Some(crate::records::FileType::Xor);
-        m.set_meta(DatasetId(10), 20, &xor, &xmeta);
-        m.set_tag(DatasetId(11), 28, "PARTNER", "atlas56").unwrap();
+        m.set_meta(DatasetId(10), Rank(20), &xor, &xmeta);
+        m.set_tag(DatasetId(11), Rank(28), "PARTNER", "atlas56")
+            .unwrap();
         m
+    }
+
+    #[test]
+    fn a_rank_key_that_is_no_rank_is_refused_on_read() {
+        for bad in ["-1", "4294967296"] {
+            let mut t = KvTree::new();
+            t.entry(RANK)
+                .entry(bad)
+                .entry(DSET)
+                .entry("1")
+                .set_val(FILES, 0u64);
+            let err = Filemap::from_tree(&t).expect_err(bad);
+            assert!(err.to_string().contains(bad), "{bad}: {err}");
+        }
     }
 
     #[test]
     fn structure_matches_the_guide() {
         let m = example();
         assert_eq!(m.list_datasets(), vec![DatasetId(10), DatasetId(11)]);
-        assert_eq!(m.list_ranks(), vec![20, 28]);
-        assert_eq!(m.list_ranks_by_dataset(DatasetId(11)), vec![20, 28]);
-        assert_eq!(m.list_ranks_by_dataset(DatasetId(10)), vec![20]);
+        assert_eq!(m.list_ranks(), vec![Rank(20), Rank(28)]);
+        assert_eq!(
+            m.list_ranks_by_dataset(DatasetId(11)),
+            vec![Rank(20), Rank(28)]
+        );
+        assert_eq!(m.list_ranks_by_dataset(DatasetId(10)), vec![Rank(20)]);
         assert_eq!(m.latest_dataset(), Some(DatasetId(11)));
         assert_eq!(m.oldest_dataset(), Some(DatasetId(10)));
-        assert_eq!(m.num_files(DatasetId(10), 20), 2);
-        assert_eq!(m.expected_files(DatasetId(10), 20), Some(2));
-        assert!(m.have_all_files(DatasetId(10), 20));
-        assert_eq!(m.tag(DatasetId(11), 28, "PARTNER"), Some("atlas56"));
+        assert_eq!(m.num_files(DatasetId(10), Rank(20)), 2);
+        assert_eq!(m.expected_files(DatasetId(10), Rank(20)), Some(2));
+        assert!(m.have_all_files(DatasetId(10), Rank(20)));
+        assert_eq!(m.tag(DatasetId(11), Rank(28), "PARTNER"), Some("atlas56"));
         assert_eq!(
-            m.desc(DatasetId(11), 28).unwrap(),
+            m.desc(DatasetId(11), Rank(28)).unwrap(),
             Some(reddesc::tests::example())
         );
         assert_eq!(
-            m.dataset(DatasetId(10), 20).unwrap(),
+            m.dataset(DatasetId(10), Rank(20)).unwrap(),
             Some(Dataset::new(10))
         );
-        assert_eq!(m.dataset(DatasetId(11), 28).unwrap(), None);
-        let f = &m.list_files(DatasetId(10), 20)[1];
+        assert_eq!(m.dataset(DatasetId(11), Rank(28)).unwrap(), None);
+        let f = &m.list_files(DatasetId(10), Rank(20))[1];
         assert_eq!(
-            m.meta(DatasetId(10), 20, f).unwrap().unwrap().size_bytes,
+            m.meta(DatasetId(10), Rank(20), f)
+                .unwrap()
+                .unwrap()
+                .size_bytes,
             Some(175_693)
         );
     }
@@ -622,17 +686,20 @@ mod tests {
     #[test]
     fn index_follows_removals() {
         let mut m = example();
-        let files = m.list_files(DatasetId(10), 20);
-        m.remove_file(DatasetId(10), 20, &files[0]);
-        assert_eq!(m.num_files(DatasetId(10), 20), 1);
-        assert!(!m.have_all_files(DatasetId(10), 20));
-        m.remove_rank_by_dataset(DatasetId(10), 20);
+        let files = m.list_files(DatasetId(10), Rank(20));
+        m.remove_file(DatasetId(10), Rank(20), &files[0]);
+        assert_eq!(m.num_files(DatasetId(10), Rank(20)), 1);
+        assert!(!m.have_all_files(DatasetId(10), Rank(20)));
+        m.remove_rank_by_dataset(DatasetId(10), Rank(20));
         assert_eq!(m.list_datasets(), vec![DatasetId(11)]);
         assert!(m.as_tree().get_kv_int(DSET, 10).is_none());
-        let extracted = m.extract_rank(28);
-        assert_eq!(extracted.list_ranks(), vec![28]);
-        assert_eq!(extracted.list_ranks_by_dataset(DatasetId(11)), vec![28]);
-        assert_eq!(m.list_ranks_by_dataset(DatasetId(11)), vec![20]);
+        let extracted = m.extract_rank(Rank(28));
+        assert_eq!(extracted.list_ranks(), vec![Rank(28)]);
+        assert_eq!(
+            extracted.list_ranks_by_dataset(DatasetId(11)),
+            vec![Rank(28)]
+        );
+        assert_eq!(m.list_ranks_by_dataset(DatasetId(11)), vec![Rank(20)]);
         m.remove_dataset(DatasetId(11));
         assert!(m.is_empty(), "{:?}", m.as_tree());
     }
@@ -641,17 +708,17 @@ mod tests {
     fn merge_unites_files_and_replaces_fields() {
         let mut a = example();
         let mut b = Filemap::new();
-        b.add_file(DatasetId(11), 20, "/tmp/extra");
-        b.set_expected_files(DatasetId(11), 20, 2);
-        b.add_file(DatasetId(12), 3, "/tmp/three");
+        b.add_file(DatasetId(11), Rank(20), "/tmp/extra");
+        b.set_expected_files(DatasetId(11), Rank(20), 2);
+        b.add_file(DatasetId(12), Rank(3), "/tmp/three");
         a.merge(&b);
-        assert_eq!(a.expected_files(DatasetId(11), 20), Some(2));
-        assert_eq!(a.num_files(DatasetId(11), 20), 2);
+        assert_eq!(a.expected_files(DatasetId(11), Rank(20)), Some(2));
+        assert_eq!(a.num_files(DatasetId(11), Rank(20)), 2);
         assert_eq!(
             a.list_datasets(),
             vec![DatasetId(10), DatasetId(11), DatasetId(12)]
         );
-        assert_eq!(a.list_ranks(), vec![3, 20, 28]);
+        assert_eq!(a.list_ranks(), vec![Rank(3), Rank(20), Rank(28)]);
         assert!(Filemap::from_tree(&a.to_tree()).is_ok());
         // merging a map into itself changes nothing
         let before = a.clone();
@@ -688,7 +755,7 @@ mod tests {
             "{e}"
         );
         let mut t = example().to_tree();
-        let f = example().list_files(DatasetId(11), 28)[0].clone();
+        let f = example().list_files(DatasetId(11), Rank(28))[0].clone();
         t.get_kv_int_mut(RANK, 28)
             .and_then(|r| r.get_kv_int_mut(DSET, 11))
             .and_then(|d| d.get_kv_mut(FILE, &f))
@@ -699,6 +766,8 @@ mod tests {
             matches!(&e, RecordError::BadValue { path, .. } if path == &format!("RANK/28/DSET/11/FILE/{f}/CRC")),
             "{e}"
         );
-        assert!(example().set_tag(DatasetId(1), 1, FILES, "x").is_err());
+        assert!(example()
+            .set_tag(DatasetId(1), Rank(1), FILES, "x")
+            .is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! Properties over arbitrary trees and operation sequences: readers never
 //! panic, and what they accept is a fixed point of write-then-read.
 
-use crate::ids::DatasetId;
+use crate::ids::{DatasetId, Rank};
 use proptest::prelude::*;
 
 use super::*;
@@ -115,13 +115,13 @@ proptest! {
         for (op, dset, rank, f) in ops {
             let file = format!("/cache/f{f}");
             match op {
-                0 => m.add_file(DatasetId(dset), rank, &file),
-                1 => m.remove_file(DatasetId(dset), rank, &file),
-                2 => m.set_expected_files(DatasetId(dset), rank, f as u64),
-                3 => m.remove_rank_by_dataset(DatasetId(dset), rank),
+                0 => m.add_file(DatasetId(dset), Rank::from_i64(rank).expect("a rank"), &file),
+                1 => m.remove_file(DatasetId(dset), Rank::from_i64(rank).expect("a rank"), &file),
+                2 => m.set_expected_files(DatasetId(dset), Rank::from_i64(rank).expect("a rank"), f as u64),
+                3 => m.remove_rank_by_dataset(DatasetId(dset), Rank::from_i64(rank).expect("a rank")),
                 4 => m.remove_dataset(DatasetId(dset)),
-                5 => { let _ = m.extract_rank(rank); }
-                _ => m.unset_expected_files(DatasetId(dset), rank),
+                5 => { let _ = m.extract_rank(Rank::from_i64(rank).expect("a rank")); }
+                _ => m.unset_expected_files(DatasetId(dset), Rank::from_i64(rank).expect("a rank")),
             }
             // Rebuilding the index from RANK changes nothing: it was in sync.
             let reread = Filemap::from_tree(&m.to_tree()).expect("valid");

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::{create_dirs, PlacementError, Progress, ScavengeError, ScavengeResult, UnplacedFile};
 use crate::dataset::restart::read_filemaps_in;
 use crate::dataset::PARTNER_NODE_TAG;
-use crate::ids::DatasetId;
+use crate::ids::{DatasetId, Rank};
 use crate::prefix::layout::{Placement, META_DIR};
 use crate::prefix::{copy_file as prefix_copy_file, CopyItem};
 use crate::records::dataset::Dataset;
@@ -308,7 +308,11 @@ impl Copier<'_> {
         self.report.partners.push(PartnerCopies {
             owner_rank: owner,
             owner_node: fm
-                .tag(DatasetId(self.opts.dataset), holder, PARTNER_NODE_TAG)
+                .tag(
+                    DatasetId(self.opts.dataset),
+                    rank_key(holder),
+                    PARTNER_NODE_TAG,
+                )
                 .map(str::to_owned),
             holder_rank: holder,
             files: files as u64,
@@ -349,7 +353,7 @@ fn failed_meta(key: &str, meta: &Meta) -> Meta {
 /// The rank whose PARTNER copies `holder` keeps (its left neighbour in its
 /// set), from the redundancy descriptor; `None` for other schemes.
 fn partner_owner_of(fm: &Filemap, id: i64, holder: i64) -> Option<i64> {
-    let rd = fm.desc(DatasetId(id), holder).ok().flatten()?;
+    let rd = fm.desc(DatasetId(id), rank_key(holder)).ok().flatten()?;
     if rd.copy_type != CopyType::Partner {
         return None;
     }
@@ -394,11 +398,14 @@ fn held_copies<'p>(
 
 /// The dataset descriptor of `id` on this node: rank `rank`'s, else any.
 fn dataset_of(fm: &Filemap, id: i64, rank: i64) -> Option<Dataset> {
-    fm.dataset(DatasetId(id), rank).ok().flatten().or_else(|| {
-        fm.list_ranks_by_dataset(DatasetId(id))
-            .into_iter()
-            .find_map(|r| fm.dataset(DatasetId(id), r).ok().flatten())
-    })
+    fm.dataset(DatasetId(id), rank_key(rank))
+        .ok()
+        .flatten()
+        .or_else(|| {
+            fm.list_ranks_by_dataset(DatasetId(id))
+                .into_iter()
+                .find_map(|r| fm.dataset(DatasetId(id), r).ok().flatten())
+        })
 }
 
 /// Copy dataset `opts.dataset` from this node's cache (see the module
@@ -409,7 +416,11 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
     let id = opts.dataset;
     let cntl_real = opts.node.real(&LogicalPath::new(&opts.cntl_dir));
     let (fm, _, warnings) = read_filemaps_in(&cntl_real);
-    let ranks = fm.list_ranks_by_dataset(DatasetId(id));
+    let ranks: Vec<i64> = fm
+        .list_ranks_by_dataset(DatasetId(id))
+        .into_iter()
+        .map(Rank::as_i64)
+        .collect();
     if ranks.is_empty() {
         return Err(ScavengeError::NotInCache {
             id,
@@ -461,8 +472,8 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
     // copies by owner.
     let mut plan: BTreeMap<i64, Vec<(String, Meta, Dest)>> = BTreeMap::new();
     for &r in &ranks {
-        for f in fm.list_files(DatasetId(id), r) {
-            let meta = match fm.meta(DatasetId(id), r, &f) {
+        for f in fm.list_files(DatasetId(id), rank_key(r)) {
+            let meta = match fm.meta(DatasetId(id), rank_key(r), &f) {
                 Ok(Some(m)) => m,
                 Ok(None) => Meta::default(),
                 Err(e) => {
@@ -586,7 +597,7 @@ fn copy_originals(
         // The filemap's FILES counts application files; files that could
         // not be classified still count, so the rank shows as incomplete.
         let expected = fm
-            .expected_files(DatasetId(id), r)
+            .expected_files(DatasetId(id), rank_key(r))
             .unwrap_or(apps)
             .max(apps)
             + reds;
@@ -700,6 +711,12 @@ fn copy_partner_round(
         });
     }
     Ok(())
+}
+
+/// A rank as the filemap keys it. Ranks here come from the filemap or the
+/// rank2file map; one that is no rank (negative) finds no entry.
+fn rank_key(r: i64) -> Rank {
+    Rank::from_i64(r).unwrap_or(Rank(u32::MAX))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! Usage: `metadata_demo <work-dir>`; prints the tree of files it wrote and
 //! the paths to inspect with `scr print`.
 
-use scr::ids::DatasetId;
+use scr::ids::{DatasetId, Rank};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -100,13 +100,25 @@ fn run(work: &Path) -> Res<()> {
             let plan = file_plan(SEED, rank, 1, 64 * 1024);
             let mut fm = Filemap::new();
             let r = i64::from(rank);
-            fm.set_dataset(DatasetId(DSET), r, &dataset);
-            fm.set_expected_files(DatasetId(DSET), r, plan.len() as u64);
+            fm.set_dataset(
+                DatasetId(DSET),
+                Rank::from_i64(r).expect("a rank"),
+                &dataset,
+            );
+            fm.set_expected_files(
+                DatasetId(DSET),
+                Rank::from_i64(r).expect("a rank"),
+                plan.len() as u64,
+            );
             // The filemap is written before the files it lists exist: an
             // entry may outlive its file, never the reverse.
             let fm_path = cntl.join(filemap_file_name(local));
             for f in &plan {
-                fm.add_file(DatasetId(DSET), r, &dsdir.join(&f.name).to_string_lossy());
+                fm.add_file(
+                    DatasetId(DSET),
+                    Rank::from_i64(r).expect("a rank"),
+                    &dsdir.join(&f.name).to_string_lossy(),
+                );
             }
             fm.write_file(&fm_path)?;
             let mut files = RankFiles {
@@ -130,7 +142,12 @@ fn run(work: &Path) -> Res<()> {
                     orig_path: Some(prefix.to_string_lossy().into_owned()),
                     ..Meta::default()
                 };
-                fm.set_meta(DatasetId(DSET), r, &path.to_string_lossy(), &meta);
+                fm.set_meta(
+                    DatasetId(DSET),
+                    Rank::from_i64(r).expect("a rank"),
+                    &path.to_string_lossy(),
+                    &meta,
+                );
                 files.files.insert(
                     f.name.clone(),
                     Rank2FileEntry {
