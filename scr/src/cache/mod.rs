@@ -337,6 +337,9 @@ impl Job {
             Some(rank as i64),
             "a process is the member of its set at its own set rank"
         );
+        if let Some(c) = comm.as_deref() {
+            agree_on_members(c, group_id, &members)?;
+        }
         let descriptor = RedDesc {
             enabled: true,
             index: i64::from(ckpt.index),
@@ -497,6 +500,30 @@ impl Job {
         self.world.allreduce_i64(&mut x, ReduceOp::Max)?;
         Ok(x[0])
     }
+}
+
+/// Every member of a redundancy set must have computed the same set: the
+/// encode sends each member's data to the ranks it believes are its
+/// partners, so two members disagreeing would protect a checkpoint with
+/// parity nobody can rebuild from. Checked once per descriptor at init
+/// (one allgather over the set); a disagreement is a bug in the set
+/// construction, so it stops the job. Collective over `set`.
+fn agree_on_members(set: &dyn Comm, group_id: i64, members: &[i64]) -> ScrResult<()> {
+    assert_eq!(
+        set.size(),
+        members.len(),
+        "set {group_id}: its communicator has one process per member"
+    );
+    let mine: Vec<u8> = std::iter::once(group_id)
+        .chain(members.iter().copied())
+        .flat_map(i64::to_be_bytes)
+        .collect();
+    let all = set.allgather_bytes(&mine)?;
+    assert!(
+        all.iter().all(|theirs| *theirs == mine),
+        "set {group_id}: every member computed the same members {members:?}"
+    );
+    Ok(())
 }
 
 /// Dataset descriptors found for a set of datasets: id → descriptor.
