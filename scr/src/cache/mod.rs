@@ -119,74 +119,25 @@ impl Job {
         settings: Settings,
         node: NodeIdentity,
     ) -> ScrResult<Job> {
-        let rank = world.rank();
-        let size = world.size();
-        // Node layout: every rank learns every rank's node name.
-        let names_raw = world.allgather_bytes(node.name.as_bytes())?;
-        let node_names: Vec<String> = names_raw
-            .iter()
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-            .collect();
-        let mut uniq = node_names.clone();
-        uniq.sort();
-        uniq.dedup();
-        let node_index = uniq.binary_search(&node.name).unwrap_or(0);
-        let node_comm = world
-            .split(Some(node_index as u32), rank as i64)?
-            .ok_or(DescriptorError::NodeComm)?;
-
+        let layout = NodeLayout::learn(world.as_ref(), &node)?;
         let user = settings
             .job
             .user_name
             .clone()
             .unwrap_or_else(|| dirs::user_name(|k| std::env::var_os(k)));
         let jobid = settings.job.job_id.clone();
-        let prefix_raw = settings
-            .job
-            .prefix
-            .clone()
-            .or_else(|| std::env::current_dir().ok())
-            .unwrap_or_else(|| PathBuf::from("."));
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        let prefix = spath::absolute(&prefix_raw, &cwd);
-        let cntl_base = settings.cache.cntl_base.clone();
-        let cntl = LogicalPath::new(dirs::job_dir(&cntl_base, &user, &jobid));
-
+        let prefix = prefix_of(&settings);
+        let cntl_base = LogicalPath::new(&settings.cache.cntl_base);
+        let cntl = LogicalPath::new(dirs::job_dir(cntl_base.as_logical(), &user, &jobid));
         let descs_cfg = cfg.descriptors()?;
-        let mut stores: Vec<Store> = descs_cfg
-            .stores
-            .iter()
-            .filter(|s| s.enabled && s.count > 0)
-            .map(|s| Store {
-                base: LogicalPath::new(&s.path),
-                count: s.count,
-            })
-            .collect();
-        if stores.is_empty() {
-            stores.push(Store {
-                base: LogicalPath::new(&settings.cache.cache_base),
-                count: settings.cache.cache_size.max(1),
-            });
-        }
-
+        let stores = stores_of(&descs_cfg.stores, &settings);
         // Directories: control dir and each store's job dir on this node.
         // One process per node creates them, the others wait at the barrier.
         let mut created: ScrResult<()> = Ok(());
-        if node_comm.rank() == 0 {
-            created = (|| {
-                let real_cntl_base = node.real(&LogicalPath::new(&cntl_base));
-                fs::create_dir_all(&real_cntl_base)
-                    .map_err(io_err(&real_cntl_base, "create control base"))?;
-                dirs::create_job_dir(&real_cntl_base, &user, &jobid)?;
-                for s in &stores {
-                    let real = node.real(&s.base);
-                    fs::create_dir_all(&real).map_err(io_err(&real, "create cache base"))?;
-                    dirs::create_job_dir(&real, &user, &jobid)?;
-                }
-                Ok(())
-            })();
+        if layout.node_comm.rank() == 0 {
+            created = create_node_dirs(&node, &cntl_base, &stores, &user, &jobid);
         }
-        if rank == 0 {
+        if world.rank() == 0 {
             let scr_dir = prefix.join(".scr");
             if let Err(e) = fs::create_dir_all(&scr_dir) {
                 created = created.and(Err(io_err(&scr_dir, "create prefix .scr")(e)));
@@ -200,17 +151,17 @@ impl Job {
                 None,
             ));
         }
-
         let piece_bytes = settings.cache.mpi_buf_bytes.clamp(4096, 1 << 30) as usize;
-        let filemap_file = node.real(&cntl.join(filemap_file_name(node_comm.rank() as u32)));
+        let local_rank = layout.node_comm.rank() as u32;
+        let filemap_file = node.real(&cntl.join(filemap_file_name(local_rank)));
         let mut job = Job {
             world,
-            node_comm,
+            node_comm: layout.node_comm,
             cfg,
             settings,
             node,
-            node_names,
-            node_count: uniq.len(),
+            node_names: layout.names,
+            node_count: layout.count,
             user,
             jobid,
             prefix,
@@ -232,17 +183,8 @@ impl Job {
         if sets.is_empty() {
             return Err(DescriptorError::NoEnabledCkpt.into());
         }
-        if size > 0 && rank == 0 {
-            for d in &sets {
-                let rd = &d.descriptor;
-                if rd.copy_type != CopyType::Single && rd.members.len() < 2 {
-                    eprintln!(
-                        "SCR: warning: CKPT={} {} has a single-member set: it protects nothing beyond SINGLE",
-                        rd.index,
-                        rd.copy_type.as_str()
-                    );
-                }
-            }
+        if job.rank().is_root() {
+            warn_single_member_sets(&sets);
         }
         job.sets = sets;
         Ok(job)
@@ -274,6 +216,47 @@ impl Job {
         }
     }
 
+    /// Where this process sits in the sets of CKPT line `ckpt`, whose
+    /// failure group of every rank is `fgroups` (`scr_reddesc_create`'s set
+    /// construction: SINGLE alone, PARTNER pairs across groups, XOR and RS
+    /// sets of SET_SIZE members from distinct groups).
+    fn set_place(&self, ckpt: &CkptDesc, fgroups: &[String]) -> ScrResult<SetPlace> {
+        let rank = self.world.rank();
+        let sets_err = |source| DescriptorError::Sets {
+            index: ckpt.index,
+            source,
+        };
+        let plan = match ckpt.copy_type {
+            CopyType::Single => {
+                return Ok(SetPlace {
+                    members: vec![rank as i64],
+                    group_id: rank as i64,
+                    group_rank: 0,
+                    groups: self.world.size() as u64,
+                })
+            }
+            CopyType::Partner => partner_plan(fgroups, 1).map_err(sets_err)?.sets,
+            CopyType::Xor | CopyType::Rs => {
+                let k = ckpt.set_failures.max(1) as usize;
+                let min_members = if ckpt.copy_type == CopyType::Rs {
+                    k + 1
+                } else {
+                    2
+                };
+                let set_size = (ckpt.set_size as usize).max(min_members);
+                build_sets(fgroups, set_size, min_members.min(self.world.size()))
+                    .map_err(sets_err)?
+            }
+        };
+        let (set, pos) = plan.assignment[rank];
+        Ok(SetPlace {
+            members: plan.sets[set].iter().map(|&r| r as i64).collect(),
+            group_id: plan.set_id(set).unwrap_or(0) as i64,
+            group_rank: pos as u64,
+            groups: plan.sets.len() as u64,
+        })
+    }
+
     /// The redundancy descriptor of CKPT line `ckpt` with this process's
     /// set and its communicator (`scr_reddesc_create`). Collective.
     fn make_set(
@@ -292,40 +275,12 @@ impl Job {
             .min(self.stores.len() - 1);
         let copy_type = ckpt.copy_type;
         let k = ckpt.set_failures.max(1) as usize;
-        let (members, group_id, group_rank, groups_n): (Vec<i64>, i64, u64, u64) = match copy_type {
-            CopyType::Single => (vec![rank as i64], rank as i64, 0, self.world.size() as u64),
-            CopyType::Partner => {
-                let plan = partner_plan(&fgroups, 1).map_err(|source| DescriptorError::Sets {
-                    index: ckpt.index,
-                    source,
-                })?;
-                let (set, pos) = plan.sets.assignment[rank];
-                let m = &plan.sets.sets[set];
-                (
-                    m.iter().map(|&r| r as i64).collect(),
-                    plan.sets.set_id(set).unwrap_or(0) as i64,
-                    pos as u64,
-                    plan.sets.sets.len() as u64,
-                )
-            }
-            CopyType::Xor | CopyType::Rs => {
-                let min_members = if copy_type == CopyType::Rs { k + 1 } else { 2 };
-                let set_size = (ckpt.set_size as usize).max(min_members);
-                let plan = build_sets(&fgroups, set_size, min_members.min(self.world.size()))
-                    .map_err(|source| DescriptorError::Sets {
-                        index: ckpt.index,
-                        source,
-                    })?;
-                let (set, pos) = plan.assignment[rank];
-                let m = &plan.sets[set];
-                (
-                    m.iter().map(|&r| r as i64).collect(),
-                    plan.set_id(set).unwrap_or(0) as i64,
-                    pos as u64,
-                    plan.sets.len() as u64,
-                )
-            }
-        };
+        let SetPlace {
+            members,
+            group_id,
+            group_rank,
+            groups: groups_n,
+        } = self.set_place(ckpt, &fgroups)?;
         let comm = if copy_type == CopyType::Single {
             None
         } else {
@@ -499,6 +454,111 @@ impl Job {
         let mut x = [v];
         self.world.allreduce_i64(&mut x, ReduceOp::Max)?;
         Ok(x[0])
+    }
+}
+
+/// A process's place in the sets of one redundancy descriptor.
+struct SetPlace {
+    /// World ranks of its set, in set-rank order.
+    members: Vec<i64>,
+    /// The set's id (the color of its communicator).
+    group_id: i64,
+    /// Its rank in the set.
+    group_rank: u64,
+    /// How many sets the descriptor has.
+    groups: u64,
+}
+
+/// Where the ranks of a job run: every rank's node name, the number of
+/// distinct nodes, and the communicator of the processes on this node.
+struct NodeLayout {
+    names: Vec<String>,
+    count: usize,
+    node_comm: Box<dyn Comm>,
+}
+
+impl NodeLayout {
+    /// Every rank learns every rank's node name. Collective over `world`.
+    fn learn(world: &dyn Comm, node: &NodeIdentity) -> ScrResult<NodeLayout> {
+        let names: Vec<String> = world
+            .allgather_bytes(node.name.as_bytes())?
+            .iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect();
+        let mut uniq = names.clone();
+        uniq.sort();
+        uniq.dedup();
+        let node_index = uniq.binary_search(&node.name).unwrap_or(0);
+        let node_comm = world
+            .split(Some(node_index as u32), world.rank() as i64)?
+            .ok_or(DescriptorError::NodeComm)?;
+        Ok(NodeLayout {
+            names,
+            count: uniq.len(),
+            node_comm,
+        })
+    }
+}
+
+/// The prefix directory, absolute and reduced (the working directory when
+/// SCR_PREFIX is not set).
+fn prefix_of(settings: &Settings) -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let raw = settings.job.prefix.clone().unwrap_or_else(|| cwd.clone());
+    spath::absolute(&raw, &cwd)
+}
+
+/// The enabled stores of the configuration in order, or the one given by
+/// SCR_CACHE_BASE/SCR_CACHE_SIZE when it names none.
+fn stores_of(descs: &[crate::config::StoreDesc], settings: &Settings) -> Vec<Store> {
+    let mut stores: Vec<Store> = descs
+        .iter()
+        .filter(|s| s.enabled && s.count > 0)
+        .map(|s| Store {
+            base: LogicalPath::new(&s.path),
+            count: s.count,
+        })
+        .collect();
+    if stores.is_empty() {
+        stores.push(Store {
+            base: LogicalPath::new(&settings.cache.cache_base),
+            count: settings.cache.cache_size.max(1),
+        });
+    }
+    stores
+}
+
+/// Create this node's control directory and each store's job directory
+/// (run by one process per node).
+fn create_node_dirs(
+    node: &NodeIdentity,
+    cntl_base: &LogicalPath,
+    stores: &[Store],
+    user: &str,
+    jobid: &str,
+) -> ScrResult<()> {
+    let real_cntl_base = node.real(cntl_base);
+    fs::create_dir_all(&real_cntl_base).map_err(io_err(&real_cntl_base, "create control base"))?;
+    dirs::create_job_dir(&real_cntl_base, user, jobid)?;
+    for s in stores {
+        let real = node.real(&s.base);
+        fs::create_dir_all(&real).map_err(io_err(&real, "create cache base"))?;
+        dirs::create_job_dir(&real, user, jobid)?;
+    }
+    Ok(())
+}
+
+/// A set of one member protects nothing beyond SINGLE: say so once.
+fn warn_single_member_sets(sets: &[RedundancySet]) {
+    for d in sets {
+        let rd = &d.descriptor;
+        if rd.copy_type != CopyType::Single && rd.members.len() < 2 {
+            eprintln!(
+                "SCR: warning: CKPT={} {} has a single-member set: it protects nothing beyond SINGLE",
+                rd.index,
+                rd.copy_type.as_str()
+            );
+        }
     }
 }
 

@@ -520,17 +520,7 @@ fn restart_dataset(
     let event = |t: EventType| Entry::event(t).dset(dset).name(name.as_str());
     job.log(event(EventType::RebuildStart));
     let ckpt = ds.ckpt.unwrap_or(0);
-    let written = rd.world_ranks.map_or(-1, |w| w as i64);
-    let running = job.world.size() as i64;
-    if !job.world.all_true(written == running)? {
-        let e = ScrError::RankCountMismatch {
-            id: dset,
-            written: written.max(0) as u64,
-            running: running as u64,
-        };
-        if job.rank().is_root() {
-            eprintln!("SCR: {e}");
-        }
+    if let Some(e) = written_by_other_rank_count(job, dset, &rd)? {
         job.log(
             event(EventType::RebuildFail)
                 .secs(job.clock.elapsed(started).as_secs_f64())
@@ -570,17 +560,47 @@ fn restart_dataset(
         (Ok(()), Some(p)) => p.to_string(),
         _ => String::new(),
     };
-    let reasons = job.world.allgather_bytes(mine.as_bytes())?;
-    let why = reasons
-        .iter()
-        .enumerate()
-        .find(|(_, r)| !r.is_empty())
-        .map(|(i, r)| format!("rank {i}: {}", String::from_utf8_lossy(r)))
-        .unwrap_or_else(|| "rebuild failed".into());
+    let why = first_reason(job, &mine)?;
     job.log(event(EventType::RebuildFail).secs(secs).note(why.as_str()));
     report.lost.push((dset, why));
     job.delete_dataset(dset)?;
     Ok(Some(ckpt))
+}
+
+/// The error when dataset `dset` was written by a different number of ranks
+/// than this run has (printed once, on rank 0); such a dataset is kept but
+/// not used. Collective.
+fn written_by_other_rank_count(
+    job: &Job,
+    dset: DatasetId,
+    rd: &RedDesc,
+) -> ScrResult<Option<ScrError>> {
+    let written = rd.world_ranks.map_or(-1, |w| w as i64);
+    let running = job.world.size() as i64;
+    if job.world.all_true(written == running)? {
+        return Ok(None);
+    }
+    let e = ScrError::RankCountMismatch {
+        id: dset,
+        written: written.max(0) as u64,
+        running: running as u64,
+    };
+    if job.rank().is_root() {
+        eprintln!("SCR: {e}");
+    }
+    Ok(Some(e))
+}
+
+/// The first rank's reason a dataset could not be restored, as every rank
+/// sees it (`mine` is empty on a rank with nothing to say). Collective.
+fn first_reason(job: &Job, mine: &str) -> ScrResult<String> {
+    let reasons = job.world.allgather_bytes(mine.as_bytes())?;
+    Ok(reasons
+        .iter()
+        .enumerate()
+        .find(|(_, r)| !r.is_empty())
+        .map(|(i, r)| format!("rank {i}: {}", String::from_utf8_lossy(r)))
+        .unwrap_or_else(|| "rebuild failed".into()))
 }
 
 /// Remove everything this job has in cache on this node (SCR_DISTRIBUTE=0
