@@ -153,14 +153,13 @@ impl Books<'_> {
 /// real path and create files only below it; a file elsewhere would be
 /// recorded under a name no restart finds, so it is a bug, not an error.
 pub(crate) fn logical_in(dir: &DirPair, real: &Path) -> LogicalPath {
-    let logical = dir.logical_of(real);
-    assert!(
-        logical.is_some(),
-        "a set operation created {} outside its dataset directory {}",
-        real.display(),
-        dir.real.display()
-    );
-    logical.unwrap_or_else(|| dir.logical.clone())
+    dir.logical_of(real).unwrap_or_else(|| {
+        panic!(
+            "a set operation created {} outside its dataset directory {}",
+            real.display(),
+            dir.real.display()
+        )
+    })
 }
 
 /// Tag name under which a PARTNER holder records the node of the rank
