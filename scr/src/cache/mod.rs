@@ -103,6 +103,8 @@ pub struct Job {
     pub log: Option<Logger>,
     /// Now, for every time-driven policy (the [`crate::Scr`]'s clock).
     pub clock: crate::clock::SharedClock,
+    /// Messages on stderr in SCR's form, filtered by SCR_DEBUG.
+    pub msg: crate::log::msg::Messages,
 }
 
 impl Job {
@@ -199,6 +201,7 @@ impl Job {
 
         let piece_bytes = settings.cache.mpi_buf_bytes.clamp(4096, 1 << 30) as usize;
         let filemap_file = node.local_path(&cntl.join(filemap_file_name(node_comm.rank() as u32)));
+        let msg = crate::log::msg::Messages::new(settings.debug, rank as i64, &node.name);
         let mut job = Job {
             world,
             node_comm,
@@ -220,6 +223,7 @@ impl Job {
             piece_bytes,
             log: None,
             clock: crate::clock::system(),
+            msg,
         };
         let mut sets = Vec::new();
         for ckpt in descs_cfg.ckpts.iter().filter(|c| c.enabled) {

@@ -1,7 +1,8 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::config::params::{NO_EFFECT_YET, PARAMS};
+use crate::config::params::PARAMS;
+use crate::config::refused::{refusals, REFUSED};
 use crate::config::{LoadOptions, MapEnv, Source};
 
 /// A configuration from `vars` and a system file holding `system`.
@@ -87,10 +88,11 @@ fn the_exception_list_is_accurate() {
         );
         assert!(!why.is_empty());
     }
-    for name in NO_EFFECT_YET {
+    for r in REFUSED {
         assert!(
-            read.contains(name),
-            "{name} has no effect yet but must still be read"
+            read.contains(r.name),
+            "{} is refused but must still be read (its value decides the refusal)",
+            r.name
         );
     }
 }
