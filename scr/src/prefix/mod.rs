@@ -180,7 +180,7 @@ pub(crate) fn copy_file(
     }
     let mut dst = fs::File::create(&item.dst).map_err(|e| io_fail("create", &item.dst, e))?;
     buf.resize(CHUNK, 0);
-    let crc = checks.crc;
+    let crc = checks.crc || checks.read_back;
     let mut h = crc32fast::Hasher::new();
     let mut total = 0u64;
     let mut pace = throttle;
