@@ -762,6 +762,29 @@ mod tests {
         assert!(scr_config_may_set("MY_SCRIPT_PARAM"));
     }
 
+    // docs/parameters.md is the user's table: a row per parameter, with
+    // the status the code gives it.
+    #[test]
+    fn parameters_md_lists_every_row_with_its_status() {
+        let doc = include_str!("../../../docs/parameters.md");
+        for p in PARAMS {
+            let status = if super::super::refused::refusal(p.name).is_some() {
+                "refused"
+            } else {
+                "acts"
+            };
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", p.name)))
+                .unwrap_or_else(|| panic!("docs/parameters.md has no row for {}", p.name));
+            assert!(
+                row.contains(&format!("| {status} |")),
+                "docs/parameters.md: {} should say {status}: {row}",
+                p.name
+            );
+        }
+    }
+
     #[test]
     fn byte_counts() {
         assert_eq!(parse_bytes("1048576"), Some(1 << 20));
