@@ -209,27 +209,8 @@ pub(crate) fn copy_file(
     }
     dst.sync_all().map_err(|e| io_fail("fsync", &item.dst, e))?;
     drop(dst);
-    if let Some(s) = item.size {
-        if s != total {
-            return Err(CopyError::Size {
-                path: item.src.clone(),
-                copied: total,
-                recorded: s,
-            });
-        }
-    }
     let got = h.finalize();
-    if crc {
-        if let Some(want) = item.crc {
-            if want != got {
-                return Err(CopyError::Crc {
-                    path: item.src.clone(),
-                    got,
-                    want,
-                });
-            }
-        }
-    }
+    check_recorded(item, total, crc.then_some(got))?;
     // The copy is on disk: a fault here stands for damage on the way to
     // the device (or after), which only the read-back can see.
     crate::fault_point!("copy.file.written").map_err(|e| CopyError::Injected(e.into()))?;
@@ -245,6 +226,28 @@ pub(crate) fn copy_file(
         crc: if crc { got } else { item.crc.unwrap_or(got) },
         attrs,
     })
+}
+
+/// The bytes copied must have the size recorded for `item`, and the CRC32
+/// (when one was computed, `crc`) recorded for it.
+fn check_recorded(item: &CopyItem, total: u64, crc: Option<u32>) -> Result<(), CopyError> {
+    if let Some(s) = item.size.filter(|s| *s != total) {
+        return Err(CopyError::Size {
+            path: item.src.clone(),
+            copied: total,
+            recorded: s,
+        });
+    }
+    if let (Some(got), Some(want)) = (crc, item.crc) {
+        if got != want {
+            return Err(CopyError::Crc {
+                path: item.src.clone(),
+                got,
+                want,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// SCR_CRC_ON_COPY: the CRC32 of what `dst` holds now must be `want`.
