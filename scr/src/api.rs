@@ -54,12 +54,14 @@ use crate::storage::path as spath;
 
 mod adaptive;
 mod flushing;
+mod notices;
+mod prune;
 
 /// `SCR_MAX_FILENAME`: names and paths must be shorter than this.
 pub const MAX_FILENAME: usize = 1024;
 
 /// The version string SCR_Get_version returns.
-pub const VERSION: &str = concat!("v3.1.0-rs", env!("CARGO_PKG_VERSION"));
+pub const VERSION: &str = crate::log::msg::VERSION;
 
 /// Dataset properties (`SCR_FLAG_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -141,6 +143,8 @@ pub struct Scr {
     prefix: flushing::PrefixState,
     /// Now, for every policy that depends on time (also in `job.clock`).
     clock: SharedClock,
+    /// The configuration's warnings at init (refused parameters included).
+    config_warnings: Vec<crate::config::ConfigWarning>,
 }
 
 /// The state of a phase kept inside [`Scr`] by the `*_dyn` calls, for
@@ -237,6 +241,7 @@ impl Scr {
             halt: HaltMonitor::default(),
             prefix: flushing::PrefixState::default(),
             clock,
+            config_warnings: Vec::new(),
         };
         if !enabled {
             return Ok(scr);
@@ -247,6 +252,7 @@ impl Scr {
         let mut job = Job::new(comm, cfg, settings, node)?;
         job.clock = scr.clock.clone();
         job.open_log();
+        scr.config_warnings = notices::announce(&job);
         job.log(
             Entry::event(EventType::Start)
                 .procs_nodes(job.world.size() as u64, job.node_count as u64),
@@ -324,6 +330,12 @@ impl Scr {
         Ok(self.job.as_mut())
     }
 
+    /// The configuration's warnings at init, as rank 0 printed them:
+    /// ignored settings, unknown names, refused parameters.
+    pub fn config_warnings(&self) -> &[crate::config::ConfigWarning] {
+        &self.config_warnings
+    }
+
     /// What init found in the cache and did with it (beyond SCR's API:
     /// lets a test or a launcher tell a restart from cache from a rebuild).
     pub fn init_report(&self) -> &InitReport {
@@ -349,8 +361,8 @@ impl Scr {
     /// SCR_CHECKPOINT_SECONDS since the last checkpoint ended, or
     /// SCR_CHECKPOINT_OVERHEAD percent of time spent checkpointing — and,
     /// beyond SCR, the adaptive policy (SCR_CHECKPOINT_ADAPTIVE, see
-    /// [`crate::interval::adaptive`]). With no policy set every call answers
-    /// yes. A pending halt answers yes.
+    /// [`crate::interval::adaptive`]). With no policy set the answer is no
+    /// (as in SCR 3.1). A pending halt answers yes.
     pub fn need_checkpoint(&mut self) -> ScrResult<bool> {
         let halt = self.halt_check(CheckAt::NeedCheckpoint);
         let init_at = self.init_at;
@@ -370,10 +382,9 @@ impl Scr {
         let interval = job.settings.need.every_calls;
         let seconds = job.settings.need.interval_s;
         let overhead = job.settings.need.overhead_percent;
+        // No policy set answers no, as LLNL SCR 3.1 does: only the
+        // policies below or a pending halt ask for a checkpoint.
         let mut yes = halt?.is_some();
-        if adaptive.is_none() && interval == 0 && seconds == 0 && overhead <= 0.0 {
-            yes = true;
-        }
         if adaptive == Some(true) {
             yes = true;
         }

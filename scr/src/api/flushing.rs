@@ -43,6 +43,10 @@ impl Scr {
         job: &mut Job,
         cands: &mut Vec<DatasetId>,
     ) -> ScrResult<()> {
+        if job.settings.flush.prefix_purge {
+            // SCR_PREFIX_PURGE: the run starts from an empty prefix.
+            super::prune::prune(job, &super::prune::Prune::All)?;
+        }
         if cands.is_empty() && job.settings.fetch.enabled {
             if let Some(cur) = job.settings.fetch.current.clone() {
                 // The user named the checkpoint to start from: the fetch
@@ -84,6 +88,16 @@ impl Scr {
                 && flush_sync(job, newest)?
             {
                 self.prefix.on_pfs.insert(newest);
+                let keep = job.settings.flush.prefix_size;
+                if keep > 0 {
+                    let how = super::prune::Prune::Keep {
+                        keep,
+                        busy: [newest].into(),
+                    };
+                    for id in super::prune::prune(job, &how)? {
+                        self.prefix.on_pfs.remove(&id);
+                    }
+                }
             }
         }
         Ok(())
@@ -103,7 +117,27 @@ impl Scr {
             self.prefix.pending = None;
             if done {
                 self.prefix.on_pfs.insert(d);
+                self.prune_after_flush(d)?;
             }
+        }
+        Ok(())
+    }
+
+    /// SCR_PREFIX_SIZE after `flushed` reached the prefix: delete the
+    /// checkpoints beyond the newest N (see [`super::prune`]). Collective.
+    pub(super) fn prune_after_flush(&mut self, flushed: DatasetId) -> ScrResult<()> {
+        let Some(job) = self.job.as_ref() else {
+            return Ok(());
+        };
+        let keep = job.settings.flush.prefix_size;
+        if keep == 0 {
+            return Ok(());
+        }
+        let mut busy: BTreeSet<DatasetId> = [flushed].into();
+        busy.extend(self.prefix.pending.as_ref().map(AsyncFlush::dset));
+        let how = super::prune::Prune::Keep { keep, busy };
+        for id in super::prune::prune(job, &how)? {
+            self.prefix.on_pfs.remove(&id);
         }
         Ok(())
     }
@@ -129,6 +163,7 @@ impl Scr {
         let ok = flush_sync(job, d)?;
         if ok {
             self.prefix.on_pfs.insert(d);
+            self.prune_after_flush(d)?;
         }
         Ok(ok)
     }
@@ -230,6 +265,7 @@ impl Scr {
             let job = self.job.as_ref().expect("checked above");
             if flush_sync(job, d)? {
                 self.prefix.on_pfs.insert(d);
+                self.prune_after_flush(d)?;
             }
         }
         Ok(())
@@ -327,7 +363,7 @@ fn dirs_named(idx: &Index, name: &str) -> Vec<String> {
 }
 
 /// Remove one copy of a dataset from the prefix directory.
-fn delete_copy(prefix: &Path, dir: &str) -> ScrResult<()> {
+pub(super) fn delete_copy(prefix: &Path, dir: &str) -> ScrResult<()> {
     let dset_dir = prefix.join(dir);
     let meta_dir = dset_dir.join(META_DIR);
     let summary = crate::records::summary::Summary::read_file(

@@ -231,7 +231,7 @@ fn config(key: Option<&str>, json: bool) -> Result<(), CliError> {
         read_app_conf: true,
     };
     let mut cfg = Config::load(&ProcessEnv, &opts)?;
-    for w in cfg.warnings() {
+    for w in cfg.all_warnings() {
         eprintln!("scr: warning: {w}");
     }
     match key {

@@ -107,6 +107,8 @@ pub struct Job {
     pub log: Option<Logger>,
     /// Now, for every time-driven policy (the [`crate::Scr`]'s clock).
     pub clock: crate::clock::SharedClock,
+    /// Messages on stderr in SCR's form, filtered by SCR_DEBUG.
+    pub msg: crate::log::msg::Messages,
 }
 
 impl Job {
@@ -154,6 +156,7 @@ impl Job {
         let piece_bytes = settings.cache.mpi_buf_bytes.clamp(4096, 1 << 30) as usize;
         let local_rank = layout.node_comm.rank() as u32;
         let filemap_file = node.real(&cntl.join(filemap_file_name(local_rank)));
+        let msg = crate::log::msg::Messages::new(settings.debug, world.rank() as i64, &node.name);
         let mut job = Job {
             world,
             node_comm: layout.node_comm,
@@ -175,6 +178,7 @@ impl Job {
             piece_bytes,
             log: None,
             clock: crate::clock::system(),
+            msg,
         };
         let mut sets = Vec::new();
         for ckpt in descs_cfg.ckpts.iter().filter(|c| c.enabled) {

@@ -291,6 +291,19 @@ pub enum ConfigWarning {
         /// Where it was set.
         source: Source,
     },
+    /// A table parameter this library does not implement, set to something
+    /// other than its no-op default ([`super::refused::REFUSED`]): it has
+    /// no effect.
+    NotSupported {
+        /// The parameter.
+        name: String,
+        /// The value refused.
+        value: String,
+        /// Where it was set.
+        source: Source,
+        /// What is missing.
+        why: String,
+    },
 }
 
 impl fmt::Display for ConfigWarning {
@@ -303,6 +316,15 @@ impl fmt::Display for ConfigWarning {
             ConfigWarning::UnknownParameter { name, source } => {
                 write!(f, "unknown parameter {name} ({source}); check its spelling")
             }
+            ConfigWarning::NotSupported {
+                name,
+                value,
+                source,
+                why,
+            } => write!(
+                f,
+                "not supported: {name}={value} ({source}) has no effect in the library: {why}"
+            ),
         }
     }
 }

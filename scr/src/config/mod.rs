@@ -45,6 +45,7 @@ mod desc;
 mod error;
 pub mod params;
 mod parse;
+pub mod refused;
 pub mod report;
 mod serial;
 pub mod settings;
@@ -332,6 +333,15 @@ impl Config {
     /// What was ignored while loading (print these: SCR prints them on rank 0).
     pub fn warnings(&self) -> &[ConfigWarning] {
         &self.warnings
+    }
+
+    /// Every warning of this configuration as it stands now: what was
+    /// ignored while loading, then the refused parameters
+    /// ([`refused::refusals`]; SCR_Config calls count, so ask after them).
+    pub fn all_warnings(&self) -> Vec<ConfigWarning> {
+        let mut w = self.warnings.clone();
+        w.extend(refused::refusals(self));
+        w
     }
 
     /// The user config file that was read, if any.

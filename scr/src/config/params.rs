@@ -135,7 +135,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         true,
-        "verbosity of SCR's messages [read, no effect yet]",
+        "verbosity of SCR's messages on stderr: 1 rank 0's progress (flush, fetch, purge), 2 also every rank's files",
     ),
     p(
         "SCR_PREFIX",
@@ -175,7 +175,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Str,
         true,
         true,
-        "cluster name recorded in logs [read, no effect yet]",
+        "cluster name recorded in logs [not supported: refused when set]",
     ),
     p(
         "SCR_CNTL_BASE",
@@ -207,7 +207,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "1 writes datasets straight to the prefix (this project: 0, see docs/decisions.md) [read, no effect yet]",
+        "1 writes datasets straight to the prefix (this project: 0, see docs/decisions.md) [not supported: refused unless 0]",
     ),
     p(
         "SCR_CACHE_PURGE",
@@ -287,7 +287,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bytes,
         true,
         true,
-        "buffer size of file copies [read, no effect yet]",
+        "buffer size of file copies [not supported: refused unless 33554432]",
     ),
     p(
         "SCR_DISTRIBUTE",
@@ -311,7 +311,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "read restart files in place in the prefix [read, no effect yet]",
+        "read restart files in place in the prefix [not supported: refused unless 0]",
     ),
     p(
         "SCR_FETCH_WIDTH",
@@ -351,7 +351,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Choice(FLUSH_TYPES),
         true,
         true,
-        "flush transfer method [read, no effect yet]",
+        "flush transfer method [not supported: refused unless SYNC]",
     ),
     p(
         "SCR_FLUSH_ON_RESTART",
@@ -367,7 +367,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "rebuild then flush for restarts that read other ranks' files [read, no effect yet]",
+        "rebuild then flush for restarts that read other ranks' files [not supported: refused unless 0]",
     ),
     p(
         "SCR_DROP_AFTER_CURRENT",
@@ -375,7 +375,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "drop index entries newer than SCR_CURRENT [read, no effect yet]",
+        "drop index entries newer than SCR_CURRENT [not supported: refused unless 0]",
     ),
     p(
         "SCR_PREFIX_SIZE",
@@ -383,7 +383,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         true,
-        "keep at most N checkpoints in the prefix (0 = all) [read, no effect yet]",
+        "keep the newest N checkpoints in the prefix, deleting older ones after each flush (0 = all; never CURRENT)",
     ),
     p(
         "SCR_PREFIX_PURGE",
@@ -391,7 +391,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "delete every checkpoint in the prefix at init [read, no effect yet]",
+        "delete every dataset in the prefix (and its index entry) at init, before any fetch",
     ),
     p(
         "SCR_FLUSH_ASYNC",
@@ -418,12 +418,28 @@ pub const PARAMS: &[ParamInfo] = &[
         "asynchronous flush CPU share limit",
     ),
     p(
+        "SCR_USE_CONTAINERS",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "flush packs files into container files [not supported: refused unless 0]",
+    ),
+    p(
+        "SCR_CONTAINER_SIZE",
+        Some("107374182400"),
+        Bytes,
+        true,
+        true,
+        "largest container file [not supported: refused unless 107374182400]",
+    ),
+    p(
         "SCR_CRC_ON_COPY",
         Some("0"),
         Bool,
         true,
         true,
-        "CRC32 on redundancy copies [read, no effect yet]",
+        "CRC32 on every copy between cache and prefix (flush, fetch): source CRC compared with the record, copy read back and compared",
     ),
     p(
         "SCR_CRC_ON_FLUSH",
@@ -439,7 +455,15 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "verify CRC32 before deleting from the cache [read, no effect yet]",
+        "verify CRC32 of cached files before deleting them; a mismatch is reported (stderr, CRC32_MISMATCH in the log)",
+    ),
+    p(
+        "SCR_COPY_METADATA",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "record mode, owner and access/modify times at flush, restore them at flush and fetch",
     ),
     p(
         "SCR_CHECKPOINT_INTERVAL",
@@ -575,7 +599,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         true,
-        "scr_run: number of runs in the allocation [read, no effect yet]",
+        "scr_run: number of runs in the allocation [not supported: refused unless 1]",
     ),
     p(
         "SCR_MIN_NODES",
@@ -583,7 +607,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         true,
-        "scr_run: fewest nodes to continue with [read, no effect yet]",
+        "scr_run: fewest nodes to continue with [not supported: refused when set]",
     ),
     p(
         "SCR_EXCLUDE_NODES",
@@ -607,7 +631,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         false,
-        "scr_run: seconds without progress before the job is killed [read, no effect yet]",
+        "seconds without progress after which a flush is abandoned (cached copy kept); SCR_WATCHDOG_TIMEOUT_PFS wins when set",
     ),
     p(
         "SCR_WATCHDOG_TIMEOUT_PFS",
@@ -615,31 +639,8 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         false,
-        "scr_run: the same while flushing to the prefix [read, no effect yet]",
+        "seconds without progress after which a flush to the prefix is abandoned (cached copy kept)",
     ),
-];
-
-/// Parameters that are accepted, parsed into [`super::Settings`] and have
-/// no effect yet (their `meaning` ends in `[read, no effect yet]`). Each
-/// will either act or be refused (issue 15); until then setting one changes
-/// nothing, and the documentation must not claim otherwise.
-pub const NO_EFFECT_YET: &[&str] = &[
-    "SCR_DEBUG",
-    "SCR_CLUSTER_NAME",
-    "SCR_CACHE_BYPASS",
-    "SCR_FILE_BUF_SIZE",
-    "SCR_FETCH_BYPASS",
-    "SCR_FLUSH_TYPE",
-    "SCR_GLOBAL_RESTART",
-    "SCR_DROP_AFTER_CURRENT",
-    "SCR_PREFIX_SIZE",
-    "SCR_PREFIX_PURGE",
-    "SCR_CRC_ON_COPY",
-    "SCR_CRC_ON_DELETE",
-    "SCR_RUNS",
-    "SCR_MIN_NODES",
-    "SCR_WATCHDOG_TIMEOUT",
-    "SCR_WATCHDOG_TIMEOUT_PFS",
 ];
 
 /// Names SCR_Config refuses although they are not rows of [`PARAMS`]: the
@@ -708,21 +709,31 @@ mod tests {
                 );
             }
         }
-        assert_eq!(PARAMS.len(), 62);
+        assert_eq!(PARAMS.len(), 65);
     }
 
     #[test]
-    fn no_effect_yet_rows_say_so_in_their_meaning() {
-        for name in NO_EFFECT_YET {
-            assert!(info(name).is_some(), "{name} is not a table row");
+    fn refused_rows_say_so_in_their_meaning() {
+        for r in super::super::refused::REFUSED {
+            assert!(info(r.name).is_some(), "{} is not a table row", r.name);
         }
         for p in PARAMS {
+            let marked = p.meaning.contains("[not supported: refused");
+            let refused = super::super::refused::refusal(p.name).is_some();
             assert_eq!(
-                p.meaning.ends_with("[read, no effect yet]"),
-                NO_EFFECT_YET.contains(&p.name),
-                "{}: its meaning and NO_EFFECT_YET disagree",
+                marked, refused,
+                "{}: its meaning and REFUSED disagree",
                 p.name
             );
+            if let (true, Some(d)) = (marked, p.default) {
+                assert!(
+                    p.meaning
+                        .ends_with(&format!("[not supported: refused unless {d}]")),
+                    "{}: the meaning must name the accepted value {d}",
+                    p.name
+                );
+            }
+            assert!(!p.meaning.contains("no effect yet"), "{}", p.name);
         }
     }
 
@@ -749,6 +760,29 @@ mod tests {
         }
         assert!(scr_config_may_set("SCR_FLUSH"));
         assert!(scr_config_may_set("MY_SCRIPT_PARAM"));
+    }
+
+    // docs/parameters.md is the user's table: a row per parameter, with
+    // the status the code gives it.
+    #[test]
+    fn parameters_md_lists_every_row_with_its_status() {
+        let doc = include_str!("../../../docs/parameters.md");
+        for p in PARAMS {
+            let status = if super::super::refused::refusal(p.name).is_some() {
+                "refused"
+            } else {
+                "acts"
+            };
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}` |", p.name)))
+                .unwrap_or_else(|| panic!("docs/parameters.md has no row for {}", p.name));
+            assert!(
+                row.contains(&format!("| {status} |")),
+                "docs/parameters.md: {} should say {status}: {row}",
+                p.name
+            );
+        }
     }
 
     #[test]

@@ -45,11 +45,11 @@ impl Report {
                 .collect(),
             descriptors: cfg.descriptors()?,
             warnings: cfg
-                .warnings()
-                .iter()
+                .all_warnings()
+                .into_iter()
                 .map(|w| WarningReport {
-                    warning: w.clone(),
                     message: w.to_string(),
+                    warning: w,
                 })
                 .collect(),
         })

@@ -12,8 +12,9 @@
 //! Every read goes through one tracking accessor, so a test can walk the
 //! table and fail for a parameter nothing reads (see [`NOT_IN_SETTINGS`]
 //! for the two that are deliberately not here). Some parameters are read
-//! and have no effect yet ([`super::params::NO_EFFECT_YET`]); their fields
-//! say so.
+//! but not implemented: a value other than their no-op default is refused
+//! at init with a warning ([`super::refused::REFUSED`]); their fields say
+//! so.
 //!
 //! ```
 //! use scr::config::{Config, LoadOptions, MapEnv, Settings};
@@ -105,7 +106,7 @@ pub struct JobSettings {
     pub job_id: String,
     /// `SCR_JOB_NAME`, when set.
     pub job_name: Option<String>,
-    /// `SCR_CLUSTER_NAME`, when set (read, no effect yet).
+    /// `SCR_CLUSTER_NAME`, when set (refused: see [`super::refused`]).
     pub cluster_name: Option<String>,
 }
 
@@ -118,7 +119,7 @@ pub struct CacheSettings {
     pub cache_base: PathBuf,
     /// `SCR_CACHE_SIZE`: datasets kept per implicit cache store.
     pub cache_size: u64,
-    /// `SCR_CACHE_BYPASS` (read, no effect yet: datasets go to the cache).
+    /// `SCR_CACHE_BYPASS` (1 is refused: datasets go to the cache).
     pub bypass: bool,
     /// `SCR_CACHE_PURGE`: purge the cache at init.
     pub purge: bool,
@@ -126,9 +127,11 @@ pub struct CacheSettings {
     pub distribute: bool,
     /// `SCR_MPI_BUF_SIZE`: piece size of MPI transfers, bytes.
     pub mpi_buf_bytes: u64,
-    /// `SCR_FILE_BUF_SIZE`: buffer of file copies, bytes (read, no effect yet).
+    /// `SCR_FILE_BUF_SIZE`: buffer of file copies, bytes (refused unless
+    /// the default).
     pub file_buf_bytes: u64,
-    /// `SCR_CRC_ON_DELETE` (read, no effect yet).
+    /// `SCR_CRC_ON_DELETE`: check each cached file's CRC32 before deleting
+    /// it and report a mismatch.
     pub crc_on_delete: bool,
 }
 
@@ -143,7 +146,8 @@ pub struct RedundancySettings {
     pub set_size: u64,
     /// `SCR_SET_FAILURES` (RS).
     pub set_failures: u64,
-    /// `SCR_CRC_ON_COPY` (read, no effect yet).
+    /// `SCR_CRC_ON_COPY`: CRC32 on every copy between cache and prefix,
+    /// the copy read back and compared.
     pub crc_on_copy: bool,
 }
 
@@ -164,15 +168,15 @@ pub struct HaltSettings {
 pub struct FetchSettings {
     /// `SCR_FETCH`: fetch from the prefix when the cache has nothing.
     pub enabled: bool,
-    /// `SCR_FETCH_BYPASS` (read, no effect yet).
+    /// `SCR_FETCH_BYPASS` (1 is refused).
     pub bypass: bool,
     /// `SCR_FETCH_WIDTH`: concurrent readers.
     pub width: u64,
     /// `SCR_CURRENT`: name of the dataset to restart from.
     pub current: Option<String>,
-    /// `SCR_DROP_AFTER_CURRENT` (read, no effect yet).
+    /// `SCR_DROP_AFTER_CURRENT` (1 is refused).
     pub drop_after_current: bool,
-    /// `SCR_GLOBAL_RESTART` (read, no effect yet).
+    /// `SCR_GLOBAL_RESTART` (1 is refused).
     pub global_restart: bool,
 }
 
@@ -184,7 +188,7 @@ pub struct FlushSettings {
     pub every: u64,
     /// `SCR_FLUSH_WIDTH`: concurrent writers.
     pub width: u64,
-    /// `SCR_FLUSH_TYPE` (read, no effect yet: flushes are SYNC or async
+    /// `SCR_FLUSH_TYPE` (refused unless SYNC: flushes are SYNC or async
     /// threads by `SCR_FLUSH_ASYNC`).
     pub flush_type: FlushType,
     /// `SCR_FLUSH_ON_RESTART`: flush the restart checkpoint at init.
@@ -197,11 +201,16 @@ pub struct FlushSettings {
     pub async_percent: f64,
     /// `SCR_CRC_ON_FLUSH`: CRC32 during flush, checked at fetch.
     pub crc: bool,
-    /// `SCR_PREFIX_SIZE`: checkpoints kept in the prefix, 0 = all (read,
-    /// no effect yet).
+    /// `SCR_PREFIX_SIZE`: checkpoints kept in the prefix, 0 = all.
     pub prefix_size: u64,
-    /// `SCR_PREFIX_PURGE` (read, no effect yet).
+    /// `SCR_PREFIX_PURGE`: delete every dataset in the prefix at init.
     pub prefix_purge: bool,
+    /// `SCR_COPY_METADATA`: record and restore mode, owner and times.
+    pub copy_metadata: bool,
+    /// `SCR_USE_CONTAINERS` (1 is refused).
+    pub use_containers: bool,
+    /// `SCR_CONTAINER_SIZE`, bytes (refused unless the default).
+    pub container_bytes: u64,
 }
 
 /// SCR_Need_checkpoint's policies.
@@ -248,17 +257,21 @@ pub struct LogParams {
 /// that each table row has a typed home).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSettings {
-    /// `SCR_RUNS`: runs in the allocation.
+    /// `SCR_RUNS`: runs in the allocation (refused unless 1: the run
+    /// loop's).
     pub runs: u64,
-    /// `SCR_MIN_NODES`: fewest nodes to continue with.
+    /// `SCR_MIN_NODES`: fewest nodes to continue with (refused: the run
+    /// loop's).
     pub min_nodes: Option<u64>,
     /// `SCR_EXCLUDE_NODES`: nodes never to run on.
     pub exclude_nodes: Option<String>,
     /// `SCR_NODELIST`: nodes of the allocation.
     pub nodelist: Option<String>,
-    /// `SCR_WATCHDOG_TIMEOUT`, seconds (read, no effect yet).
+    /// `SCR_WATCHDOG_TIMEOUT`, seconds: a flush without progress this
+    /// long is abandoned (unless `SCR_WATCHDOG_TIMEOUT_PFS` is set).
     pub watchdog_timeout_s: Option<u64>,
-    /// `SCR_WATCHDOG_TIMEOUT_PFS`, seconds (read, no effect yet).
+    /// `SCR_WATCHDOG_TIMEOUT_PFS`, seconds: the same bound for flushes to
+    /// the prefix; wins over `SCR_WATCHDOG_TIMEOUT`.
     pub watchdog_timeout_pfs_s: Option<u64>,
 }
 
@@ -267,7 +280,8 @@ pub struct RunSettings {
 pub struct Settings {
     /// `SCR_ENABLE`: 0 makes every call succeed and do nothing.
     pub enable: bool,
-    /// `SCR_DEBUG`: verbosity (read, no effect yet).
+    /// `SCR_DEBUG`: verbosity of SCR's messages on stderr
+    /// ([`crate::log::msg`]).
     pub debug: u64,
     /// Who and where.
     pub job: JobSettings,
@@ -287,6 +301,18 @@ pub struct Settings {
     pub log: LogParams,
     /// The run loop.
     pub run: RunSettings,
+}
+
+impl RunSettings {
+    /// The watchdog's bound on a flush without progress:
+    /// `SCR_WATCHDOG_TIMEOUT_PFS` when set, else `SCR_WATCHDOG_TIMEOUT`
+    /// (LLNL's run loop uses the `_PFS` bound while a flush to the prefix
+    /// is under way); `None` (or 0) means no bound.
+    pub fn flush_watchdog_s(&self) -> Option<u64> {
+        self.watchdog_timeout_pfs_s
+            .or(self.watchdog_timeout_s)
+            .filter(|&s| s > 0)
+    }
 }
 
 impl Settings {
@@ -387,6 +413,9 @@ fn read_flush(r: &mut Reader<'_>) -> Result<FlushSettings, ConfigError> {
         crc: r.flag("SCR_CRC_ON_FLUSH")?,
         prefix_size: r.count("SCR_PREFIX_SIZE")?,
         prefix_purge: r.flag("SCR_PREFIX_PURGE")?,
+        copy_metadata: r.flag("SCR_COPY_METADATA")?,
+        use_containers: r.flag("SCR_USE_CONTAINERS")?,
+        container_bytes: r.bytes("SCR_CONTAINER_SIZE")?,
     })
 }
 

@@ -3,7 +3,8 @@
 //! scr_cache_purge).
 
 use crate::ids::DatasetId;
-use crate::storage::node::LogicalPath;
+use crate::ids::Rank;
+use crate::storage::node::{LogicalPath, RealPath};
 use std::fs;
 
 use crate::cache::Job;
@@ -18,6 +19,9 @@ impl Job {
         for r in self.filemap.list_ranks_by_dataset(dset) {
             for f in self.filemap.list_files(dset, r) {
                 let real = self.real(&LogicalPath::new(&f));
+                if self.settings.cache.crc_on_delete {
+                    self.check_before_delete(dset, r, &f, &real);
+                }
                 let _ = fs::remove_file(&real);
                 if let Some(p) = real.parent() {
                     dirs_seen.push(p.to_path_buf());
@@ -40,6 +44,36 @@ impl Job {
             let _ = fs::remove_dir(&d);
         }
         Ok(())
+    }
+
+    /// SCR_CRC_ON_DELETE: compare a cached file with the size and CRC32
+    /// recorded for it before it goes, and report a mismatch (stderr in
+    /// SCR's form, CRC32_MISMATCH in the log). The file is deleted either
+    /// way, as in SCR: the check tells of a bad device or of damage in
+    /// cache, it cannot save the file.
+    fn check_before_delete(&self, dset: DatasetId, owner: Rank, file: &str, real: &RealPath) {
+        let Ok(Some(meta)) = self.filemap.meta(dset, owner, file) else {
+            return;
+        };
+        if meta.crc32.is_none() || !meta.is_complete() || !real.exists() {
+            return;
+        }
+        match crate::storage::verify::verify_file(real, &meta) {
+            Ok(()) => self.msg.dbg(
+                2,
+                format_args!("CRC32 verified before deleting {}", real.display()),
+            ),
+            Err(e) => {
+                self.msg.err(format_args!(
+                    "CRC32 mismatch detected when deleting file of dataset {dset} (SCR_CRC_ON_DELETE): {e}"
+                ));
+                self.log(
+                    crate::log::writer::Entry::event(crate::log::writer::EventType::Crc32Mismatch)
+                        .dset(dset)
+                        .note(format!("on delete: {e}")),
+                );
+            }
+        }
     }
 
     /// Delete dataset `dset` on every rank (collective).

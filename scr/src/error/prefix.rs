@@ -44,6 +44,27 @@ pub enum CopyError {
         /// CRC32 recorded.
         want: u32,
     },
+    /// SCR_CRC_ON_COPY: the copy read back does not have the source's CRC32.
+    #[error("CRC32 mismatch on read-back (SCR_CRC_ON_COPY): the copy {} has {got:#x}, the source {want:#x}", path.display())]
+    ReadBack {
+        /// The copy.
+        path: PathBuf,
+        /// CRC32 of the copy.
+        got: u32,
+        /// CRC32 of the source.
+        want: u32,
+    },
+    /// The watchdog abandoned the copy: no progress for its timeout.
+    #[error("abandoned by the watchdog: no progress for {secs} s (SCR_WATCHDOG_TIMEOUT{}); the cached copy is kept", if *pfs { "_PFS" } else { "" })]
+    Stalled {
+        /// The bound, seconds.
+        secs: u64,
+        /// Whether the bound is SCR_WATCHDOG_TIMEOUT_PFS.
+        pfs: bool,
+    },
+    /// The copy was cancelled after the watchdog abandoned it.
+    #[error("cancelled: the watchdog abandoned this flush")]
+    Cancelled,
     /// An injected fault (testbed builds only).
     #[error("injected fault: {0}")]
     Injected(std::io::Error),

@@ -17,6 +17,7 @@
 //!    format, parse   the text line written and read back
 //! 0  event           Entry (the one event type), Record, Stamp, EventType, XferType
 //!    time            clock, zoned stamps, civil dates
+//!    msg             SCR's stderr messages (SCR_DEBUG levels, WARNING, ERROR)
 //! ```
 
 pub mod database;
@@ -24,6 +25,7 @@ pub mod db;
 pub mod event;
 pub mod format;
 pub mod migrate;
+pub mod msg;
 pub mod parse;
 pub mod row;
 pub mod server;
@@ -47,6 +49,7 @@ mod tests {
         vec![
             ("event", 0, code(include_str!("event.rs"))),
             ("time", 0, code(include_str!("time.rs"))),
+            ("msg", 0, code(include_str!("msg.rs"))),
             ("format", 1, code(include_str!("format.rs"))),
             ("parse", 1, code(include_str!("parse.rs"))),
             ("store", 1, code(include_str!("store.rs"))),

@@ -14,7 +14,7 @@ use std::path::Path;
 use super::layout::Placement;
 use super::{
     copy_all, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
-    windowed, CopyError, CopyItem, FetchError, PrefixError,
+    windowed, CopyChecks, CopyError, CopyItem, FetchError, PrefixError,
 };
 use crate::cache::Job;
 use crate::error::ScrResult;
@@ -382,6 +382,7 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
                 rel: rel.clone(),
                 size: e.size_bytes,
                 crc: e.crc32,
+                attrs: e.attrs.filter(|_| job.settings.flush.copy_metadata),
             });
             metas.push((logical_s, meta));
         }
@@ -393,9 +394,17 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
     }
     let width = job.settings.fetch.width as usize;
     let me32 = me.0;
+    // A fetch always checks CRC32 against the rank2file map; SCR_CRC_ON_COPY
+    // adds the read-back of the cached copy, SCR_COPY_METADATA the
+    // recorded attributes.
+    let checks = CopyChecks::of(&job.settings, true);
+    job.msg.dbg(
+        2,
+        format_args!("fetch of dataset {id}: {} files from {dir}", metas.len()),
+    );
     let copied = match local {
         Ok(items) => windowed(job.world.as_ref(), width, || {
-            copy_all(&items, true, None, || {
+            copy_all(&items, checks, None, None, || {
                 crate::fault_point!("fetch.file", rank = me32)
                     .map_err(|e| CopyError::Injected(e.into()))
             })

@@ -11,9 +11,10 @@
 use std::thread::JoinHandle;
 
 use super::layout::{common_dir, Placement};
+use super::watchdog::{self, Bound, Progress};
 use super::{
     copy_all, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
-    windowed, Copied, CopyError, CopyItem, FlushError, PrefixError, Throttle,
+    windowed, Copied, CopyChecks, CopyError, CopyItem, FlushError, PrefixError, Throttle,
 };
 use crate::cache::Job;
 use crate::error::ScrResult;
@@ -145,6 +146,7 @@ fn copy_items(
             rel,
             size: meta.size_bytes,
             crc: meta.crc32,
+            attrs: None,
         });
     }
     Ok(items)
@@ -228,8 +230,12 @@ pub(crate) fn finish(
         Ok(_) => String::new(),
     };
     if let Err(e) = &local {
-        eprintln!("SCR: flush of dataset {dset}: rank {}: {e}", job.rank());
-        if matches!(e, CopyError::Crc { .. }) {
+        if matches!(e, CopyError::Stalled { .. }) {
+            job.msg.err(format_args!("flush of dataset {dset}: {e}"));
+        } else {
+            eprintln!("SCR: flush of dataset {dset}: rank {}: {e}", job.rank());
+        }
+        if matches!(e, CopyError::Crc { .. } | CopyError::ReadBack { .. }) {
             // Every rank that saw one logs it (the log is rank 0's; others
             // report on stderr above).
             job.log(
@@ -276,6 +282,7 @@ pub(crate) fn finish(
             Rank2FileEntry {
                 size_bytes: Some(c.size),
                 crc32: Some(c.crc),
+                attrs: c.attrs,
                 ..Rank2FileEntry::default()
             },
         );
@@ -365,6 +372,16 @@ pub(crate) fn finish(
             .name(plan.name())
             .secs(secs),
     );
+    if job.rank().is_root() {
+        let mb_s = total_bytes as f64 / (1 << 20) as f64 / secs.max(1e-9);
+        job.msg.dbg(
+            1,
+            format_args!(
+                "flush of dataset {dset} ({}) done: {total_bytes} bytes, {total_files} files in {secs:.3} s ({mb_s:.1} MB/s)",
+                plan.name()
+            ),
+        );
+    }
     Ok(true)
 }
 
@@ -386,16 +403,59 @@ pub fn flush_sync(job: &Job, dset: DatasetId) -> ScrResult<bool> {
             return Ok(false);
         }
     };
-    let crc = job.settings.flush.crc;
+    let checks = CopyChecks::of(&job.settings, job.settings.flush.crc);
     let width = job.settings.flush.width as usize;
     let me = job.rank().0;
+    announce(job, &plan);
+    let bound = Bound::of(&job.settings);
     let local = windowed(job.world.as_ref(), width, || {
-        copy_all(&plan.items, crc, None, || {
-            crate::fault_point!("flush.file.copied", rank = me)
-                .map_err(|e| CopyError::Injected(e.into()))
-        })
+        // The copy runs on a thread of its own so the watchdog can give
+        // up on it; without a bound this is a plain wait.
+        let progress = Progress::shared();
+        let (p, items) = (progress.clone(), plan.items.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("scr-flush-{dset}"))
+            .spawn(move || {
+                copy_all(&items, checks, None, Some(&p), || {
+                    crate::fault_point!("flush.file.copied", rank = me)
+                        .map_err(|e| CopyError::Injected(e.into()))
+                })
+            });
+        match spawned {
+            Ok(h) => watchdog::wait(h, &progress, bound),
+            Err(e) => Err(CopyError::Io {
+                path: "scr-flush".into(),
+                op: "spawn thread",
+                source: e,
+            }),
+        }
     })?;
     finish(job, &plan, local, XferType::FlushSync)
+}
+
+/// SCR_DEBUG messages at the start of a flush: rank 0's at level 1, each
+/// rank's own share at level 2.
+fn announce(job: &Job, plan: &FlushPlan) {
+    if job.rank().is_root() {
+        job.msg.dbg(
+            1,
+            format_args!(
+                "Initiating flush of dataset {} ({}) to {}",
+                plan.dset,
+                plan.name(),
+                plan.placement.dataset_dir(&job.prefix).display()
+            ),
+        );
+    }
+    let bytes: u64 = plan.items.iter().filter_map(|i| i.size).sum();
+    job.msg.dbg(
+        2,
+        format_args!(
+            "flush of dataset {}: {} files, {bytes} bytes",
+            plan.dset,
+            plan.items.len()
+        ),
+    );
 }
 
 /// A flush running in the background (SCR_FLUSH_ASYNC=1).
@@ -403,6 +463,7 @@ pub fn flush_sync(job: &Job, dset: DatasetId) -> ScrResult<bool> {
 pub struct AsyncFlush {
     plan: FlushPlan,
     handle: Option<JoinHandle<Result<Vec<Copied>, CopyError>>>,
+    progress: std::sync::Arc<Progress>,
 }
 
 impl AsyncFlush {
@@ -428,7 +489,8 @@ pub fn flush_async_start(job: &Job, dset: DatasetId) -> ScrResult<Option<AsyncFl
             return Ok(None);
         }
     };
-    let crc = job.settings.flush.crc;
+    let checks = CopyChecks::of(&job.settings, job.settings.flush.crc);
+    announce(job, &plan);
     let bw = job.settings.flush.async_bw_bytes_per_s as f64;
     let percent = job.settings.flush.async_percent;
     let per_rank = bw / job.node_comm.size().max(1) as f64;
@@ -439,10 +501,12 @@ pub fn flush_async_start(job: &Job, dset: DatasetId) -> ScrResult<Option<AsyncFl
     };
     let items = plan.items.clone();
     let me = job.rank().0;
+    let progress = Progress::shared();
+    let p = progress.clone();
     let handle = std::thread::Builder::new()
         .name(format!("scr-flush-{dset}"))
         .spawn(move || {
-            copy_all(&items, crc, Some(throttle), || {
+            copy_all(&items, checks, Some(throttle), Some(&p), || {
                 crate::fault_point!("flush.async.file.copied", rank = me)
                     .map_err(|e| CopyError::Injected(e.into()))
             })
@@ -451,6 +515,7 @@ pub fn flush_async_start(job: &Job, dset: DatasetId) -> ScrResult<Option<AsyncFl
     Ok(Some(AsyncFlush {
         plan,
         handle: Some(handle),
+        progress,
     }))
 }
 
@@ -462,8 +527,9 @@ pub fn flush_async_test(job: &Job, af: &mut AsyncFlush, wait: bool) -> ScrResult
     if !job.world.all_true(done_here)? {
         return Ok(None);
     }
+    // Waiting for a background copy is where its watchdog applies.
     let local = match af.handle.take() {
-        Some(h) => h.join().unwrap_or(Err(CopyError::ThreadPanicked)),
+        Some(h) => watchdog::wait(h, &af.progress, Bound::of(&job.settings)),
         None => Err(CopyError::AlreadyCompleted),
     };
     finish(job, &af.plan, local, XferType::FlushAsync).map(Some)

@@ -18,13 +18,16 @@ use crate::clock::{SharedClock, Tick};
 use crate::comm::Comm;
 use crate::error::io_err;
 use crate::error::ScrResult;
+use crate::records::attrs::FileAttrs;
 use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::index::index_path;
 use crate::records::{Index, Record};
+use crate::storage::attrs as storage_attrs;
 
 pub mod fetch;
 pub mod flush;
 pub mod layout;
+pub(crate) mod watchdog;
 
 pub use crate::error::{CopyError, FetchError, FlushError, PrefixError, RankFilesError};
 
@@ -88,6 +91,35 @@ pub(crate) struct CopyItem {
     /// CRC32 recorded for the file, compared with the copy's when both are
     /// known.
     pub crc: Option<u32>,
+    /// Attributes recorded for the file (a fetch with SCR_COPY_METADATA),
+    /// given to the copy.
+    pub attrs: Option<FileAttrs>,
+}
+
+/// What a copy checks and carries besides the bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CopyChecks {
+    /// CRC32 of the bytes read, compared with the item's recorded CRC.
+    pub crc: bool,
+    /// SCR_CRC_ON_COPY: read the copy back after its fsync and compare its
+    /// CRC32 with the source's (implies `crc`).
+    pub read_back: bool,
+    /// SCR_COPY_METADATA: record the source's attributes (when the item
+    /// has none) and give them to the copy.
+    pub attrs: bool,
+}
+
+impl CopyChecks {
+    /// The checks of a copy between cache and prefix under `settings`
+    /// (`crc`: whether this direction computes CRC32 at all).
+    pub(crate) fn of(settings: &crate::config::Settings, crc: bool) -> CopyChecks {
+        let read_back = settings.redundancy.crc_on_copy;
+        CopyChecks {
+            crc: crc || read_back,
+            read_back,
+            attrs: settings.flush.copy_metadata,
+        }
+    }
 }
 
 /// Pacing of a background copy: at most `bw` bytes a second and a CPU
@@ -109,36 +141,55 @@ pub(crate) struct Copied {
     pub rel: String,
     pub size: u64,
     pub crc: u32,
+    /// The attributes given to the copy (SCR_COPY_METADATA).
+    pub attrs: Option<FileAttrs>,
 }
 
 /// Chunk size of prefix copies.
 const CHUNK: usize = 4 << 20;
 
-/// Copy one file, computing its CRC32 on the way when `crc` is set, and
-/// fsync it. The parent directory of `dst` is created.
-pub(crate) fn copy_file(
-    item: &CopyItem,
-    crc: bool,
-    throttle: Option<(&Throttle, &mut Pace)>,
-    buf: &mut Vec<u8>,
-) -> Result<Copied, CopyError> {
-    let fail = |op: &'static str, p: &Path, source: std::io::Error| CopyError::Io {
+fn io_fail(op: &'static str, p: &Path, source: std::io::Error) -> CopyError {
+    CopyError::Io {
         path: p.to_path_buf(),
         op,
         source,
-    };
-    let mut src = fs::File::open(&item.src).map_err(|e| fail("open", &item.src, e))?;
-    if let Some(parent) = item.dst.parent() {
-        fs::create_dir_all(parent).map_err(|e| fail("create directory", parent, e))?;
     }
-    let mut dst = fs::File::create(&item.dst).map_err(|e| fail("create", &item.dst, e))?;
+}
+
+/// Copy one file, computing its CRC32 on the way when the checks ask, and
+/// fsync it; then, as the checks ask, read the copy back and give it the
+/// source's attributes. The parent directory of `dst` is created.
+pub(crate) fn copy_file(
+    item: &CopyItem,
+    checks: CopyChecks,
+    throttle: Option<(&Throttle, &mut Pace)>,
+    watch: Option<&watchdog::Progress>,
+    buf: &mut Vec<u8>,
+) -> Result<Copied, CopyError> {
+    // Before the first read: reading moves the source's atime.
+    let attrs = match (checks.attrs, item.attrs) {
+        (true, None) => {
+            Some(storage_attrs::read(&item.src).map_err(|e| io_fail("stat", &item.src, e))?)
+        }
+        (true, a) => a,
+        (false, _) => None,
+    };
+    let mut src = fs::File::open(&item.src).map_err(|e| io_fail("open", &item.src, e))?;
+    if let Some(parent) = item.dst.parent() {
+        fs::create_dir_all(parent).map_err(|e| io_fail("create directory", parent, e))?;
+    }
+    let mut dst = fs::File::create(&item.dst).map_err(|e| io_fail("create", &item.dst, e))?;
     buf.resize(CHUNK, 0);
+    let crc = checks.crc || checks.read_back;
     let mut h = crc32fast::Hasher::new();
     let mut total = 0u64;
     let mut pace = throttle;
     loop {
+        if let Some(w) = watch {
+            w.check_cancelled()?;
+        }
         let t = pace.as_ref().map(|(_, p)| p.clock.now());
-        let n = src.read(buf).map_err(|e| fail("read", &item.src, e))?;
+        let n = src.read(buf).map_err(|e| io_fail("read", &item.src, e))?;
         if n == 0 {
             break;
         }
@@ -146,40 +197,87 @@ pub(crate) fn copy_file(
             h.update(&buf[..n]);
         }
         dst.write_all(&buf[..n])
-            .map_err(|e| fail("write", &item.dst, e))?;
+            .map_err(|e| io_fail("write", &item.dst, e))?;
         total += n as u64;
+        if let Some(w) = watch {
+            w.advance();
+        }
         if let (Some((th, p)), Some(t)) = (pace.as_mut(), t) {
             let busy = p.clock.elapsed(t);
             p.after(th, n as u64, busy);
         }
     }
-    dst.sync_all().map_err(|e| fail("fsync", &item.dst, e))?;
-    if let Some(s) = item.size {
-        if s != total {
-            return Err(CopyError::Size {
-                path: item.src.clone(),
-                copied: total,
-                recorded: s,
-            });
-        }
-    }
+    dst.sync_all().map_err(|e| io_fail("fsync", &item.dst, e))?;
+    drop(dst);
     let got = h.finalize();
-    if crc {
-        if let Some(want) = item.crc {
-            if want != got {
-                return Err(CopyError::Crc {
-                    path: item.src.clone(),
-                    got,
-                    want,
-                });
-            }
-        }
+    check_recorded(item, total, crc.then_some(got))?;
+    // The copy is on disk: a fault here stands for damage on the way to
+    // the device (or after), which only the read-back can see.
+    crate::fault_point!("copy.file.written").map_err(|e| CopyError::Injected(e.into()))?;
+    if checks.read_back {
+        read_back(&item.dst, got, buf, watch)?;
+    }
+    if let Some(a) = &attrs {
+        storage_attrs::apply(&item.dst, a).map_err(|e| io_fail("set attributes", &item.dst, e))?;
     }
     Ok(Copied {
         rel: item.rel.clone(),
         size: total,
         crc: if crc { got } else { item.crc.unwrap_or(got) },
+        attrs,
     })
+}
+
+/// The bytes copied must have the size recorded for `item`, and the CRC32
+/// (when one was computed, `crc`) recorded for it.
+fn check_recorded(item: &CopyItem, total: u64, crc: Option<u32>) -> Result<(), CopyError> {
+    if let Some(s) = item.size.filter(|s| *s != total) {
+        return Err(CopyError::Size {
+            path: item.src.clone(),
+            copied: total,
+            recorded: s,
+        });
+    }
+    if let (Some(got), Some(want)) = (crc, item.crc) {
+        if got != want {
+            return Err(CopyError::Crc {
+                path: item.src.clone(),
+                got,
+                want,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// SCR_CRC_ON_COPY: the CRC32 of what `dst` holds now must be `want`.
+fn read_back(
+    dst: &Path,
+    want: u32,
+    buf: &mut [u8],
+    watch: Option<&watchdog::Progress>,
+) -> Result<(), CopyError> {
+    let mut f = fs::File::open(dst).map_err(|e| io_fail("open to read back", dst, e))?;
+    let mut h = crc32fast::Hasher::new();
+    loop {
+        let n = f.read(buf).map_err(|e| io_fail("read back", dst, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        if let Some(w) = watch {
+            w.advance();
+        }
+    }
+    let got = h.finalize();
+    if got != want {
+        return Err(CopyError::ReadBack {
+            path: dst.to_path_buf(),
+            got,
+            want,
+        });
+    }
+    Ok(())
 }
 
 /// Running totals of a paced copy.
@@ -221,11 +319,13 @@ impl Pace {
 }
 
 /// Copy `items` in order, calling `after_file` (an injection point) after
-/// each; stops at the first failure.
+/// each; stops at the first failure. `watch` (the flush watchdog) sees
+/// every chunk and may cancel between them.
 pub(crate) fn copy_all(
     items: &[CopyItem],
-    crc: bool,
+    checks: CopyChecks,
     throttle: Option<Throttle>,
+    watch: Option<&watchdog::Progress>,
     after_file: impl Fn() -> Result<(), CopyError>,
 ) -> Result<Vec<Copied>, CopyError> {
     let mut buf = Vec::new();
@@ -233,8 +333,11 @@ pub(crate) fn copy_all(
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         let th = throttle.as_ref().zip(pace.as_mut());
-        out.push(copy_file(it, crc, th, &mut buf)?);
+        out.push(copy_file(it, checks, th, watch, &mut buf)?);
         after_file()?;
+        if let Some(w) = watch {
+            w.advance();
+        }
     }
     Ok(out)
 }
@@ -353,5 +456,7 @@ pub(crate) fn unpack_rank_files(
     Ok(m.rank)
 }
 
+#[cfg(test)]
+mod copy_tests;
 #[cfg(test)]
 mod throttle_tests;

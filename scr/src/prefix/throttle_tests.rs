@@ -7,7 +7,13 @@ use std::time::Duration;
 use super::*;
 use crate::clock::{Clock, ManualClock, SharedClock};
 
-fn items(dir: &Path, sizes: &[usize]) -> Vec<CopyItem> {
+const CRC: CopyChecks = CopyChecks {
+    crc: true,
+    read_back: false,
+    attrs: false,
+};
+
+pub(super) fn items(dir: &Path, sizes: &[usize]) -> Vec<CopyItem> {
     sizes
         .iter()
         .enumerate()
@@ -20,6 +26,7 @@ fn items(dir: &Path, sizes: &[usize]) -> Vec<CopyItem> {
                 rel: format!("dst{i}"),
                 size: Some(*n as u64),
                 crc: None,
+                attrs: None,
             }
         })
         .collect()
@@ -38,7 +45,7 @@ fn the_flush_bandwidth_paces_the_copy_by_the_clock() {
         percent: 0.0,
         clock: shared,
     };
-    let copied = copy_all(&list, true, Some(throttle), || Ok(())).unwrap();
+    let copied = copy_all(&list, CRC, Some(throttle), None, || Ok(())).unwrap();
     assert_eq!(copied.len(), 2);
     let took = clock.elapsed(t0);
     assert!(
@@ -47,6 +54,6 @@ fn the_flush_bandwidth_paces_the_copy_by_the_clock() {
     );
     // Without a throttle the clock is not consulted at all.
     let t1 = clock.now();
-    copy_all(&list, true, None, || Ok(())).unwrap();
+    copy_all(&list, CRC, None, None, || Ok(())).unwrap();
     assert_eq!(clock.elapsed(t1), Duration::ZERO);
 }

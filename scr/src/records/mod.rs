@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use crate::kvtree::file::{self as kvfile, KvFileError, HEADER_LEN, MAX_FILE_LEN};
 use crate::kvtree::KvTree;
 
+pub mod attrs;
 pub mod dataset;
 pub mod filemap;
 pub mod flush;

@@ -48,6 +48,9 @@ pub struct Rank2FileEntry {
     pub nofetch: bool,
     /// `SEG/<i>`: container segments, in order; empty without containers.
     pub segments: Vec<Segment>,
+    /// `MODE`, `UID`, `GID`, `ATIME_*`, `MTIME_*`: recorded at flush with
+    /// SCR_COPY_METADATA=1, restored at fetch.
+    pub attrs: Option<super::attrs::FileAttrs>,
 }
 
 /// The files of one rank (`RANK/<r>`).
@@ -81,6 +84,9 @@ impl RankFiles {
             }
             if e.nofetch {
                 f.entry("NOFETCH");
+            }
+            if let Some(a) = &e.attrs {
+                a.write_to(f);
             }
             for (i, s) in e.segments.iter().enumerate() {
                 let seg = f.set_kv("SEG", i);
@@ -116,6 +122,7 @@ impl RankFiles {
                     crc32: f.opt_crc32("CRC")?,
                     nofetch: f.flag("NOFETCH"),
                     segments,
+                    attrs: super::attrs::FileAttrs::from_node(&f)?,
                 },
             );
         }

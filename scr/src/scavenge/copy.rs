@@ -32,7 +32,7 @@ use crate::dataset::restart::read_filemaps_in;
 use crate::dataset::PARTNER_NODE_TAG;
 use crate::ids::{DatasetId, Rank};
 use crate::prefix::layout::{Placement, META_DIR};
-use crate::prefix::{copy_file as prefix_copy_file, CopyItem};
+use crate::prefix::{copy_file as prefix_copy_file, CopyChecks, CopyItem};
 use crate::records::dataset::Dataset;
 use crate::records::filemap::Filemap;
 use crate::records::flush::{FlushFile, FLUSH_FILE};
@@ -273,9 +273,14 @@ impl Copier<'_> {
             rel: key.to_string(),
             size: meta.size_bytes,
             crc: meta.crc32,
+            attrs: None,
+        };
+        let checks = CopyChecks {
+            crc: self.opts.crc,
+            ..CopyChecks::default()
         };
         // The flush's copy: CRC32 on the way, size and CRC compared, fsync.
-        let copied = match prefix_copy_file(&item, self.opts.crc, None, &mut self.buf) {
+        let copied = match prefix_copy_file(&item, checks, None, None, &mut self.buf) {
             Ok(c) => c,
             Err(why) => {
                 let _ = fs::remove_file(&item.dst);

@@ -325,7 +325,7 @@ fn scan(dset_dir: &Path) -> ScavengeResult<Scan> {
                 size_bytes: meta.size_bytes,
                 crc32: meta.crc32,
                 nofetch: ftype != FileType::Full,
-                segments: Vec::new(),
+                ..Rank2FileEntry::default()
             };
             if matches!(ftype, FileType::Xor | FileType::Rs) {
                 let name = key.rsplit('/').next().unwrap_or(key);

@@ -1,8 +1,9 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::config::params::{NO_EFFECT_YET, PARAMS};
-use crate::config::{LoadOptions, MapEnv, Source};
+use crate::config::params::PARAMS;
+use crate::config::refused::{refusals, REFUSED};
+use crate::config::{ConfigWarning, LoadOptions, MapEnv, Source};
 
 /// A configuration from `vars` and a system file holding `system`.
 fn load(vars: &[(&str, &str)], system: &str) -> (tempfile::TempDir, Config) {
@@ -87,10 +88,11 @@ fn the_exception_list_is_accurate() {
         );
         assert!(!why.is_empty());
     }
-    for name in NO_EFFECT_YET {
+    for r in REFUSED {
         assert!(
-            read.contains(name),
-            "{name} has no effect yet but must still be read"
+            read.contains(r.name),
+            "{} is refused but must still be read (its value decides the refusal)",
+            r.name
         );
     }
 }
@@ -287,4 +289,186 @@ fn no_parameter_is_looked_up_by_name_outside_config() {
         "read these through Settings:\n{}",
         found.join("\n")
     );
+}
+
+/// Where each acting parameter's effect is shown: a test (or a scenario)
+/// that sets it, or, for the rows marked `code`, the library code that
+/// consumes it (rows with no dedicated test yet: the gap is visible here).
+/// Paths are relative to the workspace root; the text must occur there.
+const ACTS: &[(&str, &str, &str)] = &[
+    ("SCR_ENABLE", "code", "scr/src/api.rs"),
+    ("SCR_DEBUG", "test", "harness/tests/params.rs"),
+    ("SCR_PREFIX", "test", "scr/tests/common/mod.rs"),
+    ("SCR_USER_NAME", "code", "scr/src/cache/mod.rs"),
+    ("SCR_JOB_ID", "test", "scr/tests/common/mod.rs"),
+    ("SCR_JOB_NAME", "test", "testing/c/config.c"),
+    ("SCR_CNTL_BASE", "test", "scr/tests/common/mod.rs"),
+    ("SCR_CACHE_BASE", "test", "scr/tests/common/mod.rs"),
+    ("SCR_CACHE_SIZE", "test", "scr/tests/cache_thread.rs"),
+    ("SCR_CACHE_PURGE", "code", "scr/src/api.rs"),
+    ("SCR_COPY_TYPE", "test", "scr/tests/cache_thread.rs"),
+    ("SCR_GROUP", "test", "harness/scenarios/70-config.toml"),
+    ("SCR_SET_SIZE", "test", "scr/tests/cache_thread.rs"),
+    ("SCR_SET_FAILURES", "test", "scr/tests/cache_thread.rs"),
+    ("SCR_HALT_SECONDS", "test", "scr/tests/halt.rs"),
+    ("SCR_HALT_EXIT", "test", "scr/tests/halt.rs"),
+    ("SCR_END_TIME", "test", "scr/tests/halt.rs"),
+    ("SCR_MPI_BUF_SIZE", "test", "scr/tests/cache_thread.rs"),
+    ("SCR_DISTRIBUTE", "code", "scr/src/api.rs"),
+    ("SCR_FETCH", "code", "scr/src/api/flushing.rs"),
+    ("SCR_FETCH_WIDTH", "code", "scr/src/prefix/fetch.rs"),
+    ("SCR_CURRENT", "test", "scr/tests/prefix_thread.rs"),
+    ("SCR_FLUSH", "test", "harness/tests/prefix_tier.rs"),
+    ("SCR_FLUSH_WIDTH", "code", "scr/src/prefix/flush.rs"),
+    ("SCR_FLUSH_ON_RESTART", "test", "harness/tests/params.rs"),
+    ("SCR_PREFIX_SIZE", "test", "harness/tests/params.rs"),
+    ("SCR_PREFIX_PURGE", "test", "scr/tests/params.rs"),
+    ("SCR_FLUSH_ASYNC", "test", "harness/tests/prefix_tier.rs"),
+    ("SCR_FLUSH_ASYNC_BW", "test", "harness/tests/prefix_tier.rs"),
+    ("SCR_FLUSH_ASYNC_PERCENT", "code", "scr/src/prefix/flush.rs"),
+    ("SCR_CRC_ON_COPY", "test", "harness/tests/params.rs"),
+    ("SCR_CRC_ON_FLUSH", "code", "scr/src/prefix/flush.rs"),
+    ("SCR_CRC_ON_DELETE", "test", "harness/tests/params.rs"),
+    ("SCR_COPY_METADATA", "test", "harness/tests/params.rs"),
+    ("SCR_CHECKPOINT_INTERVAL", "test", "scr/tests/params.rs"),
+    (
+        "SCR_CHECKPOINT_SECONDS",
+        "test",
+        "scr/tests/adaptive_policy.rs",
+    ),
+    (
+        "SCR_CHECKPOINT_OVERHEAD",
+        "test",
+        "scr/tests/adaptive_policy.rs",
+    ),
+    (
+        "SCR_CHECKPOINT_ADAPTIVE",
+        "test",
+        "scr/tests/adaptive_policy.rs",
+    ),
+    ("SCR_MTBF", "test", "scr/tests/adaptive_policy.rs"),
+    ("SCR_LOG_ENABLE", "test", "scr/tests/log_events.rs"),
+    ("SCR_LOG_TXT_ENABLE", "test", "scr/tests/log_events.rs"),
+    ("SCR_LOG_SYSLOG_ENABLE", "test", "scr/tests/log_events.rs"),
+    ("SCR_LOG_DB_ENABLE", "test", "scr/tests/log_db.rs"),
+    ("SCR_LOG_DB_DEBUG", "code", "scr/src/log/store.rs"),
+    ("SCR_LOG_DB_HOST", "test", "scr/tests/log_db_server.rs"),
+    ("SCR_LOG_DB_NAME", "test", "scr/tests/log_db_server.rs"),
+    ("SCR_LOG_DB_USER", "test", "scr/tests/log_db_server.rs"),
+    ("SCR_LOG_DB_PASS", "test", "scr/tests/log_db_server.rs"),
+    ("SCR_CONF_FILE", "test", "scr/tests/config_collective.rs"),
+    ("SCR_CONFIG_FILE", "test", "harness/tests/halt.rs"),
+    (
+        "SCR_EXCLUDE_NODES",
+        "test",
+        "harness/scenarios/70-config.toml",
+    ),
+    ("SCR_NODELIST", "test", "scr/tests/scavenge.rs"),
+    ("SCR_WATCHDOG_TIMEOUT", "test", "harness/tests/params.rs"),
+    (
+        "SCR_WATCHDOG_TIMEOUT_PFS",
+        "test",
+        "harness/tests/params.rs",
+    ),
+];
+
+/// The text a row's evidence file must hold: its name for a test, the
+/// settings field (or the name) for library code.
+fn evidence_text(name: &str, kind: &str) -> Vec<String> {
+    match kind {
+        "test" => vec![name.to_string()],
+        _ => vec![name.to_string(), settings_field(name)],
+    }
+}
+
+/// `SCR_FLUSH_WIDTH` → `flush.width`, as `Settings::read` names it.
+fn settings_field(name: &str) -> String {
+    let src = include_str!("../settings.rs");
+    let groups = [
+        ("JobSettings", "job"),
+        ("CacheSettings", "cache"),
+        ("RedundancySettings", "redundancy"),
+        ("HaltSettings", "halt"),
+        ("FetchSettings", "fetch"),
+        ("FlushSettings", "flush"),
+        ("NeedSettings", "need"),
+        ("LogParams", "log"),
+        ("RunSettings", "run"),
+    ];
+    let body = src.split("fn read(r: &mut Reader").nth(1).unwrap_or("");
+    let mut group = "";
+    for line in body.lines() {
+        if let Some((_, g)) = groups
+            .iter()
+            .find(|(t, _)| line.contains(&format!("{t} {{")))
+        {
+            group = g;
+        }
+        if line.contains(&format!("(\"{name}\")")) {
+            let field = line.trim().split(':').next().unwrap_or("");
+            return if group.is_empty() {
+                field.to_string()
+            } else {
+                format!("{group}.{field}")
+            };
+        }
+    }
+    name.to_string()
+}
+
+// Issue 15's rule: a setting the library accepts either acts (with a test
+// that shows it, listed in ACTS) or is refused with a warning naming it.
+#[test]
+fn every_parameter_acts_or_is_refused() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let refused: BTreeSet<&str> = REFUSED.iter().map(|r| r.name).collect();
+    let skipped: Vec<&str> = NOT_IN_SETTINGS.iter().map(|(n, _)| *n).collect();
+    for p in PARAMS {
+        let acts = ACTS.iter().find(|a| a.0 == p.name);
+        match (acts, refused.contains(p.name)) {
+            (Some(_), true) => panic!("{} both acts and is refused", p.name),
+            (None, false) if !skipped.contains(&p.name) => panic!(
+                "{} neither acts (no entry in ACTS) nor is refused (REFUSED)",
+                p.name
+            ),
+            (Some((name, kind, file)), false) => {
+                let text = std::fs::read_to_string(root.join(file))
+                    .unwrap_or_else(|e| panic!("{name}: evidence {file}: {e}"));
+                assert!(
+                    evidence_text(name, kind)
+                        .iter()
+                        .any(|t| text.contains(t.as_str())),
+                    "{name}: {file} does not mention it ({kind})"
+                );
+            }
+            _ => {}
+        }
+    }
+    // The refusals themselves: none at the defaults, each refused row set
+    // to something else warns once, naming it.
+    let (_d, cfg) = load(&[], "");
+    assert!(refusals(&cfg).is_empty());
+    let (_d, all) = load(&[], &every_row_set());
+    let warned: BTreeSet<String> = refusals(&all)
+        .iter()
+        .map(|w| match w {
+            ConfigWarning::NotSupported { name, .. } => name.clone(),
+            other => panic!("not a refusal: {other:?}"),
+        })
+        .collect();
+    let want: BTreeSet<String> = refused.iter().map(|s| s.to_string()).collect();
+    assert_eq!(warned, want);
+    // Set explicitly to their no-op default, the rows that have one pass.
+    let text: String = REFUSED
+        .iter()
+        .filter_map(|r| {
+            params::info(r.name)
+                .and_then(|p| p.default)
+                .map(|d| format!("{}={d}\n", r.name))
+        })
+        .collect();
+    let (_d, quiet) = load(&[("SCR_FILE_BUF_SIZE", "32MB")], &text);
+    assert!(refusals(&quiet).is_empty(), "{:?}", refusals(&quiet));
+    let msg = refusals(&all)[0].to_string();
+    assert!(msg.starts_with("not supported: SCR_"), "{msg}");
 }

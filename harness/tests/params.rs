@@ -1,0 +1,450 @@
+//! Issue 15's parameters under real `mpirun`: `scr_app` on 2 simulated
+//! nodes (4 ranks), each parameter's effect asserted from outside — the
+//! prefix, the caches, the index and rank 0's stderr — with the comparison
+//! run where one is cheap. Faults that must strike mid-run (a copy damaged
+//! on its way to the prefix, a cached file damaged between checkpoints, a
+//! stalled flush) use injection points with a delay: the test waits for the
+//! fault log to show the point fired, acts, and the job goes on.
+//!
+//! Run with `ci/tests.d/params.sh` (builds `scr_app` with injection points
+//! into target/fault-injection), or: `cargo build -p testing --bin scr_app
+//! --features scr/fault-injection --target-dir target/fault-injection &&
+//! SCR_APP_BIN=target/fault-injection/debug/scr_app cargo test -p harness
+//! --test params -- --ignored`. Without `mpirun` each test says so and
+//! returns.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use harness::app::{flip_bit, mpirun_missing, workspace_binary, AppRun, SimCluster};
+use scr::records::index::index_path;
+use scr::records::{Index, Record};
+use scr::storage::attrs;
+use testing::data::file_plan;
+
+const NODES: [&str; 2] = ["n0", "n1"];
+const RANKS: u32 = 4;
+const MEAN_BYTES: u64 = 32 * 1024;
+const SEED: u64 = 15;
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    cl: SimCluster,
+    fault_log: PathBuf,
+}
+
+fn setup(name: &str, params: &[(&str, &str)]) -> Option<Setup> {
+    if let Some(why) = mpirun_missing() {
+        eprintln!("SKIP {name}: {why}");
+        return None;
+    }
+    let app = workspace_binary("SCR_APP_BIN", "scr_app");
+    assert!(
+        app.is_file(),
+        "{} is missing: build it with injection points (ci/tests.d/params.sh) or set SCR_APP_BIN",
+        app.display()
+    );
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("params-{name}-"))
+        .tempdir()
+        .expect("temp dir");
+    let mut cl = SimCluster::new(tmp.path(), &app).expect("cluster dirs");
+    cl.timeout = Duration::from_secs(90);
+    let fault_log = tmp.path().join("faults.jsonl");
+    cl.set("SCR_FAULT_LOG", &fault_log.to_string_lossy());
+    cl.set("SCR_CACHE_SIZE", "2");
+    for (k, v) in params {
+        cl.set(k, v);
+    }
+    eprintln!("seed {SEED}");
+    Some(Setup {
+        _tmp: tmp,
+        cl,
+        fault_log,
+    })
+}
+
+fn args(checkpoints: u64, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "--seed",
+        &SEED.to_string(),
+        "--mean-bytes",
+        &MEAN_BYTES.to_string(),
+        "--checkpoints",
+        &checkpoints.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+impl Setup {
+    fn run(&self, a: &[String]) -> AppRun {
+        let r = self
+            .cl
+            .run(&NODES, a)
+            .expect("the job launches and ends in time");
+        assert!(
+            r.mismatch_lines().is_empty(),
+            "wrong bytes:\n{}",
+            r.transcript()
+        );
+        r
+    }
+
+    /// Run with `plan` in SCR_FAULT_PLAN; once the fault log shows a
+    /// firing (bounded wait), call `act`, while the fault's delay holds
+    /// the job.
+    fn run_with_pause(&self, plan: &str, a: &[String], act: impl FnOnce()) -> AppRun {
+        let mut cl = self.cl.clone();
+        cl.set("SCR_FAULT_PLAN", plan);
+        let a = a.to_vec();
+        let job = std::thread::spawn(move || cl.run(&NODES, &a));
+        let t0 = Instant::now();
+        while !fired(&self.fault_log) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60) && !job.is_finished(),
+                "the fault {plan} never fired"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        act();
+        let r = job
+            .join()
+            .expect("job thread")
+            .expect("the job launches and ends in time");
+        assert!(
+            r.mismatch_lines().is_empty(),
+            "wrong bytes:\n{}",
+            r.transcript()
+        );
+        r
+    }
+
+    fn prefix(&self) -> PathBuf {
+        self.cl.root.join("prefix")
+    }
+
+    fn index(&self) -> Option<Index> {
+        Index::read_file(index_path(&self.prefix())).ok()
+    }
+
+    fn complete_in_index(&self, id: i64) -> bool {
+        self.index()
+            .and_then(|i| i.datasets.get(&id).cloned())
+            .is_some_and(|d| d.values().any(|e| e.complete == Some(true)))
+    }
+}
+
+fn fired(log: &Path) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|t| !t.trim().is_empty())
+}
+
+/// A rank writing at least one non-empty file in checkpoint 1, and that file.
+fn writer_of_ckpt1() -> (u32, String, u64) {
+    (0..RANKS)
+        .find_map(|r| {
+            let f = file_plan(SEED, r, 1, MEAN_BYTES).into_iter().next()?;
+            (f.size_bytes > 0).then_some((r, f.name, f.size_bytes))
+        })
+        .expect("some rank writes bytes in checkpoint 1")
+}
+
+fn summary_of(r: &AppRun) -> (String, String) {
+    let s = r
+        .summary
+        .clone()
+        .unwrap_or_else(|| panic!("no summary line:\n{}", r.transcript()));
+    assert_eq!(s.status, "ok", "{}", r.transcript());
+    (s.restart.unwrap_or_default(), s.source)
+}
+
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn crc_on_copy_catches_a_copy_damaged_on_its_way_to_the_prefix() {
+    let (rank, file, size) = writer_of_ckpt1();
+    let plan = format!("copy.file.written#1@rank:{rank}=delay:3000");
+    for on in ["0", "1"] {
+        let Some(s) = setup(
+            &format!("crc-copy-{on}"),
+            &[
+                ("SCR_FLUSH", "1"),
+                ("SCR_CRC_ON_COPY", on),
+                ("SCR_COPY_TYPE", "XOR"),
+            ],
+        ) else {
+            return;
+        };
+        let dst = s.prefix().join("ckpt.1").join(&file);
+        // Crash right after checkpoint 1: nothing flushes it again.
+        let r = s.run_with_pause(&plan, &args(1, &["--fail-after", "1"]), || {
+            flip_bit(&dst, size / 2, 5).expect("damage the copy in the prefix");
+        });
+        let t = r.transcript();
+        assert_eq!(r.crashed_after, Some(1), "{t}");
+        if on == "1" {
+            assert!(
+                t.contains("SCR_CRC_ON_COPY"),
+                "the read-back reports it\n{t}"
+            );
+            assert!(
+                !s.complete_in_index(1),
+                "the damaged flush is not in the index\n{t}"
+            );
+            // The cached copy was kept: the next run restarts from it.
+            let r2 = s.run(&args(0, &["--expect-restart", "ckpt.1"]));
+            assert_eq!(summary_of(&r2), ("ckpt.1".into(), "cache".into()));
+        } else {
+            // Without the read-back the damaged copy is recorded as flushed.
+            assert!(s.complete_in_index(1), "{t}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn crc_on_delete_reports_a_cached_file_damaged_before_it_is_deleted() {
+    let (rank, file, size) = writer_of_ckpt1();
+    let node = NODES[(rank / 2) as usize];
+    let Some(s) = setup(
+        "crc-delete",
+        &[
+            ("SCR_FLUSH", "0"),
+            ("SCR_COPY_TYPE", "SINGLE"),
+            ("SCR_CACHE_SIZE", "1"),
+            ("SCR_CRC_ON_DELETE", "1"),
+        ],
+    ) else {
+        return;
+    };
+    // Between checkpoints 1 and 2 the cached file is damaged; starting
+    // checkpoint 2 deletes checkpoint 1 (one dataset per cache).
+    let plan = format!("app.compute#1@rank:{rank}=delay:3000");
+    let r = s.run_with_pause(&plan, &args(2, &[]), || {
+        let cached = s.cl.cached_files(node, &file);
+        assert_eq!(cached.len(), 1, "{cached:?}");
+        flip_bit(&cached[0], size / 3, 1).expect("damage the cached file");
+    });
+    let t = r.transcript();
+    assert_eq!(summary_of(&r).0, "", "{t}");
+    let line = t
+        .lines()
+        .find(|l| l.contains("CRC32 mismatch detected when deleting"))
+        .unwrap_or_else(|| panic!("no report of the damage\n{t}"));
+    assert!(
+        line.contains(&format!("ERROR: rank {rank} on {node}:")) && line.contains(&file),
+        "{line}"
+    );
+}
+
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn copy_metadata_restores_mode_and_times_at_fetch() {
+    let Some(s) = setup(
+        "metadata",
+        &[
+            ("SCR_FLUSH", "0"),
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_COPY_METADATA", "1"),
+        ],
+    ) else {
+        return;
+    };
+    let r = s.run(&args(1, &["--fail-after", "1"]));
+    assert_eq!(r.crashed_after, Some(1), "{}", r.transcript());
+    // The application's files in cache get a mode and a time of their own.
+    let mtime = (1_300_000_000i64, 0i64);
+    let mut files = Vec::new();
+    for r in 0..RANKS {
+        for f in file_plan(SEED, r, 1, MEAN_BYTES) {
+            let node = NODES[(r / 2) as usize];
+            for p in s.cl.cached_files(node, &f.name) {
+                let mut a = attrs::read(&p).unwrap();
+                a.mode = (a.mode & !0o7777) | 0o600;
+                a.mtime = mtime;
+                attrs::apply(&p, &a).unwrap();
+            }
+            files.push((node, f.name));
+        }
+    }
+    // Flushed at the next init (restart from cache), recorded in rank2file.
+    let mut cl = s.cl.clone();
+    cl.set("SCR_FLUSH_ON_RESTART", "1");
+    let r = cl
+        .run(&NODES, &args(0, &["--expect-restart", "ckpt.1"]))
+        .unwrap();
+    assert_eq!(summary_of(&r), ("ckpt.1".into(), "cache".into()));
+    for (_, f) in &files {
+        let a = attrs::read(&s.prefix().join("ckpt.1").join(f)).unwrap();
+        assert_eq!(
+            (a.mode & 0o7777, a.mtime),
+            (0o600, mtime),
+            "{f} in the prefix"
+        );
+    }
+    // A new allocation: fetched back with them.
+    for n in NODES {
+        s.cl.remove_node(n).unwrap();
+    }
+    let r = s.run(&args(0, &["--expect-restart", "ckpt.1"]));
+    assert_eq!(summary_of(&r), ("ckpt.1".into(), "fetched".into()));
+    for (node, f) in &files {
+        let cached = s.cl.cached_files(node, f);
+        assert_eq!(cached.len(), 1, "{f}: {cached:?}");
+        let a = attrs::read(&cached[0]).unwrap();
+        let mode = std::fs::metadata(&cached[0]).unwrap().permissions().mode();
+        assert_eq!((mode & 0o7777, a.mtime), (0o600, mtime), "{f} fetched");
+    }
+}
+
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn watchdog_abandons_a_stalled_flush_and_keeps_the_cached_copy() {
+    let (rank, _, _) = writer_of_ckpt1();
+    // SCR_WATCHDOG_TIMEOUT alone, then _PFS winning over a long one.
+    let cases = [
+        (
+            "plain",
+            [
+                ("SCR_WATCHDOG_TIMEOUT", "2"),
+                ("SCR_WATCHDOG_TIMEOUT_PFS", ""),
+            ],
+            "(SCR_WATCHDOG_TIMEOUT)",
+        ),
+        (
+            "pfs",
+            [
+                ("SCR_WATCHDOG_TIMEOUT", "3600"),
+                ("SCR_WATCHDOG_TIMEOUT_PFS", "2"),
+            ],
+            "(SCR_WATCHDOG_TIMEOUT_PFS)",
+        ),
+    ];
+    for (name, params, names) in cases {
+        let Some(mut s) = setup(
+            &format!("watchdog-{name}"),
+            &[("SCR_FLUSH", "1"), ("SCR_COPY_TYPE", "XOR")],
+        ) else {
+            return;
+        };
+        for (k, v) in params {
+            if !v.is_empty() {
+                s.cl.set(k, v);
+            }
+        }
+        // Rank `rank`'s flush stalls for far longer than the bound.
+        let plan = format!("flush.file.copied#1@rank:{rank}=delay:30000");
+        let r = s.run_with_pause(&plan, &args(1, &["--fail-after", "1"]), || {});
+        let t = r.transcript();
+        assert_eq!(r.crashed_after, Some(1), "{t}");
+        let line = t
+            .lines()
+            .find(|l| l.contains("abandoned by the watchdog"))
+            .unwrap_or_else(|| panic!("no watchdog report\n{t}"));
+        assert!(
+            line.contains(names) && line.contains(&format!("rank {rank} on")),
+            "{line}"
+        );
+        assert!(!s.complete_in_index(1), "{t}");
+        let r2 = s.run(&args(0, &["--expect-restart", "ckpt.1"]));
+        assert_eq!(summary_of(&r2), ("ckpt.1".into(), "cache".into()));
+    }
+}
+
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn debug_levels_print_scr_messages_on_stderr() {
+    let mut seen = Vec::new();
+    for level in ["0", "1", "2"] {
+        let Some(s) = setup(
+            &format!("debug-{level}"),
+            &[
+                ("SCR_FLUSH", "1"),
+                ("SCR_DEBUG", level),
+                ("SCR_CACHE_BYPASS", "1"),
+            ],
+        ) else {
+            return;
+        };
+        let r = s.run(&args(1, &[]));
+        let err = &r.output.stderr;
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("SCR v3.1.0"))
+            .collect();
+        // The refusal is a warning: printed once, by rank 0, at any level.
+        let refused: Vec<&&str> = lines
+            .iter()
+            .filter(|l| l.contains("not supported: SCR_CACHE_BYPASS=1"))
+            .collect();
+        assert_eq!(refused.len(), 1, "{}", r.transcript());
+        assert!(
+            refused[0].contains(" WARNING: rank 0 on n0: "),
+            "{}",
+            refused[0]
+        );
+        let flush0 = lines
+            .iter()
+            .any(|l| l.contains(": rank 0 on n0: Initiating flush of dataset 1"));
+        let others = lines
+            .iter()
+            .filter(|l| !l.contains("WARNING") && !l.contains(": rank 0 on "))
+            .count();
+        seen.push((level, flush0, others > 0));
+    }
+    assert_eq!(
+        seen,
+        [("0", false, false), ("1", true, false), ("2", true, true)],
+        "level 1: rank 0's progress only; level 2: every rank's"
+    );
+}
+
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn prefix_size_keeps_the_newest_and_purge_empties_the_prefix() {
+    let Some(mut s) = setup(
+        "prefix-size",
+        &[
+            ("SCR_FLUSH", "1"),
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_PREFIX_SIZE", "2"),
+        ],
+    ) else {
+        return;
+    };
+    let r = s.run(&args(4, &[]));
+    summary_of(&r);
+    let idx = s.index().expect("index");
+    assert_eq!(idx.datasets.keys().copied().collect::<Vec<_>>(), vec![3, 4]);
+    assert!(!s.prefix().join("ckpt.1").exists() && !s.prefix().join("ckpt.2").exists());
+    assert!(s.prefix().join("ckpt.3").is_dir());
+    for n in NODES {
+        s.cl.remove_node(n).unwrap();
+    }
+    s.cl.set("SCR_PREFIX_PURGE", "1");
+    let r = s.run(&args(0, &["--expect-restart", "none"]));
+    assert_eq!(summary_of(&r).0, "");
+    assert!(s.index().is_none_or(|i| i.datasets.is_empty()));
+    assert!(!s.prefix().join("ckpt.3").exists() && !s.prefix().join("ckpt.4").exists());
+}
+
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn need_checkpoint_without_a_policy_says_no() {
+    let mut written = Vec::new();
+    for interval in ["0", "2"] {
+        let Some(s) = setup(
+            &format!("need-{interval}"),
+            &[("SCR_FLUSH", "0"), ("SCR_CHECKPOINT_INTERVAL", interval)],
+        ) else {
+            return;
+        };
+        let r = s.run(&args(4, &["--until-exit", "--ask-need"]));
+        summary_of(&r);
+        written.push(r.summary.map(|x| x.checkpoints_written));
+    }
+    assert_eq!(written, [Some(0), Some(2)]);
+}
