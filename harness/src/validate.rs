@@ -327,7 +327,7 @@ pub fn run(a: &ValidateArgs) -> Result<Vec<Check>, String> {
     let storage = parse_storage(&a.storage)?;
     let launcher = launching_of(a)?;
     let nodes = match &a.nodes {
-        Some(list) => health::expand_hostlist(list)?,
+        Some(list) => health::expand_hostlist(list).map_err(|e| e.to_string())?,
         None if launcher.simulated_root().is_some() => simulated_nodes(5),
         None => return Err("--nodes is required with a real launcher".into()),
     };
