@@ -283,7 +283,19 @@ fn launcher_of(
     Ok(match base {
         "srun" => Box::new(SrunLauncher {
             program: name.to_string(),
-            args,
+            args: with_overlap(args),
+        }),
+        // Inside a SLURM allocation mpirun starts its daemons with srun: with
+        // SLURM_OVERLAP set they start beside the step a failed launch left
+        // holding the survivors until SLURM declares the lost node down
+        // (measured: without it the relaunch waited on that step for good).
+        "mpirun" | "mpiexec" | "orterun" if in_slurm() => Box::new(MpirunLauncher {
+            program: PathBuf::from("env"),
+            args: ["SLURM_OVERLAP=1".to_string(), name.to_string()]
+                .into_iter()
+                .chain(args)
+                .collect(),
+            placement: Placement::Hosts { hostfile },
         }),
         "mpirun" | "mpiexec" | "orterun" => Box::new(MpirunLauncher {
             program: PathBuf::from(name),
@@ -307,6 +319,15 @@ fn launcher_of(
             )))
         }
     })
+}
+
+/// The user's srun arguments with `--overlap` (a relaunch's step starts
+/// beside a step of a failed launch that SLURM has not cleaned up yet).
+fn with_overlap(mut args: Vec<String>) -> Vec<String> {
+    if in_slurm() && !args.iter().any(|a| a == "--overlap") {
+        args.insert(0, "--overlap".into());
+    }
+    args
 }
 
 /// Writes the hostfile of each launch's nodes before it (mpirun).
@@ -400,7 +421,10 @@ pub fn run(a: RunArgs, srun: bool) -> Result<(), CliError> {
         spec.runs
     );
     let probe_launcher: Box<dyn Launcher> = if in_slurm() {
-        Box::new(SrunLauncher::new(Vec::new()))
+        // --overlap: a check or a copy runs beside a step that still holds
+        // the node (mpirun's daemons linger until SLURM declares a lost
+        // node down), instead of waiting for it.
+        Box::new(SrunLauncher::new(vec!["--overlap".into()]))
     } else {
         launcher_of(name, Vec::new(), &alloc, None)?
     };
@@ -572,7 +596,7 @@ pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
         Some(e) => expand_hostlist(&e.value).map_err(|e| CliError::Usage(e.to_string()))?,
         None => Vec::new(),
     };
-    let launcher = SrunLauncher::new(Vec::new());
+    let launcher = SrunLauncher::new(vec!["--overlap".into()]);
     let me = std::env::current_exe().map_err(|e| CliError::Usage(format!("this program: {e}")))?;
     let mut check = ProbeCheck {
         launcher: &launcher,
