@@ -575,7 +575,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         true,
-        "scr_run: number of runs in the allocation [read, no effect yet]",
+        "scr run: most launches in the allocation (0: until the nodes run out)",
     ),
     p(
         "SCR_MIN_NODES",
@@ -583,7 +583,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         true,
-        "scr_run: fewest nodes to continue with [read, no effect yet]",
+        "scr run: fewest healthy nodes to launch on (default: the job's nodes)",
     ),
     p(
         "SCR_EXCLUDE_NODES",
@@ -607,7 +607,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         false,
-        "scr_run: seconds without progress before the job is killed [read, no effect yet]",
+        "scr run: bound on each launch in seconds; a launch still running is killed and counted",
     ),
     p(
         "SCR_WATCHDOG_TIMEOUT_PFS",
@@ -636,9 +636,6 @@ pub const NO_EFFECT_YET: &[&str] = &[
     "SCR_PREFIX_PURGE",
     "SCR_CRC_ON_COPY",
     "SCR_CRC_ON_DELETE",
-    "SCR_RUNS",
-    "SCR_MIN_NODES",
-    "SCR_WATCHDOG_TIMEOUT",
     "SCR_WATCHDOG_TIMEOUT_PFS",
 ];
 

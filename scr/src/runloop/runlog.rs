@@ -59,10 +59,12 @@ impl RunLog {
         let Ok(Some(settings)) = LogSettings::from_config(&cfg) else {
             return (RunLog::default(), None);
         };
-        let jobid = cfg
-            .get("SCR_JOB_ID")
-            .map(|e| e.value)
-            .unwrap_or_else(|| "defjobid".into());
+        // The id the ranks log under; a configuration the library refuses
+        // is theirs to report, as above.
+        let Ok(settings_all) = crate::config::Settings::from_config(&cfg) else {
+            return (RunLog::default(), None);
+        };
+        let jobid = settings_all.job.job_id;
         let host = launch_host();
         if let Err(e) = std::fs::create_dir_all(prefix.join(".scr")) {
             let shown = prefix.join(".scr");
