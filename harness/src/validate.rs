@@ -175,42 +175,6 @@ impl Launching {
     }
 }
 
-/// SLURM's `srun`, one task per node (the resource-manager launchers move
-/// into the library with `scr run`).
-#[derive(Debug, Clone, Copy)]
-struct Srun;
-
-impl Launcher for Srun {
-    fn name(&self) -> String {
-        "srun".into()
-    }
-
-    fn node_argv(
-        &self,
-        node: &str,
-        cmd: &[std::ffi::OsString],
-    ) -> Result<Vec<std::ffi::OsString>, LaunchError> {
-        self.job_argv(&JobSpec::once_on(node, cmd)?)
-    }
-
-    fn job_argv(&self, job: &JobSpec) -> Result<Vec<std::ffi::OsString>, LaunchError> {
-        if job.nodes.iter().any(|n| n.ranks != 1 || !n.env.is_empty()) || !job.env.is_empty() {
-            return Err(LaunchError::Unsupported {
-                launcher: self.name(),
-                why: "one task per node without extra variables only".into(),
-            });
-        }
-        let names: Vec<&str> = job.nodes.iter().map(|n| n.name.as_str()).collect();
-        let mut v: Vec<std::ffi::OsString> = vec!["srun".into()];
-        v.push(format!("--nodelist={}", names.join(",")).into());
-        v.push(format!("--nodes={}", names.len()).into());
-        v.push(format!("--ntasks={}", names.len()).into());
-        v.push(job.program.clone().into());
-        v.extend(job.args.iter().cloned());
-        Ok(v)
-    }
-}
-
 struct Ctx {
     launcher: Launching,
     nodes: Vec<String>,
@@ -314,8 +278,16 @@ fn launching_of(a: &ValidateArgs) -> Result<Launching, String> {
             }),
             root: None,
         },
+        // The library's srun (scr srun's); inside an allocation its steps
+        // overlap any a killed node left behind.
         "srun" => Launching {
-            launcher: Box::new(Srun),
+            launcher: Box::new(scr::launch::rm::SrunLauncher::new(
+                if std::env::var_os("SLURM_JOB_ID").is_some() {
+                    vec!["--overlap".into()]
+                } else {
+                    Vec::new()
+                },
+            )),
             root: None,
         },
         other => return Err(format!("--launcher {other:?}: simulated, mpirun or srun")),
@@ -327,7 +299,7 @@ pub fn run(a: &ValidateArgs) -> Result<Vec<Check>, String> {
     let storage = parse_storage(&a.storage)?;
     let launcher = launching_of(a)?;
     let nodes = match &a.nodes {
-        Some(list) => health::expand_hostlist(list)?,
+        Some(list) => health::expand_hostlist(list).map_err(|e| e.to_string())?,
         None if launcher.simulated_root().is_some() => simulated_nodes(5),
         None => return Err("--nodes is required with a real launcher".into()),
     };

@@ -688,5 +688,7 @@ fn kill_group(pgid: libc::pid_t) {
     }
 }
 
+pub mod rm;
+
 #[cfg(test)]
 mod tests;

@@ -57,6 +57,7 @@ pub mod log;
 pub mod prefix;
 pub mod records;
 pub mod redundancy;
+pub mod runloop;
 pub mod scavenge;
 pub mod scheme;
 pub mod storage;

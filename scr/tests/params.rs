@@ -335,8 +335,8 @@ fn unsupported_parameters_are_refused_with_a_warning_naming_them() {
         names(&[
             ("SCR_CACHE_BYPASS", "1"),
             ("SCR_USE_CONTAINERS", "1"),
-            ("SCR_RUNS", "3")
+            ("SCR_GLOBAL_RESTART", "1")
         ]),
-        "SCR_CACHE_BYPASS,SCR_USE_CONTAINERS,SCR_RUNS"
+        "SCR_CACHE_BYPASS,SCR_USE_CONTAINERS,SCR_GLOBAL_RESTART"
     );
 }

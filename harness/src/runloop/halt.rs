@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use faultsim::plan::When;
 use scr::clock::{Clock, SystemClock};
-use scr::records::halt::{Halt, HALT_FILE, REASON_FINALIZE_CALLED};
+use scr::records::halt::{Halt, HALT_FILE};
 use scr::records::Record as _;
 use serde::Serialize;
 
@@ -57,19 +57,6 @@ pub enum HaltSet {
 
 fn halt_reason() -> String {
     "SCR_HALT".into()
-}
-
-/// The halt reason in the prefix's halt file, ignoring the one a normal
-/// `SCR_Finalize` leaves (the next `SCR_Init` clears it).
-pub fn halt_condition(prefix: &Path) -> Option<String> {
-    let path = prefix.join(".scr").join(HALT_FILE);
-    let halt = Halt::read_file(&path).ok()?;
-    if halt.exit_reason.as_deref() == Some(REASON_FINALIZE_CALLED) {
-        let mut h = halt.clone();
-        h.exit_reason = None;
-        return h.halt_reason(SystemClock.unix_secs());
-    }
-    halt.halt_reason(SystemClock.unix_secs())
 }
 
 /// Set a halt condition in the prefix's halt file: with `scr halt` when

@@ -63,11 +63,12 @@ mod nodes;
 mod postrun;
 
 pub use faults::{read_fault_log, Firing};
-pub use halt::{halt_condition, has_postrun, has_subcommand, set_halt, HaltEvent, HaltSet};
+pub use halt::{has_postrun, has_subcommand, set_halt, HaltEvent, HaltSet};
 pub use launching::{plan_bytes, LAUNCHER_STUCK_CODE};
 pub use next::newest_complete_checkpoint;
 pub use nodes::{choose_nodes, default_storage};
 pub use postrun::{PostrunCopy, PostrunDataset, PostrunJson, PostrunParseError, PostrunRecord};
+pub use scr::runloop::halt_condition;
 
 use faults::undo_all;
 use launching::LAUNCH_FAILED_MARK;

@@ -33,26 +33,15 @@ pub fn default_storage(env: &BTreeMap<String, String>) -> Vec<StorageCheck> {
     v
 }
 
-/// The nodes of the next launch: every healthy node of `previous` keeps its
-/// place, lost ones are replaced by the first healthy unused nodes of the
-/// allocation. `None` when fewer than `need` healthy nodes remain.
+/// The nodes of the next launch: the library's choice
+/// ([`scr::runloop::choose_nodes`]) with every place filled or none.
 pub fn choose_nodes(
     all: &[String],
     previous: &[String],
     down: &DownList,
     need: usize,
 ) -> Option<Vec<String>> {
-    let mut spares = all
-        .iter()
-        .filter(|n| !down.is_down(n) && !previous.contains(n));
-    let mut chosen = Vec::with_capacity(need);
-    for i in 0..need {
-        match previous.get(i) {
-            Some(p) if !down.is_down(p) => chosen.push(p.clone()),
-            _ => chosen.push(spares.next()?.clone()),
-        }
-    }
-    Some(chosen)
+    scr::runloop::choose_nodes(all, previous, down, need, need)
 }
 
 impl RunLoop {

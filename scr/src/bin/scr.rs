@@ -19,6 +19,8 @@ mod error;
 mod flush_file_cmd;
 #[path = "scr/halt.rs"]
 mod halt_cmd;
+#[path = "scr/run.rs"]
+mod run_cmd;
 #[path = "scr/scavenge.rs"]
 mod scavenge;
 
@@ -153,6 +155,45 @@ enum Command {
     /// (scr_flush_file): the newest, whether one needs a flush, where it is,
     /// its directory.
     FlushFile(flush_file_cmd::FlushFileArgs),
+    /// Run a job in its allocation until it finishes (SCR's scr_run): health
+    /// checks before each launch, relaunch on the healthy nodes (spares take
+    /// the places of lost ones), SCR_RUNS, SCR_MIN_NODES, halt conditions,
+    /// every launch bounded, then `scr postrun`. Usage:
+    /// `scr run [OPTIONS] -- LAUNCHER [LAUNCHER-ARGS] APP [ARGS]`.
+    #[command(after_help = scr::exit::help_for(
+        "The job finished or halted: SUCCESS; SCR_RUNS spent, too few nodes or no launcher: FAILED.",
+        &[Code::Success, Code::Usage, Code::Config, Code::Failed],
+    ))]
+    Run(run_cmd::RunArgs),
+    /// `scr run -- srun ...` (SCR's scr_srun): `scr srun [OPTIONS] -- [SRUN-ARGS] APP [ARGS]`.
+    #[command(after_help = scr::exit::help_for(
+        "As scr run.",
+        &[Code::Success, Code::Usage, Code::Config, Code::Failed],
+    ))]
+    Srun(run_cmd::RunArgs),
+    /// Check this node's control and cache bases (SCR's scr_check_node):
+    /// prints `ok`, or `DOWN: reason` and exits NO.
+    #[command(after_help = scr::exit::help_for(
+        "A failing check exits NO.",
+        &[Code::Success, Code::No, Code::Usage, Code::Config],
+    ))]
+    CheckNode(run_cmd::CheckNodeArgs),
+    /// List the allocation's down nodes (SCR's scr_list_down_nodes):
+    /// SCR_EXCLUDE_NODES, nodes SLURM reports down, nodes failing
+    /// `scr check-node`. Exits NO when none is down.
+    #[command(after_help = scr::exit::help_for(
+        "No node down exits NO.",
+        &[Code::Success, Code::No, Code::Usage, Code::Config],
+    ))]
+    ListDownNodes(run_cmd::ListDownArgs),
+    /// Whether the job should stop instead of being relaunched (SCR's
+    /// scr_retries_halt / scr_should_exit): prints the halt condition and
+    /// exits SUCCESS, or exits NO.
+    #[command(after_help = scr::exit::help_for(
+        "No halt condition exits NO.",
+        &[Code::Success, Code::No, Code::Usage, Code::Config],
+    ))]
+    ShouldExit(run_cmd::ShouldExitArgs),
 }
 
 fn main() -> ExitCode {
@@ -210,6 +251,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }),
         Command::Halt(args) => halt_cmd::run(args),
         Command::FlushFile(args) => flush_file_cmd::run(args),
+        Command::Run(args) => run_cmd::run(args, false),
+        Command::Srun(args) => run_cmd::run(args, true),
+        Command::CheckNode(args) => run_cmd::check_node_cmd(args),
+        Command::ListDownNodes(args) => run_cmd::list_down_nodes(args),
+        Command::ShouldExit(args) => run_cmd::should_exit(args),
     }
 }
 

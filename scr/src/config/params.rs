@@ -599,7 +599,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         true,
-        "scr_run: number of runs in the allocation [not supported: refused unless 1]",
+        "scr run: most launches in the allocation (0: until the nodes run out)",
     ),
     p(
         "SCR_MIN_NODES",
@@ -607,7 +607,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         true,
-        "scr_run: fewest nodes to continue with [not supported: refused when set]",
+        "scr run: fewest healthy nodes to launch on (default: the job's nodes)",
     ),
     p(
         "SCR_EXCLUDE_NODES",
@@ -631,7 +631,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Int,
         true,
         false,
-        "seconds without progress after which a flush is abandoned (cached copy kept); SCR_WATCHDOG_TIMEOUT_PFS wins when set",
+        "seconds without progress after which a flush is abandoned (cached copy kept; SCR_WATCHDOG_TIMEOUT_PFS wins when set); in scr run, the bound on each launch (a launch still running is killed and counted)",
     ),
     p(
         "SCR_WATCHDOG_TIMEOUT_PFS",

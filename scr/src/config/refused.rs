@@ -26,7 +26,7 @@ const fn r(name: &'static str, why: &'static str) -> Refusal {
 }
 
 /// The refused rows. The no-op value is the row's table default; a row
-/// without a default (SCR_CLUSTER_NAME, SCR_MIN_NODES) is refused whenever
+/// without a default (SCR_CLUSTER_NAME) is refused whenever
 /// it is set.
 pub const REFUSED: &[Refusal] = &[
     r(
@@ -59,14 +59,6 @@ pub const REFUSED: &[Refusal] = &[
         "files are flushed one prefix file each",
     ),
     r("SCR_CONTAINER_SIZE", "containers are not built"),
-    r(
-        "SCR_RUNS",
-        "the run loop (`scr-harness run`, later `scr run`) reads it, not the library",
-    ),
-    r(
-        "SCR_MIN_NODES",
-        "the run loop (`scr-harness run`, later `scr run`) reads it, not the library",
-    ),
 ];
 
 /// The refusal of `name`, if it is refused.

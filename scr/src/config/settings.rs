@@ -253,15 +253,13 @@ pub struct LogParams {
     pub db_pass: Option<Password>,
 }
 
-/// The run loop's parameters (`scr_run`; the library reads them only so
-/// that each table row has a typed home).
+/// The run loop's parameters (`scr run`, [`crate::runloop`]; SCR_Init
+/// reads them too, so that each table row has a typed home).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSettings {
-    /// `SCR_RUNS`: runs in the allocation (refused unless 1: the run
-    /// loop's).
+    /// `SCR_RUNS`: most launches in the allocation (0: no limit).
     pub runs: u64,
-    /// `SCR_MIN_NODES`: fewest nodes to continue with (refused: the run
-    /// loop's).
+    /// `SCR_MIN_NODES`: fewest healthy nodes to launch on.
     pub min_nodes: Option<u64>,
     /// `SCR_EXCLUDE_NODES`: nodes never to run on.
     pub exclude_nodes: Option<String>,

@@ -20,6 +20,12 @@ pub enum CliError {
     /// Options that parse but do not go together (clap catches the rest).
     #[error("{0}")]
     Usage(String),
+    /// `scr run` ended without the job finishing.
+    #[error("scr run: {why}")]
+    RunLoop {
+        /// Why it stopped.
+        why: String,
+    },
     /// A question's answer is no: nothing on stderr.
     #[error("")]
     No,
@@ -130,7 +136,7 @@ impl CliError {
             | CliError::RebuiltIncomplete
             | CliError::ScavengedIncomplete => Code::Incomplete,
             CliError::StrictLog(_) => Code::Damaged,
-            CliError::Io { .. } | CliError::Json(_) => Code::Failed,
+            CliError::Io { .. } | CliError::Json(_) | CliError::RunLoop { .. } => Code::Failed,
             CliError::Scavenge(e) => e.exit_code(),
             CliError::Record(e) => e.exit_code(),
             CliError::KvFile(e) => e.exit_code(),

@@ -365,6 +365,8 @@ const ACTS: &[(&str, &str, &str)] = &[
     ),
     ("SCR_NODELIST", "test", "scr/tests/scavenge.rs"),
     ("SCR_WATCHDOG_TIMEOUT", "test", "harness/tests/params.rs"),
+    ("SCR_RUNS", "test", "scr/src/runloop/tests.rs"),
+    ("SCR_MIN_NODES", "test", "scr/src/runloop/tests.rs"),
     (
         "SCR_WATCHDOG_TIMEOUT_PFS",
         "test",

@@ -1,0 +1,675 @@
+//! `scr run`, `scr srun`: the run loop of SCR's `scr_run`/`scr_srun` inside
+//! an allocation ([`scr::runloop`]), and the node commands it uses:
+//! `scr check-node`, `scr list-down-nodes`, `scr should-exit`.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use scr::config::{Config, LoadOptions, ProcessEnv};
+use scr::launch::rm::{FluxLauncher, JsrunLauncher, SrunLauncher};
+use scr::launch::{Launcher, MpirunLauncher, Placement};
+use scr::runloop::health::{check_node, expand_hostlist, StorageCheck};
+use scr::runloop::nodes::{allocation_nodes, hostfile_text};
+use scr::runloop::probe::{ProbeCheck, DOWN_MARK};
+use scr::runloop::{halt_condition, Hooks, LoopResult, LoopSpec, RunLoop, Stop};
+
+use crate::error::CliError;
+
+/// Options of `scr run` and `scr srun`.
+#[derive(Args, Debug)]
+#[command(trailing_var_arg = true)]
+pub struct RunArgs {
+    /// The prefix directory (default: SCR_PREFIX, else the current directory).
+    #[arg(long, value_name = "DIR")]
+    prefix: Option<PathBuf>,
+    /// Nodes each launch runs on (default: the launcher's -N/--nodes, else
+    /// every node of the allocation; the others are spares).
+    #[arg(long, value_name = "N")]
+    nodes: Option<usize>,
+    /// Ranks on each node (default: the launcher's rank count / nodes, else 1).
+    #[arg(long, value_name = "K")]
+    ranks_per_node: Option<usize>,
+    /// Most launches (default: SCR_RUNS; 0: until the nodes run out).
+    #[arg(long, value_name = "N")]
+    runs: Option<u32>,
+    /// Fewest nodes to launch on (default: SCR_MIN_NODES, else --nodes).
+    #[arg(long, value_name = "N")]
+    min_nodes: Option<usize>,
+    /// Bound on each launch in seconds: a launch still running is killed and
+    /// counted as failed (default: SCR_WATCHDOG_TIMEOUT, else 86400).
+    #[arg(long, value_name = "SECONDS")]
+    watchdog: Option<u64>,
+    /// Bound on each node's health check in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    check_timeout: u64,
+    /// The allocation's nodes from this hostfile (mpirun outside a resource
+    /// manager's allocation).
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<PathBuf>,
+    /// Do not run `scr postrun` after the loop.
+    #[arg(long)]
+    no_postrun: bool,
+    /// The launcher and its arguments (`scr run` only: srun, mpirun,
+    /// mpiexec, flux, jsrun), then the application and its arguments. A
+    /// second `--` may separate the launcher's arguments from the application.
+    #[arg(
+        required = true,
+        allow_hyphen_values = true,
+        value_name = "LAUNCHER-ARGS... APP ARGS..."
+    )]
+    command: Vec<String>,
+}
+
+/// Options of `scr check-node`.
+#[derive(Args, Debug)]
+pub struct CheckNodeArgs {
+    /// A storage base to check (repeat; default: SCR_CNTL_BASE and
+    /// SCR_CACHE_BASE, else /dev/shm).
+    #[arg(long = "path", value_name = "DIR")]
+    paths: Vec<PathBuf>,
+    /// Least total capacity each base must have, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    capacity: u64,
+}
+
+/// Options of `scr list-down-nodes`.
+#[derive(Args, Debug)]
+pub struct ListDownArgs {
+    /// Nodes to check (hostlist; default: the allocation's).
+    #[arg(long, value_name = "LIST")]
+    nodes: Option<String>,
+    /// Print the reason of each down node.
+    #[arg(long)]
+    reason: bool,
+    /// Bound on each node's check in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    check_timeout: u64,
+}
+
+/// Options of `scr should-exit`.
+#[derive(Args, Debug)]
+pub struct ShouldExitArgs {
+    /// The prefix directory (default: SCR_PREFIX, else the current directory).
+    #[arg(long, value_name = "DIR")]
+    prefix: Option<PathBuf>,
+}
+
+fn config() -> Result<Config, CliError> {
+    let opts = LoadOptions {
+        system_file: None,
+        read_app_conf: true,
+    };
+    Ok(Config::load(&ProcessEnv, &opts)?)
+}
+
+fn value<T: std::str::FromStr>(cfg: &Config, name: &str) -> Result<Option<T>, CliError> {
+    match cfg.get(name) {
+        None => Ok(None),
+        Some(e) => e
+            .value
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| CliError::Usage(format!("{name}={:?} is not a whole number", e.value))),
+    }
+}
+
+fn prefix_of(given: Option<PathBuf>, cfg: &Config) -> PathBuf {
+    given
+        .or_else(|| cfg.get("SCR_PREFIX").map(|e| PathBuf::from(e.value)))
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn in_slurm() -> bool {
+    std::env::var_os("SLURM_JOB_ID").is_some()
+}
+
+/// Options of a launcher that take a value in the next word (so that the
+/// application is the first word that is neither an option nor a value).
+const VALUE_OPTIONS: &[&str] = &[
+    "-N",
+    "-n",
+    "-np",
+    "-c",
+    "-w",
+    "-x",
+    "-m",
+    "-t",
+    "-p",
+    "-J",
+    "-o",
+    "-e",
+    "-i",
+    "-A",
+    "-D",
+    "-H",
+    "-q",
+    "--mpi",
+    "--nodes",
+    "--ntasks",
+    "--nodelist",
+    "--exclude",
+    "--time",
+    "--partition",
+    "--job-name",
+    "--output",
+    "--error",
+    "--cpus-per-task",
+    "--distribution",
+    "--export",
+    "--host",
+    "--hostfile",
+    "--map-by",
+    "--bind-to",
+    "--rank-by",
+    "--npernode",
+    "--nrs",
+    "--np",
+    "--tasks_per_rs",
+    "--rs_per_host",
+    "--cpu_per_rs",
+    "--env",
+    "-E",
+];
+
+/// Placement options the loop sets itself (dropped from the user's, with
+/// their value): node list, node and rank counts, distribution.
+const PLACEMENT: &[&str] = &[
+    "-N",
+    "-n",
+    "-np",
+    "-w",
+    "-x",
+    "-m",
+    "-H",
+    "--nodes",
+    "--ntasks",
+    "--nodelist",
+    "--exclude",
+    "--distribution",
+    "--host",
+    "--hostfile",
+    "--npernode",
+    "--nrs",
+    "--np",
+    "--tasks_per_rs",
+    "--rs_per_host",
+];
+
+/// The launcher's own words, what the loop reads from them, and the
+/// application's words.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Split {
+    launcher_args: Vec<String>,
+    nodes: Option<usize>,
+    total: Option<usize>,
+    per_node: Option<usize>,
+    app: Vec<String>,
+}
+
+/// Split `words` (after the launcher's name) into the launcher's arguments
+/// and the application, reading and dropping the placement options.
+fn split_launcher(launcher: &str, words: &[String]) -> Split {
+    let mut s = Split::default();
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        if w == "--" {
+            s.app = words[i + 1..].to_vec();
+            return s;
+        }
+        if !w.starts_with('-') {
+            break;
+        }
+        let (name, inline) = match w.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            // -N4, -n8: a short option with its value attached.
+            _ if !w.starts_with("--")
+                && w.len() > 2
+                && !VALUE_OPTIONS.contains(&w.as_str())
+                && VALUE_OPTIONS.contains(&&w[..2]) =>
+            {
+                (w[..2].to_string(), Some(w[2..].to_string()))
+            }
+            _ => (w.clone(), None),
+        };
+        // OpenMPI's --mca takes a name and a value.
+        if name == "--mca" || name == "-mca" {
+            s.launcher_args
+                .extend(words[i..(i + 3).min(words.len())].iter().cloned());
+            i += 3;
+            continue;
+        }
+        let takes = inline.is_none() && VALUE_OPTIONS.contains(&name.as_str());
+        let val = inline.or_else(|| takes.then(|| words.get(i + 1).cloned()).flatten());
+        let num = val.as_deref().and_then(|v| v.parse::<usize>().ok());
+        let mpirun = launcher != "srun";
+        match name.as_str() {
+            "-N" | "--nodes" if !mpirun => s.nodes = num,
+            "-N" | "--npernode" if mpirun => s.per_node = num,
+            "-n" | "--ntasks" | "-np" | "--np" => s.total = num,
+            _ => {}
+        }
+        if PLACEMENT.contains(&name.as_str()) {
+            // The loop places the ranks itself.
+        } else {
+            s.launcher_args.push(w.clone());
+            if takes {
+                if let Some(v) = words.get(i + 1) {
+                    s.launcher_args.push(v.clone());
+                }
+            }
+        }
+        i += if takes { 2 } else { 1 };
+    }
+    s.app = words[i.min(words.len())..].to_vec();
+    s
+}
+
+/// The launcher named by `name`, built from the user's arguments.
+fn launcher_of(
+    name: &str,
+    args: Vec<String>,
+    alloc: &[String],
+    hostfile: Option<PathBuf>,
+) -> Result<Box<dyn Launcher>, CliError> {
+    let base = Path::new(name)
+        .file_name()
+        .and_then(|f| f.to_str())
+        .unwrap_or(name);
+    Ok(match base {
+        "srun" => Box::new(SrunLauncher {
+            program: name.to_string(),
+            args: with_overlap(args),
+        }),
+        // Inside a SLURM allocation mpirun starts its daemons with srun: with
+        // SLURM_OVERLAP set they start beside the step a failed launch left
+        // holding the survivors until SLURM declares the lost node down
+        // (measured: without it the relaunch waited on that step for good).
+        "mpirun" | "mpiexec" | "orterun" if in_slurm() => Box::new(MpirunLauncher {
+            program: PathBuf::from("env"),
+            args: ["SLURM_OVERLAP=1".to_string(), name.to_string()]
+                .into_iter()
+                .chain(args)
+                .collect(),
+            placement: Placement::Hosts { hostfile },
+        }),
+        "mpirun" | "mpiexec" | "orterun" => Box::new(MpirunLauncher {
+            program: PathBuf::from(name),
+            args,
+            placement: Placement::Hosts { hostfile },
+        }),
+        "flux" => {
+            let rest = match args.split_first() {
+                Some((run, rest)) if run == "run" => rest.to_vec(),
+                _ => return Err(CliError::Usage("give `flux run ...`".into())),
+            };
+            Box::new(FluxLauncher { args: rest })
+        }
+        "jsrun" => Box::new(JsrunLauncher {
+            args,
+            allocation: alloc.to_vec(),
+        }),
+        other => {
+            return Err(CliError::Usage(format!(
+                "unknown launcher {other:?}: scr run knows srun, mpirun, mpiexec, flux, jsrun"
+            )))
+        }
+    })
+}
+
+/// The user's srun arguments with `--overlap` (a relaunch's step starts
+/// beside a step of a failed launch that SLURM has not cleaned up yet).
+fn with_overlap(mut args: Vec<String>) -> Vec<String> {
+    if in_slurm() && !args.iter().any(|a| a == "--overlap") {
+        args.insert(0, "--overlap".into());
+    }
+    args
+}
+
+/// Writes the hostfile of each launch's nodes before it (mpirun).
+struct HostfileHooks {
+    path: Option<PathBuf>,
+    slots: usize,
+}
+
+impl Hooks for HostfileHooks {
+    fn before_launch(&mut self, launch: u32, nodes: &[String]) {
+        if let Some(p) = &self.path {
+            if let Err(e) = std::fs::write(p, hostfile_text(nodes, self.slots)) {
+                eprintln!("scr run: launch {launch}: hostfile {}: {e}", p.display());
+            }
+        }
+        eprintln!("scr run: launch {launch} on {}", nodes.join(","));
+    }
+}
+
+/// `scr run` (`srun` given: `scr srun`).
+pub fn run(a: RunArgs, srun: bool) -> Result<(), CliError> {
+    let cfg = config()?;
+    let mut words = a.command.clone();
+    if srun {
+        words.insert(0, "srun".into());
+    }
+    let (name, rest) = words
+        .split_first()
+        .ok_or_else(|| CliError::Usage("give the launcher and the application".into()))?;
+    let base = Path::new(name)
+        .file_name()
+        .and_then(|f| f.to_str())
+        .unwrap_or(name);
+    let split = split_launcher(base, rest);
+    let (program, app_args) = split
+        .app
+        .split_first()
+        .ok_or_else(|| CliError::Usage("no application after the launcher's arguments".into()))?;
+    let var = |k: &str| std::env::var(k).ok();
+    let (source, alloc) = allocation_nodes(&var, a.hostfile.as_deref())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let prefix = prefix_of(a.prefix.clone(), &cfg);
+    let job_nodes = a
+        .nodes
+        .or(split.nodes)
+        .or(match (split.total, split.per_node) {
+            (Some(t), Some(k)) if k > 0 => Some(t.div_ceil(k)),
+            _ => None,
+        })
+        .unwrap_or(alloc.len());
+    let ranks_per_node = a
+        .ranks_per_node
+        .or(split.per_node)
+        .or(split.total.map(|t| t.div_ceil(job_nodes.max(1))))
+        .unwrap_or(1);
+    let hostfile = (base != "srun" && base != "flux" && base != "jsrun")
+        .then(|| prefix.join(".scr").join("run.hostfile"));
+    if let Some(h) = &hostfile {
+        std::fs::create_dir_all(h.parent().unwrap_or(&prefix))
+            .map_err(|e| CliError::Usage(format!("{}: {e}", prefix.display())))?;
+    }
+    let launcher = launcher_of(name, split.launcher_args.clone(), &alloc, hostfile.clone())?;
+    let excluded = match cfg.get("SCR_EXCLUDE_NODES") {
+        Some(e) => expand_hostlist(&e.value).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => Vec::new(),
+    };
+    let spec = LoopSpec {
+        program: PathBuf::from(program),
+        args: app_args.iter().map(OsString::from).collect(),
+        env: Default::default(),
+        nodes: alloc.clone(),
+        job_nodes,
+        ranks_per_node,
+        min_nodes: a
+            .min_nodes
+            .or(value(&cfg, "SCR_MIN_NODES")?)
+            .unwrap_or(job_nodes),
+        runs: a.runs.or(value(&cfg, "SCR_RUNS")?).unwrap_or(1),
+        excluded,
+        watchdog: Duration::from_secs(
+            a.watchdog
+                .or(value(&cfg, "SCR_WATCHDOG_TIMEOUT")?)
+                .unwrap_or(86_400),
+        ),
+        prefix: prefix.clone(),
+    };
+    eprintln!(
+        "scr run: {} nodes from {source} ({}), {job_nodes} a launch with {ranks_per_node} ranks each, {} runs at most",
+        alloc.len(),
+        alloc.join(","),
+        spec.runs
+    );
+    let probe_launcher: Box<dyn Launcher> = if in_slurm() {
+        // --overlap: a check or a copy runs beside a step that still holds
+        // the node (mpirun's daemons linger until SLURM declares a lost
+        // node down), instead of waiting for it.
+        Box::new(SrunLauncher::new(vec!["--overlap".into()]))
+    } else {
+        launcher_of(name, Vec::new(), &alloc, None)?
+    };
+    let me = std::env::current_exe().map_err(|e| CliError::Usage(format!("this program: {e}")))?;
+    let mut check = ProbeCheck {
+        launcher: probe_launcher.as_ref(),
+        cmd: vec![me.clone().into(), "check-node".into()],
+        timeout: Duration::from_secs(a.check_timeout),
+        slurm: in_slurm(),
+    };
+    let mut hooks = HostfileHooks {
+        path: hostfile,
+        slots: ranks_per_node,
+    };
+    let result = RunLoop {
+        spec,
+        launcher: launcher.as_ref(),
+        check: &mut check,
+        hooks: &mut hooks,
+    }
+    .run();
+    report(&result);
+    if !a.no_postrun {
+        postrun(&me, &prefix, &alloc, &result, probe_launcher.as_ref());
+    }
+    match result.stop {
+        Stop::Finished | Stop::Halted(_) => Ok(()),
+        other => Err(CliError::RunLoop {
+            why: stop_text(&other),
+        }),
+    }
+}
+
+fn stop_text(s: &Stop) -> String {
+    match s {
+        Stop::Finished => "the job finished".into(),
+        Stop::Halted(why) => format!("halted: {why}"),
+        Stop::RunsExhausted => "SCR_RUNS launches made, the job did not finish".into(),
+        Stop::TooFewNodes { healthy, need } => {
+            format!("{healthy} healthy nodes, fewer than SCR_MIN_NODES={need}")
+        }
+        Stop::LaunchFailed(why) => format!("the launcher could not run: {why}"),
+    }
+}
+
+fn report(r: &LoopResult) {
+    for l in &r.launches {
+        for (n, why) in &l.newly_down {
+            eprintln!("scr run: node {n} down: {why}");
+        }
+        eprintln!(
+            "scr run: launch {} on {} ended: {:?} after {:.1} s",
+            l.launch,
+            l.nodes.join(","),
+            l.end,
+            l.elapsed_s
+        );
+        print!("{}", l.stdout);
+        eprint!("{}", l.stderr);
+    }
+    eprintln!("scr run: stop: {}", stop_text(&r.stop));
+}
+
+/// `scr postrun` over the nodes still up, each reached by `launcher`.
+fn postrun(me: &Path, prefix: &Path, alloc: &[String], r: &LoopResult, launcher: &dyn Launcher) {
+    let up = r.up_nodes(alloc);
+    let Ok(mut template) = launcher.node_argv("{node}", &["-".into()]) else {
+        eprintln!(
+            "scr run: postrun skipped: {} cannot reach one node",
+            launcher.name()
+        );
+        return;
+    };
+    template.pop();
+    let mut argv: Vec<OsString> = vec![
+        me.into(),
+        "postrun".into(),
+        "--prefix".into(),
+        prefix.into(),
+    ];
+    argv.push("--nodes".into());
+    argv.push(alloc.join(",").into());
+    let down: Vec<&str> = alloc
+        .iter()
+        .filter(|n| !up.contains(n))
+        .map(String::as_str)
+        .collect();
+    if !down.is_empty() {
+        argv.push("--down".into());
+        argv.push(down.join(",").into());
+    }
+    let mut t = template.into_iter();
+    if let Some(p) = t.next() {
+        argv.push("--launch".into());
+        argv.push(p);
+    }
+    for w in t {
+        argv.push("--launch-arg".into());
+        argv.push(w);
+    }
+    match scr::launch::run_argv(&argv, Duration::from_secs(3600)) {
+        Ok(out) => {
+            print!("{}", out.stdout);
+            eprint!("{}", out.stderr);
+            eprintln!("scr run: postrun exited {}", out.code());
+        }
+        Err(e) => eprintln!("scr run: postrun: {e}"),
+    }
+}
+
+/// The storage checks of this node: the bases given, else the control and
+/// cache bases of the configuration.
+fn storage_checks(paths: Vec<PathBuf>, capacity: u64) -> Result<Vec<StorageCheck>, CliError> {
+    let mut v: Vec<StorageCheck> = Vec::new();
+    let mut add = |role: &str, path: PathBuf| {
+        if !v.iter().any(|s| s.path == path) {
+            v.push(StorageCheck {
+                role: role.into(),
+                path,
+                min_capacity_bytes: capacity,
+            });
+        }
+    };
+    if paths.is_empty() {
+        let cfg = config()?;
+        for (role, key) in [("control", "SCR_CNTL_BASE"), ("cache", "SCR_CACHE_BASE")] {
+            let p = cfg
+                .get(key)
+                .map_or_else(|| PathBuf::from("/dev/shm"), |e| PathBuf::from(e.value));
+            add(role, p);
+        }
+    }
+    for p in paths {
+        add("storage", p);
+    }
+    Ok(v)
+}
+
+/// `scr check-node`: this node's storage bases (SCR's scr_check_node).
+pub fn check_node_cmd(a: CheckNodeArgs) -> Result<(), CliError> {
+    let storage = storage_checks(a.paths, a.capacity)?;
+    match check_node(None, &storage) {
+        Ok(()) => {
+            println!("ok");
+            Ok(())
+        }
+        Err(why) => {
+            println!("{DOWN_MARK} {why}");
+            Err(CliError::No)
+        }
+    }
+}
+
+/// `scr list-down-nodes`: the allocation's nodes that are down (SCR's
+/// scr_list_down_nodes): excluded, reported down by SLURM, or failing
+/// `scr check-node` run on them.
+pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
+    let cfg = config()?;
+    let var = |k: &str| std::env::var(k).ok();
+    let nodes = match &a.nodes {
+        Some(l) => expand_hostlist(l).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => {
+            allocation_nodes(&var, None)
+                .map_err(|e| CliError::Usage(e.to_string()))?
+                .1
+        }
+    };
+    let excluded = match cfg.get("SCR_EXCLUDE_NODES") {
+        Some(e) => expand_hostlist(&e.value).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => Vec::new(),
+    };
+    let launcher = SrunLauncher::new(vec!["--overlap".into()]);
+    let me = std::env::current_exe().map_err(|e| CliError::Usage(format!("this program: {e}")))?;
+    let mut check = ProbeCheck {
+        launcher: &launcher,
+        cmd: if in_slurm() {
+            vec![me.into(), "check-node".into()]
+        } else {
+            Vec::new()
+        },
+        timeout: Duration::from_secs(a.check_timeout),
+        slurm: in_slurm(),
+    };
+    let mut down: Vec<(String, String)> = nodes
+        .iter()
+        .filter(|n| excluded.contains(n))
+        .map(|n| (n.clone(), "listed in SCR_EXCLUDE_NODES".to_string()))
+        .collect();
+    let rest: Vec<String> = nodes
+        .iter()
+        .filter(|n| !excluded.contains(n))
+        .cloned()
+        .collect();
+    use scr::runloop::NodeCheck as _;
+    down.extend(
+        check
+            .check(&rest)
+            .into_iter()
+            .map(|(n, r)| (n, r.to_string())),
+    );
+    for (n, why) in &down {
+        if a.reason {
+            println!("{n}: {why}");
+        } else {
+            println!("{n}");
+        }
+    }
+    if down.is_empty() {
+        Err(CliError::No)
+    } else {
+        Ok(())
+    }
+}
+
+/// `scr should-exit` (SCR's scr_retries_halt): exit 0 and print why when
+/// the halt file asks the job to stop before another launch, NO otherwise.
+pub fn should_exit(a: ShouldExitArgs) -> Result<(), CliError> {
+    let cfg = config()?;
+    match halt_condition(&prefix_of(a.prefix, &cfg)) {
+        Some(why) => {
+            println!("{why}");
+            Ok(())
+        }
+        None => Err(CliError::No),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn launcher_words_are_split_from_the_application() {
+        let s = split_launcher("srun", &w("--mpi=pmix -N 4 -n8 --time 5 ./app --x 1"));
+        assert_eq!(s.launcher_args, w("--mpi=pmix --time 5"));
+        assert_eq!((s.nodes, s.total), (Some(4), Some(8)));
+        assert_eq!(s.app, w("./app --x 1"));
+        let s = split_launcher("mpirun", &w("-np 8 --npernode 2 --mca btl tcp -- app -N 3"));
+        assert_eq!((s.total, s.per_node), (Some(8), Some(2)));
+        assert_eq!(s.app, w("app -N 3"));
+        let s = split_launcher("srun", &w("-N4 -n 8 app"));
+        assert_eq!(s.app, w("app"));
+    }
+}

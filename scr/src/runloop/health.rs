@@ -1,0 +1,508 @@
+//! Node health checks: SCR's `scr_list_down_nodes` and `scr_check_node`
+//! (developer guide, "Node Health Checks").
+//!
+//! A node is down when any check fails, and the first failing check is the
+//! reason reported:
+//! 1. it is listed in `SCR_EXCLUDE_NODES` (the user's catch-all);
+//! 2. it does not answer: on a simulated node, its tree (`SCR_NODE_ROOT`)
+//!    is missing or not a directory (the stand-in for ping);
+//! 3. a storage base (control, cache) is missing, cannot be listed, is not
+//!    marked writable, has less total capacity than configured (a drive
+//!    that lost track of its size), or a file cannot be created and removed
+//!    in it (the three SSD failure modes the guide lists).
+//!
+//! Once a node is down it stays down for the allocation ([`DownList`]):
+//! nodes that come and go are not retried.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// One node-local storage base to check, with the capacity it must have.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StorageCheck {
+    /// What it is (`control`, `cache`), for messages.
+    pub role: String,
+    /// The directory as the node sees it (`/dev/shm`).
+    pub path: PathBuf,
+    /// Least total capacity in bytes (0: not checked).
+    pub min_capacity_bytes: u64,
+}
+
+/// Why a node is down.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "check", rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum DownReason {
+    /// Listed in `SCR_EXCLUDE_NODES`.
+    Excluded,
+    /// The node does not answer (simulated: its tree is missing).
+    Unreachable {
+        /// What was tried and what failed.
+        detail: String,
+    },
+    /// A storage base is missing or cannot be listed.
+    StorageInaccessible {
+        /// The base's role.
+        role: String,
+        /// The directory.
+        path: PathBuf,
+        /// The OS error.
+        detail: String,
+    },
+    /// A storage base is not writable according to its mode or mount.
+    NotWritable {
+        /// The base's role.
+        role: String,
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The file system is smaller than configured.
+    Capacity {
+        /// The base's role.
+        role: String,
+        /// The directory.
+        path: PathBuf,
+        /// Total bytes found.
+        total_bytes: u64,
+        /// Bytes configured.
+        want_bytes: u64,
+    },
+    /// Creating or removing a test file failed.
+    TouchFailed {
+        /// The base's role.
+        role: String,
+        /// The directory.
+        path: PathBuf,
+        /// The OS error.
+        detail: String,
+    },
+    /// Reported down by the caller (e.g. the node ran the rank that hung).
+    Reported {
+        /// Why.
+        detail: String,
+    },
+}
+
+impl std::fmt::Display for DownReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DownReason::Excluded => f.write_str("listed in SCR_EXCLUDE_NODES"),
+            DownReason::Unreachable { detail } => write!(f, "unreachable: {detail}"),
+            DownReason::StorageInaccessible { role, path, detail } => {
+                write!(
+                    f,
+                    "{role} directory {} inaccessible: {detail}",
+                    path.display()
+                )
+            }
+            DownReason::NotWritable { role, path } => {
+                write!(f, "{role} directory {} is not writable", path.display())
+            }
+            DownReason::Capacity {
+                role,
+                path,
+                total_bytes,
+                want_bytes,
+            } => write!(
+                f,
+                "{role} directory {} has {total_bytes} bytes of capacity, {want_bytes} configured",
+                path.display()
+            ),
+            DownReason::TouchFailed { role, path, detail } => write!(
+                f,
+                "cannot create and remove a file in {role} directory {}: {detail}",
+                path.display()
+            ),
+            DownReason::Reported { detail } => f.write_str(detail),
+        }
+    }
+}
+
+/// Where a node's paths really are: `root` prefixed to every node-local
+/// path on a simulated node, the path itself on a real one.
+pub fn node_path(root: Option<&Path>, path: &Path) -> PathBuf {
+    match root {
+        Some(r) => r.join(path.strip_prefix("/").unwrap_or(path)),
+        None => path.to_path_buf(),
+    }
+}
+
+/// Total bytes of the file system holding `dir`.
+pub fn total_bytes(dir: &Path) -> io::Result<u64> {
+    let c = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
+    // SAFETY: statvfs writes into a zeroed struct we own; c is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    #[allow(clippy::useless_conversion)] // field types differ between targets
+    Ok(u64::from(st.f_blocks).saturating_mul(u64::from(st.f_frsize)))
+}
+
+fn writable_by_mode(dir: &Path) -> io::Result<bool> {
+    let c = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))?;
+    // access(2) answers for our real uid, including root's override and
+    // read-only mounts (EROFS), the "listed as writable" check.
+    // SAFETY: c is NUL-terminated.
+    match unsafe { libc::access(c.as_ptr(), libc::W_OK) } {
+        0 => Ok(true),
+        _ => {
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EACCES) | Some(libc::EROFS) | Some(libc::EPERM) => Ok(false),
+                _ => Err(e),
+            }
+        }
+    }
+}
+
+/// `scr_check_node` for one storage base seen through `root`.
+pub fn check_storage(root: Option<&Path>, check: &StorageCheck) -> Result<(), DownReason> {
+    let path = node_path(root, &check.path);
+    let role = check.role.clone();
+    let inaccessible = |e: io::Error| DownReason::StorageInaccessible {
+        role: role.clone(),
+        path: path.clone(),
+        detail: e.to_string(),
+    };
+    // `ls -lt`: the directory exists and can be listed.
+    let meta = fs::metadata(&path).map_err(inaccessible)?;
+    if !meta.is_dir() {
+        return Err(inaccessible(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "not a directory",
+        )));
+    }
+    fs::read_dir(&path).map_err(inaccessible)?;
+    if !writable_by_mode(&path).map_err(inaccessible)? {
+        return Err(DownReason::NotWritable { role, path });
+    }
+    if check.min_capacity_bytes > 0 {
+        let total = total_bytes(&path).map_err(inaccessible)?;
+        if total < check.min_capacity_bytes {
+            return Err(DownReason::Capacity {
+                role,
+                path,
+                total_bytes: total,
+                want_bytes: check.min_capacity_bytes,
+            });
+        }
+    }
+    // touch + rm: some drives pass the two checks above and still refuse
+    // to create a file.
+    let probe = path.join(format!(
+        ".scr-check-node.{}.{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+    ));
+    let touched = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(b"scr")?;
+            f.sync_all()
+        });
+    let removed = fs::remove_file(&probe);
+    match (touched, removed) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), _) | (Ok(()), Err(e)) => Err(DownReason::TouchFailed {
+            role,
+            path,
+            detail: e.to_string(),
+        }),
+    }
+}
+
+/// Every check of one node: `root` is its simulated tree (`None` on a real
+/// node, where the paths are used as they are).
+pub fn check_node(root: Option<&Path>, storage: &[StorageCheck]) -> Result<(), DownReason> {
+    if let Some(r) = root {
+        match fs::metadata(r) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(DownReason::Unreachable {
+                    detail: format!("{} is not a directory", r.display()),
+                })
+            }
+            Err(e) => {
+                return Err(DownReason::Unreachable {
+                    detail: format!("{}: {e}", r.display()),
+                })
+            }
+        }
+    }
+    for s in storage {
+        check_storage(root, s)?;
+    }
+    Ok(())
+}
+
+/// A host list (`SLURM_JOB_NODELIST`, `SCR_EXCLUDE_NODES`) that is not in
+/// hostlist syntax.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("host list {list:?}: {why}")]
+pub struct HostlistError {
+    /// The list as given.
+    pub list: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+/// Expand a host list as SCR's scripts accept it: comma-separated names,
+/// each possibly with one bracketed range list, `n[1-3,7]`.
+pub fn expand_hostlist(list: &str) -> Result<Vec<String>, HostlistError> {
+    let bad = |item: &str, why: String| HostlistError {
+        list: list.to_string(),
+        why: format!("`{item}`: {why}"),
+    };
+    let mut out = Vec::new();
+    // Split on commas outside brackets.
+    let mut depth = 0i32;
+    let mut item = String::new();
+    let mut items = Vec::new();
+    for c in list.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ => {}
+        }
+        if !(0..=1).contains(&depth) {
+            return Err(HostlistError {
+                list: list.to_string(),
+                why: "unbalanced brackets".into(),
+            });
+        }
+        if (c == ',' || c.is_whitespace()) && depth == 0 {
+            items.push(std::mem::take(&mut item));
+        } else {
+            item.push(c);
+        }
+    }
+    if depth != 0 {
+        return Err(HostlistError {
+            list: list.to_string(),
+            why: "unbalanced brackets".into(),
+        });
+    }
+    items.push(item);
+    for it in items.into_iter().filter(|s| !s.is_empty()) {
+        let Some(open) = it.find('[') else {
+            out.push(it);
+            continue;
+        };
+        let close = it.rfind(']').ok_or_else(|| bad(&it, "missing ]".into()))?;
+        let (head, tail) = (&it[..open], &it[close + 1..]);
+        for part in it[open + 1..close].split(',') {
+            match part.split_once('-') {
+                None => out.push(format!("{head}{part}{tail}")),
+                Some((a, b)) => {
+                    let width = a.len();
+                    let (lo, hi): (u64, u64) = (
+                        a.parse()
+                            .map_err(|_| bad(&it, format!("bad range start {a:?}")))?,
+                        b.parse()
+                            .map_err(|_| bad(&it, format!("bad range end {b:?}")))?,
+                    );
+                    if hi < lo || hi - lo > 100_000 {
+                        return Err(bad(&it, format!("range {a}-{b} is empty or too large")));
+                    }
+                    for i in lo..=hi {
+                        out.push(format!("{head}{i:0width$}{tail}"));
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Nodes found down so far in an allocation, with the first reason each was
+/// found down. Sticky: a node is never taken off the list (the guide: once
+/// ruled out, always kept out for the rest of the allocation).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DownList {
+    down: BTreeMap<String, DownReason>,
+}
+
+impl DownList {
+    /// An empty list.
+    pub fn new() -> DownList {
+        DownList::default()
+    }
+
+    /// Mark `node` down (keeps the first reason).
+    pub fn mark(&mut self, node: &str, reason: DownReason) -> bool {
+        if self.down.contains_key(node) {
+            return false;
+        }
+        self.down.insert(node.to_string(), reason);
+        true
+    }
+
+    /// True when `node` is down.
+    pub fn is_down(&self, node: &str) -> bool {
+        self.down.contains_key(node)
+    }
+
+    /// Down nodes and why, sorted by name.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &DownReason)> {
+        self.down.iter().map(|(n, r)| (n.as_str(), r))
+    }
+
+    /// How many nodes are down.
+    pub fn len(&self) -> usize {
+        self.down.len()
+    }
+
+    /// No node is down.
+    pub fn is_empty(&self) -> bool {
+        self.down.is_empty()
+    }
+
+    /// `scr_list_down_nodes`: check every node not yet down (`root_of`
+    /// gives a simulated node's tree), with `excluded` taken from
+    /// `SCR_EXCLUDE_NODES`. Returns the nodes newly found down.
+    pub fn update(
+        &mut self,
+        nodes: &[String],
+        excluded: &[String],
+        root_of: &dyn Fn(&str) -> Option<PathBuf>,
+        storage: &[StorageCheck],
+    ) -> Vec<String> {
+        let mut newly = Vec::new();
+        for n in nodes {
+            if self.is_down(n) {
+                continue;
+            }
+            let verdict = if excluded.iter().any(|e| e == n) {
+                Err(DownReason::Excluded)
+            } else {
+                check_node(root_of(n).as_deref(), storage)
+            };
+            if let Err(reason) = verdict {
+                self.mark(n, reason);
+                newly.push(n.clone());
+            }
+        }
+        newly
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn storage() -> Vec<StorageCheck> {
+        vec![StorageCheck {
+            role: "cache".into(),
+            path: PathBuf::from("/dev/shm"),
+            min_capacity_bytes: 0,
+        }]
+    }
+
+    #[test]
+    fn hostlists_expand_ranges_and_keep_widths() {
+        assert_eq!(
+            expand_hostlist("n[1-3,7],m02, x").unwrap(),
+            ["n1", "n2", "n3", "n7", "m02", "x"]
+        );
+        assert_eq!(
+            expand_hostlist("node[08-10]").unwrap(),
+            ["node08", "node09", "node10"]
+        );
+        assert!(expand_hostlist("n[1-3").is_err());
+        assert!(expand_hostlist("n[3-1]").is_err());
+        assert!(expand_hostlist("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_healthy_simulated_node_passes_and_a_missing_one_is_unreachable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("n0");
+        fs::create_dir_all(root.join("dev/shm")).unwrap();
+        assert_eq!(check_node(Some(&root), &storage()), Ok(()));
+        fs::remove_dir_all(&root).unwrap();
+        assert!(matches!(
+            check_node(Some(&root), &storage()),
+            Err(DownReason::Unreachable { .. })
+        ));
+    }
+
+    #[test]
+    fn missing_storage_and_small_capacity_are_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("n0");
+        fs::create_dir_all(&root).unwrap();
+        match check_node(Some(&root), &storage()) {
+            Err(DownReason::StorageInaccessible { role, .. }) => assert_eq!(role, "cache"),
+            other => panic!("expected StorageInaccessible, got {other:?}"),
+        }
+        fs::create_dir_all(root.join("dev/shm")).unwrap();
+        let mut s = storage();
+        s[0].min_capacity_bytes = u64::MAX;
+        match check_node(Some(&root), &s) {
+            Err(DownReason::Capacity {
+                total_bytes,
+                want_bytes,
+                ..
+            }) => {
+                assert!(total_bytes > 0);
+                assert_eq!(want_bytes, u64::MAX);
+            }
+            other => panic!("expected Capacity, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_storage_path_that_is_a_file_is_inaccessible() {
+        // The PFS-outage / unreadable-node stand-in as root: a regular file
+        // in the directory's place.
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("n0");
+        fs::create_dir_all(root.join("dev")).unwrap();
+        fs::write(root.join("dev/shm"), b"").unwrap();
+        assert!(matches!(
+            check_node(Some(&root), &storage()),
+            Err(DownReason::StorageInaccessible { .. })
+        ));
+    }
+
+    #[test]
+    fn down_nodes_stay_down_and_exclusions_win() {
+        let tmp = tempfile::tempdir().unwrap();
+        let nodes: Vec<String> = (0..3).map(|i| format!("n{i}")).collect();
+        for n in &nodes {
+            fs::create_dir_all(tmp.path().join(n).join("dev/shm")).unwrap();
+        }
+        let root_of = |n: &str| Some(tmp.path().join(n));
+        let mut down = DownList::new();
+        assert!(down
+            .update(&nodes, &["n2".into()], &root_of, &storage())
+            .contains(&"n2".to_string()));
+        fs::remove_dir_all(tmp.path().join("n1")).unwrap();
+        assert_eq!(down.update(&nodes, &[], &root_of, &storage()), ["n1"]);
+        // n1 comes back: it stays down, with its first reason.
+        fs::create_dir_all(tmp.path().join("n1/dev/shm")).unwrap();
+        assert!(down.update(&nodes, &[], &root_of, &storage()).is_empty());
+        assert!(down.is_down("n1") && down.is_down("n2") && !down.is_down("n0"));
+        assert_eq!(down.entries().next().map(|e| e.0), Some("n1"));
+        assert!(matches!(
+            down.entries().nth(1).map(|e| e.1),
+            Some(DownReason::Excluded)
+        ));
+    }
+}

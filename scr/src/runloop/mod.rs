@@ -1,0 +1,336 @@
+//! The run loop of SCR's `scr_run`/`scr_srun` scripts, in the product
+//! (`scr run`, `scr srun`) and under the testbed's fault hooks.
+//!
+//! Inside an allocation [`RunLoop::run`] launches the job until it
+//! finishes, a halt condition holds, `SCR_RUNS` launches were made or too
+//! few healthy nodes remain (`SCR_MIN_NODES`). Before each launch it runs
+//! the node health checks (a [`NodeCheck`]; `SCR_EXCLUDE_NODES`; a node
+//! once down stays down) and logs `NODE_FAIL` for each node newly found
+//! down, checks the halt condition (from the second launch on: the first
+//! launch's application reads the halt file itself), keeps every healthy
+//! node of the previous launch in its place and fills lost places with
+//! spares ([`choose_nodes`]), and logs `RUN_START`. Every launch is bounded
+//! by the watchdog: a hung launch is killed, counted as a failed launch,
+//! and the loop goes on (the health checks then find the node that hung).
+//! After each launch `RUN_END` says how it ended. What comes after the
+//! loop (scavenge, `scr postrun`) is the caller's: it gets the down nodes.
+//!
+//! The testbed adds its faults through [`Hooks`]: called before each
+//! launch, while it runs (every ~20 ms, with the launcher's pid) and after.
+
+pub mod health;
+pub mod nodes;
+pub mod probe;
+pub mod runlog;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::launch::{JobSpec, LaunchError, Launcher, NodeSpec, Watch};
+use health::{DownList, DownReason};
+pub use nodes::choose_nodes;
+use runlog::RunLog;
+
+/// Health checks of the allocation's nodes before a launch.
+pub trait NodeCheck {
+    /// Why each of `nodes` that is not healthy is down (healthy ones are
+    /// left out).
+    fn check(&mut self, nodes: &[String]) -> Vec<(String, DownReason)>;
+}
+
+/// What the testbed adds to the loop. Every method has a default that does
+/// nothing: the product's loop uses [`NoHooks`].
+pub trait Hooks {
+    /// Before launch `launch` on `nodes` (after the health checks).
+    fn before_launch(&mut self, _launch: u32, _nodes: &[String]) {}
+    /// While a launch runs, about every 20 ms, with the launcher's pid.
+    fn watch(&mut self, _pid: u32) -> Watch {
+        Watch::Continue
+    }
+    /// After a launch.
+    fn after_launch(&mut self, _launched: &Launched) {}
+}
+
+/// The product's hooks: none.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoHooks;
+
+impl Hooks for NoHooks {}
+
+/// The application and the allocation the loop runs it in.
+#[derive(Debug, Clone)]
+pub struct LoopSpec {
+    /// The program every rank runs.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Variables every rank sees (besides the launcher's environment).
+    pub env: BTreeMap<String, String>,
+    /// Every node of the allocation, in order (spares after the job's).
+    pub nodes: Vec<String>,
+    /// Nodes a launch runs on.
+    pub job_nodes: usize,
+    /// Ranks on each node.
+    pub ranks_per_node: usize,
+    /// Fewest nodes to launch on (`SCR_MIN_NODES`; default: `job_nodes`).
+    pub min_nodes: usize,
+    /// Most launches (`SCR_RUNS`; 0: no limit but the nodes).
+    pub runs: u32,
+    /// Nodes never used (`SCR_EXCLUDE_NODES`).
+    pub excluded: Vec<String>,
+    /// Bound on each launch (the watchdog).
+    pub watchdog: Duration,
+    /// The prefix directory (halt file, log).
+    pub prefix: PathBuf,
+}
+
+/// How one launch ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LaunchEnd {
+    /// The launcher exited with this code (`128 + signal` when killed).
+    Exited(i32),
+    /// The watchdog killed it after this long.
+    Killed(Duration),
+    /// It outlived its ranks and was killed.
+    Stuck,
+}
+
+/// One launch as the loop saw it.
+#[derive(Debug, Clone)]
+pub struct Launched {
+    /// 1-based.
+    pub launch: u32,
+    /// Its nodes, in rank order.
+    pub nodes: Vec<String>,
+    /// Nodes found down just before it, with why.
+    pub newly_down: Vec<(String, String)>,
+    /// How it ended.
+    pub end: LaunchEnd,
+    /// Wall time in seconds.
+    pub elapsed_s: f64,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
+}
+
+/// Why the loop stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// A launch exited 0.
+    Finished,
+    /// A halt condition held before a relaunch.
+    Halted(String),
+    /// `SCR_RUNS` launches were made.
+    RunsExhausted,
+    /// Fewer healthy nodes than `SCR_MIN_NODES`.
+    TooFewNodes {
+        /// Healthy nodes left.
+        healthy: usize,
+        /// Nodes needed.
+        need: usize,
+    },
+    /// The launcher could not run at all (not a failure of the job).
+    LaunchFailed(String),
+}
+
+/// The loop's result.
+#[derive(Debug, Clone)]
+pub struct LoopResult {
+    /// Every launch.
+    pub launches: Vec<Launched>,
+    /// Why it stopped.
+    pub stop: Stop,
+    /// Down nodes at the end, with the first reason each was found down.
+    pub down: Vec<(String, String)>,
+}
+
+impl LoopResult {
+    /// The nodes still up at the end (for the scavenge).
+    pub fn up_nodes(&self, all: &[String]) -> Vec<String> {
+        all.iter()
+            .filter(|n| !self.down.iter().any(|(d, _)| d == *n))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The run loop: a launcher, a node check and hooks over a [`LoopSpec`].
+pub struct RunLoop<'a> {
+    /// What runs where.
+    pub spec: LoopSpec,
+    /// How the job reaches its nodes.
+    pub launcher: &'a dyn Launcher,
+    /// The health checks.
+    pub check: &'a mut dyn NodeCheck,
+    /// The testbed's additions.
+    pub hooks: &'a mut dyn Hooks,
+}
+
+/// The halt condition in the prefix's halt file as a relaunch sees it,
+/// ignoring the reason a normal `SCR_Finalize` leaves (the next `SCR_Init`
+/// clears it). `None` without a halt file or condition.
+pub fn halt_condition(prefix: &Path) -> Option<String> {
+    use crate::clock::Clock;
+    use crate::records::Record as _;
+    let path = crate::halt::halt_path(prefix);
+    let mut halt = crate::records::Halt::read_file(&path).ok()?;
+    if halt.exit_reason.as_deref() == Some(crate::records::halt::REASON_FINALIZE_CALLED) {
+        halt.exit_reason = None;
+    }
+    halt.halt_reason(crate::clock::SystemClock.unix_secs())
+}
+
+/// The `RUN_END` note of a launch (words `scr interval` reads: `failed`,
+/// `killed` count as failures).
+fn end_note(end: &LaunchEnd) -> String {
+    match end {
+        LaunchEnd::Exited(0) => "finished".into(),
+        LaunchEnd::Exited(c) => format!("failed: launcher exit code {c}"),
+        LaunchEnd::Killed(d) => format!("failed: hang, killed after {:.0} s", d.as_secs_f64()),
+        LaunchEnd::Stuck => "failed: launcher stuck after its ranks exited, killed".into(),
+    }
+}
+
+impl RunLoop<'_> {
+    /// Run the loop to its end.
+    pub fn run(&mut self) -> LoopResult {
+        let (log, warning) = RunLog::open(&self.spec.prefix, &self.spec.env);
+        if let Some(w) = warning {
+            eprintln!("scr run: warning: {w}");
+        }
+        let mut down = DownList::new();
+        let mut previous: Vec<String> = Vec::new();
+        let mut launches: Vec<Launched> = Vec::new();
+        let mut launch = 0u32;
+        let stop = loop {
+            if self.spec.runs > 0 && launch >= self.spec.runs {
+                break Stop::RunsExhausted;
+            }
+            launch += 1;
+            let newly_down = self.health(&mut down, &log);
+            if launch > 1 {
+                if let Some(why) = halt_condition(&self.spec.prefix) {
+                    break Stop::Halted(why);
+                }
+            }
+            let need = self.spec.min_nodes.min(self.spec.job_nodes);
+            let Some(nodes) = choose_nodes(
+                &self.spec.nodes,
+                &previous,
+                &down,
+                self.spec.job_nodes,
+                need,
+            ) else {
+                let healthy = self.spec.nodes.iter().filter(|n| !down.is_down(n)).count();
+                break Stop::TooFewNodes { healthy, need };
+            };
+            self.hooks.before_launch(launch, &nodes);
+            let procs = (nodes.len() * self.spec.ranks_per_node) as u64;
+            log.run_start(launch, self.spec.runs, procs, &nodes);
+            let rec = match self.launch_once(launch, &nodes, newly_down) {
+                Ok(rec) => rec,
+                Err(e) => break Stop::LaunchFailed(e.to_string()),
+            };
+            log.run_end(launch, &end_note(&rec.end), rec.elapsed_s);
+            self.hooks.after_launch(&rec);
+            let finished = rec.end == LaunchEnd::Exited(0);
+            launches.push(rec);
+            previous = nodes;
+            if finished {
+                break Stop::Finished;
+            }
+        };
+        LoopResult {
+            launches,
+            stop,
+            down: down
+                .entries()
+                .map(|(n, r)| (n.to_string(), r.to_string()))
+                .collect(),
+        }
+    }
+
+    /// The health checks before a launch: nodes newly found down, with why,
+    /// each logged as `NODE_FAIL`.
+    fn health(&mut self, down: &mut DownList, log: &RunLog) -> Vec<(String, String)> {
+        let mut newly = Vec::new();
+        let mut mark = |down: &mut DownList, n: &str, r: DownReason| {
+            let text = r.to_string();
+            if down.mark(n, r) {
+                log.node_fail(n, &text);
+                newly.push((n.to_string(), text));
+            }
+        };
+        for n in &self.spec.nodes {
+            if self.spec.excluded.contains(n) {
+                mark(down, n, DownReason::Excluded);
+            }
+        }
+        let to_check: Vec<String> = self
+            .spec
+            .nodes
+            .iter()
+            .filter(|n| !down.is_down(n))
+            .cloned()
+            .collect();
+        for (n, r) in self.check.check(&to_check) {
+            mark(down, &n, r);
+        }
+        newly
+    }
+
+    /// One bounded launch on `nodes`.
+    fn launch_once(
+        &mut self,
+        launch: u32,
+        nodes: &[String],
+        newly_down: Vec<(String, String)>,
+    ) -> Result<Launched, LaunchError> {
+        let job = JobSpec {
+            program: self.spec.program.clone(),
+            args: self.spec.args.clone(),
+            nodes: nodes
+                .iter()
+                .map(|n| NodeSpec {
+                    name: n.clone(),
+                    ranks: self.spec.ranks_per_node,
+                    env: BTreeMap::new(),
+                })
+                .collect(),
+            env: self.spec.env.clone(),
+        };
+        let argv = self.launcher.job_argv(&job)?;
+        let start = std::time::Instant::now();
+        let hooks = &mut *self.hooks;
+        let ran = self
+            .launcher
+            .run(&argv, self.spec.watchdog, &mut |pid| hooks.watch(pid));
+        let (end, stdout, stderr) = match ran {
+            Ok(out) => (LaunchEnd::Exited(out.code()), out.stdout, out.stderr),
+            Err(LaunchError::Timeout {
+                after,
+                stdout,
+                stderr,
+            }) => (LaunchEnd::Killed(after), stdout, stderr),
+            Err(LaunchError::LauncherStuck { stdout, stderr }) => {
+                (LaunchEnd::Stuck, stdout, stderr)
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Launched {
+            launch,
+            nodes: nodes.to_vec(),
+            newly_down,
+            end,
+            elapsed_s: start.elapsed().as_secs_f64(),
+            stdout,
+            stderr,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

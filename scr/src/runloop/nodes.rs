@@ -1,0 +1,242 @@
+//! Which nodes an allocation has (from the resource manager) and which of
+//! them the next launch runs on.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::health::{expand_hostlist, DownList, HostlistError};
+use crate::launch::run_argv;
+
+/// Where an allocation's node list came from, and why it could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodesError {
+    /// A host list in a variable is not in hostlist syntax.
+    #[error("{var}: {source}")]
+    Hostlist {
+        /// The variable.
+        var: String,
+        /// What is wrong.
+        source: HostlistError,
+    },
+    /// The hostfile could not be read.
+    #[error("hostfile {path}: {source}")]
+    Hostfile {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A resource manager's command failed.
+    #[error("{command} failed: {why}")]
+    Command {
+        /// The command.
+        command: String,
+        /// Its error output or exit status.
+        why: String,
+    },
+    /// Nothing says which nodes the job has.
+    #[error("no node list: not inside a SLURM, Flux or LSF allocation, and neither SCR_NODELIST nor a hostfile was given")]
+    Unknown,
+}
+
+/// The allocation's nodes, in order, from the first source that has them:
+/// a hostfile (mpirun), `SCR_NODELIST`, SLURM (`SLURM_JOB_NODELIST`, read
+/// with `scontrol show hostnames` when it is beyond the syntax expanded
+/// here), LSF (`LSB_MCPU_HOSTS`, `LSB_HOSTS`), Flux (`flux getattr hostlist`
+/// when `FLUX_JOB_ID` is set). Also returns which source it was.
+pub fn allocation_nodes(
+    var: &dyn Fn(&str) -> Option<String>,
+    hostfile: Option<&Path>,
+) -> Result<(&'static str, Vec<String>), NodesError> {
+    if let Some(path) = hostfile {
+        return Ok(("hostfile", read_hostfile(path)?));
+    }
+    let from = |name: &str, list: &str| {
+        expand_hostlist(list).map_err(|source| NodesError::Hostlist {
+            var: name.to_string(),
+            source,
+        })
+    };
+    if let Some(list) = var("SCR_NODELIST") {
+        return Ok(("SCR_NODELIST", from("SCR_NODELIST", &list)?));
+    }
+    for name in ["SLURM_JOB_NODELIST", "SLURM_NODELIST"] {
+        if let Some(list) = var(name) {
+            return match from(name, &list) {
+                Ok(v) => Ok(("slurm", v)),
+                Err(_) => Ok((
+                    "slurm",
+                    command_lines(&["scontrol", "show", "hostnames", &list])?,
+                )),
+            };
+        }
+    }
+    if let Some(v) = var("LSB_MCPU_HOSTS") {
+        // "host slots host slots ...": every other word.
+        return Ok(("lsf", dedup(v.split_whitespace().step_by(2))));
+    }
+    if let Some(v) = var("LSB_HOSTS") {
+        return Ok(("lsf", dedup(v.split_whitespace())));
+    }
+    if var("FLUX_JOB_ID").is_some() {
+        let out = command_lines(&["flux", "getattr", "hostlist"])?;
+        return Ok(("flux", from("flux getattr hostlist", &out.join(","))?));
+    }
+    Err(NodesError::Unknown)
+}
+
+/// Names in order of first appearance.
+fn dedup<'a>(names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for n in names {
+        if !v.iter().any(|x| x == n) {
+            v.push(n.to_string());
+        }
+    }
+    v
+}
+
+/// The hosts of an OpenMPI/MPICH hostfile: the first word of every line
+/// that is not blank or a comment (`node1 slots=2`, `node2:4`).
+pub fn read_hostfile(path: &Path) -> Result<Vec<String>, NodesError> {
+    let text = std::fs::read_to_string(path).map_err(|source| NodesError::Hostfile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(dedup(text.lines().filter_map(|l| {
+        let l = l.split('#').next().unwrap_or("").trim();
+        l.split_whitespace()
+            .next()
+            .map(|w| w.split(':').next().unwrap_or(w))
+    })))
+}
+
+/// An OpenMPI hostfile for `nodes`, `slots` ranks each.
+pub fn hostfile_text(nodes: &[String], slots: usize) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("{n} slots={slots}\n"))
+        .collect()
+}
+
+/// Standard output lines of a resource manager's query (bounded: 30 s).
+fn command_lines(argv: &[&str]) -> Result<Vec<String>, NodesError> {
+    let v: Vec<OsString> = argv.iter().map(OsString::from).collect();
+    let fail = |why: String| NodesError::Command {
+        command: argv.join(" "),
+        why,
+    };
+    let out = run_argv(&v, Duration::from_secs(30)).map_err(|e| fail(e.to_string()))?;
+    if !out.success() {
+        return Err(fail(format!(
+            "exit code {}: {}",
+            out.code(),
+            out.stderr.trim()
+        )));
+    }
+    Ok(out.stdout.split_whitespace().map(String::from).collect())
+}
+
+/// The nodes of the next launch: every healthy node of `previous` keeps its
+/// place (its ranks find their cached files there), lost ones are replaced
+/// by the first healthy unused nodes of the allocation (spares). With fewer
+/// than `need` healthy nodes, as many as there are, but `None` below
+/// `min_nodes` (`SCR_MIN_NODES`).
+pub fn choose_nodes(
+    all: &[String],
+    previous: &[String],
+    down: &DownList,
+    need: usize,
+    min_nodes: usize,
+) -> Option<Vec<String>> {
+    let mut spares = all
+        .iter()
+        .filter(|n| !down.is_down(n) && !previous.contains(n));
+    let mut chosen = Vec::with_capacity(need);
+    for i in 0..need {
+        let next = match previous.get(i) {
+            Some(p) if !down.is_down(p) => Some(p.clone()),
+            _ => spares.next().cloned(),
+        };
+        if let Some(n) = next {
+            chosen.push(n);
+        }
+    }
+    (chosen.len() >= min_nodes.max(1)).then_some(chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::health::DownReason;
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn relaunches_keep_healthy_nodes_in_place_and_fill_with_spares() {
+        let all = names(&["n0", "n1", "n2", "n3", "n4", "n5"]);
+        let mut down = DownList::new();
+        let first = choose_nodes(&all, &[], &down, 4, 4).unwrap();
+        assert_eq!(first, names(&["n0", "n1", "n2", "n3"]));
+        down.mark("n1", DownReason::Excluded);
+        let second = choose_nodes(&all, &first, &down, 4, 4).unwrap();
+        assert_eq!(second, names(&["n0", "n4", "n2", "n3"]));
+        down.mark("n2", DownReason::Excluded);
+        down.mark("n5", DownReason::Excluded);
+        assert_eq!(choose_nodes(&all, &second, &down, 4, 4), None);
+        // SCR_MIN_NODES 3: the three healthy nodes still run.
+        assert_eq!(
+            choose_nodes(&all, &second, &down, 4, 3).unwrap(),
+            names(&["n0", "n4", "n3"])
+        );
+    }
+
+    #[test]
+    fn node_lists_come_from_each_resource_manager() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let slurm = env(&[("SLURM_JOB_NODELIST", "node[1-3],login9")]);
+        assert_eq!(
+            allocation_nodes(&slurm, None).unwrap(),
+            ("slurm", names(&["node1", "node2", "node3", "login9"]))
+        );
+        let lsf = env(&[("LSB_MCPU_HOSTS", "batch1 1 c1 42 c2 42")]);
+        assert_eq!(
+            allocation_nodes(&lsf, None).unwrap().1,
+            names(&["batch1", "c1", "c2"])
+        );
+        let lsb = env(&[("LSB_HOSTS", "c1 c1 c2 c2")]);
+        assert_eq!(
+            allocation_nodes(&lsb, None).unwrap().1,
+            names(&["c1", "c2"])
+        );
+        let scr = env(&[("SCR_NODELIST", "a,b"), ("SLURM_JOB_NODELIST", "x")]);
+        assert_eq!(allocation_nodes(&scr, None).unwrap().1, names(&["a", "b"]));
+        let none = env(&[]);
+        assert!(matches!(
+            allocation_nodes(&none, None),
+            Err(NodesError::Unknown)
+        ));
+        let tmp = tempfile::tempdir().unwrap();
+        let hf = tmp.path().join("hosts");
+        std::fs::write(&hf, "# comment\nnode4 slots=2\n\nnode5:2\nnode4\n").unwrap();
+        assert_eq!(
+            allocation_nodes(&slurm, Some(&hf)).unwrap(),
+            ("hostfile", names(&["node4", "node5"]))
+        );
+        assert_eq!(
+            hostfile_text(&names(&["a", "b"]), 2),
+            "a slots=2\nb slots=2\n"
+        );
+    }
+}

@@ -1,0 +1,197 @@
+use std::sync::Mutex;
+
+use super::*;
+use crate::launch::run_argv_watched;
+
+/// Runs the next scripted command of each launch, recording the nodes.
+#[derive(Debug)]
+struct Scripted {
+    cmds: Mutex<Vec<Vec<&'static str>>>,
+    seen: Mutex<Vec<Vec<String>>>,
+}
+
+impl Scripted {
+    fn new(cmds: &[&[&'static str]]) -> Scripted {
+        Scripted {
+            cmds: Mutex::new(cmds.iter().rev().map(|c| c.to_vec()).collect()),
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Launcher for Scripted {
+    fn name(&self) -> String {
+        "scripted".into()
+    }
+    fn node_argv(&self, _node: &str, cmd: &[OsString]) -> Result<Vec<OsString>, LaunchError> {
+        Ok(cmd.to_vec())
+    }
+    fn job_argv(&self, job: &JobSpec) -> Result<Vec<OsString>, LaunchError> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(job.nodes.iter().map(|n| n.name.clone()).collect());
+        let cmd = self
+            .cmds
+            .lock()
+            .unwrap()
+            .pop()
+            .ok_or(LaunchError::EmptyArgv)?;
+        Ok(cmd.into_iter().map(OsString::from).collect())
+    }
+    fn run(
+        &self,
+        argv: &[OsString],
+        timeout: Duration,
+        watch: &mut dyn FnMut(u32) -> Watch,
+    ) -> Result<crate::launch::JobOutput, LaunchError> {
+        run_argv_watched(argv, timeout, watch)
+    }
+}
+
+/// Finds the scripted nodes down at the scripted checks (one list a call).
+struct Downs(Vec<Vec<&'static str>>);
+
+impl NodeCheck for Downs {
+    fn check(&mut self, nodes: &[String]) -> Vec<(String, DownReason)> {
+        let now = if self.0.is_empty() {
+            Vec::new()
+        } else {
+            self.0.remove(0)
+        };
+        now.into_iter()
+            .filter(|n| nodes.iter().any(|x| x == n))
+            .map(|n| {
+                (
+                    n.to_string(),
+                    DownReason::Unreachable {
+                        detail: "test".into(),
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+fn spec(prefix: &Path, runs: u32) -> LoopSpec {
+    LoopSpec {
+        program: PathBuf::from("app"),
+        args: Vec::new(),
+        env: BTreeMap::new(),
+        nodes: ["a", "b", "c", "d", "e"].map(String::from).to_vec(),
+        job_nodes: 4,
+        ranks_per_node: 2,
+        min_nodes: 4,
+        runs,
+        excluded: vec!["e".into()],
+        watchdog: Duration::from_secs(20),
+        prefix: prefix.to_path_buf(),
+    }
+}
+
+fn run(spec: LoopSpec, l: &Scripted, downs: Vec<Vec<&'static str>>) -> LoopResult {
+    let mut check = Downs(downs);
+    let mut hooks = NoHooks;
+    RunLoop {
+        spec,
+        launcher: l,
+        check: &mut check,
+        hooks: &mut hooks,
+    }
+    .run()
+}
+
+#[test]
+fn a_failed_launch_is_relaunched_on_the_survivors_and_a_spare() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = spec(tmp.path(), 3);
+    s.nodes.push("f".into());
+    let l = Scripted::new(&[&["false"], &["true"]]);
+    let r = run(s, &l, vec![vec![], vec!["b"]]);
+    assert_eq!(r.stop, Stop::Finished);
+    assert_eq!(r.launches.len(), 2);
+    assert_eq!(r.launches[0].end, LaunchEnd::Exited(1));
+    let seen = l.seen.lock().unwrap().clone();
+    assert_eq!(seen[0], ["a", "b", "c", "d"]);
+    // b lost: its place goes to the first spare not excluded (f, not e).
+    assert_eq!(seen[1], ["a", "f", "c", "d"]);
+    assert_eq!(r.launches[1].newly_down[0].0, "b");
+    let down: Vec<&str> = r.down.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(down, ["b", "e"]);
+    assert!(r
+        .down
+        .iter()
+        .any(|(n, why)| n == "e" && why.contains("SCR_EXCLUDE_NODES")));
+}
+
+#[test]
+fn scr_runs_and_scr_min_nodes_end_the_loop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let l = Scripted::new(&[&["false"], &["false"], &["false"]]);
+    let r = run(spec(tmp.path(), 2), &l, vec![]);
+    assert_eq!(r.stop, Stop::RunsExhausted);
+    assert_eq!(r.launches.len(), 2);
+    let l = Scripted::new(&[&["false"], &["false"]]);
+    let r = run(spec(tmp.path(), 0), &l, vec![vec![], vec!["a"]]);
+    assert_eq!(
+        r.stop,
+        Stop::TooFewNodes {
+            healthy: 3,
+            need: 4
+        }
+    );
+    assert_eq!(r.launches.len(), 1);
+    // SCR_MIN_NODES=3: the three survivors run.
+    let mut s = spec(tmp.path(), 0);
+    s.min_nodes = 3;
+    let l = Scripted::new(&[&["false"], &["true"]]);
+    let r = run(s, &l, vec![vec![], vec!["a"]]);
+    assert_eq!(r.stop, Stop::Finished);
+    assert_eq!(r.launches[1].nodes, ["b", "c", "d"]);
+}
+
+#[test]
+fn a_hung_launch_is_killed_counted_and_relaunched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = spec(tmp.path(), 3);
+    s.watchdog = Duration::from_millis(300);
+    let l = Scripted::new(&[&["sleep", "30"], &["true"]]);
+    let t = std::time::Instant::now();
+    let r = run(s, &l, vec![]);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(
+        r.launches[0].end,
+        LaunchEnd::Killed(Duration::from_millis(300))
+    );
+    assert_eq!(r.stop, Stop::Finished);
+    assert_eq!(r.launches.len(), 2);
+}
+
+#[test]
+fn a_halt_condition_stops_before_a_relaunch_never_before_the_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = crate::halt::halt_path(tmp.path());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let h = crate::records::Halt {
+        exit_reason: Some("maintenance".into()),
+        ..Default::default()
+    };
+    crate::records::Record::write_file(&h, &path).unwrap();
+    let l = Scripted::new(&[&["false"], &["true"]]);
+    let r = run(spec(tmp.path(), 5), &l, vec![]);
+    assert!(
+        matches!(&r.stop, Stop::Halted(why) if why.contains("maintenance")),
+        "{:?}",
+        r.stop
+    );
+    assert_eq!(r.launches.len(), 1);
+}
+
+#[test]
+fn a_launcher_that_cannot_start_stops_the_loop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let l = Scripted::new(&[&["/nonexistent/launcher"]]);
+    let r = run(spec(tmp.path(), 3), &l, vec![]);
+    assert!(matches!(r.stop, Stop::LaunchFailed(_)), "{:?}", r.stop);
+    assert!(r.launches.is_empty());
+}
