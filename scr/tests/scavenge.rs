@@ -456,6 +456,7 @@ fn scr_copy_on_one_node_reports_and_refuses_what_it_should() {
     given.placement = Some(Placement {
         dir: "../escape".into(),
         orig_dir: None,
+        meta_of: None,
     });
     assert!(matches!(
         copy_dataset(&given, &NoProgress),

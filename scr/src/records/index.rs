@@ -331,7 +331,9 @@ impl Index {
         }
     }
 
-    fn v1_from(root: &Node<'_>) -> Result<BTreeMap<i64, BTreeMap<String, IndexEntry>>, RecordError> {
+    fn v1_from(
+        root: &Node<'_>,
+    ) -> Result<BTreeMap<i64, BTreeMap<String, IndexEntry>>, RecordError> {
         for (_, d) in root.keyed_under("DIR") {
             d.int_keyed_under("DSET")?;
         }
@@ -351,7 +353,9 @@ impl Index {
     /// The `NAME` map is checked for integer ids and names each dataset;
     /// a dataset it does not name takes its descriptor's `NAME`, else
     /// `scr.dataset.<id>`.
-    fn v2_from(root: &Node<'_>) -> Result<BTreeMap<i64, BTreeMap<String, IndexEntry>>, RecordError> {
+    fn v2_from(
+        root: &Node<'_>,
+    ) -> Result<BTreeMap<i64, BTreeMap<String, IndexEntry>>, RecordError> {
         let mut names: BTreeMap<i64, String> = BTreeMap::new();
         for (name, n) in root.keyed_under("NAME") {
             let id = n.req_i64("DSET")?;

@@ -265,11 +265,26 @@ impl Rank2File {
         })?;
         let mut written = Vec::new();
         // Level 0: pack ranks into leaves.
-        let names_only = matches!(style, SplitStyle::Scr31 { names_only: true, .. });
+        let names_only = matches!(
+            style,
+            SplitStyle::Scr31 {
+                names_only: true,
+                ..
+            }
+        );
         let entries: Vec<(i64, KvTree)> = self
             .rank
             .iter()
-            .map(|(r, f)| (*r, if names_only { f.names_tree() } else { f.to_tree() }))
+            .map(|(r, f)| {
+                (
+                    *r,
+                    if names_only {
+                        f.names_tree()
+                    } else {
+                        f.to_tree()
+                    },
+                )
+            })
             .collect();
         let wrap = style == SplitStyle::Legacy;
         let leaf_base = file_len(&leaf_tree(wrap, u64::MAX, std::iter::empty()));
@@ -927,7 +942,10 @@ rank_2.ckpt
             let back = Rank2File::read_split_named(dir.path(), FILEMETA_BASE).unwrap();
             if names_only {
                 assert_eq!(back.rank[&7].files.len(), 2);
-                assert_eq!(back.rank[&7].files.values().next().unwrap().size_bytes, None);
+                assert_eq!(
+                    back.rank[&7].files.values().next().unwrap().size_bytes,
+                    None
+                );
             } else {
                 assert_eq!(back, m);
             }

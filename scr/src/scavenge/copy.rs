@@ -142,7 +142,9 @@ impl CopyReport {
     }
 }
 
-/// `DIR` and `ORIGDIR` of dataset `id` from `<prefix>/.scr/flush.scr`.
+/// Where dataset `id` goes, from `<prefix>/.scr/flush.scr`: `DIR` and
+/// `ORIGDIR` in the old layout; an entry without `DIR` is SCR 3.1's
+/// layout (metadata in `.scr/scr.dataset.<id>`).
 pub fn placement_from_flush_file(prefix: &Path, id: i64) -> ScavengeResult<Placement> {
     let path = prefix.join(META_DIR).join(FLUSH_FILE);
     let ff = match FlushFile::read_file(&path) {
@@ -155,16 +157,19 @@ pub fn placement_from_flush_file(prefix: &Path, id: i64) -> ScavengeResult<Place
         }
         Err(e) => return Err(e.into()),
     };
-    let entry = ff.datasets.get(&id);
-    let Some(dir) = entry.and_then(|e| e.dir.clone()) else {
+    let Some(entry) = ff.datasets.get(&id) else {
         return Err(ScavengeError::NoPlacement {
             id,
             source: PlacementError::NoDir { path },
         });
     };
+    let Some(dir) = entry.dir.clone() else {
+        return Ok(Placement::scr31(id));
+    };
     let pl = Placement {
         dir,
-        orig_dir: entry.and_then(|e| e.orig_dir.clone()),
+        orig_dir: entry.orig_dir.clone(),
+        meta_of: None,
     };
     check_placement(&pl).map_err(|e| ScavengeError::NoPlacement {
         id,
@@ -714,6 +719,7 @@ mod tests {
         let ok = Placement {
             dir: "ckpt.3".into(),
             orig_dir: None,
+            meta_of: None,
         };
         assert!(check_placement(&ok).is_ok());
         for (dir, orig) in [
@@ -726,6 +732,7 @@ mod tests {
             let p = Placement {
                 dir: dir.into(),
                 orig_dir: orig.map(str::to_owned),
+                meta_of: None,
             };
             assert!(check_placement(&p).is_err(), "{p:?}");
         }

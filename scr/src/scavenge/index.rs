@@ -406,6 +406,7 @@ fn placement_of(dir: &str, orig_dir: &Option<String>) -> Placement {
     Placement {
         dir: dir.to_string(),
         orig_dir: orig_dir.clone(),
+        meta_of: None,
     }
 }
 

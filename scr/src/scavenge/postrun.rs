@@ -438,15 +438,14 @@ fn scavenge_one(
         current: false,
         error: None,
     };
-    let Some(dir) = entry.dir.clone() else {
-        d.error = Some(format!(
-            "the flush file records no DIR for dataset {id}; copy it by hand with `scr copy --dir`"
-        ));
-        return d;
-    };
-    let pl = Placement {
-        dir,
-        orig_dir: entry.orig_dir.clone(),
+    // Without DIR the entry is SCR 3.1's: metadata in .scr/scr.dataset.<id>.
+    let pl = match entry.dir.clone() {
+        Some(dir) => Placement {
+            dir,
+            orig_dir: entry.orig_dir.clone(),
+            meta_of: None,
+        },
+        None => Placement::scr31(id),
     };
     if let Err(e) = super::copy::check_placement(&pl) {
         d.error = Some(format!("flush file: {e}"));
@@ -660,6 +659,7 @@ mod tests {
         let pl = Placement {
             dir: "scr.dataset.4".into(),
             orig_dir: Some(".".into()),
+            meta_of: None,
         };
         let owners: BTreeSet<i64> = [2, 3].into();
         let v = copy_argv(

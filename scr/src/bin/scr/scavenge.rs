@@ -347,6 +347,7 @@ pub fn copy(a: CopyArgs) -> Result<(), CliError> {
     let placement = a.dir.map(|dir| Placement {
         dir: dir.trim_end_matches('/').to_string(),
         orig_dir: a.origdir,
+        meta_of: None,
     });
     let opts = CopyOptions {
         cntl_dir: a.cntldir,
