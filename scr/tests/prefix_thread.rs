@@ -67,6 +67,9 @@ fn flush_every_checkpoint_then_fetch_after_losing_every_cache() {
         assert!(meta.join(f).is_file(), "{f}");
     }
     assert!(!cl.prefix.join("ckpt.3/.scr").exists());
+    // Every init records the run's node count (8 ranks, 2 a node).
+    let nodes = scr::records::Nodes::read_file(cl.prefix.join(".scr/nodes.scr")).unwrap();
+    assert_eq!(nodes.nodes, 4);
     let ff = FlushFile::read_file(cl.prefix.join(".scr/flush.scr")).unwrap();
     assert!(ff.location_test(3, Location::Pfs));
     assert!(!ff.location_test(3, Location::Flushing));

@@ -426,8 +426,16 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
             .unwrap_or_default();
         return Ok(Attempt::Failed(FetchError::Ranks(why)));
     }
-    for (logical, mut meta) in metas {
+    // A map written by LLNL SCR lists names only: the size and CRC32 the
+    // copy measured become the cached file's (it was checked against the
+    // map's own when the map had them).
+    let copied = copied.unwrap_or_default();
+    for (i, (logical, mut meta)) in metas.into_iter().enumerate() {
         meta.complete = Some(true);
+        if let Some(c) = copied.get(i) {
+            meta.size_bytes = Some(c.size);
+            meta.crc32 = Some(c.crc);
+        }
         job.filemap.set_meta(id, me, &logical, &meta);
     }
     ds.complete = Some(true);
