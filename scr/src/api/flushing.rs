@@ -143,11 +143,17 @@ impl Scr {
             update_flush_file(&p, |ff| {
                 ff.location_set(dset, crate::records::Location::Cache);
                 let e = ff.datasets.entry(dset).or_default();
-                e.dir = Some(pl.dir.clone());
-                e.orig_dir = pl.orig_dir.clone();
+                if pl.layout() == Layout::Legacy {
+                    e.dir = Some(pl.dir.clone());
+                    e.orig_dir = pl.orig_dir.clone();
+                    e.output = Some(output);
+                } else {
+                    // SCR 3.1: no directory (the metadata directory follows
+                    // from the id), OUTPUT only for output.
+                    e.output = output.then_some(true);
+                }
                 e.name = ds.as_ref().and_then(|d| d.name.clone());
                 e.checkpoint = Some(is_ckpt);
-                e.output = Some(output);
                 e.dataset = ds.clone();
             })
         });
