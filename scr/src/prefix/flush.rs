@@ -256,20 +256,24 @@ fn index_key(pl: &Placement, ds: &Dataset) -> String {
     }
 }
 
-/// Rank 0 writes the map and the summary of a flushed dataset into its
-/// metadata directory. SCR 3.1's layout: our per-file metadata first, then
-/// LLNL's rank2file (names only), then the summary, each complete on disk
-/// before the next.
-fn write_dataset_metadata(
+/// Write the map and the summary of a dataset into its metadata directory
+/// (rank 0 of a flush; `scr index --add`). SCR 3.1's layout: our per-file
+/// metadata first, then LLNL's rank2file (names only), then the summary,
+/// each complete on disk before the next. Returns the summary written.
+pub fn write_dataset_metadata(
     prefix: &Path,
     pl: &Placement,
     map: &Rank2File,
     ds: &Dataset,
-) -> ScrResult<()> {
+    complete: bool,
+) -> Result<Summary, crate::records::RecordError> {
     let meta_dir = pl.meta_dir(prefix);
-    std::fs::create_dir_all(&meta_dir)
-        .map_err(crate::error::io_err(&meta_dir, "create directory"))?;
-    let mut summary = Summary::new(ds.clone(), true);
+    std::fs::create_dir_all(&meta_dir).map_err(|source| crate::kvtree::file::KvFileError::Io {
+        path: meta_dir.clone(),
+        op: "create directory",
+        source,
+    })?;
+    let mut summary = Summary::new(ds.clone(), complete);
     match pl.layout() {
         Layout::Legacy => {
             map.write_split(&meta_dir, MAX_RANK2FILE_BYTES)?;
@@ -283,7 +287,7 @@ fn write_dataset_metadata(
         }
     }
     summary.write_file(meta_dir.join(SUMMARY_FILE))?;
-    Ok(())
+    Ok(summary)
 }
 
 /// Gather every rank's copy result and, when all succeeded, write the
@@ -378,7 +382,7 @@ pub(crate) fn finish(
         ds.complete = Some(true);
         ds.size_bytes = Some(total_bytes);
         ds.files = Some(total_files);
-        write_dataset_metadata(&prefix, &pl, &map, &ds)?;
+        write_dataset_metadata(&prefix, &pl, &map, &ds, true)?;
         let is_ckpt = ds.flag_checkpoint.unwrap_or(ds.ckpt.is_some());
         let key = index_key(&pl, &ds);
         update_index(&prefix, |idx| {

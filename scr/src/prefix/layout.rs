@@ -186,6 +186,25 @@ impl Placement {
         }
     }
 
+    /// The directory keys are relative to: the prefix in SCR 3.1's layout,
+    /// the dataset directory in the old one.
+    pub fn key_base(&self, prefix: &Path) -> PathBuf {
+        match self.meta_of {
+            Some(_) => prefix.to_path_buf(),
+            None => self.dataset_dir(prefix),
+        }
+    }
+
+    /// The metadata directory relative to [`Placement::key_base`]: where
+    /// redundancy files and rank filemaps of a scavenge go, so their keys
+    /// are `<meta_rel>/<name>`.
+    pub fn meta_rel(&self) -> String {
+        match self.meta_of {
+            Some(id) => format!("{META_DIR}/{}", Dataset::default_name(id)),
+            None => META_DIR.to_owned(),
+        }
+    }
+
     /// The root of the map to read for this dataset in its metadata
     /// directory: our per-file metadata (sizes, CRCs) when it is there,
     /// else LLNL's rank2file; `rank2file.scr` in the old layout.

@@ -37,7 +37,7 @@ use crate::records::filemap::Filemap;
 use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::meta::{FileType, Meta};
 use crate::records::rank2file::safe_relative;
-use crate::records::rank2file::RANK2FILE_ROOT;
+use crate::records::rank2file::{FILEMETA_BASE, RANK2FILE_BASE, RANK2FILE_ROOT};
 use crate::records::rank_filemap::rank_filemap_file_name;
 use crate::records::reddesc::CopyType;
 use crate::records::summary::SUMMARY_FILE;
@@ -234,7 +234,7 @@ fn classify(prefix: &Path, pl: &Placement, file: &str, meta: &Meta) -> Result<De
                 })
         }
         FileType::Xor | FileType::Rs => basename(file)
-            .map(|b| Dest::Redundancy(format!("{META_DIR}/{b}")))
+            .map(|b| Dest::Redundancy(format!("{}/{b}", pl.meta_rel())))
             .ok_or(UnplacedFile::NoName),
         FileType::Partner => basename(file)
             .and_then(|b| parse_partner_copy_name(&b))
@@ -272,7 +272,7 @@ impl Copier<'_> {
         }
         let item = CopyItem {
             src: self.opts.node.local_path(Path::new(file)),
-            dst: self.pl.dataset_dir(&self.opts.prefix).join(key),
+            dst: self.pl.key_base(&self.opts.prefix).join(key),
             rel: key.to_string(),
             size: meta.size_bytes,
             crc: meta.crc32,
@@ -539,10 +539,12 @@ fn remove_stale_metadata(meta_dir: &Path, id: i64) -> Vec<String> {
         }
     }
     if other {
-        remove(
-            meta_dir.join(RANK2FILE_ROOT),
-            "rank2file map of another dataset".into(),
-        );
+        for root in [RANK2FILE_ROOT, RANK2FILE_BASE, FILEMETA_BASE] {
+            remove(
+                meta_dir.join(root),
+                "rank2file map of another dataset".into(),
+            );
+        }
     }
     removed
 }
