@@ -116,7 +116,7 @@ fn an_old_prefix_is_upgraded_in_place_and_restarts() {
 /// prefix: the old layout put them in scr.dataset.<id> with ORIGDIR ".".
 fn write_routed_into_prefix(cl: &Cluster) {
     run(
-        &cl,
+        cl,
         4,
         |r| r / 2,
         &EXTRA,

@@ -161,11 +161,12 @@ impl Index {
         true
     }
 
-    /// Record (or replace) the copy of dataset `id` under `key` (its
-    /// directory in version 1, its name in version 2) (`scr_index_set_dataset`
-    /// + `scr_index_set_complete`). Timestamps of an existing entry are
-    /// kept. In version 2 a dataset has one key and a name one dataset:
-    /// other keys of `id` and other datasets named `key` are dropped.
+    /// Record (or replace) the copy of dataset `id` under `dir`, its key
+    /// (the directory in version 1, the name in version 2), as
+    /// `scr_index_set_dataset` and `scr_index_set_complete` do. Timestamps
+    /// of an existing entry are kept. In version 2 a dataset has one key
+    /// and a name one dataset: other keys of `id` and other datasets named
+    /// `dir` are dropped.
     pub fn set_dataset(&mut self, id: i64, dir: &str, dataset: Dataset, complete: bool) {
         if self.layout() == Layout::Scr31 {
             let others: Vec<i64> = self
