@@ -120,8 +120,10 @@ fn scenario(name: &str, scheme: &[(&str, &str)]) {
     let prefix = cl.root.join("prefix");
     let ff = FlushFile::read_file(prefix.join(".scr").join(FLUSH_FILE)).expect("flush file");
     assert!(
-        ff.need_flush(2) && ff.datasets[&2].dir.as_deref() == Some("ckpt.2"),
-        "complete recorded ckpt.2 as in cache only: {ff:?}"
+        ff.need_flush(2)
+            && ff.datasets[&2].name.as_deref() == Some("ckpt.2")
+            && ff.datasets[&2].dir.is_none(),
+        "complete recorded ckpt.2 as in cache only, SCR 3.1's way (no DIR): {ff:?}"
     );
     cl.remove_node(&nodes[LOST]).expect("lose a node");
 

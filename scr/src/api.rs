@@ -265,6 +265,13 @@ impl Scr {
                 return Err(HaltMonitor::exit_job(job, &h));
             }
         }
+        if job.rank().is_root() {
+            // LLNL SCR 3.1 records the run's node count at every init, for
+            // scr_run's "enough nodes left?" check.
+            if let Err(e) = crate::prefix::write_nodes_file(&job.prefix, job.node_count as u64) {
+                eprintln!("SCR: warning: {e}");
+            }
+        }
         if job.rank().is_root() && !opts.configs.is_empty() {
             if let Err(e) = job.cfg.write_app_conf(&job.prefix) {
                 eprintln!("SCR: warning: {e}");

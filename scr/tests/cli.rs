@@ -148,6 +148,33 @@ fn print_of_a_truncated_file_exits_damaged_naming_file_and_offset() {
 }
 
 #[test]
+fn print_of_a_file_with_payload_prints_the_header_then_the_payload_size() {
+    // A redundancy file's shape: a kvtree header (with CRC) whose size
+    // field stops before the parity that follows.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("1_of_4_in_0.xor");
+    let mut bytes = file::encode(&guide_example(), true);
+    let header = bytes.len();
+    bytes.extend((0..176u32).map(|i| (i * 7) as u8));
+    std::fs::write(&path, &bytes).unwrap();
+    let out = scr(&["print", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let want =
+        format!("{GUIDE_EXAMPLE_PRINTED}-- 176 payload bytes follow the {header}-byte header\n");
+    assert_eq!(text(&out.stdout), want);
+    let out = scr(&["print", "--json", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).trim_start().starts_with('{'));
+    assert!(text(&out.stderr).contains("176 payload bytes"));
+    // A header whose size field goes past the end is a truncated file.
+    bytes.truncate(header - 1);
+    std::fs::write(&path, &bytes).unwrap();
+    let out = scr(&["print", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(6), "DAMAGED");
+    assert!(text(&out.stderr).contains(path.to_str().unwrap()));
+}
+
+#[test]
 fn print_of_a_missing_file_exits_absent_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nodes.scr");

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use common::{data, restart_and_verify, run, write_ckpts, Cluster};
-use scr::records::index::index_path;
+use scr::records::index::{index_path, Layout};
 use scr::records::{FlushFile, Index, Location, Record};
 use scr::{Flags, Scr};
 
@@ -59,8 +59,17 @@ fn flush_every_checkpoint_then_fetch_after_losing_every_cache() {
         assert_eq!(e.complete, Some(true));
         assert!(e.flushed.is_some());
     }
-    assert!(cl.prefix.join("ckpt.3/.scr/summary.scr").is_file());
-    assert!(cl.prefix.join("ckpt.3/.scr/rank2file.scr").is_file());
+    // SCR 3.1's layout: metadata in .scr/scr.dataset.<id>, nothing in
+    // the application's directory but its files.
+    assert_eq!(idx.layout(), Layout::Scr31);
+    let meta = cl.prefix.join(".scr/scr.dataset.3");
+    for f in ["summary.scr", "rank2file", "rank2file.0.0", "filemeta"] {
+        assert!(meta.join(f).is_file(), "{f}");
+    }
+    assert!(!cl.prefix.join("ckpt.3/.scr").exists());
+    // Every init records the run's node count (8 ranks, 2 a node).
+    let nodes = scr::records::Nodes::read_file(cl.prefix.join(".scr/nodes.scr")).unwrap();
+    assert_eq!(nodes.nodes, 4);
     let ff = FlushFile::read_file(cl.prefix.join(".scr/flush.scr")).unwrap();
     assert!(ff.location_test(3, Location::Pfs));
     assert!(!ff.location_test(3, Location::Flushing));
@@ -195,8 +204,9 @@ fn a_damaged_summary_or_rank2file_falls_back_too() {
             None
         },
     );
-    // ckpt.3: truncated rank2file; ckpt.2: summary with a flipped byte.
-    let r2f = cl.prefix.join("ckpt.3/.scr/rank2file.scr");
+    // ckpt.3: truncated map (our per-file metadata, the map a fetch
+    // reads); ckpt.2: summary with a flipped byte.
+    let r2f = cl.prefix.join(".scr/scr.dataset.3/filemeta");
     let len = std::fs::metadata(&r2f).unwrap().len();
     std::fs::OpenOptions::new()
         .write(true)
@@ -204,7 +214,7 @@ fn a_damaged_summary_or_rank2file_falls_back_too() {
         .unwrap()
         .set_len(len / 2)
         .unwrap();
-    let sum = cl.prefix.join("ckpt.2/.scr/summary.scr");
+    let sum = cl.prefix.join(".scr/scr.dataset.2/summary.scr");
     let mut b = std::fs::read(&sum).unwrap();
     let mid = b.len() / 2;
     b[mid] ^= 0xff;
@@ -223,9 +233,53 @@ fn a_damaged_summary_or_rank2file_falls_back_too() {
     );
 }
 
+/// A prefix whose index is version 1 stays in the old layout.
+fn legacy_prefix(cl: &Cluster) {
+    std::fs::create_dir_all(cl.prefix.join(".scr")).unwrap();
+    Index::new(Layout::Legacy)
+        .write_file(index_path(&cl.prefix))
+        .unwrap();
+}
+
 #[test]
-fn files_routed_into_the_prefix_go_to_a_dataset_directory() {
+fn an_old_layout_prefix_keeps_its_layout_and_restarts() {
     let cl = Cluster::new();
+    legacy_prefix(&cl);
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 4, 3);
+            None
+        },
+    );
+    let idx = index(&cl);
+    assert_eq!(idx.layout(), Layout::Legacy);
+    assert!(idx.datasets[&3].contains_key("ckpt.3"));
+    assert!(cl.prefix.join("ckpt.3/.scr/summary.scr").is_file());
+    assert!(cl.prefix.join("ckpt.3/.scr/rank2file.scr").is_file());
+    assert!(!cl.prefix.join(".scr/scr.dataset.3").exists());
+    wipe_caches(&cl, 4);
+    let got = run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| restart_and_verify(scr, c, &cl.prefix, 4),
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.3")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn files_routed_into_an_old_layout_prefix_go_to_a_dataset_directory() {
+    let cl = Cluster::new();
+    legacy_prefix(&cl);
     let extra = with(&[("SCR_FLUSH", "1")]);
     let body = |scr: &mut Scr, c: &dyn scr::comm::Comm, restart: bool| {
         let rank = c.rank();
@@ -264,6 +318,53 @@ fn files_routed_into_the_prefix_go_to_a_dataset_directory() {
     assert!(!cl.prefix.join("r0.dat").exists());
     wipe_caches(&cl, 2);
     run(&cl, 4, |r| r / 2, &extra, |scr, c| body(scr, c, true));
+}
+
+#[test]
+fn files_routed_into_the_prefix_stay_there_and_an_overwritten_copy_is_never_fetched() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    let write = |scr: &mut Scr, c: &dyn scr::comm::Comm| {
+        let rank = c.rank();
+        for (i, name) in ["one", "two"].iter().enumerate() {
+            let mut out = scr.start_output(Some(name), Flags::CHECKPOINT).unwrap();
+            let p = out
+                .route_file(cl.prefix.join(format!("r{rank}.dat")))
+                .unwrap();
+            std::fs::write(&p, data(9, rank, i + 1, 0)).unwrap();
+            assert!(out.complete(true).unwrap());
+        }
+        None
+    };
+    run(&cl, 4, |r| r / 2, &extra, write);
+    // SCR 3.1 keeps files where they were routed: "two" overwrote "one".
+    assert_eq!(
+        std::fs::read(cl.prefix.join("r0.dat")).unwrap(),
+        data(9, 0, 2, 0)
+    );
+    let idx = index(&cl);
+    assert_eq!(idx.current.as_deref(), Some("two"));
+    assert_eq!(idx.dataset_id_by_dir("one"), Some(1));
+    // Without "two"'s metadata a restart tries "one", whose bytes are
+    // gone: its CRCs do not match, it is marked FAILED, nothing is fetched.
+    std::fs::remove_file(cl.prefix.join(".scr/scr.dataset.2/summary.scr")).unwrap();
+    wipe_caches(&cl, 2);
+    let got = run(
+        &cl,
+        4,
+        |r| r / 2,
+        &extra,
+        |scr, _| {
+            assert_eq!(scr.init_report().fetched, None);
+            scr.have_restart().unwrap()
+        },
+    );
+    assert!(got.iter().all(Option::is_none), "{got:?}");
+    let idx = index(&cl);
+    for id in [1, 2] {
+        let (_, e) = idx.datasets[&id].iter().next().unwrap();
+        assert!(!e.failed.is_empty(), "dataset {id} marked FAILED");
+    }
 }
 
 #[test]
@@ -497,9 +598,10 @@ fn a_rank2file_map_over_1_mb_is_split_and_read_by_many_ranks() {
         None
     };
     run(&cl, 40, |r| r / 4, &extra, |scr, c| body(scr, c, false));
-    let parts: Vec<_> = std::fs::read_dir(cl.prefix.join("big/.scr/.scr"))
+    let parts: Vec<_> = std::fs::read_dir(cl.prefix.join(".scr/scr.dataset.1"))
         .unwrap()
         .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("filemeta."))
         .collect();
     assert!(parts.len() >= 2, "map split into {} parts", parts.len());
     for p in &parts {

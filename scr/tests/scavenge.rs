@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use scr::comm::thread::ThreadComm;
 use scr::prefix::layout::Placement;
 use scr::records::flush::{FlushFile, Location, FLUSH_FILE};
-use scr::records::index::index_path;
+use scr::records::index::{index_path, Layout};
 use scr::records::{Index, Record};
 use scr::scavenge::copy::{copy_dataset, CopyOptions};
 use scr::scavenge::index;
@@ -49,6 +49,8 @@ struct Cluster {
     prefix: PathBuf,
     seed: u64,
     route: Route,
+    /// The prefix is in the old layout (a version-1 index written first).
+    legacy: bool,
 }
 
 impl Cluster {
@@ -60,7 +62,20 @@ impl Cluster {
             nodes,
             seed,
             route,
+            legacy: false,
         }
+    }
+
+    /// A cluster whose prefix is in the old layout (index version 1):
+    /// dataset directories with `.scr` inside, DIR in the flush file.
+    fn legacy(seed: u64, route: Route) -> Cluster {
+        let mut c = Cluster::new(seed, route);
+        fs::create_dir_all(c.prefix.join(".scr")).unwrap();
+        Index::new(Layout::Legacy)
+            .write_file(index_path(&c.prefix))
+            .unwrap();
+        c.legacy = true;
+        c
     }
 
     fn node(&self, n: usize) -> NodeIdentity {
@@ -111,6 +126,27 @@ impl Cluster {
         }
     }
 
+    /// The index key of checkpoint `ckpt`: its directory in the old
+    /// layout, its name in SCR 3.1's.
+    fn index_key(&self, ckpt: u64) -> String {
+        if self.legacy {
+            self.dataset_dir_name(ckpt)
+        } else {
+            format!("ckpt.{ckpt}")
+        }
+    }
+
+    /// How `scr index --add` names checkpoint `ckpt`, and how its report
+    /// labels it: the directory, or in SCR 3.1's layout the id and
+    /// `.scr/scr.dataset.<id>`.
+    fn add_arg(&self, ckpt: u64) -> (String, String) {
+        if self.legacy {
+            (self.dataset_dir_name(ckpt), self.dataset_dir_name(ckpt))
+        } else {
+            (ckpt.to_string(), format!(".scr/scr.dataset.{ckpt}"))
+        }
+    }
+
     fn dataset_dir_name(&self, ckpt: u64) -> String {
         match self.route {
             Route::UserDir => format!("ckpt.{ckpt}"),
@@ -146,7 +182,9 @@ impl Cluster {
         let ff = FlushFile::read_file(self.prefix.join(".scr").join(FLUSH_FILE)).unwrap();
         let e = &ff.datasets[&(n as i64)];
         assert!(ff.need_flush(n as i64), "{ff:?}");
-        assert_eq!(e.dir.as_deref(), Some(self.dataset_dir_name(n).as_str()));
+        // SCR 3.1's flush file records no directory.
+        let dir = self.legacy.then(|| self.dataset_dir_name(n));
+        assert_eq!(e.dir, dir);
         assert_eq!(e.checkpoint, Some(true));
     }
 
@@ -240,8 +278,9 @@ fn assert_fetched(cl: &Cluster, ckpt: u64) {
 fn assert_complete_and_current(cl: &Cluster, r: &PostrunReport, ckpt: u64) {
     let d = &r.datasets[0];
     assert!(d.complete && d.current && d.error.is_none(), "{r:#?}");
-    let dir = cl.dataset_dir_name(ckpt);
+    let dir = cl.index_key(ckpt);
     let idx = cl.index();
+    assert_eq!(idx.layout() == Layout::Legacy, cl.legacy);
     assert_eq!(idx.current.as_deref(), Some(dir.as_str()));
     assert_eq!(idx.datasets[&(ckpt as i64)][&dir].complete, Some(true));
     let ff = FlushFile::read_file(cl.prefix.join(".scr").join(FLUSH_FILE)).unwrap();
@@ -284,7 +323,7 @@ fn xor_postrun_rebuilds_a_lost_node_bit_exact() {
 
 #[test]
 fn files_routed_into_the_prefix_go_to_a_dataset_directory() {
-    let cl = Cluster::new(5, Route::Prefix);
+    let cl = Cluster::legacy(5, Route::Prefix);
     cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
     cl.kill_node(1);
     let r = cl.postrun(&[1]);
@@ -433,7 +472,12 @@ fn scr_copy_on_one_node_reports_and_refuses_what_it_should() {
     };
     let r = copy_dataset(&opts(1, 0), &NoProgress).unwrap();
     assert!(r.is_complete(), "{r:#?}");
-    assert_eq!(r.placement.dir, "ckpt.1");
+    if cl.legacy {
+        assert_eq!(r.placement.dir, "ckpt.1");
+    } else {
+        assert_eq!(r.placement, Placement::scr31(1));
+        assert!(cl.prefix.join(".scr/scr.dataset.1/0.scrfilemap").is_file());
+    }
     assert_eq!(r.ranks.iter().map(|k| k.rank).collect::<Vec<_>>(), [0, 1]);
     // Rank 0 wrote 1 file + its XOR file; rank 1 wrote 2 + its XOR file.
     assert_eq!(
@@ -456,6 +500,7 @@ fn scr_copy_on_one_node_reports_and_refuses_what_it_should() {
     given.placement = Some(Placement {
         dir: "../escape".into(),
         orig_dir: None,
+        meta_of: None,
     });
     assert!(matches!(
         copy_dataset(&given, &NoProgress),
@@ -528,7 +573,7 @@ fn an_index_rebuild_finds_every_dataset_directory() {
     let rb = index::rebuild_index(&cl.prefix).unwrap();
     assert_eq!(rb.damaged_kept_as, None);
     let dirs: Vec<&str> = rb.datasets.iter().map(|d| d.dir.as_str()).collect();
-    assert_eq!(dirs, ["ckpt.1", "ckpt.2"]);
+    assert_eq!(dirs, [cl.add_arg(1).1, cl.add_arg(2).1]);
     assert_eq!(rb.datasets[0].rebuilt, vec![4]);
     assert_eq!(rb.current.as_deref(), Some("ckpt.2"));
     cl.verify(1);
@@ -537,7 +582,7 @@ fn an_index_rebuild_finds_every_dataset_directory() {
 
 #[test]
 fn a_reused_directory_is_indexed_with_the_new_dataset_only() {
-    let cl = Cluster::new(37, Route::SameDir);
+    let cl = Cluster::legacy(37, Route::SameDir);
     cl.write_and_crash(
         &[
             ("SCR_COPY_TYPE", "XOR"),
@@ -680,7 +725,7 @@ fn cli_copy_and_index_exit_codes_say_what_happened() {
     ]);
     assert_eq!(code, 4, "{err}");
     // SINGLE cannot rebuild ranks 2 and 3: indexed, but incomplete (3).
-    let (code, out, err) = scr_cli(&["index", "--prefix", &prefix, "--add", "ckpt.1"]);
+    let (code, out, err) = scr_cli(&["index", "--prefix", &prefix, "--add", &cl.add_arg(1).0]);
     assert_eq!(code, 3, "{out}\n{err}");
     assert!(
         out.contains("INCOMPLETE") && out.contains("[2, 3]"),
@@ -756,7 +801,7 @@ fn cli_usage_errors_exit_2() {
 
 #[test]
 fn a_damaged_summary_is_rebuilt_from_the_rank_filemaps() {
-    let cl = Cluster::new(47, Route::UserDir);
+    let cl = Cluster::legacy(47, Route::UserDir);
     cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
     assert!(cl.postrun(&[]).datasets[0].complete);
     let summary = cl.prefix.join("ckpt.1/.scr/summary.scr");

@@ -11,10 +11,9 @@ use crate::cache::Job;
 use crate::error::{ScrError, ScrResult};
 use crate::ids::DatasetId;
 use crate::prefix::flush::{flush_async_start, flush_async_test, flush_sync, AsyncFlush};
-use crate::prefix::layout::META_DIR;
+use crate::prefix::layout::{Layout, Placement};
 use crate::prefix::{self, fetch, on_rank0, update_flush_file, update_index};
 use crate::records::index::index_path;
-use crate::records::rank2file::Rank2File;
 use crate::records::{Index, Record};
 
 /// What the library knows about the prefix directory during a run.
@@ -188,11 +187,17 @@ impl Scr {
             update_flush_file(&p, |ff| {
                 ff.location_set(dset.get(), crate::records::Location::Cache);
                 let e = ff.datasets.entry(dset.get()).or_default();
-                e.dir = Some(pl.dir.clone());
-                e.orig_dir = pl.orig_dir.clone();
+                if pl.layout() == Layout::Legacy {
+                    e.dir = Some(pl.dir.clone());
+                    e.orig_dir = pl.orig_dir.clone();
+                    e.output = Some(output);
+                } else {
+                    // SCR 3.1: no directory (the metadata directory follows
+                    // from the id), OUTPUT only for output.
+                    e.output = output.then_some(true);
+                }
                 e.name = ds.as_ref().and_then(|d| d.name.clone());
                 e.checkpoint = Some(is_ckpt);
-                e.output = Some(output);
                 e.dataset = ds.clone();
             })
         });
@@ -318,8 +323,8 @@ impl Scr {
                 for dir in dirs_named(&idx, name) {
                     if let Some(id) = idx.dataset_id_by_dir(&dir) {
                         ids.push(id);
+                        delete_copy(&p, idx.layout(), id, &dir)?;
                     }
-                    delete_copy(&p, &dir)?;
                     update_index(&p, |idx| {
                         idx.remove_dir(&dir);
                     })?;
@@ -362,20 +367,14 @@ fn dirs_named(idx: &Index, name: &str) -> Vec<String> {
         .collect()
 }
 
-/// Remove one copy of a dataset from the prefix directory.
-pub(super) fn delete_copy(prefix: &Path, dir: &str) -> ScrResult<()> {
-    let dset_dir = prefix.join(dir);
-    let meta_dir = dset_dir.join(META_DIR);
-    let summary = crate::records::summary::Summary::read_file(
-        meta_dir.join(crate::records::summary::SUMMARY_FILE),
-    )
-    .ok();
-    let placement = prefix::layout::Placement {
-        dir: dir.to_owned(),
-        orig_dir: summary.and_then(|s| s.orig_dir),
-    };
+/// Remove one copy of a dataset (index entry `key` of dataset `id`) from
+/// the prefix directory.
+pub(super) fn delete_copy(prefix: &Path, layout: Layout, id: i64, key: &str) -> ScrResult<()> {
+    let (placement, _) = Placement::read_entry(prefix, layout, id, key);
+    let dset_dir = placement.dataset_dir(prefix);
+    let meta_dir = placement.meta_dir(prefix);
     let mut dirs: Vec<PathBuf> = Vec::new();
-    match Rank2File::read_split(&meta_dir) {
+    match placement.read_map(prefix) {
         Ok(map) => {
             for files in map.rank.values() {
                 for rel in files.files.keys() {
@@ -394,7 +393,9 @@ pub(super) fn delete_copy(prefix: &Path, dir: &str) -> ScrResult<()> {
         std::fs::remove_dir_all(&meta_dir)
             .map_err(crate::error::io_err(&meta_dir, "remove directory"))?;
     }
-    dirs.push(dset_dir);
+    if layout == Layout::Legacy {
+        dirs.push(dset_dir);
+    }
     dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
     dirs.dedup();
     for d in dirs {

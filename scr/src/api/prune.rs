@@ -4,8 +4,9 @@
 //! the newest N; never CURRENT, never the dataset being flushed, never
 //! output, as in SCR 3.1).
 //!
-//! Written against the index's public view (its entries by id and
-//! directory, `remove_dir`) and one function that deletes a dataset's
+//! Written against the index's public view (its entries by id and key,
+//! `remove_dir`; the key is the directory in the old layout, the name in
+//! SCR 3.1's) and one function that deletes a dataset's
 //! files from the prefix ([`super::flushing::delete_copy`]), so a change
 //! of the prefix layout touches those two places only.
 
@@ -34,12 +35,9 @@ pub(super) enum Prune {
 
 /// The (id, directory) entries of `idx` that `how` deletes, oldest first.
 fn victims(idx: &Index, how: &Prune) -> Vec<(i64, String)> {
-    let entries = idx
-        .datasets
-        .iter()
-        .flat_map(|(id, dirs)| dirs.iter().map(move |(dir, e)| (*id, dir, e)));
+    let entries = idx.entries();
     match how {
-        Prune::All => entries.map(|(id, dir, _)| (id, dir.clone())).collect(),
+        Prune::All => entries.map(|(id, key, _)| (id, key.to_owned())).collect(),
         Prune::Keep { keep, busy } => {
             let mut ckpts: Vec<(i64, String)> = entries
                 .filter(|(_, _, e)| {
@@ -48,7 +46,7 @@ fn victims(idx: &Index, how: &Prune) -> Vec<(i64, String)> {
                             .as_ref()
                             .is_some_and(|d| d.flag_checkpoint.unwrap_or(d.ckpt.is_some()))
                 })
-                .map(|(id, dir, _)| (id, dir.clone()))
+                .map(|(id, key, _)| (id, key.to_owned()))
                 .collect();
             // Newest first; the first `keep` stay.
             ckpts.sort_by(|a, b| b.cmp(a));
@@ -86,7 +84,7 @@ pub(super) fn prune(job: &Job, how: &Prune) -> ScrResult<Vec<DatasetId>> {
                     1,
                     format_args!("deleting dataset {id} ({dir}) from the prefix ({how:?})"),
                 );
-                delete_copy(&p, &dir)?;
+                delete_copy(&p, idx.layout(), id, &dir)?;
                 update_index(&p, |idx| {
                     idx.remove_dir(&dir);
                     if idx.current.as_deref() == Some(dir.as_str()) {

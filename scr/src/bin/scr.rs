@@ -35,7 +35,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Print a kvtree file (filemap, index, summary, halt, ...) in the
-    /// developer guide's indented form, like scr_print_hash_file.
+    /// developer guide's indented form, like scr_print_hash_file. A file
+    /// that goes on past its header (XOR/RS/redundancy files: header, then
+    /// parity) prints its header, then how many payload bytes follow.
     #[command(after_help = scr::exit::help_for(
         "A file that does not exist is ABSENT; one that is not a kvtree file, DAMAGED.",
         &[Code::Success, Code::Usage, Code::Absent, Code::Damaged, Code::Failed],
@@ -216,11 +218,22 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Print { file, json } => {
-            let tree = scr::kvtree::file::read(&file)?;
+            let got = scr::kvtree::file::read_with_payload(&file)?;
+            let tree = &got.tree;
             if json {
-                println!("{}", scr::kvtree::print::to_json(&tree));
+                println!("{}", scr::kvtree::print::to_json(tree));
+                if got.payload_bytes > 0 {
+                    // Standard output stays one JSON document.
+                    eprintln!("{} payload bytes follow the header", got.payload_bytes);
+                }
             } else {
-                print!("{}", scr::kvtree::print::to_indented(&tree, 2));
+                print!("{}", scr::kvtree::print::to_indented(tree, 2));
+                if got.payload_bytes > 0 {
+                    println!(
+                        "-- {} payload bytes follow the {}-byte header",
+                        got.payload_bytes, got.header_bytes
+                    );
+                }
             }
             Ok(())
         }

@@ -288,6 +288,59 @@ pub fn read(path: impl AsRef<Path>) -> Result<KvTree, KvFileError> {
     decode(&bytes, path)
 }
 
+/// A kvtree header read from the front of a file that may go on with
+/// payload (redundancy files: the header, then parity or data).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WithPayload {
+    /// The tree of the header.
+    pub tree: KvTree,
+    /// Bytes of the header (its size field).
+    pub header_bytes: u64,
+    /// Bytes after the header.
+    pub payload_bytes: u64,
+}
+
+/// Read the kvtree at the front of a file, stopping at the size its header
+/// records; whatever follows is payload, counted but not read. A file
+/// shorter than its size field is damaged, as in [`read`].
+pub fn read_with_payload(path: impl AsRef<Path>) -> Result<WithPayload, KvFileError> {
+    let path = path.as_ref();
+    let mut f = File::open(path).map_err(io_err(path, "open"))?;
+    let len = f.metadata().map_err(io_err(path, "stat"))?.len();
+    let mut head = [0u8; HEADER_LEN];
+    if len < HEADER_LEN as u64 {
+        return Err(KvFileError::TooShort {
+            path: path.to_path_buf(),
+            len,
+        });
+    }
+    f.read_exact(&mut head).map_err(io_err(path, "read"))?;
+    let recorded = u64::from_be_bytes(head[8..16].try_into().expect("8 bytes"));
+    if recorded > len || recorded < HEADER_LEN as u64 {
+        return Err(KvFileError::SizeMismatch {
+            path: path.to_path_buf(),
+            recorded,
+            actual: len,
+        });
+    }
+    if recorded > MAX_FILE_LEN {
+        return Err(KvFileError::TooLarge {
+            path: path.to_path_buf(),
+            len: recorded,
+        });
+    }
+    let mut bytes = head.to_vec();
+    Read::by_ref(&mut f)
+        .take(recorded - HEADER_LEN as u64)
+        .read_to_end(&mut bytes)
+        .map_err(io_err(path, "read"))?;
+    Ok(WithPayload {
+        tree: decode(&bytes, path)?,
+        header_bytes: recorded,
+        payload_bytes: len - recorded,
+    })
+}
+
 /// Read a kvtree file; a missing file reads as an empty tree.
 pub fn read_or_empty(path: impl AsRef<Path>) -> Result<KvTree, KvFileError> {
     match read(path) {

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::layout::Placement;
+use super::layout::{Layout, Placement};
 use super::{
     copy_all, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
     windowed, CopyChecks, CopyError, CopyItem, FetchError, PrefixError,
@@ -91,8 +91,9 @@ fn candidates(idx: &Index) -> Vec<(i64, String)> {
     out
 }
 
-fn encode_list(list: &[(i64, String)]) -> Vec<u8> {
+fn encode_list(layout: Layout, list: &[(i64, String)]) -> Vec<u8> {
     let mut t = KvTree::new();
+    t.set_int("VERSION", layout.index_version());
     for (i, (id, dir)) in list.iter().enumerate() {
         let e = t.entry(i.to_string());
         e.set_int("ID", *id);
@@ -101,9 +102,13 @@ fn encode_list(list: &[(i64, String)]) -> Vec<u8> {
     t.pack()
 }
 
-fn decode_list(b: &[u8]) -> Vec<(i64, String)> {
+fn decode_list(b: &[u8]) -> (Layout, Vec<(i64, String)>) {
     let Ok(t) = KvTree::unpack_exact(b) else {
-        return Vec::new();
+        return (Layout::Scr31, Vec::new());
+    };
+    let layout = match t.val("VERSION") {
+        Some("1") => Layout::Legacy,
+        _ => Layout::Scr31,
     };
     let mut v: Vec<(usize, i64, String)> = t
         .iter()
@@ -116,7 +121,7 @@ fn decode_list(b: &[u8]) -> Vec<(i64, String)> {
         })
         .collect();
     v.sort();
-    v.into_iter().map(|(_, id, d)| (id, d)).collect()
+    (layout, v.into_iter().map(|(_, id, d)| (id, d)).collect())
 }
 
 fn encode_parts(parts: &[Rank2FilePart]) -> Vec<u8> {
@@ -159,14 +164,14 @@ fn decode_parts(b: &[u8]) -> Result<Vec<Rank2FilePart>, FetchError> {
 /// its files, and hand each rank its own entry (SCR's distributed read).
 /// `Ok(Err(why))` (the same on every rank) when the map is unreadable.
 /// Collective.
-fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Usable<(u64, RankFiles)>> {
+fn read_rank2file(job: &Job, meta_dir: &Path, root: &str) -> ScrResult<Usable<(u64, RankFiles)>> {
     let world = job.world.as_ref();
     let (me, n) = (world.rank(), world.size());
     let mut found = Rank2File::default();
     let mut err: Option<FetchError> = None;
     let mut head = Vec::new();
     if me == 0 {
-        match Rank2File::read_part(meta_dir, None, &mut found) {
+        match Rank2File::read_part_named(meta_dir, root, None, &mut found) {
             Ok((ranks, children)) => {
                 head = encode_parts(&children);
                 found.ranks = ranks;
@@ -202,7 +207,7 @@ fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Usable<(u64, RankFile
                 if i % n != me {
                     continue;
                 }
-                match Rank2File::read_part(meta_dir, Some(p), &mut found) {
+                match Rank2File::read_part_named(meta_dir, root, Some(p), &mut found) {
                     Ok((_, children)) => next.extend(children),
                     Err(e) => {
                         local_err = Some(e.into());
@@ -270,18 +275,17 @@ fn read_rank2file(job: &Job, meta_dir: &Path) -> ScrResult<Usable<(u64, RankFile
     Ok(Ok((ranks, mine.unwrap_or_default())))
 }
 
-/// Try to fetch the copy of `id` in `dir`. Collective.
-fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
+/// Try to fetch the copy of `id` under index key `dir` (its directory in
+/// the old layout, its name in SCR 3.1's). Collective.
+fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attempt> {
     let dset = DatasetId(id);
     let prefix = job.prefix.clone();
-    // Rank 0 reads the summary and broadcasts it.
+    // Rank 0 reads the summary and broadcasts it, with the map to read.
     let mut buf = Vec::new();
+    let mut root = Vec::new();
     let mut why: Option<FetchError> = None;
     if job.rank().is_root() {
-        let path = prefix
-            .join(dir)
-            .join(super::layout::META_DIR)
-            .join(SUMMARY_FILE);
+        let path = Placement::entry_meta_dir(&prefix, layout, id, dir).join(SUMMARY_FILE);
         match Summary::read_file(&path) {
             Ok(s) if !s.complete => why = Some(FetchError::Incomplete { path }),
             Ok(s) if s.dataset.id != id => {
@@ -291,11 +295,16 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
                     expected: id,
                 })
             }
-            Ok(s) => buf = s.to_tree().pack(),
+            Ok(s) => {
+                let pl = Placement::of_entry(layout, id, dir, Some(&s));
+                root = pl.map_root(&prefix).as_bytes().to_vec();
+                buf = s.to_tree().pack();
+            }
             Err(e) => why = Some(e.into()),
         }
     }
     job.world.bcast_bytes(0, &mut buf)?;
+    job.world.bcast_bytes(0, &mut root)?;
     if buf.is_empty() {
         let mut w = why.map(|e| e.to_string()).unwrap_or_default().into_bytes();
         job.world.bcast_bytes(0, &mut w)?;
@@ -309,12 +318,10 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
         })
     })?;
     let summary = Summary::from_tree(&tree)?;
-    let placement = Placement {
-        dir: dir.to_owned(),
-        orig_dir: summary.orig_dir.clone(),
-    };
+    let placement = Placement::of_entry(layout, id, dir, Some(&summary));
     let meta_dir = placement.meta_dir(&prefix);
-    let mine = match read_rank2file(job, &meta_dir)? {
+    let root = String::from_utf8_lossy(&root).into_owned();
+    let mine = match read_rank2file(job, &meta_dir, &root)? {
         Ok((_, files)) => files,
         Err(e @ FetchError::RankCount { .. }) => return Ok(Attempt::Skipped(e)),
         Err(e) => return Ok(Attempt::Failed(e)),
@@ -431,8 +438,16 @@ fn attempt(job: &mut Job, id: i64, dir: &str) -> ScrResult<Attempt> {
             .unwrap_or_default();
         return Ok(Attempt::Failed(FetchError::Ranks(why)));
     }
-    for (logical, mut meta) in metas {
+    // A map written by LLNL SCR lists names only: the size and CRC32 the
+    // copy measured become the cached file's (it was checked against the
+    // map's own when the map had them).
+    let copied = copied.unwrap_or_default();
+    for (i, (logical, mut meta)) in metas.into_iter().enumerate() {
         meta.complete = Some(true);
+        if let Some(c) = copied.get(i) {
+            meta.size_bytes = Some(c.size);
+            meta.crc32 = Some(c.crc);
+        }
         job.filemap.set_meta(dset, me, &logical, &meta);
     }
     ds.complete = Some(true);
@@ -465,7 +480,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
     let mut index_error = Vec::new();
     if job.rank().is_root() {
         match Index::read_file(index_path(&prefix)) {
-            Ok(idx) => list = encode_list(&candidates(&idx)),
+            Ok(idx) => list = encode_list(idx.layout(), &candidates(&idx)),
             Err(e) if e.is_not_found() => {}
             Err(e) => {
                 eprintln!(
@@ -481,14 +496,14 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
     if !index_error.is_empty() {
         report.index_error = Some(String::from_utf8_lossy(&index_error).into_owned());
     }
-    let list = decode_list(&list);
+    let (layout, list) = decode_list(&list);
     if list.is_empty() {
         return Ok(report);
     }
     job.log(Entry::event(EventType::FetchStart));
     for (id, dir) in list {
         let t = job.clock.now();
-        let outcome = attempt(job, id, &dir)?;
+        let outcome = attempt(job, layout, id, &dir)?;
         let when = timestamp(job.clock.unix_secs());
         match outcome {
             Attempt::Done(orig) => {
@@ -508,8 +523,12 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
                         ff.location_set(id, Location::Cache);
                         ff.location_set(id, Location::Pfs);
                         let e = ff.datasets.entry(id).or_default();
-                        e.dir = Some(d.clone());
-                        e.orig_dir = orig.clone();
+                        // SCR 3.1's flush file has no directory: the
+                        // dataset's metadata directory follows from its id.
+                        if layout == Layout::Legacy {
+                            e.dir = Some(d.clone());
+                            e.orig_dir = orig.clone();
+                        }
                         e.name = dsc.as_ref().and_then(|x| x.name.clone());
                         e.checkpoint = Some(true);
                         e.output = dsc.as_ref().and_then(|x| x.flag_output);

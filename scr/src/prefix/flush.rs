@@ -3,14 +3,15 @@
 //! scr_flush_async). Every rank copies its own files, admitted through a
 //! sliding window of SCR_FLUSH_WIDTH writers, computing CRC32 on the way
 //! (SCR_CRC_ON_FLUSH) and comparing it with the CRC recorded in cache.
-//! Rank 0 then writes the rank2file map and the summary into
-//! `<D>/.scr`, and only after both are on disk marks the dataset COMPLETE
-//! in the index: a flush that fails anywhere fails on every rank, leaves
+//! Rank 0 then writes the rank2file map and the summary into the
+//! dataset's metadata directory (`.scr/scr.dataset.<id>`, or `<D>/.scr` in
+//! a prefix still in the old layout), and only after both are on disk
+//! marks the dataset COMPLETE in the index: a flush that fails anywhere fails on every rank, leaves
 //! the index without a COMPLETE entry for it, and keeps the cached copy.
 
 use std::thread::JoinHandle;
 
-use super::layout::{common_dir, Placement};
+use super::layout::{common_dir, Layout, Placement};
 use super::watchdog::{self, Bound, Progress};
 use super::{
     copy_all, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
@@ -21,8 +22,8 @@ use crate::error::ScrResult;
 use crate::ids::DatasetId;
 use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset;
-use crate::records::index::timestamp;
-use crate::records::rank2file::MAX_RANK2FILE_BYTES;
+use crate::records::index::{index_path, timestamp};
+use crate::records::rank2file::{SplitStyle, FILEMETA_BASE, MAX_RANK2FILE_BYTES, RANK2FILE_BASE};
 use crate::records::summary::{Summary, SUMMARY_FILE};
 use crate::records::{Location, Rank2File, Rank2FileEntry, RankFiles, Record};
 use crate::storage::node::LogicalPath;
@@ -74,9 +75,31 @@ fn decode_dir(b: &[u8]) -> Option<Vec<String>> {
     })
 }
 
-/// The dataset directory of `dset` as every rank's routed files decide it
-/// (docs/formats.md). Collective.
+/// The layout of the job's prefix as rank 0 finds it: the old one only
+/// while its index is version 1 (until `scr index --upgrade`), SCR 3.1's
+/// otherwise. Collective.
+pub fn prefix_layout(job: &Job) -> ScrResult<Layout> {
+    let mut b = Vec::new();
+    if job.rank().is_root() {
+        let legacy = crate::records::Index::read_file(index_path(&job.prefix))
+            .is_ok_and(|i| i.layout() == Layout::Legacy);
+        b.push(u8::from(legacy));
+    }
+    job.world.bcast_bytes(0, &mut b)?;
+    Ok(if b.first() == Some(&1) {
+        Layout::Legacy
+    } else {
+        Layout::Scr31
+    })
+}
+
+/// Where `dset` goes: SCR 3.1's layout (files where they were routed), or
+/// in an old-layout prefix the dataset directory as every rank's routed
+/// files decide it (docs/formats.md). Collective.
 pub fn placement(job: &Job, dset: DatasetId) -> ScrResult<Placement> {
+    if prefix_layout(job)? == Layout::Scr31 {
+        return Ok(Placement::scr31(dset.get()));
+    }
     let files = job.app_files(dset);
     let dirs: Vec<std::path::PathBuf> = files
         .iter()
@@ -187,26 +210,94 @@ pub fn prepare(job: &Job, dset: DatasetId, event: EventType) -> ScrResult<Prepar
 /// Collective.
 fn book_flush_start(job: &Job, dset: DatasetId, pl: &Placement, ds: &Dataset) -> ScrResult<()> {
     let prefix = job.prefix.clone();
+    let name = index_key(pl, ds);
     on_rank0(job.world.as_ref(), "record the flush start", || {
-        update_index(&prefix, |idx| {
+        update_index(&prefix, |idx| match pl.layout() {
             // Whatever the index says is in this directory is about to be
             // overwritten: forget it before the first byte is written.
-            while idx.remove_dir(&pl.dir) {}
+            Layout::Legacy => while idx.remove_dir(&pl.dir) {},
+            // The metadata directory of this id, and the name, are about
+            // to be rewritten (an old copy of another dataset whose files
+            // this flush overwrites fails its CRC check on fetch).
+            Layout::Scr31 => {
+                idx.remove_id(dset.get());
+                while let Some(other) = idx.dataset_id_by_dir(&name) {
+                    idx.remove_id(other);
+                }
+            }
         })?;
+        if pl.layout() == Layout::Scr31 {
+            let meta = pl.meta_dir(&prefix);
+            if meta.exists() {
+                std::fs::remove_dir_all(&meta)
+                    .map_err(crate::error::io_err(&meta, "remove directory"))?;
+            }
+        }
         update_flush_file(&prefix, |ff| {
             ff.location_set(dset.get(), Location::Cache);
             ff.location_set(dset.get(), Location::Flushing);
             ff.location_unset(dset.get(), Location::Pfs);
             let e = ff.datasets.entry(dset.get()).or_default();
-            e.dir = Some(pl.dir.clone());
-            e.orig_dir = pl.orig_dir.clone();
+            if pl.layout() == Layout::Legacy {
+                e.dir = Some(pl.dir.clone());
+                e.orig_dir = pl.orig_dir.clone();
+                e.output = Some(ds.flag_output.unwrap_or(false));
+            } else {
+                // LLNL SCR 3.1 writes OUTPUT only for output datasets.
+                e.output = ds.flag_output.filter(|o| *o);
+            }
             e.name = ds.name.clone();
             e.checkpoint = Some(ds.flag_checkpoint.unwrap_or(ds.ckpt.is_some()));
-            e.output = Some(ds.flag_output.unwrap_or(false));
             e.dataset = Some(ds.clone());
         })
     })?;
     Ok(())
+}
+
+/// The key of a dataset's index entry: its directory in the old layout,
+/// its name in SCR 3.1's.
+fn index_key(pl: &Placement, ds: &Dataset) -> String {
+    match pl.layout() {
+        Layout::Legacy => pl.dir.clone(),
+        Layout::Scr31 => ds
+            .name
+            .clone()
+            .unwrap_or_else(|| Dataset::default_name(ds.id)),
+    }
+}
+
+/// Write the map and the summary of a dataset into its metadata directory
+/// (rank 0 of a flush; `scr index --add`). SCR 3.1's layout: our per-file
+/// metadata first, then LLNL's rank2file (names only), then the summary,
+/// each complete on disk before the next. Returns the summary written.
+pub fn write_dataset_metadata(
+    prefix: &std::path::Path,
+    pl: &Placement,
+    map: &Rank2File,
+    ds: &Dataset,
+    complete: bool,
+) -> Result<Summary, crate::records::RecordError> {
+    let meta_dir = pl.meta_dir(prefix);
+    std::fs::create_dir_all(&meta_dir).map_err(|source| crate::kvtree::file::KvFileError::Io {
+        path: meta_dir.clone(),
+        op: "create directory",
+        source,
+    })?;
+    let mut summary = Summary::new(ds.clone(), complete);
+    match pl.layout() {
+        Layout::Legacy => {
+            map.write_split(&meta_dir, MAX_RANK2FILE_BYTES)?;
+            summary.orig_dir = pl.orig_dir.clone();
+        }
+        Layout::Scr31 => {
+            for (base, names_only) in [(FILEMETA_BASE, false), (RANK2FILE_BASE, true)] {
+                let style = SplitStyle::Scr31 { base, names_only };
+                map.write_split_as(&meta_dir, style, MAX_RANK2FILE_BYTES)?;
+            }
+        }
+    }
+    summary.write_file(meta_dir.join(SUMMARY_FILE))?;
+    Ok(summary)
 }
 
 /// Gather every rank's copy result and, when all succeeded, write the
@@ -305,22 +396,17 @@ pub(crate) fn finish(
             let part = unpack_rank_files(&b).map_err(PrefixError::RankFiles)?;
             map.rank.extend(part);
         }
-        let meta_dir = pl.meta_dir(&prefix);
-        std::fs::create_dir_all(&meta_dir)
-            .map_err(crate::error::io_err(&meta_dir, "create directory"))?;
-        map.write_split(&meta_dir, MAX_RANK2FILE_BYTES)?;
         ds.complete = Some(true);
         ds.size_bytes = Some(total_bytes);
         ds.files = Some(total_files);
-        let mut summary = Summary::new(ds.clone(), true);
-        summary.orig_dir = pl.orig_dir.clone();
-        summary.write_file(meta_dir.join(SUMMARY_FILE))?;
+        write_dataset_metadata(&prefix, &pl, &map, &ds, true)?;
         let is_ckpt = ds.flag_checkpoint.unwrap_or(ds.ckpt.is_some());
+        let key = index_key(&pl, &ds);
         update_index(&prefix, |idx| {
-            idx.set_dataset(dset.get(), &pl.dir, ds.clone(), true);
-            idx.mark_flushed(dset.get(), &pl.dir, timestamp(now_s));
+            idx.set_dataset(dset.get(), &key, ds.clone(), true);
+            idx.mark_flushed(dset.get(), &key, timestamp(now_s));
             if is_ckpt {
-                idx.set_current(&pl.dir);
+                idx.set_current(&key);
             }
         })?;
         update_flush_file(&prefix, |ff| {

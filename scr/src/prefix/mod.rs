@@ -72,6 +72,17 @@ pub(crate) fn update_index<R>(prefix: &Path, f: impl FnOnce(&mut Index) -> R) ->
     Ok(Index::update_file(index_path(prefix), f)?)
 }
 
+/// Write `<prefix>/.scr/nodes.scr` with `NODES = nodes` (rank 0, at every
+/// SCR_Init, as LLNL SCR 3.1 does).
+pub(crate) fn write_nodes_file(prefix: &Path, nodes: u64) -> ScrResult<()> {
+    ensure_meta_dir(prefix)?;
+    let path = prefix
+        .join(layout::META_DIR)
+        .join(crate::records::nodes::NODES_FILE);
+    crate::records::Nodes { nodes }.write_file(&path)?;
+    Ok(())
+}
+
 fn ensure_meta_dir(prefix: &Path) -> ScrResult<()> {
     let d = prefix.join(layout::META_DIR);
     fs::create_dir_all(&d).map_err(io_err(&d, "create directory"))

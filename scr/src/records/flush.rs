@@ -4,10 +4,12 @@
 //! a flush or a scavenge (`scr_flush_file.c`).
 //!
 //! ```text
-//! DSET/<id>/LOCATION/<CACHE|PFS|FLUSHING|SYNC_FLUSHING>…
+//! DATASET/<id>/LOCATION/<CACHE|PFS|FLUSHING|SYNC_FLUSHING>…
 //!          /DIR/<dataset directory name>   /NAME/<dataset name>
 //!          /CKPT/<0|1> /OUTPUT/<0|1> /DSETDESC/<dataset descriptor>
 //! ```
+//! LLNL SCR 3.1 keys datasets under `DATASET`, which this crate writes;
+//! files written under the older `DSET` key are read too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -17,6 +19,12 @@ use crate::kvtree::KvTree;
 
 /// The flush file's name.
 pub const FLUSH_FILE: &str = "flush.scr";
+
+/// The key datasets are written under (LLNL SCR 3.1).
+const DATASET_KEY: &str = "DATASET";
+
+/// The key earlier writers (this crate before SCR 3.1's layout) used.
+const OLD_DATASET_KEY: &str = "DSET";
 
 /// Where a dataset is (`LOCATION` flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -145,7 +153,7 @@ impl Record for FlushFile {
     fn to_tree(&self) -> KvTree {
         let mut t = KvTree::new();
         for (id, e) in &self.datasets {
-            let d = t.set_kv_int("DSET", *id);
+            let d = t.set_kv_int(DATASET_KEY, *id);
             d.merge(&e.extra);
             let loc = d.entry("LOCATION");
             for l in &e.locations {
@@ -170,10 +178,14 @@ impl Record for FlushFile {
         t
     }
 
+    /// Entries under `DATASET` and under the older `DSET`; when a file
+    /// has both for one id, `DATASET`'s wins.
     fn from_tree(tree: &KvTree) -> Result<Self, RecordError> {
         let root = Node::root(Self::RECORD, tree);
         let mut datasets = BTreeMap::new();
-        for (id, d) in root.int_keyed_under("DSET")? {
+        let mut all = root.int_keyed_under(OLD_DATASET_KEY)?;
+        all.extend(root.int_keyed_under(DATASET_KEY)?);
+        for (id, d) in all {
             let mut locations = BTreeSet::new();
             for (l, _) in d.keyed_under("LOCATION") {
                 let loc = Location::parse(l).ok_or_else(|| RecordError::BadValue {
@@ -240,9 +252,12 @@ DSET
 
     #[test]
     fn matches_the_guide_example() {
+        // The guide's example uses the older `DSET` key: read as is, and
+        // written under SCR 3.1's `DATASET`.
         let spec = tree_from_indented(SPEC);
-        assert_eq!(example().to_tree(), spec);
         assert_eq!(FlushFile::from_tree(&spec).unwrap(), example());
+        let renamed = tree_from_indented(&SPEC.replace("\nDSET\n", "\nDATASET\n"));
+        assert_eq!(example().to_tree(), renamed);
         assert!(example().need_flush(17));
         assert!(!example().need_flush(18));
         assert_eq!(example().latest(), Some(18));
@@ -276,19 +291,34 @@ DSET
     #[test]
     fn validation() {
         let mut t = example().to_tree();
-        t.get_kv_int_mut("DSET", 17)
+        t.get_kv_int_mut("DATASET", 17)
             .unwrap()
             .entry("LOCATION")
             .entry("TAPE");
         let e = FlushFile::from_tree(&t).unwrap_err();
         assert!(
-            matches!(&e, RecordError::BadValue { path, value, .. } if path == "DSET/17/LOCATION" && value == "TAPE"),
+            matches!(&e, RecordError::BadValue { path, value, .. } if path == "DATASET/17/LOCATION" && value == "TAPE"),
             "{e}"
         );
         let mut t = example().to_tree();
-        t.entry("DSET").entry("newest");
+        t.entry("DATASET").entry("newest");
         assert!(
-            matches!(FlushFile::from_tree(&t), Err(RecordError::NonIntegerKey { path, .. }) if path == "DSET")
+            matches!(FlushFile::from_tree(&t), Err(RecordError::NonIntegerKey { path, .. }) if path == "DATASET")
         );
+    }
+
+    #[test]
+    fn reads_and_writes_llnl_3_1() {
+        let path = crate::records::index::tests::llnl_fixture("xor-flushed")
+            .join(".scr")
+            .join(FLUSH_FILE);
+        let f = FlushFile::read_file(&path).unwrap();
+        assert_eq!(f.ids_at(Location::Pfs), [7]);
+        assert_eq!(f.ids_at(Location::Cache), [7]);
+        let e = &f.datasets[&7];
+        assert_eq!(e.name.as_deref(), Some("ckpt.7"));
+        assert_eq!(e.checkpoint, Some(true));
+        assert_eq!(e.dataset.as_ref().map(|d| d.id), Some(7));
+        assert_eq!(f.to_tree(), crate::kvtree::file::read(&path).unwrap());
     }
 }

@@ -1,13 +1,21 @@
 //! Index file (`<prefix>/.scr/index.scr`, guide section "Index file"): every
-//! dataset stored in the prefix directory, by id and directory name, with
-//! completeness and FLUSHED/FETCHED/FAILED timestamps (`scr_index_api.c`).
+//! dataset stored in the prefix directory, with completeness and
+//! FLUSHED/FETCHED/FAILED timestamps (`scr_index_api.c`). Two versions:
 //!
 //! ```text
-//! VERSION/1
+//! VERSION/1 (the guide's, and this project's layout before SCR 3.1's)
 //! CURRENT/<dir>                     where a restart starts looking
 //! DIR/<dir>/DSET/<id>               index, kept in sync with DSET
 //! DSET/<id>/DIR/<dir>/COMPLETE, DSET/<dataset>, FLUSHED, FETCHED…, FAILED…
+//!
+//! VERSION/2 (LLNL SCR 3.1: one copy per dataset, metadata in .scr/scr.dataset.<id>)
+//! CURRENT/<name>
+//! NAME/<name>/DSET/<id>             index, kept in sync with DSET
+//! DSET/<id>/COMPLETE, DSET/<dataset>, FLUSHED, FETCHED…, FAILED…
 //! ```
+//!
+//! [`Index`] holds both in one shape: every copy of a dataset under a
+//! *key*, the directory (version 1) or the dataset's name (version 2).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,8 +23,36 @@ use std::path::{Path, PathBuf};
 use super::{set_bool, Dataset, Node, Record, RecordError};
 use crate::kvtree::KvTree;
 
-/// The only index format version (`SCR_INDEX_FILE_VERSION_1`).
-pub const INDEX_VERSION: i64 = 1;
+/// The index version this crate writes for a new prefix: LLNL SCR 3.1's
+/// (`SCR_INDEX_FILE_VERSION_2`).
+pub const INDEX_VERSION: i64 = 2;
+
+/// The index version of this project's earlier layout (and the guide's
+/// example), still read, and written to a prefix that has it until
+/// `scr index --upgrade` converts the prefix.
+pub const INDEX_VERSION_1: i64 = 1;
+
+/// Which prefix layout an index describes (docs/formats.md, "The prefix
+/// directory").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Layout {
+    /// Index version 1: dataset metadata in `<prefix>/<dir>/.scr/`.
+    Legacy,
+    /// Index version 2 (LLNL SCR 3.1): dataset metadata in
+    /// `<prefix>/.scr/scr.dataset.<id>/`, files where the application
+    /// routed them.
+    Scr31,
+}
+
+impl Layout {
+    /// The index version of this layout.
+    pub fn index_version(self) -> i64 {
+        match self {
+            Layout::Legacy => INDEX_VERSION_1,
+            Layout::Scr31 => INDEX_VERSION,
+        }
+    }
+}
 
 /// The index file's path in `prefix`: `<prefix>/.scr/index.scr`.
 pub fn index_path(prefix: &Path) -> PathBuf {
@@ -41,11 +77,14 @@ pub struct IndexEntry {
 /// The index of datasets in a prefix directory (`scr_index_*`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Index {
-    /// `VERSION`: the index format version, [`INDEX_VERSION`].
+    /// `VERSION`: [`INDEX_VERSION`] (2) or [`INDEX_VERSION_1`].
     pub version: i64,
-    /// `CURRENT`: directory a restart starts from.
+    /// `CURRENT`: the key (directory in version 1, name in version 2) a
+    /// restart starts from.
     pub current: Option<String>,
-    /// `DSET/<id>/DIR/<dir>`: every copy of every dataset.
+    /// Every copy of every dataset by id, then key: `DSET/<id>/DIR/<dir>`
+    /// in version 1; `DSET/<id>` with the key its `NAME` in version 2
+    /// (exactly one key per id).
     pub datasets: BTreeMap<i64, BTreeMap<String, IndexEntry>>,
 }
 
@@ -84,10 +123,65 @@ pub fn timestamp(unix_s: i64) -> String {
 }
 
 impl Index {
-    /// Record (or replace) the copy of dataset `id` in directory `dir`
-    /// (`scr_index_set_dataset` + `scr_index_set_complete`). Timestamps of
-    /// an existing entry are kept.
+    /// An empty index of `layout`.
+    pub fn new(layout: Layout) -> Index {
+        Index {
+            version: layout.index_version(),
+            ..Index::default()
+        }
+    }
+
+    /// The layout this index describes.
+    pub fn layout(&self) -> Layout {
+        if self.version == INDEX_VERSION_1 {
+            Layout::Legacy
+        } else {
+            Layout::Scr31
+        }
+    }
+
+    /// Every entry as (id, key, entry), oldest id first: the public listing
+    /// `scr index --list` and purging use.
+    pub fn entries(&self) -> impl Iterator<Item = (i64, &str, &IndexEntry)> {
+        self.datasets
+            .iter()
+            .flat_map(|(id, keys)| keys.iter().map(move |(k, e)| (*id, k.as_str(), e)))
+    }
+
+    /// Remove every entry of dataset `id` (`scr_index_remove` by id);
+    /// returns whether there was one. Clears CURRENT when it named one of
+    /// them.
+    pub fn remove_id(&mut self, id: i64) -> bool {
+        let Some(keys) = self.datasets.remove(&id) else {
+            return false;
+        };
+        if self.current.as_ref().is_some_and(|c| keys.contains_key(c)) {
+            self.current = None;
+        }
+        true
+    }
+
+    /// Record (or replace) the copy of dataset `id` under `dir`, its key
+    /// (the directory in version 1, the name in version 2), as
+    /// `scr_index_set_dataset` and `scr_index_set_complete` do. Timestamps
+    /// of an existing entry are kept. In version 2 a dataset has one key
+    /// and a name one dataset: other keys of `id` and other datasets named
+    /// `dir` are dropped.
     pub fn set_dataset(&mut self, id: i64, dir: &str, dataset: Dataset, complete: bool) {
+        if self.layout() == Layout::Scr31 {
+            let others: Vec<i64> = self
+                .datasets
+                .iter()
+                .filter(|(i, keys)| **i != id && keys.contains_key(dir))
+                .map(|(i, _)| *i)
+                .collect();
+            for i in others {
+                self.datasets.remove(&i);
+            }
+            if let Some(keys) = self.datasets.get_mut(&id) {
+                keys.retain(|k, _| k == dir);
+            }
+        }
         let e = self
             .datasets
             .entry(id)
@@ -187,6 +281,101 @@ impl Index {
     }
 }
 
+fn entry_tree(d: &mut KvTree, e: &IndexEntry) {
+    if let Some(c) = e.complete {
+        set_bool(d, "COMPLETE", c);
+    }
+    if let Some(ds) = &e.dataset {
+        d.set("DSET", ds.to_tree());
+    }
+    if let Some(f) = &e.flushed {
+        d.set_str("FLUSHED", f);
+    }
+    for f in &e.fetched {
+        d.set_kv("FETCHED", f);
+    }
+    for f in &e.failed {
+        d.set_kv("FAILED", f);
+    }
+}
+
+fn check_entry_id(n: &Node<'_>, id: i64, entry: &IndexEntry) -> Result<(), RecordError> {
+    match &entry.dataset {
+        Some(ds) if ds.id != id => Err(n.inconsistent(
+            "DSET/ID",
+            format!("is {} but the entry is for dataset {id}", ds.id),
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl Index {
+    /// Version 1's body: `DIR/<dir>/DSET/<id>` and `DSET/<id>/DIR/<dir>/…`.
+    fn v1_tree(&self, t: &mut KvTree) {
+        for (id, dirs) in &self.datasets {
+            for (dir, e) in dirs {
+                t.set_kv("DIR", dir).set_kv_int("DSET", *id);
+                entry_tree(t.set_kv_int("DSET", *id).set_kv("DIR", dir), e);
+            }
+        }
+    }
+
+    /// Version 2's body: `NAME/<name>/DSET = <id>` and `DSET/<id>/…`; a
+    /// dataset with several keys (only possible through the API) is
+    /// written under its first.
+    fn v2_tree(&self, t: &mut KvTree) {
+        for (id, names) in &self.datasets {
+            if let Some((name, e)) = names.iter().next() {
+                t.set_kv("NAME", name).set_int("DSET", *id);
+                entry_tree(t.set_kv_int("DSET", *id), e);
+            }
+        }
+    }
+
+    fn v1_from(
+        root: &Node<'_>,
+    ) -> Result<BTreeMap<i64, BTreeMap<String, IndexEntry>>, RecordError> {
+        for (_, d) in root.keyed_under("DIR") {
+            d.int_keyed_under("DSET")?;
+        }
+        let mut datasets = BTreeMap::new();
+        for (id, d) in root.int_keyed_under("DSET")? {
+            let mut dirs = BTreeMap::new();
+            for (dir, e) in d.keyed_under("DIR") {
+                let entry = Self::entry_from(&e)?;
+                check_entry_id(&e, id, &entry)?;
+                dirs.insert(dir.to_owned(), entry);
+            }
+            datasets.insert(id, dirs);
+        }
+        Ok(datasets)
+    }
+
+    /// The `NAME` map is checked for integer ids and names each dataset;
+    /// a dataset it does not name takes its descriptor's `NAME`, else
+    /// `scr.dataset.<id>`.
+    fn v2_from(
+        root: &Node<'_>,
+    ) -> Result<BTreeMap<i64, BTreeMap<String, IndexEntry>>, RecordError> {
+        let mut names: BTreeMap<i64, String> = BTreeMap::new();
+        for (name, n) in root.keyed_under("NAME") {
+            let id = n.req_i64("DSET")?;
+            names.entry(id).or_insert_with(|| name.to_owned());
+        }
+        let mut datasets = BTreeMap::new();
+        for (id, d) in root.int_keyed_under("DSET")? {
+            let entry = Self::entry_from(&d)?;
+            check_entry_id(&d, id, &entry)?;
+            let name = names
+                .remove(&id)
+                .or_else(|| entry.dataset.as_ref().and_then(|ds| ds.name.clone()))
+                .unwrap_or_else(|| Dataset::default_name(id));
+            datasets.insert(id, BTreeMap::from([(name, entry)]));
+        }
+        Ok(datasets)
+    }
+}
+
 impl Record for Index {
     const RECORD: &'static str = "index file";
 
@@ -196,60 +385,29 @@ impl Record for Index {
         if let Some(c) = &self.current {
             t.set_str("CURRENT", c);
         }
-        for (id, dirs) in &self.datasets {
-            for (dir, e) in dirs {
-                t.set_kv("DIR", dir).set_kv_int("DSET", *id);
-                let d = t.set_kv_int("DSET", *id).set_kv("DIR", dir);
-                if let Some(c) = e.complete {
-                    set_bool(d, "COMPLETE", c);
-                }
-                if let Some(ds) = &e.dataset {
-                    d.set("DSET", ds.to_tree());
-                }
-                if let Some(f) = &e.flushed {
-                    d.set_str("FLUSHED", f);
-                }
-                for f in &e.fetched {
-                    d.set_kv("FETCHED", f);
-                }
-                for f in &e.failed {
-                    d.set_kv("FAILED", f);
-                }
-            }
+        match self.layout() {
+            Layout::Legacy => self.v1_tree(&mut t),
+            Layout::Scr31 => self.v2_tree(&mut t),
         }
         t
     }
 
-    /// The `DIR` index is checked for integer ids and otherwise rebuilt
-    /// from `DSET`, which is authoritative.
+    /// Version 1 (`DIR` index) and version 2 (`NAME` map, LLNL SCR 3.1);
+    /// the index part is checked for integer ids and otherwise rebuilt from
+    /// `DSET`, which is authoritative.
     fn from_tree(tree: &KvTree) -> Result<Self, RecordError> {
         let root = Node::root(Self::RECORD, tree);
         let version = root.req_i64("VERSION")?;
-        if version != INDEX_VERSION {
-            return Err(
-                root.inconsistent("VERSION", format!("unsupported index version {version}"))
-            );
-        }
-        for (_, d) in root.keyed_under("DIR") {
-            d.int_keyed_under("DSET")?;
-        }
-        let mut datasets = BTreeMap::new();
-        for (id, d) in root.int_keyed_under("DSET")? {
-            let mut dirs = BTreeMap::new();
-            for (dir, e) in d.keyed_under("DIR") {
-                let entry = Self::entry_from(&e)?;
-                if let Some(ds) = &entry.dataset {
-                    if ds.id != id {
-                        return Err(e.inconsistent(
-                            "DSET/ID",
-                            format!("is {} but the entry is for dataset {id}", ds.id),
-                        ));
-                    }
-                }
-                dirs.insert(dir.to_owned(), entry);
+        let datasets = match version {
+            INDEX_VERSION_1 => Self::v1_from(&root)?,
+            INDEX_VERSION => Self::v2_from(&root)?,
+            _ => {
+                return Err(root.inconsistent(
+                    "VERSION",
+                    format!("unsupported index version {version} (this crate reads 1 and 2)"),
+                ))
             }
-            datasets.insert(id, dirs);
-        }
+        };
         Ok(Index {
             version,
             current: root.opt_str("CURRENT")?,
@@ -355,7 +513,7 @@ DSET
     }
 
     fn example() -> Index {
-        let mut i = Index::default();
+        let mut i = Index::new(Layout::Legacy);
         i.set_dataset(
             18,
             "scr.dataset.18",
@@ -431,10 +589,58 @@ DSET
             matches!(Index::from_tree(&t), Err(RecordError::NonIntegerKey { path, .. }) if path == "DSET")
         );
         let mut t = example().to_tree();
-        t.set_int("VERSION", 2);
+        t.set_int("VERSION", 3);
         assert!(matches!(
             Index::from_tree(&t),
             Err(RecordError::Inconsistent { .. })
         ));
+        let mut t = llnl_index().to_tree();
+        t.entry("NAME").entry("ckpt.9").set_str("DSET", "nine");
+        assert!(matches!(
+            Index::from_tree(&t),
+            Err(RecordError::BadValue { .. })
+        ));
+    }
+
+    /// The index LLNL SCR 3.1 wrote for the `xor-flushed` prefix.
+    pub(crate) fn llnl_fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/llnl-3.1")
+            .join(name)
+    }
+
+    fn llnl_index() -> Index {
+        Index::read_file(index_path(&llnl_fixture("xor-flushed"))).unwrap()
+    }
+
+    #[test]
+    fn reads_llnl_version_2() {
+        let i = llnl_index();
+        assert_eq!(i.layout(), Layout::Scr31);
+        assert_eq!(i.current.as_deref(), Some("ckpt.7"));
+        let ids: Vec<i64> = i.datasets.keys().copied().collect();
+        assert_eq!(ids, vec![2, 4, 6, 7]);
+        assert_eq!(i.most_recent_complete(None), Some((7, "ckpt.7")));
+        assert_eq!(i.dataset_id_by_dir("ckpt.4"), Some(4));
+        let (_, _, e) = i.entries().next().unwrap();
+        assert_eq!(e.flushed.as_deref(), Some("2026-11-24T05:01:21"));
+        assert_eq!(e.dataset.as_ref().and_then(|d| d.ckpt), Some(2));
+        // Written back, the tree is the one LLNL wrote.
+        let raw = crate::kvtree::file::read(index_path(&llnl_fixture("xor-flushed")));
+        assert_eq!(i.to_tree(), raw.unwrap());
+    }
+
+    #[test]
+    fn version_2_keeps_one_entry_per_dataset_and_name() {
+        let mut i = Index::default();
+        i.set_dataset(3, "ckpt.3", dataset(3, 1), true);
+        i.set_dataset(3, "renamed", dataset(3, 1), true);
+        i.set_dataset(4, "renamed", dataset(4, 2), true);
+        assert_eq!(i.entries().count(), 1);
+        assert_eq!(i.dataset_id_by_dir("renamed"), Some(4));
+        i.set_current("renamed");
+        assert!(i.remove_id(4));
+        assert_eq!(i.current, None);
+        assert!(!i.remove_id(4));
     }
 }

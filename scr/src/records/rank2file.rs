@@ -3,7 +3,15 @@
 //! sizes, CRCs and container segments. Large maps are split into a tree of
 //! files so that no process reads more than [`MAX_RANK2FILE_BYTES`] at once.
 //!
+//! Two ways to split, [`SplitStyle`]:
+//!
 //! ```text
+//! LLNL SCR 3.1, in .scr/scr.dataset.<id>/ (file names relative to the prefix):
+//! rank2file (root)                LEVEL/<n>  RANKS/<ranks>  RANK/<reader>/FILE=.<level>.<rank>, OFFSET
+//! rank2file.<level>.<rank>        same, for intermediate levels
+//! rank2file.0.<rank>              LEVEL/0, RANKS, RANK/<r>/FILE/<name>
+//!
+//! this crate's earlier layout, in <dataset dir>/.scr/ (names relative to the dataset dir):
 //! rank2file.scr (root)            LEVEL/<n>  RANKS/<ranks>  RANK/<reader>/FILE, OFFSET
 //! .scr/rank2file.<level>.<rank>.scr   same, for intermediate levels
 //! .scr/rank2file.0.<rank>.scr     RANK2FILE/LEVEL/0, RANKS, RANK/<r>/FILE/<name>/SIZE, CRC…
@@ -16,9 +24,70 @@ use super::{set_opt, Node, Record, RecordError};
 use crate::kvtree::file::{self as kvfile, KvFileError, HEADER_LEN, MAX_FILE_LEN};
 use crate::kvtree::KvTree;
 
-/// Root file of the rank2file tree, in the directory given to
-/// [`Rank2File::write_split`].
+/// Root file of the rank2file tree of the earlier layout, in the directory
+/// given to [`Rank2File::write_split`].
 pub const RANK2FILE_ROOT: &str = "rank2file.scr";
+
+/// Root file of LLNL SCR 3.1's rank2file tree, in
+/// `.scr/scr.dataset.<id>/`.
+pub const RANK2FILE_BASE: &str = "rank2file";
+
+/// Root file of this crate's per-file metadata beside LLNL's rank2file
+/// (sizes, CRC32s, container segments; docs/decisions.md): the same
+/// tree in the same split, under another name LLNL's tools never open.
+pub const FILEMETA_BASE: &str = "filemeta";
+
+/// How a map is split into files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitStyle {
+    /// This crate's earlier layout: root [`RANK2FILE_ROOT`], parts
+    /// `.scr/rank2file.<level>.<first rank>.scr` referenced by path, leaves
+    /// wrapped in `RANK2FILE`.
+    Legacy,
+    /// LLNL SCR 3.1: root `base`, parts `<base>.<level>.<first rank>`
+    /// referenced by the suffix `.<level>.<first rank>`, leaves unwrapped.
+    /// With `names_only` each file is a bare name (LLNL's rank2file);
+    /// otherwise sizes, CRCs and segments ride along ([`FILEMETA_BASE`]).
+    Scr31 {
+        /// The root file's name.
+        base: &'static str,
+        /// Write file names only.
+        names_only: bool,
+    },
+}
+
+impl SplitStyle {
+    /// The root file's name.
+    pub fn root(self) -> &'static str {
+        match self {
+            SplitStyle::Legacy => RANK2FILE_ROOT,
+            SplitStyle::Scr31 { base, .. } => base,
+        }
+    }
+
+    /// (file written, reference recorded in the parent) of a part.
+    fn part(self, level: i64, first: i64) -> (String, String) {
+        match self {
+            SplitStyle::Legacy => {
+                let n = format!(".scr/rank2file.{level}.{first}.scr");
+                (n.clone(), n)
+            }
+            SplitStyle::Scr31 { base, .. } => (
+                format!("{base}.{level}.{first}"),
+                format!(".{level}.{first}"),
+            ),
+        }
+    }
+}
+
+/// A reference of the form `.<level>.<rank>` (LLNL's): a suffix to the
+/// root file's name rather than a path.
+fn is_suffix_ref(file: &str) -> bool {
+    let mut parts = file.split('.');
+    parts.next() == Some("")
+        && parts.clone().count() == 2
+        && parts.all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
 
 /// Most bytes any one rank2file file holds ("currently 1MB" in the guide).
 pub const MAX_RANK2FILE_BYTES: usize = 1 << 20;
@@ -98,6 +167,15 @@ impl RankFiles {
         t
     }
 
+    /// `FILE/<name>` only, as LLNL SCR 3.1's rank2file lists a rank's files.
+    pub(crate) fn names_tree(&self) -> KvTree {
+        let mut t = KvTree::new();
+        for name in self.files.keys() {
+            t.set_kv("FILE", name);
+        }
+        t
+    }
+
     pub(crate) fn from_node(n: &Node<'_>) -> Result<Self, RecordError> {
         let mut files = BTreeMap::new();
         for (name, f) in n.keyed_under("FILE") {
@@ -166,22 +244,57 @@ impl Rank2File {
         dir: &Path,
         max_file_bytes: usize,
     ) -> Result<Vec<PathBuf>, RecordError> {
+        self.write_split_as(dir, SplitStyle::Legacy, max_file_bytes)
+    }
+
+    /// Write the map into `dir` split as `style` says, no file larger than
+    /// `max_file_bytes`. Returns every file written, root last.
+    pub fn write_split_as(
+        &self,
+        dir: &Path,
+        style: SplitStyle,
+        max_file_bytes: usize,
+    ) -> Result<Vec<PathBuf>, RecordError> {
         let record = Self::RECORD;
         let too_big = |what: String, bytes: usize| RecordError::Inconsistent {
             record,
             path: what,
             problem: format!("needs {bytes} bytes, more than the {max_file_bytes}-byte file limit"),
         };
-        std::fs::create_dir_all(dir.join(".scr")).map_err(|source| KvFileError::Io {
-            path: dir.join(".scr"),
+        let parts_dir = match style {
+            SplitStyle::Legacy => dir.join(".scr"),
+            SplitStyle::Scr31 { .. } => dir.to_path_buf(),
+        };
+        std::fs::create_dir_all(&parts_dir).map_err(|source| KvFileError::Io {
+            path: parts_dir.clone(),
             op: "create directory",
             source,
         })?;
         let mut written = Vec::new();
         // Level 0: pack ranks into leaves.
-        let entries: Vec<(i64, KvTree)> =
-            self.rank.iter().map(|(r, f)| (*r, f.to_tree())).collect();
-        let leaf_base = file_len(&leaf_tree(0, u64::MAX, std::iter::empty()));
+        let names_only = matches!(
+            style,
+            SplitStyle::Scr31 {
+                names_only: true,
+                ..
+            }
+        );
+        let entries: Vec<(i64, KvTree)> = self
+            .rank
+            .iter()
+            .map(|(r, f)| {
+                (
+                    *r,
+                    if names_only {
+                        f.names_tree()
+                    } else {
+                        f.to_tree()
+                    },
+                )
+            })
+            .collect();
+        let wrap = style == SplitStyle::Legacy;
+        let leaf_base = file_len(&leaf_tree(wrap, u64::MAX, std::iter::empty()));
         let mut nodes: Vec<(i64, u64, String)> = Vec::new(); // (first rank, ranks, file)
         for chunk in pack(&entries, leaf_base, max_file_bytes, |(r, t)| {
             r.to_string().len() + 1 + t.packed_size()
@@ -193,14 +306,14 @@ impl Rank2File {
             )
         })? {
             let first = entries[chunk.start].0;
-            let name = format!(".scr/rank2file.0.{first}.scr");
+            let (name, reference) = style.part(0, first);
             let tree = leaf_tree(
-                0,
+                wrap,
                 chunk.len() as u64,
                 entries[chunk.clone()].iter().map(|(r, t)| (*r, t)),
             );
             written.push(write_tree(dir, &name, &tree, max_file_bytes)?);
-            nodes.push((first, chunk.len() as u64, name));
+            nodes.push((first, chunk.len() as u64, reference));
         }
         // Upper levels until one root remains (the root is at least level 1).
         let mut level = 1i64;
@@ -216,7 +329,7 @@ impl Rank2File {
             .map_err(|_| too_big(format!("LEVEL/{level}"), base))?;
             if chunks.len() <= 1 {
                 let tree = upper_tree(level, self.ranks, refs.iter().map(|(r, t)| (*r, t)));
-                written.push(write_tree(dir, RANK2FILE_ROOT, &tree, max_file_bytes)?);
+                written.push(write_tree(dir, style.root(), &tree, max_file_bytes)?);
                 return Ok(written);
             }
             if chunks.len() >= nodes.len() || level >= MAX_LEVEL {
@@ -226,10 +339,10 @@ impl Rank2File {
             for chunk in chunks {
                 let first = nodes[chunk.start].0;
                 let n: u64 = nodes[chunk.clone()].iter().map(|(_, n, _)| n).sum();
-                let name = format!(".scr/rank2file.{level}.{first}.scr");
+                let (name, reference) = style.part(level, first);
                 let tree = upper_tree(level, n, refs[chunk].iter().map(|(r, t)| (*r, t)));
                 written.push(write_tree(dir, &name, &tree, max_file_bytes)?);
-                next.push((first, n, name));
+                next.push((first, n, reference));
             }
             nodes = next;
             level += 1;
@@ -239,9 +352,15 @@ impl Rank2File {
     /// Read a map written by [`Rank2File::write_split`] (or by SCR) from
     /// `dir`, following the tree from [`RANK2FILE_ROOT`].
     pub fn read_split(dir: &Path) -> Result<Self, RecordError> {
-        let root_path = dir.join(RANK2FILE_ROOT);
+        Self::read_split_named(dir, RANK2FILE_ROOT)
+    }
+
+    /// Read a split map whose root is `dir/root` (either style: a part
+    /// referenced as `.<level>.<rank>` is `<root>.<level>.<rank>`).
+    pub fn read_split_named(dir: &Path, root: &str) -> Result<Self, RecordError> {
+        let root_path = dir.join(root);
         let mut out = Rank2File::default();
-        let ranks = read_level(dir, &root_path, 0, None, &mut out)?;
+        let ranks = read_level(dir, root, &root_path, 0, None, &mut out)?;
         out.ranks = ranks;
         for r in out.rank.keys() {
             if u64::try_from(*r).map_or(true, |r| r >= ranks) {
@@ -298,12 +417,16 @@ fn file_len(tree: &KvTree) -> usize {
 }
 
 fn leaf_tree<'a>(
-    level: i64,
+    wrap: bool,
     ranks: u64,
     entries: impl Iterator<Item = (i64, &'a KvTree)>,
 ) -> KvTree {
+    let body = upper_tree(0, ranks, entries);
+    if !wrap {
+        return body;
+    }
     let mut t = KvTree::new();
-    t.set("RANK2FILE", upper_tree(level, ranks, entries));
+    t.set("RANK2FILE", body);
     t
 }
 
@@ -355,12 +478,13 @@ pub(crate) fn safe_relative(name: &str) -> bool {
 /// child's level so the walk always terminates.
 fn read_level(
     dir: &Path,
+    root: &str,
     path: &Path,
     offset: u64,
     parent_level: Option<i64>,
     out: &mut Rank2File,
 ) -> Result<u64, RecordError> {
-    read_level_with(dir, path, offset, parent_level, out, None)
+    read_level_with((dir, root), path, offset, parent_level, out, None)
 }
 
 /// One file (part) of a rank2file tree still to be read: what a
@@ -386,11 +510,21 @@ impl Rank2File {
         part: Option<&Rank2FilePart>,
         out: &mut Rank2File,
     ) -> Result<(u64, Vec<Rank2FilePart>), RecordError> {
+        Self::read_part_named(dir, RANK2FILE_ROOT, part, out)
+    }
+
+    /// [`Rank2File::read_part`] of the map whose root is `dir/root`.
+    pub fn read_part_named(
+        dir: &Path,
+        root: &str,
+        part: Option<&Rank2FilePart>,
+        out: &mut Rank2File,
+    ) -> Result<(u64, Vec<Rank2FilePart>), RecordError> {
         let mut children = Vec::new();
         let ranks = match part {
             None => read_level_with(
-                dir,
-                &dir.join(RANK2FILE_ROOT),
+                (dir, root),
+                &dir.join(root),
                 0,
                 None,
                 out,
@@ -405,7 +539,7 @@ impl Rank2File {
                     });
                 }
                 read_level_with(
-                    dir,
+                    (dir, root),
                     &dir.join(&p.file),
                     p.offset,
                     Some(p.parent_level),
@@ -419,7 +553,7 @@ impl Rank2File {
 }
 
 fn read_level_with(
-    dir: &Path,
+    (dir, root_name): (&Path, &str),
     path: &Path,
     offset: u64,
     parent_level: Option<i64>,
@@ -493,7 +627,10 @@ fn read_level_with(
         return Ok(ranks);
     }
     for (_, c) in entries {
-        let file = c.req_str("FILE").map_err(in_file)?;
+        let mut file = c.req_str("FILE").map_err(in_file)?;
+        if is_suffix_ref(&file) {
+            file = format!("{root_name}{file}");
+        }
         let off = c.opt_u64("OFFSET").map_err(in_file)?.unwrap_or(0);
         if !safe_relative(&file) {
             return Err(in_file(c.inconsistent(
@@ -508,7 +645,7 @@ fn read_level_with(
                 parent_level: level,
             }),
             None => {
-                read_level(dir, &dir.join(&file), off, Some(level), out)?;
+                read_level(dir, root_name, &dir.join(&file), off, Some(level), out)?;
             }
         }
     }
@@ -762,6 +899,66 @@ rank_2.ckpt
         // An entry larger than the limit is refused, naming the rank.
         let e = m.write_split(dir.path(), 100).unwrap_err();
         assert!(e.to_string().contains("RANK/0"), "{e}");
+    }
+
+    #[test]
+    fn reads_llnl_3_1_rank2file() {
+        let dir = crate::records::index::tests::llnl_fixture("xor-flushed/.scr/scr.dataset.7");
+        let m = Rank2File::read_split_named(&dir, RANK2FILE_BASE).unwrap();
+        assert_eq!(m.ranks, 4);
+        for r in 0..4i64 {
+            let names: Vec<&String> = m.rank[&r].files.keys().collect();
+            assert_eq!(names, [&format!("ckpt.7/rank_{r}.ckpt")]);
+        }
+        // Written back LLNL's way, the files are the ones LLNL wrote.
+        let out = tempdir();
+        let style = SplitStyle::Scr31 {
+            base: RANK2FILE_BASE,
+            names_only: true,
+        };
+        m.write_split_as(out.path(), style, MAX_RANK2FILE_BYTES)
+            .unwrap();
+        for name in ["rank2file", "rank2file.0.0"] {
+            assert_eq!(
+                kvfile::read(out.path().join(name)).unwrap(),
+                kvfile::read(dir.join(name)).unwrap(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn scr31_split_with_meta_roundtrips_over_several_levels() {
+        let dir = tempdir();
+        let m = big(300);
+        for names_only in [false, true] {
+            let style = SplitStyle::Scr31 {
+                base: FILEMETA_BASE,
+                names_only,
+            };
+            let files = m.write_split_as(dir.path(), style, 1024).unwrap();
+            let root = kvfile::read(dir.path().join(FILEMETA_BASE)).unwrap();
+            let levels = root.get_int("LEVEL").unwrap().unwrap();
+            assert!(levels >= if names_only { 1 } else { 2 }, "{root}");
+            assert!(files.len() > 2, "split into several parts");
+            for f in &files {
+                assert!(std::fs::metadata(f).unwrap().len() <= 1024);
+                let name = f.file_name().unwrap().to_str().unwrap();
+                assert!(name.starts_with(FILEMETA_BASE), "{name}");
+            }
+            let back = Rank2File::read_split_named(dir.path(), FILEMETA_BASE).unwrap();
+            if names_only {
+                assert_eq!(back.rank[&7].files.len(), 2);
+                assert_eq!(
+                    back.rank[&7].files.values().next().unwrap().size_bytes,
+                    None
+                );
+            } else {
+                assert_eq!(back, m);
+            }
+        }
+        assert!(is_suffix_ref(".0.12") && !is_suffix_ref(".scr/rank2file.0.1.scr"));
+        assert!(!is_suffix_ref(".0.") && !is_suffix_ref("..0") && !is_suffix_ref(".1.2.3"));
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct Summary {
     /// application routed the files to, when it differs from the dataset
     /// directory; a fetch gives files back their routed paths from it.
     pub orig_dir: Option<String>,
+    /// `DIR` (this project): in SCR 3.1's layout, the directory an
+    /// upgraded old-layout dataset's files stay in (`scr index --upgrade`),
+    /// which its keys start with; absent for datasets written in that layout.
+    pub dir: Option<String>,
 }
 
 impl Summary {
@@ -48,6 +52,7 @@ impl Summary {
             dataset,
             rank2file: None,
             orig_dir: None,
+            dir: None,
         }
     }
 }
@@ -65,6 +70,9 @@ impl Record for Summary {
         }
         if let Some(d) = &self.orig_dir {
             t.set_str("ORIGDIR", d);
+        }
+        if let Some(d) = &self.dir {
+            t.set_str("DIR", d);
         }
         t
     }
@@ -87,6 +95,7 @@ impl Record for Summary {
                 .map(|c| Rank2File::from_body(&c))
                 .transpose()?,
             orig_dir: root.opt_str("ORIGDIR")?,
+            dir: root.opt_str("DIR")?,
         })
     }
 }

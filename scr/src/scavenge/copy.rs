@@ -38,7 +38,7 @@ use crate::records::filemap::Filemap;
 use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::meta::{FileType, Meta};
 use crate::records::rank2file::safe_relative;
-use crate::records::rank2file::RANK2FILE_ROOT;
+use crate::records::rank2file::{FILEMETA_BASE, RANK2FILE_BASE, RANK2FILE_ROOT};
 use crate::records::rank_filemap::rank_filemap_file_name;
 use crate::records::reddesc::CopyType;
 use crate::records::summary::SUMMARY_FILE;
@@ -144,7 +144,9 @@ impl CopyReport {
     }
 }
 
-/// `DIR` and `ORIGDIR` of dataset `id` from `<prefix>/.scr/flush.scr`.
+/// Where dataset `id` goes, from `<prefix>/.scr/flush.scr`: `DIR` and
+/// `ORIGDIR` in the old layout; an entry without `DIR` is SCR 3.1's
+/// layout (metadata in `.scr/scr.dataset.<id>`).
 pub fn placement_from_flush_file(prefix: &Path, id: i64) -> ScavengeResult<Placement> {
     let path = prefix.join(META_DIR).join(FLUSH_FILE);
     let ff = match FlushFile::read_file(&path) {
@@ -157,16 +159,19 @@ pub fn placement_from_flush_file(prefix: &Path, id: i64) -> ScavengeResult<Place
         }
         Err(e) => return Err(e.into()),
     };
-    let entry = ff.datasets.get(&id);
-    let Some(dir) = entry.and_then(|e| e.dir.clone()) else {
+    let Some(entry) = ff.datasets.get(&id) else {
         return Err(ScavengeError::NoPlacement {
             id,
             source: PlacementError::NoDir { path },
         });
     };
+    let Some(dir) = entry.dir.clone() else {
+        return Ok(Placement::scr31(id));
+    };
     let pl = Placement {
         dir,
-        orig_dir: entry.and_then(|e| e.orig_dir.clone()),
+        orig_dir: entry.orig_dir.clone(),
+        meta_of: None,
     };
     check_placement(&pl).map_err(|e| ScavengeError::NoPlacement {
         id,
@@ -231,7 +236,7 @@ fn classify(prefix: &Path, pl: &Placement, file: &str, meta: &Meta) -> Result<De
                 })
         }
         FileType::Xor | FileType::Rs => basename(file)
-            .map(|b| Dest::Redundancy(format!("{META_DIR}/{b}")))
+            .map(|b| Dest::Redundancy(format!("{}/{b}", pl.meta_rel())))
             .ok_or(UnplacedFile::NoName),
         FileType::Partner => basename(file)
             .and_then(|b| parse_partner_copy_name(&b))
@@ -269,7 +274,7 @@ impl Copier<'_> {
         }
         let item = CopyItem {
             src: self.opts.node.real(&LogicalPath::new(file)).into_path_buf(),
-            dst: self.pl.dataset_dir(&self.opts.prefix).join(key),
+            dst: self.pl.key_base(&self.opts.prefix).join(key),
             rel: key.to_string(),
             size: meta.size_bytes,
             crc: meta.crc32,
@@ -552,10 +557,12 @@ fn remove_stale_metadata(meta_dir: &Path, id: i64) -> Vec<String> {
         }
     }
     if other {
-        remove(
-            meta_dir.join(RANK2FILE_ROOT),
-            "rank2file map of another dataset".into(),
-        );
+        for root in [RANK2FILE_ROOT, RANK2FILE_BASE, FILEMETA_BASE] {
+            remove(
+                meta_dir.join(root),
+                "rank2file map of another dataset".into(),
+            );
+        }
     }
     removed
 }
@@ -742,6 +749,7 @@ mod tests {
         let ok = Placement {
             dir: "ckpt.3".into(),
             orig_dir: None,
+            meta_of: None,
         };
         assert!(check_placement(&ok).is_ok());
         for (dir, orig) in [
@@ -754,6 +762,7 @@ mod tests {
             let p = Placement {
                 dir: dir.into(),
                 orig_dir: orig.map(str::to_owned),
+                meta_of: None,
             };
             assert!(check_placement(&p).is_err(), "{p:?}");
         }

@@ -79,6 +79,17 @@ pub enum ScavengeError {
         /// The directory.
         dir: PathBuf,
     },
+    /// The dataset is of the other layout than the prefix's index.
+    #[error(
+        "{what}: the index is version {index}, a prefix of the other layout; \
+         `scr index --upgrade` moves an old prefix to SCR 3.1's layout"
+    )]
+    LayoutMismatch {
+        /// The dataset directory or `.scr/scr.dataset.<id>`.
+        what: String,
+        /// The index version.
+        index: i64,
+    },
     /// The dataset directory given does not exist.
     #[error("{dir}: no such directory")]
     NoSuchDir {
@@ -399,6 +410,7 @@ impl crate::exit::HasExitCode for ScavengeError {
             ScavengeError::NoPlacement { .. }
             | ScavengeError::UnknownName { .. }
             | ScavengeError::NotADataset { .. }
+            | ScavengeError::LayoutMismatch { .. }
             | ScavengeError::NoSuchDir { .. }
             | ScavengeError::OutsidePrefix { .. }
             | ScavengeError::NotBelowPrefix { .. } => crate::exit::Code::Usage,

@@ -35,12 +35,12 @@ use serde::Serialize;
 
 use super::{create_dirs, io_err, ScavengeError, ScavengeResult};
 use crate::clock::{Clock, SystemClock};
-use crate::prefix::layout::{Placement, META_DIR};
+use crate::prefix::flush::write_dataset_metadata;
+use crate::prefix::layout::{dataset_meta_dir, Layout, Placement, META_DIR};
 use crate::records::dataset::Dataset;
 use crate::records::index::{index_path, timestamp};
 use crate::records::meta::{FileType, Meta};
 use crate::records::rank2file::safe_relative;
-use crate::records::rank2file::MAX_RANK2FILE_BYTES;
 use crate::records::summary::SUMMARY_FILE;
 use crate::records::xor_header::parse_xor_file_name;
 use crate::records::{
@@ -215,6 +215,99 @@ pub fn relative_dir(prefix: &Path, dir: &str) -> ScavengeResult<DatasetDir> {
     Ok(DatasetDir(rel))
 }
 
+/// What `scr index --add` works on: a dataset directory of the old layout
+/// (metadata in `<dir>/.scr`), or a dataset of SCR 3.1's layout by id
+/// (metadata in `.scr/scr.dataset.<id>`, files where they were routed).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Target {
+    /// An old-layout dataset directory.
+    Dir(DatasetDir),
+    /// An SCR 3.1 dataset.
+    Id(i64),
+}
+
+impl Target {
+    /// The target of a placement.
+    pub fn of(prefix: &Path, pl: &Placement) -> ScavengeResult<Target> {
+        Ok(match pl.meta_of {
+            Some(id) => Target::Id(id),
+            None => Target::Dir(relative_dir(prefix, &pl.dir)?),
+        })
+    }
+
+    /// `dir` as the user gave it: `N`, `scr.dataset.N` or
+    /// `.scr/scr.dataset.N` name an SCR 3.1 dataset when its metadata
+    /// directory exists and `dir` is not an old-layout dataset directory.
+    pub fn parse(prefix: &Path, dir: &str) -> ScavengeResult<Target> {
+        let d = dir.trim_end_matches('/');
+        let last = d.rsplit('/').next().unwrap_or(d);
+        let id = last
+            .strip_prefix("scr.dataset.")
+            .unwrap_or(last)
+            .parse::<i64>()
+            .ok();
+        let legacy = prefix.join(d).join(META_DIR).is_dir();
+        match id {
+            Some(id) if !legacy && dataset_meta_dir(prefix, id).is_dir() => Ok(Target::Id(id)),
+            _ => Ok(Target::Dir(relative_dir(prefix, dir)?)),
+        }
+    }
+
+    /// How reports name it: the directory, or `.scr/scr.dataset.<id>`.
+    pub fn label(&self) -> String {
+        match self {
+            Target::Dir(d) => d.to_string(),
+            Target::Id(id) => format!("{META_DIR}/{}", Dataset::default_name(*id)),
+        }
+    }
+
+    /// The directory keys are relative to.
+    fn base(&self, prefix: &Path) -> PathBuf {
+        match self {
+            Target::Dir(d) => prefix.join(d.as_str()),
+            Target::Id(_) => prefix.to_path_buf(),
+        }
+    }
+
+    /// The metadata directory relative to [`Target::base`].
+    fn meta_rel(&self) -> String {
+        match self {
+            Target::Dir(_) => META_DIR.to_owned(),
+            Target::Id(id) => format!("{META_DIR}/{}", Dataset::default_name(*id)),
+        }
+    }
+
+    fn meta_dir(&self, prefix: &Path) -> PathBuf {
+        self.base(prefix).join(self.meta_rel())
+    }
+
+    fn placement(&self, orig_dir: &Option<String>) -> Placement {
+        match self {
+            Target::Dir(d) => placement_of(d, orig_dir),
+            Target::Id(id) => Placement::scr31(*id),
+        }
+    }
+
+    /// The index key of dataset `ds` found here: the directory, or the
+    /// dataset's name.
+    fn index_key(&self, ds: &Dataset) -> String {
+        match self {
+            Target::Dir(d) => d.to_string(),
+            Target::Id(id) => ds
+                .name
+                .clone()
+                .unwrap_or_else(|| Dataset::default_name(*id)),
+        }
+    }
+
+    fn layout(&self) -> Layout {
+        match self {
+            Target::Dir(_) => Layout::Legacy,
+            Target::Id(_) => Layout::Scr31,
+        }
+    }
+}
+
 fn list_rank_filemaps(meta_dir: &Path) -> ScavengeResult<Vec<(i64, PathBuf)>> {
     let rd = match fs::read_dir(meta_dir) {
         Ok(rd) => rd,
@@ -246,9 +339,10 @@ fn parse_set_file(name: &str) -> Option<(CopyType, u64, u64, i64)> {
     Some((CopyType::Rs, g, n, id))
 }
 
-/// Step 1: the scan hash of the dataset directory `dset_dir`.
-fn scan(dset_dir: &Path) -> ScavengeResult<Scan> {
-    let meta_dir = dset_dir.join(META_DIR);
+/// Step 1: the scan hash of a dataset whose keys are relative to
+/// `dset_dir` and whose rank filemaps are in `dset_dir/meta_rel`.
+fn scan(dset_dir: &Path, meta_rel: &str) -> ScavengeResult<Scan> {
+    let meta_dir = dset_dir.join(meta_rel);
     let mut s = Scan::default();
     for (r, path) in list_rank_filemaps(&meta_dir)? {
         let rfm = match RankFilemap::read_file(&path) {
@@ -406,25 +500,29 @@ fn placement_of(dir: &str, orig_dir: &Option<String>) -> Placement {
     Placement {
         dir: dir.to_string(),
         orig_dir: orig_dir.clone(),
+        meta_of: None,
     }
 }
 
 /// Steps 1–4 without the index: scan, inspect, rebuild, rescan, write the
-/// rank2file map and summary of `<prefix>/<dir>`.
-fn build_summary(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
-    let dset_dir = prefix.join(dir);
-    let mut s = scan(&dset_dir)?;
+/// rank2file map and summary of the target.
+fn build_summary(prefix: &Path, t: &Target) -> ScavengeResult<Built> {
+    let dset_dir = t.base(prefix);
+    let meta_rel = t.meta_rel();
+    let mut s = scan(&dset_dir, &meta_rel)?;
     let Some(ds) = s.dataset.clone() else {
         if s.problems.is_empty() {
-            return Err(ScavengeError::NotADataset { dir: dset_dir });
+            return Err(ScavengeError::NotADataset {
+                dir: t.meta_dir(prefix),
+            });
         }
         return Err(ScavengeError::NoReadableFilemap {
-            dir: dset_dir,
+            dir: t.meta_dir(prefix),
             problems: s.problems,
         });
     };
     let mut report = AddReport {
-        dir: dir.to_string(),
+        dir: t.label(),
         dataset: Some(ds.id),
         name: ds.name.clone(),
         complete: false,
@@ -438,7 +536,7 @@ fn build_summary(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
     };
     let mut missing = inspect(&mut s);
     report.missing_before = missing.clone();
-    let pl = placement_of(dir, &s.orig_dir);
+    let pl = t.placement(&s.orig_dir);
     if !missing.is_empty() && s.invalid.is_empty() {
         match plan_rebuild(&s, &missing, &dset_dir, prefix, &pl) {
             Ok(jobs) => {
@@ -456,7 +554,7 @@ fn build_summary(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
                 .extend(why.into_iter().map(|w| format!("cannot rebuild: {w}"))),
         }
         // Rescan what is there now (SCR's scr_summary_build does the same).
-        let mut again = scan(&dset_dir)?;
+        let mut again = scan(&dset_dir, &meta_rel)?;
         missing = inspect(&mut again);
         s = again;
     }
@@ -484,13 +582,9 @@ fn build_summary(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
             );
         }
     }
-    let meta_dir = dset_dir.join(META_DIR);
-    map.write_split(&meta_dir, MAX_RANK2FILE_BYTES)?;
     let mut dataset = s.dataset.clone().unwrap_or(ds);
     dataset.complete = Some(complete);
-    let mut summary = Summary::new(dataset, complete);
-    summary.orig_dir = s.orig_dir.clone();
-    summary.write_file(meta_dir.join(SUMMARY_FILE))?;
+    let summary = write_dataset_metadata(prefix, &pl, &map, &dataset, complete)?;
     report.ranks = n;
     report.missing = missing;
     report.complete = complete;
@@ -500,17 +594,20 @@ fn build_summary(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
 /// The summary of `<prefix>/<dir>`: an existing complete one as it is,
 /// else one built from the rank filemaps; an existing incomplete summary
 /// without rank filemaps is taken as it is.
-fn summarize(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
-    let dset_dir = prefix.join(dir);
+fn summarize(prefix: &Path, t: &Target) -> ScavengeResult<Built> {
+    let dset_dir = match t {
+        Target::Dir(_) => t.base(prefix),
+        Target::Id(_) => t.meta_dir(prefix),
+    };
     if !dset_dir.is_dir() {
         return Err(ScavengeError::NoSuchDir { dir: dset_dir });
     }
-    let meta_dir = dset_dir.join(META_DIR);
+    let meta_dir = t.meta_dir(prefix);
     let existing = Summary::read_file(meta_dir.join(SUMMARY_FILE));
     let have_maps = !list_rank_filemaps(&meta_dir)?.is_empty();
     let from_summary = |s: Summary, problems: Vec<String>| Built {
         report: AddReport {
-            dir: dir.to_string(),
+            dir: t.label(),
             dataset: Some(s.dataset.id),
             name: s.dataset.name.clone(),
             complete: s.complete,
@@ -536,7 +633,7 @@ fn summarize(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
     match existing {
         Ok(s) if s.complete && maps_agree(&s) => Ok(from_summary(s, Vec::new())),
         _ if have_maps => {
-            let mut b = build_summary(prefix, dir)?;
+            let mut b = build_summary(prefix, t)?;
             if let Err(e) = &existing {
                 if !e.is_not_found() {
                     b.report
@@ -559,13 +656,32 @@ fn summarize(prefix: &Path, dir: &str) -> ScavengeResult<Built> {
 /// `<prefix>/<dir>`, building its summary (with rebuilds) when needed.
 /// A directory already indexed as complete is left alone.
 pub fn add_dir(prefix: &Path, dir: &str) -> ScavengeResult<AddReport> {
-    let dir = relative_dir(prefix, dir)?;
+    add_target(prefix, &Target::parse(prefix, dir)?)
+}
+
+/// [`add_dir`] of a parsed target.
+pub fn add_target(prefix: &Path, t: &Target) -> ScavengeResult<AddReport> {
     let idx = read_index(prefix)?;
-    if let Some(id) = idx.dataset_id_by_dir(&dir) {
-        let e = &idx.datasets[&id][dir.as_str()];
+    if idx.layout() != t.layout() && idx.entries().next().is_some() {
+        return Err(ScavengeError::LayoutMismatch {
+            what: t.label(),
+            index: idx.version,
+        });
+    }
+    let indexed = match t {
+        Target::Dir(d) => idx
+            .dataset_id_by_dir(d)
+            .map(|id| (id, &idx.datasets[&id][d.as_str()])),
+        Target::Id(id) => idx
+            .datasets
+            .get(id)
+            .and_then(|keys| keys.values().next())
+            .map(|e| (*id, e)),
+    };
+    if let Some((id, e)) = indexed {
         if e.complete == Some(true) {
             return Ok(AddReport {
-                dir: dir.into_string(),
+                dir: t.label(),
                 dataset: Some(id),
                 name: e.dataset.as_ref().and_then(|d| d.name.clone()),
                 complete: true,
@@ -579,17 +695,22 @@ pub fn add_dir(prefix: &Path, dir: &str) -> ScavengeResult<AddReport> {
             });
         }
     }
-    let b = summarize(prefix, &dir)?;
+    let b = summarize(prefix, t)?;
     let ds = b.summary.dataset.clone();
     let complete = b.summary.complete;
     let when = timestamp(SystemClock.unix_secs());
+    let key = t.index_key(&ds);
+    let layout = t.layout();
     update_index(prefix, |idx| {
-        // The directory may have held another dataset before.
-        while idx.dataset_id_by_dir(&dir).is_some_and(|id| id != ds.id) {
-            idx.remove_dir(&dir);
+        if idx.entries().next().is_none() {
+            idx.version = layout.index_version();
         }
-        idx.set_dataset(ds.id, &dir, ds.clone(), complete);
-        idx.mark_flushed(ds.id, &dir, when);
+        // The directory may have held another dataset before.
+        while idx.dataset_id_by_dir(&key).is_some_and(|id| id != ds.id) {
+            idx.remove_dir(&key);
+        }
+        idx.set_dataset(ds.id, &key, ds.clone(), complete);
+        idx.mark_flushed(ds.id, &key, when);
     })?;
     Ok(b.report)
 }
@@ -839,8 +960,31 @@ pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<DatasetDir>> {
     Ok(found)
 }
 
+/// Every dataset of the prefix: SCR 3.1's `.scr/scr.dataset.<id>`
+/// directories and old-layout dataset directories.
+pub fn find_targets(prefix: &Path) -> ScavengeResult<Vec<Target>> {
+    let mut out: Vec<Target> = find_dataset_dirs(prefix)?
+        .into_iter()
+        .map(Target::Dir)
+        .collect();
+    if let Ok(rd) = fs::read_dir(prefix.join(META_DIR)) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let id = name
+                .strip_prefix("scr.dataset.")
+                .and_then(|n| n.parse::<i64>().ok());
+            if let (Some(id), true) = (id, e.path().is_dir()) {
+                out.push(Target::Id(id));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// `scr index --rebuild`: build the index again from the dataset
-/// directories. A damaged index is moved aside (never deleted); what a
+/// directories (SCR 3.1's metadata directories, or in an old-layout prefix
+/// the dataset directories). A damaged index is moved aside (never deleted); what a
 /// readable old index knew (CURRENT, FLUSHED/FETCHED/FAILED times) is kept
 /// for the directories still found. CURRENT otherwise becomes the newest
 /// complete checkpoint.
@@ -865,21 +1009,37 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
             None
         }
     };
-    let mut new = Index::default();
+    let targets = find_targets(prefix)?;
+    let layout = match &old {
+        Some(o) => o.layout(),
+        None if targets.iter().any(|t| matches!(t, Target::Id(_))) => Layout::Scr31,
+        None if !targets.is_empty() => Layout::Legacy,
+        None => Layout::Scr31,
+    };
+    let mut new = Index::new(layout);
     let when = timestamp(SystemClock.unix_secs());
-    for dir in find_dataset_dirs(prefix)? {
-        match summarize(prefix, &dir) {
+    for t in targets {
+        if t.layout() != layout {
+            let why = ScavengeError::LayoutMismatch {
+                what: t.label(),
+                index: layout.index_version(),
+            };
+            report.skipped.push((t.label(), why.to_string()));
+            continue;
+        }
+        match summarize(prefix, &t) {
             Ok(b) => {
                 let ds = b.summary.dataset.clone();
-                new.set_dataset(ds.id, &dir, ds.clone(), b.summary.complete);
+                let key = t.index_key(&ds);
+                new.set_dataset(ds.id, &key, ds.clone(), b.summary.complete);
                 let prev = old
                     .as_ref()
                     .and_then(|o| o.datasets.get(&ds.id))
-                    .and_then(|d| d.get(dir.as_str()));
+                    .and_then(|d| d.get(key.as_str()));
                 let e = new
                     .datasets
                     .get_mut(&ds.id)
-                    .and_then(|d| d.get_mut(dir.as_str()))
+                    .and_then(|d| d.get_mut(key.as_str()))
                     .expect("just set");
                 e.flushed = Some(prev.and_then(|p| p.flushed.clone()).unwrap_or(when.clone()));
                 if let Some(p) = prev {
@@ -888,7 +1048,7 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
                 }
                 report.datasets.push(b.report);
             }
-            Err(e) => report.skipped.push((dir.into_string(), e.to_string())),
+            Err(e) => report.skipped.push((t.label(), e.to_string())),
         }
     }
     new.current = old

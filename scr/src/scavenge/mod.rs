@@ -31,6 +31,7 @@ pub mod copy;
 mod error;
 pub mod index;
 pub mod postrun;
+pub mod upgrade;
 
 pub use error::{
     LaunchCopyError, NothingToScavenge, PlacementError, RebuildError, RebuildProblem,

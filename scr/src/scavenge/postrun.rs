@@ -303,10 +303,14 @@ pub fn copy_argv(
         id.to_string(),
         "--prefix".into(),
         prefix.to_string_lossy().into_owned(),
-        "--dir".into(),
-        pl.dir.clone(),
     ];
-    if let Some(o) = &pl.orig_dir {
+    // SCR 3.1's layout has no dataset directory: `scr copy` finds the
+    // placement from the flush file (an entry without DIR).
+    if pl.meta_of.is_none() {
+        v.push("--dir".into());
+        v.push(pl.dir.clone());
+    }
+    if let Some(o) = pl.orig_dir.as_ref().filter(|_| pl.meta_of.is_none()) {
         v.push("--origdir".into());
         v.push(o.clone());
     }
@@ -438,15 +442,14 @@ fn scavenge_one(
         current: false,
         error: None,
     };
-    let Some(dir) = entry.dir.clone() else {
-        d.error = Some(format!(
-            "the flush file records no DIR for dataset {id}; copy it by hand with `scr copy --dir`"
-        ));
-        return d;
-    };
-    let pl = Placement {
-        dir,
-        orig_dir: entry.orig_dir.clone(),
+    // Without DIR the entry is SCR 3.1's: metadata in .scr/scr.dataset.<id>.
+    let pl = match entry.dir.clone() {
+        Some(dir) => Placement {
+            dir,
+            orig_dir: entry.orig_dir.clone(),
+            meta_of: None,
+        },
+        None => Placement::scr31(id),
     };
     if let Err(e) = super::copy::check_placement(&pl) {
         d.error = Some(format!("flush file: {e}"));
@@ -455,7 +458,13 @@ fn scavenge_one(
     d.placement = Some(pl.clone());
     // The index must not go on naming another dataset in a directory
     // about to be overwritten. A damaged index is dealt with below.
-    match index::forget_other_datasets_in(&opts.prefix, &pl.dir, id) {
+    // (SCR 3.1's layout has no dataset directory to forget: its metadata
+    // directory is the id's own.)
+    let forgotten = match pl.meta_of {
+        Some(_) => Ok(()),
+        None => index::forget_other_datasets_in(&opts.prefix, &pl.dir, id),
+    };
+    match forgotten {
         Ok(()) | Err(ScavengeError::DamagedIndex { .. }) => {}
         Err(e) => {
             d.error = Some(format!("updating the index: {e}"));
@@ -488,14 +497,21 @@ fn scavenge_one(
         ));
         return d;
     }
-    let mut added = index::add_dir(&opts.prefix, &pl.dir);
+    let target = index::Target::of(&opts.prefix, &pl);
+    let add = || match &target {
+        Ok(t) => index::add_target(&opts.prefix, t),
+        Err(e) => Err(ScavengeError::NotBelowPrefix {
+            dir: format!("{}: {e}", pl.dir),
+        }),
+    };
+    let mut added = add();
     if let Err(ScavengeError::DamagedIndex { .. }) = &added {
         // At the end of an allocation nobody is there to run --rebuild:
         // move the damaged index aside and rebuild it (reported).
         match index::rebuild_index(&opts.prefix) {
             Ok(r) => {
                 *index_rebuilt = Some(r);
-                added = index::add_dir(&opts.prefix, &pl.dir);
+                added = add();
             }
             Err(e) => added = Err(e),
         }
@@ -510,9 +526,17 @@ fn scavenge_one(
             return d;
         }
     }
+    // The index key: the directory, or in SCR 3.1's layout the name.
+    let key = match (&pl.meta_of, &d.index) {
+        (Some(id), Some(a)) => a
+            .name
+            .clone()
+            .unwrap_or_else(|| crate::records::dataset::Dataset::default_name(*id)),
+        _ => pl.dir.clone(),
+    };
     if d.complete {
         if checkpoint {
-            let set = Index::update_file(index_path(&opts.prefix), |idx| idx.set_current(&pl.dir));
+            let set = Index::update_file(index_path(&opts.prefix), |idx| idx.set_current(&key));
             match set {
                 Ok(()) => d.current = true,
                 Err(e) => d.error = Some(format!("setting CURRENT: {e}")),
@@ -660,6 +684,7 @@ mod tests {
         let pl = Placement {
             dir: "scr.dataset.4".into(),
             orig_dir: Some(".".into()),
+            meta_of: None,
         };
         let owners: BTreeSet<i64> = [2, 3].into();
         let v = copy_argv(

@@ -5,8 +5,12 @@
 //! ```text
 //! mpirun -np 8 scr_app --seed 7 --checkpoints 3 --mean-bytes 65536 \
 //!     [--prefix DIR] [--fail-after K] [--expect-restart NAME|none|any]
-//!     [--until-exit] [--step-ms MS] [--ask-need]
+//!     [--until-exit] [--step-ms MS] [--ask-need] [--reference DIR]
 //! ```
+//!
+//! With `--reference DIR` the restart checkpoint `ckpt.<c>` is one written
+//! by LLNL SCR 3.1's `test_api` (`ckpt.<c>/rank_<r>.ckpt`): each rank
+//! compares its file, byte for byte, with `DIR/ckpt.<c>/rank_<r>.ckpt`.
 //!
 //! What rank `r` writes in checkpoint `c` is `testing::data::file_plan(seed,
 //! r, c, mean_bytes)`: several files per rank, sizes differing, some ranks
@@ -106,6 +110,10 @@ struct Args {
     /// (SCR_FLAG_OUTPUT: it must reach the prefix directory).
     #[arg(long, value_name = "K")]
     output_every: Option<u64>,
+    /// The restart checkpoint is LLNL test_api's: compare each rank's
+    /// `ckpt.<c>/rank_<r>.ckpt` with the copy under this directory.
+    #[arg(long, value_name = "DIR")]
+    reference: Option<PathBuf>,
 }
 
 fn unix_ms() -> u128 {
@@ -282,6 +290,10 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
             .and_then(|s| s.parse::<u64>().ok());
         let mut res = ReadResult::default();
         match ckpt {
+            Some(c) if args.reference.is_some() => {
+                let reference = args.reference.as_deref().unwrap_or(Path::new("."));
+                compare_with_reference(&mut phase, prefix, reference, c, rank, &mut res);
+            }
             Some(c) => {
                 for spec in file_plan(args.seed, rank as u32, c, args.mean_bytes) {
                     read_and_verify(&mut phase, prefix, c, &spec, &mut res);
@@ -530,6 +542,44 @@ fn write_checkpoint(
         std::process::exit(42);
     }
     name
+}
+
+/// Route this rank's file of LLNL test_api's checkpoint `ckpt`
+/// (`ckpt.<c>/rank_<r>.ckpt`) and compare it, byte for byte, with the copy
+/// under `reference`.
+fn compare_with_reference(
+    phase: &mut scr::RestartPhase<'_>,
+    prefix: &Path,
+    reference: &Path,
+    ckpt: u64,
+    rank: usize,
+    res: &mut ReadResult,
+) {
+    let rel = PathBuf::from(format!("ckpt.{ckpt}")).join(format!("rank_{rank}.ckpt"));
+    let name = rel.display().to_string();
+    let got = phase
+        .route_file(prefix.join(&rel))
+        .map_err(|e| e.to_string())
+        .and_then(|p| fs::read(&p).map_err(|e| format!("{}: {e}", p.display())));
+    let want = fs::read(reference.join(&rel)).map_err(|e| format!("reference: {e}"));
+    match (got, want) {
+        (Err(e), _) | (_, Err(e)) => res.unreadable.push(format!("{name}: {e}")),
+        (Ok(got), Ok(want)) => match got.iter().zip(&want).position(|(a, b)| a != b) {
+            Some(at) => res.mismatches.push(Mismatch {
+                ckpt,
+                file: name,
+                offset: at as u64,
+                why: "differs from the reference".into(),
+            }),
+            None if got.len() != want.len() => res.mismatches.push(Mismatch {
+                ckpt,
+                file: name,
+                offset: got.len().min(want.len()) as u64,
+                why: format!("{} bytes, the reference has {}", got.len(), want.len()),
+            }),
+            None => res.verified_bytes += got.len() as u64,
+        },
+    }
 }
 
 /// Route one planned file of checkpoint `ckpt`, check its size and every

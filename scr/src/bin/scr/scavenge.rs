@@ -70,7 +70,7 @@ pub struct CopyArgs {
 /// `scr index` (SCR's scr_index).
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("op").required(true).args(
-    ["list", "current", "drop", "drop_after", "add", "rebuild"]
+    ["list", "current", "drop", "drop_after", "add", "rebuild", "upgrade"]
 )))]
 pub struct IndexArgs {
     /// The prefix directory (default: SCR_PREFIX, else the current directory).
@@ -88,14 +88,20 @@ pub struct IndexArgs {
     /// Remove every dataset newer than NAME from the index (files stay).
     #[arg(long, value_name = "NAME")]
     drop_after: Option<String>,
-    /// Check the dataset directory DIR (relative to the prefix), rebuild
-    /// missing ranks from XOR/RS parity, write its summary and index it.
+    /// Check the dataset directory DIR (relative to the prefix; in SCR
+    /// 3.1's layout a dataset id N or scr.dataset.N), rebuild missing ranks
+    /// from XOR/RS parity, write its summary and index it.
     #[arg(long, value_name = "DIR")]
     add: Option<String>,
     /// Build the index again from the dataset directories (a damaged index
     /// is moved aside, never deleted).
     #[arg(long)]
     rebuild: bool,
+    /// Move a prefix in the earlier layout (index version 1) to SCR 3.1's
+    /// (index version 2, metadata in .scr/scr.dataset.<id>), in place and
+    /// atomically: files stay; run again to finish an interrupted upgrade.
+    #[arg(long)]
+    upgrade: bool,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -347,6 +353,7 @@ pub fn copy(a: CopyArgs) -> Result<(), CliError> {
     let placement = a.dir.map(|dir| Placement {
         dir: dir.trim_end_matches('/').to_string(),
         orig_dir: a.origdir,
+        meta_of: None,
     });
     let opts = CopyOptions {
         cntl_dir: a.cntldir,
@@ -495,6 +502,22 @@ pub fn index(a: IndexArgs) -> Result<(), CliError> {
         } else {
             Err(CliError::IndexedIncomplete { dir: r.dir })
         };
+    }
+    if a.upgrade {
+        let r = scr::scavenge::upgrade::upgrade(&prefix).map_err(fail)?;
+        if a.json {
+            return json_out(&r);
+        }
+        if r.already {
+            println!("the index is already version 2; old metadata cleaned up");
+        }
+        for (id, dir, name) in &r.moved {
+            println!("dataset {id}: {dir}/.scr -> .scr/scr.dataset.{id} (indexed as {name})");
+        }
+        for (id, dir, why) in &r.skipped {
+            println!("dataset {id} ({dir}): not moved, left out of the index: {why}");
+        }
+        return Ok(());
     }
     // --rebuild (the argument group makes one operation required).
     let r = index::rebuild_index(&prefix).map_err(fail)?;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
-use super::{Scan, META_DIR};
+use super::Scan;
 use crate::comm::thread::{ThreadComm, ThreadConfig};
 use crate::kvtree::file as kvfile;
 use crate::prefix::layout::Placement;
@@ -191,7 +191,7 @@ pub(super) fn run_set(
     dataset: &Dataset,
 ) -> Result<Vec<i64>, RebuildError> {
     let n = job.lost.len();
-    let meta_dir = dset_dir.join(META_DIR);
+    let meta_dir = dset_dir.join(pl.meta_rel());
     let tmp = |g: usize| meta_dir.join(format!("rebuild.{}", job.header.group_world_ranks[g]));
     for g in (0..n).filter(|&g| job.lost[g].any()) {
         let t = tmp(g);
@@ -301,7 +301,7 @@ fn place_rebuilt(
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .ok_or(RebuildError::NoName { rank })?;
-        let key = format!("{META_DIR}/{name}");
+        let key = format!("{}/{name}", pl.meta_rel());
         moves.push((fe.path.clone(), dset_dir.join(&key)));
         files.insert(
             key.clone(),
@@ -342,6 +342,10 @@ fn place_rebuilt(
         files,
         orig_dir: pl.orig_dir.clone(),
     };
-    rfm.write_file(dset_dir.join(META_DIR).join(rank_filemap_file_name(rank)))?;
+    rfm.write_file(
+        dset_dir
+            .join(pl.meta_rel())
+            .join(rank_filemap_file_name(rank)),
+    )?;
     Ok(())
 }
