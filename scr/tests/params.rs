@@ -221,8 +221,14 @@ fn copy_metadata_records_mode_and_times_at_flush_and_restores_them_at_fetch() {
         },
     );
     // Recorded in the rank2file map, applied to the copy in the prefix.
-    let map = Rank2File::read_split(&cl.prefix.join("m.1/.scr")).unwrap();
-    let e = &map.rank[&1].files["r1"];
+    // (SCR 3.1's layout: our per-file metadata is the `filemeta` map in
+    // the dataset's metadata directory.)
+    let meta_dir = cl.prefix.join(".scr/scr.dataset.1");
+    let map = Rank2File::read_split_named(&meta_dir, "filemeta").unwrap();
+    let files = &map.rank[&1].files;
+    let e = files
+        .get("m.1/r1")
+        .unwrap_or_else(|| panic!("no entry for m.1/r1 in {:?}", files.keys()));
     let rec = e.attrs.expect("MODE and times recorded");
     assert_eq!((rec.mode & 0o7777, rec.mtime), (0o640, mtime));
     let flushed = attrs::read(&cl.prefix.join("m.1/r1")).unwrap();
@@ -337,6 +343,6 @@ fn unsupported_parameters_are_refused_with_a_warning_naming_them() {
             ("SCR_USE_CONTAINERS", "1"),
             ("SCR_GLOBAL_RESTART", "1")
         ]),
-        "SCR_CACHE_BYPASS,SCR_USE_CONTAINERS,SCR_GLOBAL_RESTART"
+        "SCR_CACHE_BYPASS,SCR_GLOBAL_RESTART,SCR_USE_CONTAINERS"
     );
 }

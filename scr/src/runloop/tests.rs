@@ -127,6 +127,9 @@ fn a_failed_launch_is_relaunched_on_the_survivors_and_a_spare() {
 #[test]
 fn scr_runs_and_scr_min_nodes_end_the_loop() {
     let tmp = tempfile::tempdir().unwrap();
+    // SCR_RUNS=2 (`LoopSpec::runs`, read by `scr run` from the
+    // configuration; ci/tests.d/slurm-runloop.sh sets it for real): two
+    // failed launches and the loop stops.
     let l = Scripted::new(&[&["false"], &["false"], &["false"]]);
     let r = run(spec(tmp.path(), 2), &l, vec![]);
     assert_eq!(r.stop, Stop::RunsExhausted);
@@ -141,7 +144,8 @@ fn scr_runs_and_scr_min_nodes_end_the_loop() {
         }
     );
     assert_eq!(r.launches.len(), 1);
-    // SCR_MIN_NODES=3: the three survivors run.
+    // SCR_MIN_NODES unset: the job's 4 nodes are needed. SCR_MIN_NODES=3:
+    // the three survivors run.
     let mut s = spec(tmp.path(), 0);
     s.min_nodes = 3;
     let l = Scripted::new(&[&["false"], &["true"]]);
