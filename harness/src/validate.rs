@@ -36,9 +36,8 @@ use scr::exit::Code;
 use serde::Serialize;
 
 use crate::health::{self, DownList, StorageCheck};
-use crate::launch::{
-    run_argv, JobSpec, LaunchError, Launcher, MpirunLauncher, NodeSpec, Placement,
-};
+use crate::launch::{run_argv, JobSpec, LaunchError, Launcher, MpirunLauncher, NodeSpec};
+use scr::runloop::{probe::ProbeCheck, NodeCheck};
 
 /// Options of `scr-harness validate`.
 #[derive(Args, Debug, Clone)]
@@ -50,7 +49,9 @@ pub struct ValidateArgs {
     /// (`node[1-5]`); the last is kept as a spare. Simulated: 5 nodes.
     #[arg(long)]
     pub nodes: Option<String>,
-    /// OpenMPI hostfile (with `--launcher mpirun`).
+    /// OpenMPI hostfile (with `--launcher mpirun` outside a resource
+    /// manager's allocation; inside one, mpirun takes the allocation's
+    /// nodes and a hostfile naming a killed node stalls the next job).
     #[arg(long)]
     pub hostfile: Option<PathBuf>,
     /// Command that kills a node on a real cluster; `{node}` is replaced.
@@ -220,30 +221,37 @@ impl Ctx {
             return self.down.update(&nodes, &[], &root_of, &storage);
         }
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("scr-harness"));
-        let exe_s = exe.to_string_lossy().into_owned();
+        let mut cmd: Vec<std::ffi::OsString> = vec![exe.into(), "check-node".into()];
+        for s in &self.storage {
+            cmd.push("--storage".into());
+            cmd.push(format!("{}:{}", s.path.display(), s.min_capacity_bytes).into());
+        }
+        // The library's checks, as `scr run` makes them: inside a SLURM
+        // allocation SLURM's view first, then each node's check through
+        // `srun --overlap` (beside any step a killed node left behind,
+        // whatever launcher runs the jobs); elsewhere through the launcher.
+        let slurm = std::env::var_os("SLURM_JOB_ID").is_some();
+        let srun = scr::launch::rm::SrunLauncher::new(vec!["--overlap".into()]);
+        let probe_launcher: &dyn Launcher = if slurm {
+            &srun
+        } else {
+            self.launcher.launcher.as_ref()
+        };
+        let mut probe = ProbeCheck {
+            launcher: probe_launcher,
+            cmd,
+            timeout: self.timeout,
+            slurm,
+        };
+        let up: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|n| !self.down.is_down(n))
+            .cloned()
+            .collect();
         let mut newly = Vec::new();
-        for n in self.nodes.clone() {
-            if self.down.is_down(&n) {
-                continue;
-            }
-            let mut cmd: Vec<String> = vec![exe_s.clone(), "check-node".into()];
-            for s in &self.storage {
-                cmd.push("--storage".into());
-                cmd.push(format!("{}:{}", s.path.display(), s.min_capacity_bytes));
-            }
-            let refs: Vec<&str> = cmd.iter().map(String::as_str).collect();
-            let argv = self.launcher.argv(std::slice::from_ref(&n), &refs);
-            let reason = match run_argv(&argv, self.timeout) {
-                Ok(out) if out.success() => None,
-                Ok(out) => Some(format!(
-                    "check-node exited {}: {}",
-                    out.code(),
-                    out.stdout.trim().lines().last().unwrap_or("").to_string() + out.stderr.trim()
-                )),
-                Err(e) => Some(format!("unreachable: {e}")),
-            };
-            if let Some(detail) = reason {
-                self.down.mark(&n, health::DownReason::Reported { detail });
+        for (n, reason) in probe.check(&up) {
+            if self.down.mark(&n, reason) {
                 newly.push(n);
             }
         }
@@ -268,14 +276,14 @@ fn launching_of(a: &ValidateArgs) -> Result<Launching, String> {
                 root: Some(root),
             }
         }
+        // Inside a SLURM allocation its daemons overlap the steps a killed
+        // node left behind (MpirunLauncher::on_hosts).
         "mpirun" => Launching {
-            launcher: Box::new(MpirunLauncher {
-                program: PathBuf::from("mpirun"),
-                args: Vec::new(),
-                placement: Placement::Hosts {
-                    hostfile: a.hostfile.clone(),
-                },
-            }),
+            launcher: Box::new(MpirunLauncher::on_hosts(
+                "mpirun",
+                Vec::new(),
+                a.hostfile.clone(),
+            )),
             root: None,
         },
         // The library's srun (scr srun's); inside an allocation its steps
@@ -297,6 +305,13 @@ fn launching_of(a: &ValidateArgs) -> Result<Launching, String> {
 /// Run the checklist; the report and whether everything that ran passed.
 pub fn run(a: &ValidateArgs) -> Result<Vec<Check>, String> {
     let storage = parse_storage(&a.storage)?;
+    if a.hostfile.is_some() && std::env::var_os("SLURM_JOB_ID").is_some() {
+        eprintln!(
+            "scr-harness validate: warning: --hostfile inside a SLURM allocation: mpirun takes the \
+             allocation's nodes by itself, and a hostfile that names a killed node makes the next \
+             job wait for it until its bound (measured on ci/slurm-cluster); omit it"
+        );
+    }
     let launcher = launching_of(a)?;
     let nodes = match &a.nodes {
         Some(list) => health::expand_hostlist(list).map_err(|e| e.to_string())?,
@@ -687,7 +702,7 @@ pub fn check_node_main(storage: &[String]) -> ExitCode {
             Code::Success.into()
         }
         Err(why) => {
-            println!("down: {why}");
+            println!("{} {why}", scr::runloop::probe::DOWN_MARK);
             Code::Unexpected.into()
         }
     }

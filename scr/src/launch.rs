@@ -362,6 +362,32 @@ impl MpirunLauncher {
         }
     }
 
+    /// `program args…` on real hosts (an OpenMPI hostfile, or the
+    /// resource manager's nodes). Inside a SLURM allocation mpirun starts
+    /// its daemons with srun; with `SLURM_OVERLAP=1` they start beside the
+    /// step a failed launch left holding the survivors until SLURM declares
+    /// a lost node down (measured on ci/slurm-cluster: without it the next
+    /// launch, and every health check through mpirun, waited on that step
+    /// until its bound).
+    pub fn on_hosts(program: &str, args: Vec<String>, hostfile: Option<PathBuf>) -> MpirunLauncher {
+        let placement = Placement::Hosts { hostfile };
+        if std::env::var_os("SLURM_JOB_ID").is_none() {
+            return MpirunLauncher {
+                program: PathBuf::from(program),
+                args,
+                placement,
+            };
+        }
+        MpirunLauncher {
+            program: PathBuf::from("env"),
+            args: ["SLURM_OVERLAP=1".to_string(), program.to_string()]
+                .into_iter()
+                .chain(args)
+                .collect(),
+            placement,
+        }
+    }
+
     /// A launcher from its command line (program first, then its leading
     /// arguments) on simulated nodes; `EmptyArgv` when empty.
     pub fn from_argv(argv: &[String]) -> Result<MpirunLauncher, LaunchError> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Args;
 use scr::config::{Config, LoadOptions, ProcessEnv};
 use scr::launch::rm::{FluxLauncher, JsrunLauncher, SrunLauncher};
-use scr::launch::{Launcher, MpirunLauncher, Placement};
+use scr::launch::{Launcher, MpirunLauncher};
 use scr::runloop::health::{check_node, expand_hostlist, StorageCheck};
 use scr::runloop::nodes::{allocation_nodes, hostfile_text};
 use scr::runloop::probe::{ProbeCheck, DOWN_MARK};
@@ -285,23 +285,10 @@ fn launcher_of(
             program: name.to_string(),
             args: with_overlap(args),
         }),
-        // Inside a SLURM allocation mpirun starts its daemons with srun: with
-        // SLURM_OVERLAP set they start beside the step a failed launch left
-        // holding the survivors until SLURM declares the lost node down
-        // (measured: without it the relaunch waited on that step for good).
-        "mpirun" | "mpiexec" | "orterun" if in_slurm() => Box::new(MpirunLauncher {
-            program: PathBuf::from("env"),
-            args: ["SLURM_OVERLAP=1".to_string(), name.to_string()]
-                .into_iter()
-                .chain(args)
-                .collect(),
-            placement: Placement::Hosts { hostfile },
-        }),
-        "mpirun" | "mpiexec" | "orterun" => Box::new(MpirunLauncher {
-            program: PathBuf::from(name),
-            args,
-            placement: Placement::Hosts { hostfile },
-        }),
+        // SLURM_OVERLAP inside an allocation: see MpirunLauncher::on_hosts.
+        "mpirun" | "mpiexec" | "orterun" => {
+            Box::new(MpirunLauncher::on_hosts(name, args, hostfile))
+        }
         "flux" => {
             let rest = match args.split_first() {
                 Some((run, rest)) if run == "run" => rest.to_vec(),
@@ -484,6 +471,13 @@ fn report(r: &LoopResult) {
         );
         print!("{}", l.stdout);
         eprint!("{}", l.stderr);
+    }
+    if r.launches.is_empty() {
+        // Nothing ran: say why each node was found down (the checks before
+        // the first launch are the only place the reasons show).
+        for (n, why) in &r.down {
+            eprintln!("scr run: node {n} down: {why}");
+        }
     }
     eprintln!("scr run: stop: {}", stop_text(&r.stop));
 }
