@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use scr::config::{Config, LoadOptions, ProcessEnv};
+use scr::config::{Config, LoadOptions, ProcessEnv, Settings};
 use scr::launch::rm::{FluxLauncher, JsrunLauncher, SrunLauncher};
 use scr::launch::{Launcher, MpirunLauncher};
 use scr::runloop::health::{check_node, expand_hostlist, StorageCheck};
@@ -104,15 +104,11 @@ fn config() -> Result<Config, CliError> {
     Ok(Config::load(&ProcessEnv, &opts)?)
 }
 
-fn value<T: std::str::FromStr>(cfg: &Config, name: &str) -> Result<Option<T>, CliError> {
-    match cfg.get(name) {
-        None => Ok(None),
-        Some(e) => e
-            .value
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| CliError::Usage(format!("{name}={:?} is not a whole number", e.value))),
+/// `SCR_EXCLUDE_NODES` of `settings`, expanded (hostlist syntax).
+fn excluded_nodes(settings: &Settings) -> Result<Vec<String>, CliError> {
+    match &settings.run.exclude_nodes {
+        Some(l) => expand_hostlist(l).map_err(|e| CliError::Usage(e.to_string())),
+        None => Ok(Vec::new()),
     }
 }
 
@@ -377,10 +373,9 @@ pub fn run(a: RunArgs, srun: bool) -> Result<(), CliError> {
             .map_err(|e| CliError::Usage(format!("{}: {e}", prefix.display())))?;
     }
     let launcher = launcher_of(name, split.launcher_args.clone(), &alloc, hostfile.clone())?;
-    let excluded = match cfg.get("SCR_EXCLUDE_NODES") {
-        Some(e) => expand_hostlist(&e.value).map_err(|e| CliError::Usage(e.to_string()))?,
-        None => Vec::new(),
-    };
+    // The run loop's parameters, parsed once as the library parses them.
+    let settings = Settings::from_config(&cfg)?;
+    let excluded = excluded_nodes(&settings)?;
     let spec = LoopSpec {
         program: PathBuf::from(program),
         args: app_args.iter().map(OsString::from).collect(),
@@ -390,13 +385,15 @@ pub fn run(a: RunArgs, srun: bool) -> Result<(), CliError> {
         ranks_per_node,
         min_nodes: a
             .min_nodes
-            .or(value(&cfg, "SCR_MIN_NODES")?)
+            .or(settings.run.min_nodes.map(|n| n as usize))
             .unwrap_or(job_nodes),
-        runs: a.runs.or(value(&cfg, "SCR_RUNS")?).unwrap_or(1),
+        runs: a
+            .runs
+            .unwrap_or(u32::try_from(settings.run.runs).unwrap_or(u32::MAX)),
         excluded,
         watchdog: Duration::from_secs(
             a.watchdog
-                .or(value(&cfg, "SCR_WATCHDOG_TIMEOUT")?)
+                .or(settings.run.watchdog_timeout_s)
                 .unwrap_or(86_400),
         ),
         prefix: prefix.clone(),
@@ -586,10 +583,7 @@ pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
                 .1
         }
     };
-    let excluded = match cfg.get("SCR_EXCLUDE_NODES") {
-        Some(e) => expand_hostlist(&e.value).map_err(|e| CliError::Usage(e.to_string()))?,
-        None => Vec::new(),
-    };
+    let excluded = excluded_nodes(&Settings::from_config(&cfg)?)?;
     let launcher = SrunLauncher::new(vec!["--overlap".into()]);
     let me = std::env::current_exe().map_err(|e| CliError::Usage(format!("this program: {e}")))?;
     let mut check = ProbeCheck {
