@@ -364,7 +364,7 @@ fn debug_levels_print_scr_messages_on_stderr() {
             &[
                 ("SCR_FLUSH", "1"),
                 ("SCR_DEBUG", level),
-                ("SCR_CACHE_BYPASS", "1"),
+                ("SCR_FLUSH_TYPE", "PTHREAD"),
             ],
         ) else {
             return;
@@ -378,7 +378,7 @@ fn debug_levels_print_scr_messages_on_stderr() {
         // The refusal is a warning: printed once, by rank 0, at any level.
         let refused: Vec<&&str> = lines
             .iter()
-            .filter(|l| l.contains("not supported: SCR_CACHE_BYPASS=1"))
+            .filter(|l| l.contains("not supported: SCR_FLUSH_TYPE=PTHREAD"))
             .collect();
         assert_eq!(refused.len(), 1, "{}", r.transcript());
         assert!(
