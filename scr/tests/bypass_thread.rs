@@ -467,3 +467,93 @@ fn bypass_in_an_old_layout_prefix_is_refused_on_every_rank() {
         assert!(text.unwrap().contains("scr index --upgrade"));
     }
 }
+
+#[test]
+fn a_bypass_file_damaged_in_the_prefix_fails_its_crc_at_fetch() {
+    let cl = Cluster::new();
+    run(
+        &cl,
+        4,
+        |r| r / 2,
+        &BYPASS,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 13, 2);
+            None
+        },
+    );
+    // The CRC32 read back at complete (SCR_CRC_ON_FLUSH) is what the fetch
+    // into cache checks: a flipped bit in ckpt.2 sends the restart to 1.
+    let f = cl.prefix.join("ckpt.2/rank0.f0");
+    let mut bytes = std::fs::read(&f).unwrap();
+    assert!(!bytes.is_empty());
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x04;
+    std::fs::write(&f, bytes).unwrap();
+    wipe_caches(&cl, 2);
+    let got = run(
+        &cl,
+        4,
+        |r| r / 2,
+        &[],
+        |scr, c| {
+            let report = scr.init_report();
+            assert_eq!(report.fetched, Some(1), "{report:?}");
+            assert_eq!(report.fetch_failed.len(), 1, "{report:?}");
+            assert_eq!(report.fetch_failed[0].0, 2);
+            restart_checking(scr, c, &cl.prefix)
+        },
+    );
+    assert!(
+        got.iter()
+            .all(|g| g.as_deref().unwrap_or("").starts_with("ckpt.1 ")),
+        "{got:?}"
+    );
+    assert_eq!(index(&cl).datasets[&2]["ckpt.2"].failed.len(), 1);
+}
+
+#[test]
+fn prefix_size_prunes_bypass_checkpoints_and_output_is_kept() {
+    let cl = Cluster::new();
+    let extra = [
+        ("SCR_CACHE_BYPASS", "1"),
+        ("SCR_PREFIX_SIZE", "1"),
+        ("SCR_CACHE_SIZE", "4"),
+    ];
+    run(
+        &cl,
+        4,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            let rank = c.rank();
+            let mut out = scr.start_output(Some("out.1"), Flags::OUTPUT).unwrap();
+            let p = out
+                .route_file(cl.prefix.join(format!("out.1/r{rank}.dat")))
+                .unwrap();
+            assert!(p.starts_with(&cl.prefix), "{p:?}");
+            std::fs::write(&p, part(rank)).unwrap();
+            assert!(out.complete(true).unwrap());
+            write_ckpts(scr, c, &cl.prefix, 13, 3);
+            None
+        },
+    );
+    // SCR_PREFIX_SIZE=1: the newest checkpoint stays, older ones and their
+    // files go; output is never pruned.
+    let idx = index(&cl);
+    let names: Vec<String> = idx
+        .datasets
+        .values()
+        .flat_map(|m| m.keys().cloned())
+        .collect();
+    assert_eq!(names, vec!["out.1".to_string(), "ckpt.3".to_string()]);
+    assert!(!cl.prefix.join("ckpt.1").exists() && !cl.prefix.join("ckpt.2").exists());
+    assert_eq!(
+        std::fs::read(cl.prefix.join("ckpt.3/rank0.f0")).unwrap(),
+        data(13, 0, 3, 0)
+    );
+    assert_eq!(
+        std::fs::read(cl.prefix.join("out.1/r2.dat")).unwrap(),
+        part(2)
+    );
+    assert!(node_files(&cl, |n| n.ends_with(".dat") || is_ckpt_file(n)).is_empty());
+}
