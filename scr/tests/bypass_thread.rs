@@ -557,3 +557,87 @@ fn prefix_size_prunes_bypass_checkpoints_and_output_is_kept() {
     );
     assert!(node_files(&cl, |n| n.ends_with(".dat") || is_ckpt_file(n)).is_empty());
 }
+
+/// On a real node logical paths are real: a bypass entry (a prefix path)
+/// deleted like a cached file would delete the checkpoint in the prefix.
+/// One node without a simulated root, its cache and control directories
+/// below the test's scratch directory.
+#[test]
+fn evicting_a_bypass_dataset_on_a_real_node_leaves_its_prefix_files() {
+    let cl = Cluster::new();
+    let cache = cl.root.join("cache").to_string_lossy().into_owned();
+    let cntl = cl.root.join("cntl").to_string_lossy().into_owned();
+    let extra = [
+        ("SCR_CACHE_BYPASS", "1"),
+        ("SCR_CACHE_SIZE", "1"),
+        ("SCR_CACHE_BASE", cache.as_str()),
+        ("SCR_CNTL_BASE", cntl.as_str()),
+    ];
+    let real_node = || scr::storage::dirs::NodeIdentity {
+        name: "n0".into(),
+        root: None,
+    };
+    let run_real = |extra: &[(&str, &str)], ckpts: usize| {
+        scr::comm::thread::ThreadComm::run(4, |comm| {
+            let opts = cl.opts(real_node(), extra);
+            let world = comm.split(Some(0), comm.rank() as i64).unwrap().unwrap();
+            let mut scr = Scr::init_with(world, opts).unwrap();
+            // ckpt.2 evicts ckpt.1 from the cache bookkeeping (SCR_CACHE_SIZE=1).
+            write_ckpts(&mut scr, comm, &cl.prefix, 13, ckpts);
+            scr.finalize().unwrap();
+        })
+        .unwrap();
+    };
+    run_real(&extra, 2);
+    assert_eq!(
+        std::fs::read(cl.prefix.join("ckpt.1/rank0.f0")).unwrap(),
+        data(13, 0, 1, 0)
+    );
+    // The next init forgets ckpt.2, a purge would delete whatever is left.
+    let mut purge = extra.to_vec();
+    purge.push(("SCR_CACHE_PURGE", "1"));
+    run_real(&purge, 0);
+    for c in 1..=2 {
+        assert_eq!(
+            std::fs::read(cl.prefix.join(format!("ckpt.{c}/rank1.f1"))).unwrap(),
+            data(13, 1, c, 1)
+        );
+    }
+}
+
+#[test]
+fn scr_copy_refuses_a_bypass_dataset_instead_of_copying_it_onto_itself() {
+    use scr::scavenge::copy::{copy_dataset, CopyOptions};
+    use scr::scavenge::{NoProgress, ScavengeError};
+    let cl = Cluster::new();
+    run(
+        &cl,
+        4,
+        |r| r / 2,
+        &BYPASS,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 13, 1);
+            None
+        },
+    );
+    let opts = CopyOptions {
+        cntl_dir: PathBuf::from("/dev/shm/tester/scr.77"),
+        node: cl.node(0),
+        dataset: 1,
+        prefix: cl.prefix.clone(),
+        placement: None,
+        partner: false,
+        ranks: None,
+        crc: true,
+    };
+    match copy_dataset(&opts, &NoProgress) {
+        Err(e @ ScavengeError::InPrefix { id: 1, .. }) => {
+            assert!(e.to_string().contains("nothing to copy"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        std::fs::read(cl.prefix.join("ckpt.1/rank1.f1")).unwrap(),
+        data(13, 1, 1, 1)
+    );
+}
