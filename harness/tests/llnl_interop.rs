@@ -92,7 +92,22 @@ fn fixture_bytes(name: &str, ckpt: &str) -> u64 {
 }
 
 fn restarts_from(name: &str, ckpt: &str, extra: &[&str]) -> (AppRun, SimCluster) {
-    let (_tmp, cl) = cluster(name).expect("mpirun present");
+    let (r, cl, _tmp) = restarts_from_with(name, ckpt, extra, &[]);
+    (r, cl)
+}
+
+/// [`restarts_from`] with parameters `env` set for the job; the scratch
+/// directory is returned so the caller can look at the prefix and caches.
+fn restarts_from_with(
+    name: &str,
+    ckpt: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (AppRun, SimCluster, tempfile::TempDir) {
+    let (tmp, mut cl) = cluster(name).expect("mpirun present");
+    for (k, v) in env {
+        cl.set(k, v);
+    }
     let r = run(&cl, name, extra);
     let sum = r
         .summary
@@ -115,7 +130,7 @@ fn restarts_from(name: &str, ckpt: &str, extra: &[&str]) -> (AppRun, SimCluster)
         !idx.datasets[&id][ckpt].fetched.is_empty(),
         "FETCHED recorded"
     );
-    (r, cl)
+    (r, cl, tmp)
 }
 
 #[test]
@@ -136,6 +151,33 @@ fn restart_from_llnl_bypass_prefix() {
         return;
     }
     restarts_from("bypass", "ckpt.4", &["--checkpoints", "1"]);
+}
+
+#[test]
+#[ignore = "MPI: run by ci/tests.d/llnl-interop.sh"]
+fn restart_in_place_from_llnl_bypass_prefix() {
+    if mpirun_missing().is_some() {
+        return;
+    }
+    // SCR_FETCH_BYPASS=1: LLNL's files are read where LLNL wrote them
+    // (its rank2file lists names only), none copied into any cache; the
+    // next checkpoint is written in bypass mode as LLNL's default does.
+    let (r, cl, _tmp) = restarts_from_with(
+        "bypass",
+        "ckpt.4",
+        &["--checkpoints", "1"],
+        &[("SCR_FETCH_BYPASS", "1"), ("SCR_CACHE_BYPASS", "1")],
+    );
+    for n in 0..NODES {
+        let cached = cl.cached_files(&format!("n{n}"), &format!("rank_{n}.ckpt"));
+        assert!(cached.is_empty(), "{cached:?}\n{}", r.transcript());
+    }
+    let idx = Index::read_file(index_path(&cl.root.join("prefix"))).expect("index");
+    assert!(
+        idx.datasets.keys().any(|&id| id > 4),
+        "the new checkpoint is in the index\n{}",
+        r.transcript()
+    );
 }
 
 #[test]

@@ -364,7 +364,7 @@ fn debug_levels_print_scr_messages_on_stderr() {
             &[
                 ("SCR_FLUSH", "1"),
                 ("SCR_DEBUG", level),
-                ("SCR_CACHE_BYPASS", "1"),
+                ("SCR_FLUSH_TYPE", "PTHREAD"),
             ],
         ) else {
             return;
@@ -378,7 +378,7 @@ fn debug_levels_print_scr_messages_on_stderr() {
         // The refusal is a warning: printed once, by rank 0, at any level.
         let refused: Vec<&&str> = lines
             .iter()
-            .filter(|l| l.contains("not supported: SCR_CACHE_BYPASS=1"))
+            .filter(|l| l.contains("not supported: SCR_FLUSH_TYPE=PTHREAD"))
             .collect();
         assert_eq!(refused.len(), 1, "{}", r.transcript());
         assert!(
@@ -447,4 +447,81 @@ fn need_checkpoint_without_a_policy_says_no() {
         written.push(r.summary.map(|x| x.checkpoints_written));
     }
     assert_eq!(written, [Some(0), Some(2)]);
+}
+
+/// Bytes of checkpoint `ckpt` over every rank (what a restart verifies).
+fn ckpt_bytes(ckpt: u64) -> u64 {
+    (0..RANKS)
+        .flat_map(|r| file_plan(SEED, r, ckpt, MEAN_BYTES))
+        .map(|f| f.size_bytes)
+        .sum()
+}
+
+/// Every file of checkpoint `ckpt` is in the prefix; `cached` says
+/// whether each is in its rank's cache too.
+fn assert_placed(s: &Setup, ckpt: u64, cached: bool, t: &str) {
+    for r in 0..RANKS {
+        let node = NODES[(r / 2) as usize];
+        for f in file_plan(SEED, r, ckpt, MEAN_BYTES) {
+            let p = s.prefix().join(format!("ckpt.{ckpt}")).join(&f.name);
+            assert!(p.is_file(), "{} is in the prefix\n{t}", p.display());
+            let in_cache = s.cl.cached_files(node, &f.name);
+            assert_eq!(
+                !in_cache.is_empty(),
+                cached,
+                "{}: {in_cache:?}\n{t}",
+                f.name
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn cache_bypass_writes_to_the_prefix_and_fetch_bypass_reads_in_place() {
+    let Some(mut s) = setup(
+        "bypass",
+        &[
+            ("SCR_FLUSH", "0"),
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_CACHE_BYPASS", "1"),
+        ],
+    ) else {
+        return;
+    };
+    // Written straight to the prefix and recorded there at complete,
+    // although SCR_FLUSH=0 flushes nothing; no file in any cache.
+    let r = s.run(&args(2, &[]));
+    let t = r.transcript();
+    summary_of(&r);
+    assert!(s.complete_in_index(1) && s.complete_in_index(2), "{t}");
+    assert_placed(&s, 2, false, &t);
+    // A new allocation reading in place: every byte verified by the
+    // application, nothing copied into cache.
+    for n in NODES {
+        s.cl.remove_node(n).unwrap();
+    }
+    s.cl.set("SCR_FETCH_BYPASS", "1");
+    let r = s.run(&args(0, &["--expect-restart", "ckpt.2"]));
+    let t = r.transcript();
+    assert_eq!(summary_of(&r), ("ckpt.2".into(), "fetched".into()), "{t}");
+    assert_eq!(
+        r.summary.as_ref().map(|x| x.verified_bytes),
+        Some(ckpt_bytes(2))
+    );
+    assert_placed(&s, 2, false, &t);
+    // And with both off: the normal fetch copies into cache.
+    for n in NODES {
+        s.cl.remove_node(n).unwrap();
+    }
+    s.cl.set("SCR_FETCH_BYPASS", "0");
+    s.cl.set("SCR_CACHE_BYPASS", "0");
+    let r = s.run(&args(0, &["--expect-restart", "ckpt.2"]));
+    let t = r.transcript();
+    assert_eq!(summary_of(&r), ("ckpt.2".into(), "fetched".into()), "{t}");
+    assert_eq!(
+        r.summary.as_ref().map(|x| x.verified_bytes),
+        Some(ckpt_bytes(2))
+    );
+    assert_placed(&s, 2, true, &t);
 }

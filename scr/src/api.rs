@@ -49,7 +49,6 @@ use crate::records::index::{index_path, Index};
 use crate::records::meta::FileType;
 use crate::records::Record;
 use crate::storage::dirs::NodeIdentity;
-use crate::storage::node::LogicalPath;
 use crate::storage::path as spath;
 
 mod adaptive;
@@ -299,6 +298,11 @@ impl Scr {
             })
             .collect();
         cands.sort_unstable_by(|a, b| b.cmp(a));
+        // A bypass dataset newer than what the cache holds is the one to
+        // restart from: it is in the prefix, so the fetch brings it.
+        if let Some(&newest) = scr.report.in_prefix.iter().max() {
+            cands.retain(|&d| d > newest);
+        }
         scr.prefix_init(&mut job, &mut cands)?;
         // Every rank must agree on the candidates (they come from collective
         // decisions, so this checks the bookkeeping, not the user).
@@ -456,7 +460,16 @@ impl Scr {
             checkpoint: is_ckpt,
             output: flags.contains(Flags::OUTPUT),
         };
+        if job.sets[set].bypass {
+            crate::prefix::bypass::check_layout(job)?;
+        }
         let ds = output::begin(job, id, set, name, start)?;
+        if ds.bypass {
+            if let Err(e) = crate::prefix::bypass::start(job, ds.id, &ds.desc) {
+                job.delete_dataset(ds.id)?;
+                return Err(e);
+            }
+        }
         self.candidates.retain(|d| !evicted.contains(d));
         Ok(OutputPhase {
             scr: self,
@@ -954,7 +967,19 @@ impl OutputPhase<'_> {
         let valid = valid && crate::fault_point!("api.complete_output", rank = me.0).is_ok();
         let done = output::complete(job, ds, valid, started)?;
         if !done.protected {
+            if ds.bypass {
+                crate::prefix::bypass::abandon(job, ds.id)?;
+            }
             return Ok(false);
+        }
+        if ds.bypass {
+            // The dataset's flush: its files are in place, its metadata
+            // goes to the prefix now.
+            if let Err(e) = crate::prefix::bypass::finish(job, ds.id) {
+                job.delete_dataset(ds.id)?;
+                crate::prefix::bypass::abandon(job, ds.id)?;
+                return Err(e);
+            }
         }
         let (dset, is_ckpt, is_output) = (ds.id, ds.is_checkpoint(), ds.is_output());
         let ckpt_id = job.checkpoint_id;
@@ -1061,13 +1086,22 @@ impl RestartPhase<'_> {
                 by_name = Some(f.clone());
             }
         }
-        let logical = found
-            .or(by_name)
-            .ok_or_else(|| ScrError::NoSuchRestartFile {
-                name: text.clone(),
-                why: format!("rank {me} wrote no such file in {}", self.name),
-            })?;
-        let real = job.real(&LogicalPath::new(&logical));
+        let logical = match found.or(by_name) {
+            Some(l) => l,
+            // Read in place: a file this rank shared with others is
+            // recorded under its owner only, and is read where it is (as
+            // LLNL SCR 3.1 returns any readable path in the prefix).
+            None if job.is_bypass(dset) && spath::is_within(&abs, &job.prefix) && abs.is_file() => {
+                return Ok(abs);
+            }
+            None => {
+                return Err(ScrError::NoSuchRestartFile {
+                    name: text.clone(),
+                    why: format!("rank {me} wrote no such file in {}", self.name),
+                })
+            }
+        };
+        let real = job.file_real(dset, &logical);
         fs::File::open(&real).map_err(|e| ScrError::NoSuchRestartFile {
             name: text,
             why: format!("{}: {e}", real.display()),

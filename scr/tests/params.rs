@@ -332,17 +332,23 @@ fn unsupported_parameters_are_refused_with_a_warning_naming_them() {
         );
         got[0].clone().unwrap_or_default()
     };
-    // SCR_CACHE_BYPASS=0 is this library's default: accepted silently.
-    assert_eq!(
-        names(&[("SCR_CACHE_BYPASS", "0"), ("SCR_FLUSH_TYPE", "sync")]),
-        ""
-    );
+    // SCR_CACHE_BYPASS=0 is this library's default; bypass acts either
+    // way (scr/tests/bypass_thread.rs): accepted silently.
     assert_eq!(
         names(&[
-            ("SCR_CACHE_BYPASS", "1"),
+            ("SCR_CACHE_BYPASS", "0"),
+            ("SCR_FETCH_BYPASS", "1"),
+            ("SCR_FLUSH_TYPE", "sync")
+        ]),
+        ""
+    );
+    assert_eq!(names(&[("SCR_CACHE_BYPASS", "1")]), "");
+    assert_eq!(
+        names(&[
+            ("SCR_FILE_BUF_SIZE", "1MB"),
             ("SCR_USE_CONTAINERS", "1"),
             ("SCR_GLOBAL_RESTART", "1")
         ]),
-        "SCR_CACHE_BYPASS,SCR_GLOBAL_RESTART,SCR_USE_CONTAINERS"
+        "SCR_FILE_BUF_SIZE,SCR_GLOBAL_RESTART,SCR_USE_CONTAINERS"
     );
 }

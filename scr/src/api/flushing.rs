@@ -75,7 +75,15 @@ impl Scr {
             self.report.fetch_failed = fetch.failed;
             self.report.fetch_error = fetch.index_error;
         }
-        let available: Vec<i64> = self.report.available.iter().map(|d| d.get()).collect();
+        // CACHE in the flush file: datasets whose files are in cache (not
+        // those read in place from the prefix).
+        let available: Vec<i64> = self
+            .report
+            .available
+            .iter()
+            .filter(|&&d| !job.is_bypass(d))
+            .map(|d| d.get())
+            .collect();
         prefix::rebuild_flush_file(job, &available)?;
         self.prefix.on_pfs = prefix::datasets_on_pfs(job)?
             .into_iter()
@@ -180,6 +188,13 @@ impl Scr {
         let Some(job) = self.job.as_ref() else {
             return Ok(());
         };
+        if job.is_bypass(dset) {
+            // Written straight to the prefix and recorded there at
+            // complete: it counts as flushed (SCR_PREFIX_SIZE applies).
+            self.prefix.on_pfs.insert(dset);
+            self.prune_after_flush(dset)?;
+            return self.poll_async_flush(false);
+        }
         let pl = prefix::flush::placement(job, dset)?;
         let ds = job.dataset(dset);
         let p = job.prefix.clone();

@@ -39,6 +39,14 @@ use crate::storage::dirs::{self, NodeIdentity};
 use crate::storage::node::{LogicalPath, NodeStorage, RealPath};
 use crate::storage::path as spath;
 
+/// Filemap tag (`1`) of a dataset whose files are in the prefix directory,
+/// not in cache (LLNL's cache index records `BYPASS` per dataset): written
+/// in bypass mode, or fetched to be read in place (SCR_FETCH_BYPASS=1). Its
+/// file keys are then paths in the prefix, the same on every node, not
+/// node-local logical paths; deleting it from cache forgets its entries
+/// and never touches those files.
+pub const BYPASS_TAG: &str = "BYPASS";
+
 /// A cache store (`scr_storedesc`): a node-local base directory holding at
 /// most `count` datasets of this job.
 #[derive(Debug, Clone)]
@@ -60,6 +68,9 @@ pub struct RedundancySet {
     pub store: usize,
     /// The set communicator (`None` for SINGLE, which has no set).
     pub comm: Option<Box<dyn Comm>>,
+    /// The descriptor's BYPASS (default SCR_CACHE_BYPASS): datasets it
+    /// takes are written straight to the prefix directory.
+    pub bypass: bool,
 }
 
 /// Everything a process knows about its job (SCR's globals in `scr_globals.c`).
@@ -321,6 +332,7 @@ impl Job {
             descriptor,
             store,
             comm,
+            bypass: ckpt.bypass,
         })
     }
 
@@ -385,6 +397,29 @@ impl Job {
     /// Real path of a logical node-local path on this node.
     pub fn real(&self, logical: &LogicalPath) -> RealPath {
         self.node.real(logical)
+    }
+
+    /// Whether this rank's entries of `dset` are in the prefix directory
+    /// rather than in cache (the dataset's `BYPASS` tag).
+    pub fn is_bypass(&self, dset: DatasetId) -> bool {
+        self.is_bypass_of(dset, self.rank())
+    }
+
+    /// Whether `rank`'s entries of `dset` in this process's filemap are in
+    /// the prefix directory.
+    pub fn is_bypass_of(&self, dset: DatasetId, rank: Rank) -> bool {
+        self.filemap.tag(dset, rank, BYPASS_TAG) == Some("1")
+    }
+
+    /// Where this rank's file `key` of `dset` is: its path in the prefix
+    /// for a bypass dataset (keys are prefix paths there), else the real
+    /// path of the logical cache path.
+    pub fn file_real(&self, dset: DatasetId, key: &str) -> RealPath {
+        if self.is_bypass(dset) {
+            RealPath::new(key)
+        } else {
+            self.real(&LogicalPath::new(key))
+        }
     }
 
     /// Path of this process's filemap file (real).

@@ -207,7 +207,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "1 writes datasets straight to the prefix (this project: 0, see docs/decisions.md) [not supported: refused unless 0]",
+        "1 writes datasets straight to the prefix: no cache copy, no redundancy (this project: 0, see docs/decisions.md)",
     ),
     p(
         "SCR_CACHE_PURGE",
@@ -311,7 +311,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "read restart files in place in the prefix [not supported: refused unless 0]",
+        "read restart files in place in the prefix (no copy into cache)",
     ),
     p(
         "SCR_FETCH_WIDTH",

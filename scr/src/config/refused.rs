@@ -33,15 +33,7 @@ pub const REFUSED: &[Refusal] = &[
         "SCR_CLUSTER_NAME",
         "log entries do not record a cluster name",
     ),
-    r(
-        "SCR_CACHE_BYPASS",
-        "bypass mode is not built yet; datasets go to the cache (0 is accepted)",
-    ),
     r("SCR_FILE_BUF_SIZE", "file copies use a fixed 4 MiB buffer"),
-    r(
-        "SCR_FETCH_BYPASS",
-        "restart files are always fetched into the cache",
-    ),
     r(
         "SCR_FLUSH_TYPE",
         "flushes are SYNC, or background threads with SCR_FLUSH_ASYNC=1",

@@ -119,7 +119,8 @@ pub struct CacheSettings {
     pub cache_base: PathBuf,
     /// `SCR_CACHE_SIZE`: datasets kept per implicit cache store.
     pub cache_size: u64,
-    /// `SCR_CACHE_BYPASS` (1 is refused: datasets go to the cache).
+    /// `SCR_CACHE_BYPASS`: write datasets straight to the prefix (the
+    /// default of every CKPT descriptor's BYPASS, which is what acts).
     pub bypass: bool,
     /// `SCR_CACHE_PURGE`: purge the cache at init.
     pub purge: bool,
@@ -168,7 +169,8 @@ pub struct HaltSettings {
 pub struct FetchSettings {
     /// `SCR_FETCH`: fetch from the prefix when the cache has nothing.
     pub enabled: bool,
-    /// `SCR_FETCH_BYPASS` (1 is refused).
+    /// `SCR_FETCH_BYPASS`: a fetch reads restart files in place in the
+    /// prefix instead of copying them into cache.
     pub bypass: bool,
     /// `SCR_FETCH_WIDTH`: concurrent readers.
     pub width: u64,

@@ -13,10 +13,15 @@ use crate::error::{ScrError, ScrResult};
 impl Job {
     /// Delete every file this process's filemap lists for `dset` (any
     /// rank key), then the entries, then rewrite the filemap; remove the
-    /// dataset directory when empty. Not collective.
+    /// dataset directory when empty. The entries of a bypass dataset name
+    /// files in the prefix directory: those are forgotten, never deleted
+    /// (SCR_Delete removes a dataset from the prefix). Not collective.
     pub fn delete_dataset_local(&mut self, dset: DatasetId) -> ScrResult<()> {
         let mut dirs_seen = Vec::new();
         for r in self.filemap.list_ranks_by_dataset(dset) {
+            if self.is_bypass_of(dset, r) {
+                continue;
+            }
             for f in self.filemap.list_files(dset, r) {
                 let real = self.real(&LogicalPath::new(&f));
                 if self.settings.cache.crc_on_delete {

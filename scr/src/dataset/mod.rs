@@ -47,8 +47,9 @@ pub mod evict;
 pub mod output;
 pub mod rebuild;
 pub mod restart;
+pub mod shared;
 
-pub use crate::cache::RedundancySet;
+pub use crate::cache::{RedundancySet, BYPASS_TAG};
 pub use crate::error::{EncodeError, RebuildError, TransferError};
 pub use restart::InitReport;
 
@@ -78,6 +79,10 @@ pub struct Dataset {
     pub dir: LogicalPath,
     /// Where it is in its life.
     pub state: State,
+    /// Bypass mode (SCR_CACHE_BYPASS=1 or the descriptor's BYPASS=1): its
+    /// files are written straight to their paths in the prefix directory,
+    /// never to the cache, and no redundancy scheme is applied.
+    pub bypass: bool,
 }
 
 impl Dataset {

@@ -79,9 +79,15 @@ pub fn begin(
 ) -> ScrResult<Dataset> {
     let dset = id;
     let rd = job.sets[set].descriptor.clone();
+    let bypass = job.sets[set].bypass;
     let dir = job.dataset_dir(&LogicalPath::new(&rd.directory), dset);
     let cache_real = job.real(&job.cache_dir(job.sets[set].store));
-    let made = dirs::create_private_dirs_below(&cache_real, &job.real(&dir));
+    // Bypass mode writes nothing to the cache: no directory there.
+    let made = if bypass {
+        Ok(())
+    } else {
+        dirs::create_private_dirs_below(&cache_real, &job.real(&dir))
+    };
     let desc = DatasetDesc {
         name: Some(name.map_or_else(|| id.default_name(), str::to_owned)),
         user: Some(job.user.clone()),
@@ -97,6 +103,10 @@ pub fn begin(
     job.filemap.set_dataset(dset, me, &desc);
     job.filemap.set_desc(dset, me, &rd);
     job.filemap.set_expected_files(dset, me, 0);
+    if bypass {
+        job.filemap
+            .set_tag(dset, me, crate::cache::BYPASS_TAG, "1")?;
+    }
     let written = job.write_filemap();
     let ok = job.world.all_true(made.is_ok() && written.is_ok())?;
     made?;
@@ -113,6 +123,7 @@ pub fn begin(
         set,
         dir,
         state: State::Started,
+        bypass,
     };
     let event = if flags.checkpoint {
         EventType::CheckpointStart
@@ -125,9 +136,11 @@ pub fn begin(
 
 /// SCR_Route_file in an output phase: register `name` (relative to the
 /// current directory, or absolute; it must resolve under the prefix
-/// directory) and return the real path in cache to write it at. The entry
-/// is on disk before the path is returned (the filemap rule). Directories
-/// below the prefix are kept, so `ckpt/a` and `other/a` do not collide.
+/// directory) and return the real path in cache to write it at — in
+/// bypass mode the path in the prefix itself, its directory created. The
+/// entry is on disk before the path is returned (the filemap rule).
+/// Directories below the prefix are kept, so `ckpt/a` and `other/a` do not
+/// collide.
 pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
     assert_eq!(
         ds.state,
@@ -145,7 +158,12 @@ pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
     }
     let rel = abs.strip_prefix(&job.prefix).unwrap_or(&abs).to_path_buf();
     let logical = ds.dir.join(&rel);
-    let logical_s = logical.to_record();
+    // A bypass dataset's keys are the files' paths in the prefix.
+    let logical_s = if ds.bypass {
+        abs.to_string_lossy().into_owned()
+    } else {
+        logical.to_record()
+    };
     let me = job.rank();
     let dset = ds.id;
     if !job.filemap.list_files(dset, me).contains(&logical_s) {
@@ -171,6 +189,14 @@ pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
         job.filemap.list_files(dset, me).contains(&logical_s),
         "route: {logical_s} is recorded before it is handed out"
     );
+    if ds.bypass {
+        // As LLNL SCR 3.1: the directory exists before the application
+        // writes (shared with other users' files, so not made private).
+        if let Some(parent) = abs.parent() {
+            std::fs::create_dir_all(parent).map_err(io_err(parent, "create directory"))?;
+        }
+        return Ok(abs);
+    }
     let real = job.real(&logical);
     if let Some(parent) = real.parent() {
         dirs::create_private_dirs_below(&job.real(&ds.dir), parent)?;
@@ -178,21 +204,32 @@ pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
     Ok(real.into_path_buf())
 }
 
-/// Record the size of every routed file of this rank (the CRC32 comes from
-/// the encode's read). Returns whether every file exists and the bytes.
+/// Record the size of every routed file of this rank (in cache mode the
+/// CRC32 comes from the encode's read; in bypass mode, with
+/// SCR_CRC_ON_FLUSH, from a read here, since this is the dataset's flush).
+/// Returns whether every file exists and the bytes.
 fn record_sizes(job: &mut Job, dset: DatasetId, valid: bool) -> ScrResult<(bool, u64, usize)> {
     let me = job.rank();
     let mut ok = valid;
     let mut bytes = 0u64;
     let files = job.filemap.list_files(dset, me);
+    let crc_here = job.is_bypass(dset) && job.settings.flush.crc;
     for f in &files {
         let mut meta = job.filemap.meta(dset, me, f)?.unwrap_or_default();
-        match std::fs::metadata(job.real(&LogicalPath::new(f))) {
-            Ok(md) if md.is_file() => {
-                meta.size_bytes = Some(md.len());
-                meta.crc32 = None;
+        let real = job.file_real(dset, f);
+        let measured = match std::fs::metadata(&real) {
+            Ok(md) if md.is_file() && crc_here => crate::storage::verify::crc_of_file(&real)
+                .map(|(crc, len)| (len, Some(crc)))
+                .ok(),
+            Ok(md) if md.is_file() => Some((md.len(), None)),
+            _ => None,
+        };
+        match measured {
+            Some((len, crc)) => {
+                meta.size_bytes = Some(len);
+                meta.crc32 = crc;
                 meta.complete = Some(valid);
-                bytes += md.len();
+                bytes += len;
             }
             _ => {
                 // A routed file that was never written is not valid.
@@ -228,10 +265,12 @@ pub fn complete(
     assert_eq!(ds.state, State::Started, "a dataset completes once");
     let dset = ds.id;
     let write_s = job.clock.elapsed(started).as_secs_f64();
+    check_shared(job, ds)?;
     let (ok, bytes, files) = record_sizes(job, dset, valid)?;
     let all_valid = job.world.all_true(ok)?;
     let encode_at = job.clock.now();
-    let applied = if all_valid {
+    // A bypass dataset is in the prefix directory: no scheme in cache.
+    let applied = if all_valid && !ds.bypass {
         super::encode::encode(job, dset)
     } else {
         Ok(())
@@ -282,6 +321,46 @@ pub fn complete(
     })
 }
 
+/// Shared files (several ranks routed one path; see [`super::shared`]):
+/// in bypass mode each is kept in its owner's entries only; in cache mode
+/// the dataset is deleted on every rank and every rank returns
+/// [`ScrError::SharedFile`] naming the files and ranks. Collective.
+fn check_shared(job: &mut Job, ds: &mut Dataset) -> ScrResult<()> {
+    let shared = super::shared::find(job, ds.id)?;
+    if shared.is_empty() {
+        return Ok(());
+    }
+    if ds.bypass {
+        let kept = super::shared::keep_owner_only(job, ds.id, &shared);
+        let ok = job.world.all_true(kept.is_ok())?;
+        kept?;
+        if !ok {
+            return Err(ScrError::elsewhere("record the shared files", Some(ds.id)));
+        }
+        return Ok(());
+    }
+    let e = ScrError::SharedFile {
+        dset: ds.id,
+        files: shared,
+    };
+    if job.rank().is_root() {
+        job.msg.err(format_args!("{e}"));
+    }
+    job.log(
+        Entry::event(if ds.is_checkpoint() {
+            EventType::CheckpointEnd
+        } else {
+            EventType::OutputEnd
+        })
+        .dset(ds.id)
+        .name(ds.name())
+        .note(format!("failed: {e}")),
+    );
+    job.delete_dataset(ds.id)?;
+    ds.state = State::Failed;
+    Err(e)
+}
+
 /// When the phases of a complete happened.
 #[derive(Debug, Clone, Copy)]
 struct Times {
@@ -314,7 +393,11 @@ fn log_complete(
             .bytes(bytes)
             .files(files)
     };
-    let to = ds.dir.to_record();
+    let to = if ds.bypass {
+        job.prefix.to_string_lossy().into_owned()
+    } else {
+        ds.dir.to_record()
+    };
     if protected && ds.is_checkpoint() {
         job.log(xfer(XferType::Write, times.write_s).to(to));
         job.log(xfer(XferType::Encode, times.encode_s));

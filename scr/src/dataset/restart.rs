@@ -64,6 +64,10 @@ pub struct InitReport {
     /// Why no fetch was tried although the prefix has an index (it could
     /// not be read).
     pub fetch_error: Option<String>,
+    /// Datasets the filemaps knew in the prefix directory (bypass mode, or
+    /// read in place), ascending: forgotten at init, never deleted; a fetch
+    /// finds them in the prefix.
+    pub in_prefix: Vec<DatasetId>,
 }
 
 /// Read every filemap of this node (master only) into one filemap; names
@@ -467,10 +471,11 @@ fn check_files(job: &Job, dset: DatasetId) -> FileCheck {
 pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
     let mut report = InitReport::default();
     scatter_filemaps(job)?;
+    let (in_prefix, mut max_ckpt) = forget_bypass(job)?;
+    let mut max_dset = in_prefix.last().map_or(0, |d| d.get());
+    report.in_prefix = in_prefix;
     let ids = job.datasets_everywhere()?;
     report.found = ids.clone();
-    let mut max_dset = 0i64;
-    let mut max_ckpt = 0i64;
     for dset in ids {
         max_dset = max_dset.max(dset.get());
         if let Some(ckpt) = restart_dataset(job, dset, &mut report)? {
@@ -481,6 +486,44 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
     job.checkpoint_id = job.max(max_ckpt)?;
     job.write_master_filemap()?;
     Ok(report)
+}
+
+/// Forget every dataset some rank's filemap tags as in the prefix
+/// (bypass): its entries go, its files stay where they are. Returns those
+/// datasets, ascending, and the newest checkpoint id among them (ids keep
+/// counting past them). Collective.
+fn forget_bypass(job: &mut Job) -> ScrResult<(Vec<DatasetId>, i64)> {
+    let mut mine: Vec<u8> = Vec::new();
+    let mut max_ckpt = 0i64;
+    for d in job.filemap.list_datasets() {
+        let ranks = job.filemap.list_ranks_by_dataset(d);
+        if ranks.iter().any(|&r| job.is_bypass_of(d, r)) {
+            mine.extend_from_slice(&d.get().to_be_bytes());
+            for r in ranks {
+                if let Ok(Some(ds)) = job.filemap.dataset(d, r) {
+                    max_ckpt = max_ckpt.max(ds.ckpt.unwrap_or(0));
+                }
+            }
+        }
+    }
+    let mut ids: Vec<DatasetId> = job
+        .world
+        .allgather_bytes(&mine)?
+        .iter()
+        .flat_map(|b| {
+            b.chunks_exact(8)
+                .map(|c| DatasetId(i64::from_be_bytes(c.try_into().unwrap_or([0; 8]))))
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for &d in &ids {
+        job.filemap.remove_dataset(d);
+    }
+    if !ids.is_empty() {
+        job.write_filemap()?;
+    }
+    Ok((ids, job.max(max_ckpt)?))
 }
 
 /// Distribute, verify and rebuild one cached dataset, recording the outcome

@@ -140,3 +140,53 @@ pub enum TransferError {
     #[error("file header without FILE")]
     NoFile,
 }
+
+/// A path several ranks routed in one dataset (SCR 3.1's
+/// `scr_assign_ownership`), with those ranks, ascending: the first is the
+/// file's owner in bypass mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedFile {
+    /// The routed path (absolute, inside the prefix directory).
+    pub path: PathBuf,
+    /// The world ranks that routed it, ascending.
+    pub ranks: Vec<crate::ids::Rank>,
+}
+
+/// At most this many ranks are named per shared file in a message.
+const RANKS_NAMED: usize = 8;
+/// At most this many shared files are named in a message.
+const FILES_NAMED: usize = 4;
+
+impl std::fmt::Display for SharedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let named: Vec<String> = self
+            .ranks
+            .iter()
+            .take(RANKS_NAMED)
+            .map(ToString::to_string)
+            .collect();
+        write!(
+            f,
+            "{} routed by ranks {}",
+            self.path.display(),
+            named.join(", ")
+        )?;
+        if self.ranks.len() > RANKS_NAMED {
+            write!(f, " and {} more", self.ranks.len() - RANKS_NAMED)?;
+        }
+        Ok(())
+    }
+}
+
+/// The shared files of a message: the first few, and how many more.
+pub(crate) fn describe_shared(files: &[SharedFile]) -> String {
+    let mut parts: Vec<String> = files
+        .iter()
+        .take(FILES_NAMED)
+        .map(ToString::to_string)
+        .collect();
+    if files.len() > FILES_NAMED {
+        parts.push(format!("{} more shared files", files.len() - FILES_NAMED));
+    }
+    parts.join("; ")
+}

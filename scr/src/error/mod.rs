@@ -21,7 +21,7 @@ use crate::storage::dirs::DirError;
 mod dataset;
 mod prefix;
 
-pub use dataset::{EncodeError, RebuildError, TransferError};
+pub use dataset::{EncodeError, RebuildError, SharedFile, TransferError};
 pub use prefix::{CopyError, FetchError, FlushError, PrefixError, RankFilesError};
 
 /// Why the redundancy descriptors of a run could not be set up at init.
@@ -177,6 +177,22 @@ pub enum ScrError {
         call: &'static str,
         /// What was wrong.
         why: &'static str,
+    },
+    /// Several ranks routed the same file while the dataset is not in
+    /// bypass mode (LLNL SCR 3.1 aborts: "Shared file access detected
+    /// while not in bypass mode"). Every rank gets this error, and the
+    /// dataset is deleted from cache on every rank: per-rank copies of one
+    /// file in cache would each flush over the others.
+    #[error(
+        "dataset {dset}: shared file access detected while not in bypass mode: {}; \
+         write shared files with SCR_CACHE_BYPASS=1 (or BYPASS=1 on the CKPT descriptor)",
+        dataset::describe_shared(files)
+    )]
+    SharedFile {
+        /// The dataset.
+        dset: DatasetId,
+        /// The files routed by more than one rank, with those ranks.
+        files: Vec<SharedFile>,
     },
     /// A halt condition ended the job inside SCR (SCR_HALT_EXIT=1) where
     /// no process can be ended (the thread communicator); under MPI every

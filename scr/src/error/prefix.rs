@@ -114,6 +114,20 @@ pub enum FlushError {
     /// Rank 0 could not record the start of the flush.
     #[error("recording the flush start: {0}")]
     Bookkeeping(String),
+    /// Bypass mode in a prefix in the old layout, which stores files in a
+    /// dataset directory rather than where they were routed.
+    #[error("bypass mode needs SCR 3.1's prefix layout, and {} is in the old one: run `scr index --upgrade {}` first, or set SCR_CACHE_BYPASS=0", prefix.display(), prefix.display())]
+    BypassNeedsScr31Layout {
+        /// The prefix directory.
+        prefix: PathBuf,
+    },
+    /// The dataset's files are in the prefix already (bypass mode, or a
+    /// fetch read in place): there is nothing to copy.
+    #[error("dataset {dset} is in the prefix directory already (bypass)")]
+    InPrefix {
+        /// The dataset.
+        dset: DatasetId,
+    },
 }
 
 /// Why a copy of a checkpoint in the prefix could not be fetched.
@@ -215,6 +229,15 @@ pub enum FetchError {
     /// The fetched copy could not be protected in cache.
     #[error("the redundancy scheme could not be applied in cache")]
     NotProtected,
+    /// A file to be read in place (SCR_FETCH_BYPASS=1) is missing or not
+    /// the size the map records.
+    #[error("{} (read in place, SCR_FETCH_BYPASS=1): {why}", path.display())]
+    InPlace {
+        /// The file in the prefix.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// A failure of the prefix tier that ends the SCR call.
@@ -230,6 +253,9 @@ pub enum PrefixError {
     /// A gathered rank2file entry does not decode.
     #[error("rank2file entry: {0}")]
     RankFiles(#[source] RankFilesError),
+    /// A dataset could not be flushed (bypass mode: its metadata).
+    #[error(transparent)]
+    Flush(#[from] FlushError),
 }
 
 /// A packed rank2file entry (sent between ranks) that does not decode.

@@ -54,8 +54,14 @@ pub struct FetchReport {
 
 /// Why a copy in the prefix could not be used.
 enum Attempt {
-    /// In cache now; the summary's ORIGDIR.
-    Done(Option<String>),
+    /// In cache now (or recorded to be read in place); the summary's
+    /// ORIGDIR.
+    Done {
+        /// The summary's ORIGDIR.
+        orig_dir: Option<String>,
+        /// Read in place (SCR_FETCH_BYPASS=1): nothing is in cache.
+        in_place: bool,
+    },
     /// The copy is bad: mark it FAILED.
     Failed(FetchError),
     /// Not usable by this run, but not bad (a different rank count).
@@ -326,6 +332,9 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
         Err(e @ FetchError::RankCount { .. }) => return Ok(Attempt::Skipped(e)),
         Err(e) => return Ok(Attempt::Failed(e)),
     };
+    if job.settings.fetch.bypass {
+        return read_in_place(job, &summary, &placement, &mine);
+    }
     let me = job.rank();
     let mut ds: Dataset = summary.dataset.clone();
     let ckpt = ds.ckpt.unwrap_or(id);
@@ -422,21 +431,7 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     let ok = job.world.all_true(copied.is_ok())?;
     if !ok {
         let mine_why = copied.err().map(|e| e.to_string()).unwrap_or_default();
-        if !mine_why.is_empty() {
-            eprintln!("SCR: fetch of dataset {id}: rank {me}: {mine_why}");
-        }
-        let reasons = job.world.gather_bytes(0, mine_why.as_bytes())?;
-        job.delete_dataset(dset)?;
-        let why = reasons
-            .map(|r| {
-                r.iter()
-                    .enumerate()
-                    .filter(|(_, b)| !b.is_empty())
-                    .map(|(i, b)| (i, String::from_utf8_lossy(b).into_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        return Ok(Attempt::Failed(FetchError::Ranks(why)));
+        return failed_everywhere(job, dset, &mine_why);
     }
     // A map written by LLNL SCR lists names only: the size and CRC32 the
     // copy measured become the cached file's (it was checked against the
@@ -467,7 +462,146 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     job.write_master_filemap()?;
     job.dataset_id = job.dataset_id.max(id);
     job.checkpoint_id = job.checkpoint_id.max(ckpt);
-    Ok(Attempt::Done(summary.orig_dir))
+    Ok(Attempt::Done {
+        orig_dir: summary.orig_dir,
+        in_place: false,
+    })
+}
+
+/// A fetch that failed on some rank (`mine_why` is this rank's reason,
+/// empty when it had none): every rank's reason goes to rank 0, the
+/// dataset is deleted from cache on every rank. Collective.
+fn failed_everywhere(job: &mut Job, dset: DatasetId, mine_why: &str) -> ScrResult<Attempt> {
+    if !mine_why.is_empty() {
+        eprintln!(
+            "SCR: fetch of dataset {dset}: rank {}: {mine_why}",
+            job.rank()
+        );
+    }
+    let reasons = job.world.gather_bytes(0, mine_why.as_bytes())?;
+    job.delete_dataset(dset)?;
+    let why = reasons
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .filter(|(_, b)| !b.is_empty())
+                .map(|(i, b)| (i, String::from_utf8_lossy(b).into_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Attempt::Failed(FetchError::Ranks(why)))
+}
+
+/// Whether a file to read in place is there with the size the map records.
+fn check_in_place(path: &Path, size: Option<u64>) -> Result<(), FetchError> {
+    let bad = |why: String| FetchError::InPlace {
+        path: path.to_path_buf(),
+        why,
+    };
+    let md = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if !md.is_file() {
+        return Err(bad("not a file".into()));
+    }
+    match size {
+        Some(s) if s != md.len() => Err(bad(format!("{} bytes, the map records {s}", md.len()))),
+        _ => Ok(()),
+    }
+}
+
+/// Record this rank's files of `dset` in the prefix (`mine`, placed by
+/// `placement`) in its filemap with their prefix paths as keys, checking
+/// each is there with the size the map records. Not collective.
+fn record_in_place(
+    job: &mut Job,
+    dset: DatasetId,
+    ckpt: i64,
+    placement: &Placement,
+    mine: &RankFiles,
+) -> Usable<()> {
+    let me = job.rank();
+    let prefix = job.prefix.clone();
+    let mut local: Usable<()> = match mine.expected_files {
+        Some(e) if e != mine.files.len() as u64 => Err(FetchError::FileCount {
+            rank: me.as_i64(),
+            listed: mine.files.len(),
+            expected: mine.expected_files,
+        }),
+        _ => Ok(()),
+    };
+    let mut n = 0u64;
+    for (rel, e) in mine.files.iter().filter(|(_, e)| !e.nofetch) {
+        let routed = placement.routed_path(&prefix, rel);
+        let stored = placement.stored_path(&prefix, rel);
+        if routed.strip_prefix(&prefix).is_err() || stored.strip_prefix(&prefix).is_err() {
+            local = Err(FetchError::LeavesPrefix(rel.clone()));
+            break;
+        }
+        if let Err(why) = check_in_place(&stored, e.size_bytes) {
+            local = local.and(Err(why));
+        }
+        let key = stored.to_string_lossy().into_owned();
+        let meta = Meta {
+            file: Some(key.clone()),
+            file_type: Some(FileType::Full),
+            complete: Some(true),
+            size_bytes: e.size_bytes,
+            crc32: e.crc32,
+            ckpt: Some(ckpt),
+            ranks: Some(job.world.size() as u64),
+            orig: Some(routed.to_string_lossy().into_owned()),
+            orig_path: routed.parent().map(|p| p.to_string_lossy().into_owned()),
+            orig_name: routed.file_name().map(|p| p.to_string_lossy().into_owned()),
+            ..Meta::default()
+        };
+        job.filemap.add_file(dset, me, &key);
+        job.filemap.set_meta(dset, me, &key, &meta);
+        n += 1;
+    }
+    job.filemap.set_expected_files(dset, me, n);
+    local
+}
+
+/// SCR_FETCH_BYPASS=1: record this rank's files of the copy in the prefix
+/// to be read where they are (keys are their paths in the prefix, the
+/// dataset tagged BYPASS); each file must exist with the size the map
+/// records. Nothing is copied into cache and no scheme is applied.
+/// Collective.
+fn read_in_place(
+    job: &mut Job,
+    summary: &Summary,
+    placement: &Placement,
+    mine: &RankFiles,
+) -> ScrResult<Attempt> {
+    let id = summary.dataset.id;
+    let dset = DatasetId(id);
+    let me = job.rank();
+    let mut ds: Dataset = summary.dataset.clone();
+    let ckpt = ds.ckpt.unwrap_or(id);
+    let record = job.sets[job.desc_for(ckpt)].descriptor.clone();
+    let mut in_progress = ds.clone();
+    in_progress.complete = Some(false);
+    job.filemap.set_dataset(dset, me, &in_progress);
+    job.filemap.set_desc(dset, me, &record);
+    job.filemap
+        .set_tag(dset, me, crate::cache::BYPASS_TAG, "1")?;
+    let mut local = record_in_place(job, dset, ckpt, placement, mine);
+    if let Err(e) = job.write_filemap() {
+        local = Err(FetchError::Filemap(e.to_string()));
+    }
+    if !job.world.all_true(local.is_ok())? {
+        let mine_why = local.err().map(|e| e.to_string()).unwrap_or_default();
+        return failed_everywhere(job, dset, &mine_why);
+    }
+    ds.complete = Some(true);
+    job.filemap.set_dataset(dset, me, &ds);
+    job.write_filemap()?;
+    job.write_master_filemap()?;
+    job.dataset_id = job.dataset_id.max(id);
+    job.checkpoint_id = job.checkpoint_id.max(ckpt);
+    Ok(Attempt::Done {
+        orig_dir: summary.orig_dir.clone(),
+        in_place: true,
+    })
 }
 
 /// Fetch the newest usable checkpoint from the prefix directory into cache
@@ -506,7 +640,7 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
         let outcome = attempt(job, layout, id, &dir)?;
         let when = timestamp(job.clock.unix_secs());
         match outcome {
-            Attempt::Done(orig) => {
+            Attempt::Done { orig_dir, in_place } => {
                 let ds = job.dataset(DatasetId(id));
                 let name = ds
                     .as_ref()
@@ -520,14 +654,19 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
                         idx.set_current(&d);
                     })?;
                     update_flush_file(&prefix, |ff| {
-                        ff.location_set(id, Location::Cache);
+                        // Read in place: the dataset is in the prefix only.
+                        if in_place {
+                            ff.location_unset(id, Location::Cache);
+                        } else {
+                            ff.location_set(id, Location::Cache);
+                        }
                         ff.location_set(id, Location::Pfs);
                         let e = ff.datasets.entry(id).or_default();
                         // SCR 3.1's flush file has no directory: the
                         // dataset's metadata directory follows from its id.
                         if layout == Layout::Legacy {
                             e.dir = Some(d.clone());
-                            e.orig_dir = orig.clone();
+                            e.orig_dir = orig_dir.clone();
                         }
                         e.name = dsc.as_ref().and_then(|x| x.name.clone());
                         e.checkpoint = Some(true);

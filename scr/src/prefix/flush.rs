@@ -180,6 +180,11 @@ fn copy_items(
 /// whatever the copy is about to overwrite removed first, so the index
 /// never points at bytes that changed under it). Collective.
 pub fn prepare(job: &Job, dset: DatasetId, event: EventType) -> ScrResult<Prepared> {
+    // A bypass dataset's files are in the prefix: a copy would truncate
+    // each file onto itself.
+    if job.world.any_true(job.is_bypass(dset))? {
+        return Ok(Prepared::Refused(FlushError::InPrefix { dset }));
+    }
     let placement = placement(job, dset)?;
     let local = copy_items(job, dset, &placement);
     let ok = job.world.all_true(local.is_ok())?;

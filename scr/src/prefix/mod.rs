@@ -24,6 +24,7 @@ use crate::records::index::index_path;
 use crate::records::{Index, Record};
 use crate::storage::attrs as storage_attrs;
 
+pub mod bypass;
 pub mod fetch;
 pub mod flush;
 pub mod layout;

@@ -438,6 +438,15 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
             cntl: cntl_real.into_path_buf(),
         });
     }
+    let bypass = ranks
+        .iter()
+        .any(|&r| fm.tag(DatasetId(id), rank_key(r), crate::dataset::BYPASS_TAG) == Some("1"));
+    if bypass {
+        return Err(ScavengeError::InPrefix {
+            id,
+            node: opts.node.name.clone(),
+        });
+    }
     if let Some(ds) = dataset_of(&fm, id, ranks[0]) {
         if ds.complete == Some(false) {
             return Err(ScavengeError::IncompleteInCache {

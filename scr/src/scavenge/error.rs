@@ -55,6 +55,16 @@ pub enum ScavengeError {
         /// The node.
         node: String,
     },
+    /// The dataset's files are in the prefix already (written in bypass
+    /// mode, or read in place): copying them would copy each file onto
+    /// itself.
+    #[error("dataset {id} is in the prefix already (bypass mode; filemap tag BYPASS on node {node}): nothing to copy")]
+    InPrefix {
+        /// The dataset id.
+        id: i64,
+        /// The node.
+        node: String,
+    },
     /// Where the dataset goes in the prefix is not known.
     #[error("dataset {id}: {source}")]
     NoPlacement {
@@ -408,6 +418,7 @@ impl crate::exit::HasExitCode for ScavengeError {
             },
             // What was named on the command line (or must be) is wrong.
             ScavengeError::NoPlacement { .. }
+            | ScavengeError::InPrefix { .. }
             | ScavengeError::UnknownName { .. }
             | ScavengeError::NotADataset { .. }
             | ScavengeError::LayoutMismatch { .. }

@@ -305,6 +305,7 @@ const ACTS: &[(&str, &str, &str)] = &[
     ("SCR_CNTL_BASE", "test", "scr/tests/common/mod.rs"),
     ("SCR_CACHE_BASE", "test", "scr/tests/common/mod.rs"),
     ("SCR_CACHE_SIZE", "test", "scr/tests/cache_thread.rs"),
+    ("SCR_CACHE_BYPASS", "test", "scr/tests/bypass_thread.rs"),
     ("SCR_CACHE_PURGE", "test", "scr/tests/params_switches.rs"),
     ("SCR_COPY_TYPE", "test", "scr/tests/cache_thread.rs"),
     ("SCR_GROUP", "test", "harness/scenarios/70-config.toml"),
@@ -316,6 +317,7 @@ const ACTS: &[(&str, &str, &str)] = &[
     ("SCR_MPI_BUF_SIZE", "test", "scr/tests/cache_thread.rs"),
     ("SCR_DISTRIBUTE", "test", "scr/tests/params_switches.rs"),
     ("SCR_FETCH", "test", "scr/tests/params_switches.rs"),
+    ("SCR_FETCH_BYPASS", "test", "scr/tests/bypass_thread.rs"),
     (
         "SCR_FETCH_WIDTH",
         "test",
