@@ -299,11 +299,7 @@ impl RunLoop<'_> {
     /// Before launch `launch`: the hooks' turn, the health checks, the halt
     /// condition (from the second launch on) and the nodes, with those
     /// newly found down. `Err` with why the loop stops here.
-    fn before(
-        &mut self,
-        launch: u32,
-        st: &mut State,
-    ) -> Result<(Vec<String>, NewlyDown), Stop> {
+    fn before(&mut self, launch: u32, st: &mut State) -> Result<(Vec<String>, NewlyDown), Stop> {
         self.hooks.before_checks(launch, &st.previous);
         let newly_down = self.health(&mut st.down, &st.log);
         if launch > 1 {
