@@ -1,19 +1,23 @@
-//! Step 3 of the run loop: one launch of the application under `mpirun`
-//! (through the library's [`scr::launch::Launcher`]), watched while it runs
-//! — a launcher that outlives its ranks is ended, faults due "between
-//! checkpoints" are applied while every rank sleeps — and judged after it.
+//! Steps 3 and 4 of the run loop, the testbed's part of one launch of the
+//! library's loop: the job of each launch (its arguments, each node's tree
+//! as `SCR_NODE_ROOT`, the in-process faults in `SCR_FAULT_PLAN`), the
+//! launcher (`mpirun` in a private OpenMPI session directory), faults
+//! applied "between checkpoints" while every rank sleeps, and the launch
+//! judged after it ([`crate::outcome`]). [`super::hooks`] calls these from
+//! the library's [`scr::runloop::Hooks`].
 
 use std::ffi::OsString;
 use std::fs;
-use std::time::Instant;
+use std::path::PathBuf;
 
 use faultsim::inject::Record;
 use faultsim::plan::{When, POINT_COMPUTE};
 use faultsim::runtime::FaultPlan;
+use scr::runloop::{LaunchEnd, Launched};
 
 use super::faults::{fired_since, is_watch, read_fault_log, run_of, Due, Firing};
 use super::{LaunchRecord, RunLoop, LAUNCHER_GRACE, WATCH_DELAY_MS};
-use crate::launch::{JobOutput, LaunchError, Launcher, MpiJob, Watch};
+use crate::launch::{JobSpec, LaunchError, Launcher, MpirunLauncher};
 use crate::outcome::{classify, AppReport, LaunchFacts};
 
 /// The exit code recorded for a launcher that outlived its ranks.
@@ -24,16 +28,32 @@ pub(super) const LAUNCH_FAILED_MARK: &str = "scr-harness: the launcher could not
 
 /// The moments of a launch at which the harness acts from outside: each
 /// checkpoint after which every rank sleeps, with what is due then.
-type Watches<'a> = Vec<(u64, Vec<Due<'a>>)>;
+pub(super) type Watches<'a> = Vec<(u64, Vec<Due<'a>>)>;
 
 /// A running launch, as its watcher sees it.
-#[derive(Debug, Clone, Copy)]
-struct Running<'a> {
-    launch: u32,
-    nodes: &'a [String],
+#[derive(Debug)]
+pub(super) struct Running<'a> {
+    pub(super) launch: u32,
+    pub(super) nodes: Vec<String>,
     /// Lines of the fault log before the launch.
-    log_start: usize,
-    ranks: usize,
+    pub(super) log_start: usize,
+    pub(super) ranks: usize,
+    /// Moments still to come.
+    pub(super) watch: Watches<'a>,
+    /// The `SCR_FAULT_PLAN` given.
+    pub(super) plan_text: Option<String>,
+}
+
+/// What the harness did from outside around a launch, and what it must
+/// undo after it.
+#[derive(Debug, Default)]
+pub(super) struct Outside {
+    /// What was done, in order.
+    pub(super) external: Vec<String>,
+    /// Transient faults to undo.
+    pub(super) transient: Vec<Record>,
+    /// Faults that could not be applied.
+    pub(super) errors: Vec<String>,
 }
 
 /// How a launch ended.
@@ -47,57 +67,103 @@ struct Ended {
     launcher_stuck: bool,
 }
 
-impl RunLoop {
-    /// `env OMPI_MCA_orte_tmpdir_base=<allocation>/ompi argv...`: each
-    /// allocation gets its own OpenMPI session directory. Launchers started
-    /// at the same moment (parallel campaign cells, other jobs of the
-    /// machine) otherwise race to create the shared `/tmp/ompi.<host>.<uid>`
-    /// and one of them can fail in orte_init ("mkdir: File exists", seen
-    /// in a campaign) before any rank starts. `env` execs the launcher, so
-    /// its pid is the launcher's. Left alone when the variable is set.
-    fn private_session_dir(&self, argv: Vec<OsString>) -> Vec<OsString> {
-        const VAR: &str = "OMPI_MCA_orte_tmpdir_base";
-        if std::env::var_os(VAR).is_some() {
-            return argv;
-        }
-        let dir = self.alloc.root.join("ompi");
-        if fs::create_dir_all(&dir).is_err() {
-            return argv;
-        }
-        let mut v: Vec<OsString> = vec!["env".into(), format!("{VAR}={}", dir.display()).into()];
-        v.extend(argv);
-        v
+/// `env OMPI_MCA_orte_tmpdir_base=<allocation>/ompi argv...`: each
+/// allocation gets its own OpenMPI session directory. Launchers started at
+/// the same moment (parallel campaign cells, other jobs of the machine)
+/// otherwise race to create the shared `/tmp/ompi.<host>.<uid>` and one of
+/// them can fail in orte_init ("mkdir: File exists", seen in a campaign)
+/// before any rank starts. `env` execs the launcher, so its pid is the
+/// launcher's. Left alone when the variable is set.
+#[derive(Debug, Clone)]
+pub(super) struct PrivateSession {
+    /// `mpirun` and its leading arguments, nodes simulated.
+    pub(super) inner: MpirunLauncher,
+    /// The session directory.
+    pub(super) dir: PathBuf,
+}
+
+impl Launcher for PrivateSession {
+    fn name(&self) -> String {
+        self.inner.name()
     }
 
-    /// The job of launch `launch` on `nodes`: the application, each node's
-    /// tree as its `SCR_NODE_ROOT`, the job's variables.
-    fn job_for(&self, launch: u32, nodes: &[String]) -> MpiJob {
-        let mut job = MpiJob::simulated(&self.app.program, nodes.len(), self.alloc.ranks_per_node)
-            .args(self.app.args_for(launch))
-            .timeout(self.timeout);
-        if let Some((first, rest)) = self.mpirun.split_first() {
-            job.mpirun = first.into();
-            job.mpirun_args = rest.to_vec();
+    fn node_argv(&self, node: &str, cmd: &[OsString]) -> Result<Vec<OsString>, LaunchError> {
+        self.inner.node_argv(node, cmd)
+    }
+
+    fn job_argv(&self, job: &JobSpec) -> Result<Vec<OsString>, LaunchError> {
+        const VAR: &str = "OMPI_MCA_orte_tmpdir_base";
+        let argv = self.inner.job_argv(job)?;
+        if std::env::var_os(VAR).is_some() || fs::create_dir_all(&self.dir).is_err() {
+            return Ok(argv);
         }
-        for (spec, name) in job.nodes.iter_mut().zip(nodes) {
-            spec.name = name.clone();
-            spec.env.insert(
+        let mut v: Vec<OsString> =
+            vec!["env".into(), format!("{VAR}={}", self.dir.display()).into()];
+        v.extend(argv);
+        Ok(v)
+    }
+}
+
+impl RunLoop {
+    /// The launcher of every launch: `mpirun` and its leading arguments
+    /// (default `mpirun --oversubscribe`) on simulated nodes, in the
+    /// allocation's own OpenMPI session directory.
+    pub(super) fn launcher(&self) -> PrivateSession {
+        PrivateSession {
+            inner: MpirunLauncher::from_argv(&self.mpirun)
+                .unwrap_or_else(|_| MpirunLauncher::simulated()),
+            dir: self.alloc.root.join("ompi"),
+        }
+    }
+
+    /// The job of launch `launch` (the library's: the application on the
+    /// launch's nodes with the job's variables), made this launch's: its
+    /// arguments, each node's tree as its `SCR_NODE_ROOT`, the prefix, the
+    /// fault log, the in-process faults in `SCR_FAULT_PLAN` and a sleep for
+    /// every moment the harness acts from outside. Returns the launch as
+    /// its watcher follows it.
+    pub(super) fn shape_job(&self, launch: u32, job: &mut JobSpec) -> Running<'_> {
+        job.args = self
+            .app
+            .args_for(launch)
+            .into_iter()
+            .map(OsString::from)
+            .collect();
+        for node in &mut job.nodes {
+            node.env.insert(
                 crate::app::NODE_ROOT_VAR.to_string(),
-                self.alloc.node_root(name).to_string_lossy().into_owned(),
+                self.alloc
+                    .node_root(&node.name)
+                    .to_string_lossy()
+                    .into_owned(),
             );
         }
-        for (k, v) in &self.env {
-            job = job.env(k.clone(), v.clone());
-        }
-        job = job.env("SCR_PREFIX", self.alloc.prefix().to_string_lossy());
-        job = job.env(
-            faultsim::runtime::ENV_LOG,
-            self.alloc.fault_log().to_string_lossy(),
+        let mut set = |k: &str, v: String| job.env.insert(k.to_string(), v);
+        set(
+            "SCR_PREFIX",
+            self.alloc.prefix().to_string_lossy().into_owned(),
         );
-        job.env(
+        set(
+            faultsim::runtime::ENV_LOG,
+            self.alloc.fault_log().to_string_lossy().into_owned(),
+        );
+        set(
             faultsim::runtime::ENV_JOB,
             format!("{}-{launch}", self.alloc.root.display()),
-        )
+        );
+        let (plan, watch) = self.plan_for(launch);
+        let plan_text = (!plan.faults.is_empty()).then(|| plan.to_string());
+        if let Some(p) = &plan_text {
+            set(faultsim::runtime::ENV_PLAN, p.clone());
+        }
+        Running {
+            launch,
+            nodes: job.nodes.iter().map(|n| n.name.clone()).collect(),
+            log_start: read_fault_log(&self.alloc.fault_log()).len(),
+            ranks: job.total_ranks(),
+            watch,
+            plan_text,
+        }
     }
 
     /// In-process faults of this launch first (the library fires the first
@@ -134,100 +200,52 @@ impl RunLoop {
     }
 
     /// Apply the faults of every watched moment that has come: every rank
-    /// logged its sleep there. Moments that came leave `watch`.
-    fn apply_watched(
-        &self,
-        run: Running<'_>,
-        watch: &mut Watches<'_>,
-        external: &mut Vec<String>,
-        transient: &mut Vec<Record>,
-        errors: &mut Vec<String>,
-    ) {
-        if watch.is_empty() {
+    /// logged its sleep there. Moments that came leave `run.watch`.
+    pub(super) fn apply_watched(&self, run: &mut Running<'_>, out: &mut Outside) {
+        if run.watch.is_empty() {
             return;
         }
         let fired = read_fault_log(&self.alloc.fault_log());
         let fired = &fired[run.log_start.min(fired.len())..];
-        watch.retain(|(after, due)| {
+        let (launch, ranks, nodes) = (run.launch, run.ranks, &run.nodes);
+        run.watch.retain(|(after, due)| {
             let arrived = fired
                 .iter()
                 .filter(|f| {
                     f.point == POINT_COMPUTE && f.hit == *after && f.action.starts_with("delay")
                 })
                 .count();
-            if arrived < run.ranks {
+            if arrived < ranks {
                 return true;
             }
-            external.push(format!(
-                "while every rank sleeps after checkpoint {after} of launch {}:",
-                run.launch
+            out.external.push(format!(
+                "while every rank sleeps after checkpoint {after} of launch {launch}:"
             ));
-            self.do_due(due, run.nodes, transient, external, errors);
+            self.do_due(
+                due,
+                nodes,
+                &mut out.transient,
+                &mut out.external,
+                &mut out.errors,
+            );
             false
         });
     }
 
-    /// Run `job` through its launcher, bounded by the run loop's timeout,
-    /// watching it about every 20 ms: a launcher whose ranks have all
-    /// exited must follow within [`LAUNCHER_GRACE`] (otherwise it is stuck
-    /// and ended), and the faults of watched moments are applied as they come.
-    fn run_watched(
+    /// Step 4 of the run loop (module documentation): after launch `run`,
+    /// which the library's loop made and `launched` says how it ended: a
+    /// killed node's aftermath, the faults due after it, and its record,
+    /// judged against the checkpoints completed before it.
+    pub(super) fn record(
         &self,
-        job: &MpiJob,
         run: Running<'_>,
-        watch: &mut Watches<'_>,
-        external: &mut Vec<String>,
-        transient: &mut Vec<Record>,
-        errors: &mut Vec<String>,
-    ) -> Result<JobOutput, LaunchError> {
-        let launcher = job.launcher();
-        let argv = self.private_session_dir(launcher.job_argv(&job.spec())?);
-        let mut all_gone_since: Option<Instant> = None;
-        let mut tick = |pid: u32| {
-            let (total, alive) = crate::launch::children_alive(pid);
-            if total >= run.ranks && alive == 0 {
-                let since = *all_gone_since.get_or_insert_with(Instant::now);
-                if since.elapsed() >= LAUNCHER_GRACE {
-                    return Watch::LauncherStuck;
-                }
-            } else {
-                all_gone_since = None;
-            }
-            self.apply_watched(run, watch, external, transient, errors);
-            Watch::Continue
-        };
-        launcher.run(&argv, self.timeout, &mut tick)
-    }
-
-    /// Step 3 of the run loop (module documentation): launch `launch` on
-    /// `nodes`, with what the harness did before it in `external`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn launch(
-        &self,
-        launch: u32,
-        nodes: &[String],
-        newly_down: Vec<(String, String)>,
-        mut external: Vec<String>,
-        transient: &mut Vec<Record>,
+        launched: &Launched,
+        out: &mut Outside,
         completed_before: &[u64],
-        errors: &mut Vec<String>,
     ) -> LaunchRecord {
-        let mut job = self.job_for(launch, nodes);
-        let (plan, mut watch) = self.plan_for(launch);
-        let plan_text = (!plan.faults.is_empty()).then(|| plan.to_string());
-        if let Some(p) = &plan_text {
-            job = job.env(faultsim::runtime::ENV_PLAN, p.clone());
-        }
-        let run = Running {
-            launch,
-            nodes,
-            log_start: read_fault_log(&self.alloc.fault_log()).len(),
-            ranks: job.total_ranks(),
-        };
-        let start = Instant::now();
-        let result = self.run_watched(&job, run, &mut watch, &mut external, transient, errors);
-        for (after, _) in &watch {
-            errors.push(format!(
+        let launch = run.launch;
+        for (after, _) in &run.watch {
+            out.errors.push(format!(
                 "launch {launch}: the moment after checkpoint {after} never came (or not on every rank): its faults were not applied"
             ));
         }
@@ -238,27 +256,32 @@ impl RunLoop {
             .faults
             .iter()
             .filter(|f| run_of(f) == launch && f.when.as_point().is_some());
-        self.node_deaths(killed, &fired, &mut external, errors);
+        self.node_deaths(killed, &fired, &mut out.external, &mut out.errors);
         let after = self.due_at(
             launch,
             |w| matches!(w, When::AfterRun { run } if *run == launch),
         );
-        self.do_due(&after, nodes, transient, &mut external, errors);
-        let ended = ended(result, &mut external);
+        let Outside {
+            external,
+            transient,
+            errors,
+        } = out;
+        self.do_due(&after, &run.nodes, transient, external, errors);
+        let ended = ended(launched, external);
         let report = AppReport::parse(&ended.stdout);
-        let (token, why) = self.judge(&report, nodes.len(), ended.timed_out, completed_before);
+        let (token, why) = self.judge(&report, run.nodes.len(), ended.timed_out, completed_before);
         LaunchRecord {
             launcher_stuck: ended.launcher_stuck,
             completed: self.completed_in(&report, run.log_start),
             launch,
-            nodes: nodes.to_vec(),
-            newly_down,
+            nodes: run.nodes,
+            newly_down: launched.newly_down.clone(),
             exit_code: ended.exit_code,
-            elapsed_s: start.elapsed().as_secs_f64(),
-            fault_plan: plan_text,
+            elapsed_s: launched.elapsed_s,
+            fault_plan: run.plan_text,
             fired,
             unfired,
-            external,
+            external: std::mem::take(external),
             report,
             token: token.to_string(),
             why,
@@ -342,35 +365,34 @@ impl RunLoop {
     }
 }
 
-/// How the launcher's result reads: exit code, output, a timeout, a stuck
-/// launcher (noted in `external`), or a launcher that could not start
-/// (marked in stderr with [`LAUNCH_FAILED_MARK`]).
-fn ended(result: Result<JobOutput, LaunchError>, external: &mut Vec<String>) -> Ended {
-    let plain = |exit_code, stdout, stderr, timed_out| Ended {
+/// How the launch reads: exit code, output, a timeout, a stuck launcher
+/// (noted in `external`), or a launcher that could not start (marked in
+/// stderr with [`LAUNCH_FAILED_MARK`]).
+fn ended(launched: &Launched, external: &mut Vec<String>) -> Ended {
+    let plain = |exit_code, timed_out| Ended {
         exit_code,
-        stdout,
-        stderr,
+        stdout: launched.stdout.clone(),
+        stderr: launched.stderr.clone(),
         timed_out,
         launcher_stuck: false,
     };
-    match result {
-        Ok(out) => plain(Some(out.code()), out.stdout, out.stderr, false),
-        Err(LaunchError::Timeout { stdout, stderr, .. }) => plain(None, stdout, stderr, true),
-        Err(LaunchError::LauncherStuck { stdout, stderr }) => {
+    match &launched.end {
+        LaunchEnd::Exited(code) => plain(Some(*code), false),
+        LaunchEnd::Killed(_) => plain(None, true),
+        LaunchEnd::Stuck => {
             external.push(format!(
                 "every rank had exited but the launcher had not after {LAUNCHER_GRACE:?}: killed it (a launcher bug, not a hang of the application)"
             ));
             Ended {
                 launcher_stuck: true,
-                ..plain(Some(LAUNCHER_STUCK_CODE), stdout, stderr, false)
+                ..plain(Some(LAUNCHER_STUCK_CODE), false)
             }
         }
-        Err(e) => plain(
-            Some(-1),
-            String::new(),
-            format!("{LAUNCH_FAILED_MARK}{e}"),
-            false,
-        ),
+        LaunchEnd::NotStarted(why) => Ended {
+            stdout: String::new(),
+            stderr: format!("{LAUNCH_FAILED_MARK}{why}"),
+            ..plain(Some(-1), false)
+        },
     }
 }
 

@@ -3,25 +3,35 @@
 //!
 //! An [`Allocation`] is a directory: one tree per node (job nodes and
 //! spares, each given to its ranks as `SCR_NODE_ROOT`), a shared prefix
-//! directory and a fault log. [`RunLoop::run`] then does what `scr_run` does:
+//! directory and a fault log. [`RunLoop::run`] runs the product's own loop,
+//! [`scr::runloop::RunLoop`] (the launch budget, the health checks, the
+//! halt condition from launch 2 on, the node choice, `RUN_START`,
+//! `NODE_FAIL` and `RUN_END`: there is no second copy here), and adds the
+//! testbed through the library's traits ([`scr::runloop::Hooks`],
+//! [`scr::runloop::NodeCheck`]; `hooks`):
 //!
-//! 1. before each launch: apply the plan's faults due "before run k", run
-//!    the node health checks ([`crate::health`]; `SCR_EXCLUDE_NODES`; a node
-//!    once down stays down), and stop on a halt condition in
-//!    `<prefix>/.scr/halt.scr` (from launch 2 on);
-//! 2. pick the nodes: every node of the previous launch that is still
-//!    healthy keeps its place (its ranks find their cached files), lost
-//!    ones are replaced by spares in allocation order; too few → stop;
-//! 3. launch with `mpirun` under a time bound, the plan's in-process faults
-//!    for this launch in `SCR_FAULT_PLAN`, firings logged to `SCR_FAULT_LOG`;
-//!    faults the harness applies from outside "between checkpoints" are
-//!    timed by making every rank sleep at that injection point while the
-//!    harness, watching the fault log, damages files;
+//! 1. before the health checks of each launch: apply the plan's faults due
+//!    "before run k" (so the checks find a node killed there down); the
+//!    checks look at each node's tree; a halt condition in
+//!    `<prefix>/.scr/halt.scr` or too few healthy nodes stop the loop (the
+//!    transient faults done for the launch are undone);
+//! 2. the library picks the nodes: every node of the previous launch that
+//!    is still healthy keeps its place (its ranks find their cached
+//!    files), lost ones are replaced by spares in allocation order;
+//! 3. each launch's job is the testbed's: `mpirun` (in the allocation's
+//!    own OpenMPI session directory), the launch's arguments
+//!    ([`AppSpec::args_for`]), each node's tree as `SCR_NODE_ROOT`, the
+//!    plan's in-process faults for this launch in `SCR_FAULT_PLAN`,
+//!    firings logged to `SCR_FAULT_LOG`; faults the harness applies from
+//!    outside "between checkpoints" are timed by making every rank sleep
+//!    at that injection point while the harness, watching the fault log,
+//!    damages files; a launcher that outlives its ranks is ended;
 //! 4. after it: apply a killed node's aftermath (its directories removed or
 //!    made unreachable), the faults due "after run k", undo transient
 //!    faults (PFS outage, cache full), classify the launch
-//!    ([`crate::outcome`]); stop when it exited 0, hung, or the budget is
-//!    spent;
+//!    ([`crate::outcome`]), give `RUN_END` its note (`halted` for a halted
+//!    exit 0); stop when it exited 0, hung, or its launcher could not
+//!    start (the library stops when the budget is spent);
 //! 5. after the loop: `scr postrun` when the `scr` command has it, as a
 //!    real allocation's epilogue runs it: faults due "at postrun" applied
 //!    first, the health checks tell it which nodes are down, and it reaches
@@ -31,14 +41,18 @@
 //!    `--json` report says what it saved ([`Scavenged`]);
 //! 6. with `next_allocation`: every node tree is set aside (a new
 //!    allocation: fresh nodes, empty caches, the same prefix) and the
-//!    application runs once more; it must fetch the newest checkpoint the
-//!    prefix index lists as COMPLETE and verify every byte of it.
+//!    application runs once more (one launch of the library's loop,
+//!    [`scr::runloop::RunLoop::launch_one`], with the same hooks); it must
+//!    fetch the newest checkpoint the prefix index lists as COMPLETE and
+//!    verify every byte of it.
 //!
-//! By concern: `nodes` (health checks, node choice: steps 1–2), `halt`
-//! (halt requests and the halt condition), `launching` (one launch through
-//! the library's [`scr::launch::Launcher`], watched and judged: steps 3–4),
-//! `faults` (faults applied from outside, node aftermath, the fault log),
-//! `postrun` (step 5) and `next` (step 6); this file holds the loop itself.
+//! By concern: `hooks` (the harness's side of the library's loop: steps
+//! 1–4), `nodes` (the storage checked, the nodes before the first
+//! launch), `halt` (halt requests and the halt condition), `launching`
+//! (each launch's job, launcher, watcher and record: steps 3–4), `faults`
+//! (faults applied from outside, node aftermath, the fault log), `postrun`
+//! (step 5) and `next` (step 6); this file holds the settings, the records
+//! and [`RunLoop::run`].
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -46,17 +60,17 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use faultsim::inject::Record;
-use faultsim::plan::{Plan, When};
+use faultsim::plan::Plan;
 use faultsim::seed::Seeded;
+use scr::runloop::LoopSpec;
 use serde::Serialize;
 
 use crate::health::{expand_hostlist, DownList, StorageCheck};
 use crate::outcome::{AppReport, Class, End, Outcome, Scavenged, Token};
-use crate::runlog::RunLog;
 
 mod faults;
 mod halt;
+mod hooks;
 mod launching;
 mod next;
 mod nodes;
@@ -70,8 +84,7 @@ pub use nodes::{choose_nodes, default_storage};
 pub use postrun::{PostrunCopy, PostrunDataset, PostrunJson, PostrunParseError, PostrunRecord};
 pub use scr::runloop::halt_condition;
 
-use faults::undo_all;
-use launching::LAUNCH_FAILED_MARK;
+use hooks::{end_of, Kept, SimulatedNodes, Testbed};
 
 /// How long a launcher may outlive the last of its ranks before it is
 /// declared stuck and killed (mpirun needs well under a second here).
@@ -123,7 +136,8 @@ impl AppSpec {
         }
     }
 
-    fn args_for(&self, launch: u32) -> Vec<String> {
+    /// The arguments of launch `launch`.
+    pub fn args_for(&self, launch: u32) -> Vec<String> {
         let mut a = self.args.clone();
         a.extend(if launch == 1 {
             self.first_args.iter().cloned()
@@ -280,29 +294,6 @@ pub struct RunLoop {
     pub next_allocation: bool,
 }
 
-/// What the loop carries from launch to launch.
-#[derive(Debug, Default)]
-struct LoopState {
-    down: DownList,
-    /// The nodes of the latest launch.
-    previous: Vec<String>,
-    launches: Vec<LaunchRecord>,
-    tokens: Vec<Token>,
-    /// Checkpoints completed so far.
-    completed: Vec<u64>,
-    errors: Vec<String>,
-}
-
-/// A launch about to start: its nodes, nodes newly found down, what the
-/// harness did before it and what it must undo after it.
-#[derive(Debug)]
-struct Ready {
-    nodes: Vec<String>,
-    newly_down: Vec<(String, String)>,
-    external: Vec<String>,
-    transient: Vec<Record>,
-}
-
 impl RunLoop {
     fn seeded(&self) -> Seeded {
         Seeded::new(self.seed)
@@ -315,142 +306,64 @@ impl RunLoop {
             .unwrap_or_default()
     }
 
-    /// Run the loop to its end.
+    /// The library's loop over this allocation: the application (each
+    /// launch's arguments come from [`scr::runloop::Hooks::job`]), every
+    /// node, the job's `job_nodes` (no fewer: the harness leaves
+    /// `SCR_MIN_NODES` to the job), `max_launches` (at least one) and the
+    /// time bound.
+    fn loop_spec(&self) -> LoopSpec {
+        LoopSpec {
+            program: self.app.program.clone(),
+            args: Vec::new(),
+            env: self.env.clone(),
+            nodes: self.alloc.nodes.clone(),
+            job_nodes: self.alloc.job_nodes,
+            ranks_per_node: self.alloc.ranks_per_node,
+            min_nodes: self.alloc.job_nodes,
+            runs: self.max_launches.max(1),
+            excluded: self.excluded(),
+            watchdog: self.timeout,
+            prefix: self.alloc.prefix(),
+        }
+    }
+
+    /// Run the loop to its end: the library's [`scr::runloop::RunLoop`]
+    /// with the harness's hooks (steps 1–4 of the module documentation),
+    /// then steps 5 and 6.
     pub fn run(&self) -> RunResult {
-        let mut st = LoopState::default();
-        let excluded = self.excluded();
-        // The log is the job's, not the harness's: a log that cannot be
-        // opened is a warning, never a harness error of the cell.
-        let (runlog, warning) = RunLog::open(&self.alloc.prefix(), &self.env);
-        if let Some(w) = warning {
-            eprintln!("scr-harness: warning: {w}");
-        }
-        let mut end = End::Retries;
-        for launch in 1..=self.max_launches.max(1) {
-            let step = self
-                .before_launch(launch, &excluded, &runlog, &mut st)
-                .and_then(|ready| self.launch_and_record(launch, ready, &runlog, &mut st));
-            if let Err(e) = step {
-                end = e;
-                break;
-            }
-        }
-        self.after_loop(st, end)
-    }
-
-    /// Steps 1 and 2 (module documentation): faults due before the launch,
-    /// health checks, the halt condition (from launch 2 on), the nodes.
-    /// `Err` with how the loop ends when it stops here.
-    fn before_launch(
-        &self,
-        launch: u32,
-        excluded: &[String],
-        runlog: &RunLog,
-        st: &mut LoopState,
-    ) -> Result<Ready, End> {
-        let mut external = Vec::new();
-        let mut transient: Vec<Record> = Vec::new();
-        let before = self.due_at(
-            launch,
-            |w| matches!(w, When::BeforeRun { run } if *run == launch),
-        );
-        let prev_or_first = if st.previous.is_empty() {
-            self.first_nodes()
-        } else {
-            st.previous.clone()
+        let launcher = self.launcher();
+        let mut check = SimulatedNodes {
+            alloc: &self.alloc,
+            storage: &self.storage,
         };
-        self.do_due(
-            &before,
-            &prev_or_first,
-            &mut transient,
-            &mut external,
-            &mut st.errors,
-        );
-        let newly_down = self.health_checks(&mut st.down, excluded, runlog);
-        if launch > 1 && halt_condition(&self.alloc.prefix()).is_some() {
-            undo_all(&mut transient, &mut st.errors);
-            return Err(End::Halted);
+        let mut testbed = Testbed::new(self, Vec::new());
+        let result = scr::runloop::RunLoop {
+            spec: self.loop_spec(),
+            launcher: &launcher,
+            check: &mut check,
+            hooks: &mut testbed,
         }
-        let Some(nodes) = choose_nodes(
-            &self.alloc.nodes,
-            &st.previous,
-            &st.down,
-            self.alloc.job_nodes,
-        ) else {
-            undo_all(&mut transient, &mut st.errors);
-            return Err(End::Nodes);
-        };
-        Ok(Ready {
-            nodes,
-            newly_down,
-            external,
-            transient,
-        })
-    }
-
-    /// Steps 3 and 4 (module documentation): the launch, its record, and
-    /// whether the loop goes on (`Err` with how it ends otherwise).
-    fn launch_and_record(
-        &self,
-        launch: u32,
-        ready: Ready,
-        runlog: &RunLog,
-        st: &mut LoopState,
-    ) -> Result<(), End> {
-        let Ready {
-            nodes,
-            newly_down,
-            external,
-            mut transient,
-        } = ready;
-        let procs = (nodes.len() * self.alloc.ranks_per_node) as u64;
-        runlog.run_start(launch, self.max_launches.max(1), procs, &nodes);
-        let rec = self.launch(
-            launch,
-            &nodes,
-            newly_down,
-            external,
-            &mut transient,
-            &st.completed,
-            &mut st.errors,
-        );
-        undo_all(&mut transient, &mut st.errors);
-        st.completed.extend(rec.completed.iter().copied());
-        let timed_out = rec.exit_code.is_none();
-        let exited_ok = rec.exit_code == Some(0);
-        let halted = rec.report.halted;
-        runlog.run_end(
-            launch,
-            &crate::runlog::run_end_note(rec.exit_code, halted, self.timeout.as_secs_f64()),
-            rec.elapsed_s,
-        );
-        st.tokens
-            .push(rec.token.parse().unwrap_or(Token::of(Class::Died)));
-        let launcher_failed = rec.stderr.contains(LAUNCH_FAILED_MARK);
-        st.launches.push(rec);
-        st.previous = nodes;
-        if timed_out {
-            return Err(End::Hang);
-        }
-        if exited_ok {
-            return Err(if halted { End::Halted } else { End::Completed });
-        }
-        if launcher_failed {
-            return Err(End::Launch);
-        }
-        Ok(())
+        .run();
+        let end = end_of(&result.stop);
+        self.after_loop(testbed.kept, result.down, testbed.out.errors, end)
     }
 
     /// Steps 5 and 6 (module documentation) and the result.
-    fn after_loop(&self, mut st: LoopState, end: End) -> RunResult {
-        let postrun = self.postrun(&mut st.down, &st.previous, &mut st.errors);
+    fn after_loop(
+        &self,
+        kept: Kept,
+        mut down: DownList,
+        mut errors: Vec<String>,
+        end: End,
+    ) -> RunResult {
+        let postrun = self.postrun(&mut down, &kept.previous, &mut errors);
         if self.next_allocation && postrun.is_none() {
-            st.errors.push(
+            errors.push(
                 "next_allocation: no `scr` command with `postrun` (give --scr): nothing was scavenged"
                     .into(),
             );
         }
-        let mut outcome = Outcome::of(st.tokens, end);
+        let mut outcome = Outcome::of(kept.tokens, end);
         let mut next = None;
         if self.next_allocation {
             outcome.postrun = Some(
@@ -458,21 +371,20 @@ impl RunLoop {
                     .as_ref()
                     .map_or_else(|| vec![Scavenged::Failed], |p| p.results.clone()),
             );
-            let rec = self.next_launch(&st.completed, &mut st.errors);
+            let rec = self.next_launch(&kept.completed, &mut errors);
             outcome.next = Some(rec.token.parse().unwrap_or(Token::of(Class::Died)));
             next = Some(rec);
         }
         RunResult {
-            launches: st.launches,
+            launches: kept.launches,
             outcome,
-            down: st
-                .down
+            down: down
                 .entries()
                 .map(|(n, r)| (n.to_string(), r.to_string()))
                 .collect(),
             postrun,
             next,
-            harness_errors: st.errors,
+            harness_errors: errors,
         }
     }
 }

@@ -6,8 +6,9 @@ use std::path::Path;
 
 use faultsim::plan::Plan;
 use scr::records::Record as _;
+use scr::runloop::Hooks as _;
 
-use super::faults::undo_all;
+use super::hooks::{SimulatedNodes, Testbed};
 use super::{LaunchRecord, RunLoop};
 use crate::outcome::{Class, Token};
 
@@ -38,24 +39,44 @@ impl RunLoop {
             .parse::<u64>()
             .map_or_else(|_| format!("{job}next"), |j| (j + 1).to_string());
         next.env.insert("SCR_JOB_ID".into(), next_job);
-        let nodes: Vec<String> =
-            self.alloc.nodes[..self.alloc.job_nodes.min(self.alloc.nodes.len())].to_vec();
-        let mut transient = Vec::new();
-        let mut rec = next.launch(
-            1,
-            &nodes,
-            Vec::new(),
-            external,
-            &mut transient,
-            completed,
-            errors,
-        );
-        undo_all(&mut transient, errors);
+        let nodes = self.first_nodes();
+        let mut rec = next.launch_once(nodes, external, completed, errors);
         if let Some(why) = next_rollback(&rec, newest) {
             rec.token = Class::SilentCorruption.name().to_string();
             rec.why = Some(why);
         }
         rec
+    }
+
+    /// One launch of the library's loop ([`scr::runloop::RunLoop::launch_one`])
+    /// on `nodes` with the harness's hooks, outside the loop: launch 1 of a
+    /// new allocation, after what the harness did in `external`, judged
+    /// against the checkpoints `completed` before it.
+    fn launch_once(
+        &self,
+        nodes: Vec<String>,
+        external: Vec<String>,
+        completed: &[u64],
+        errors: &mut Vec<String>,
+    ) -> LaunchRecord {
+        let launcher = self.launcher();
+        let mut check = SimulatedNodes {
+            alloc: &self.alloc,
+            storage: &self.storage,
+        };
+        let mut testbed = Testbed::new(self, completed.to_vec());
+        testbed.out.external = external;
+        let launched = scr::runloop::RunLoop {
+            spec: self.loop_spec(),
+            launcher: &launcher,
+            check: &mut check,
+            hooks: &mut testbed,
+        }
+        .launch_one(1, &nodes, Vec::new());
+        testbed.after_launch(&launched);
+        errors.append(&mut testbed.out.errors);
+        let rec = testbed.kept.launches.pop();
+        rec.expect("after_launch records every launch")
     }
 
     /// A new allocation's nodes: every node tree of the first set aside

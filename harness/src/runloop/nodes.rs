@@ -1,13 +1,12 @@
-//! Steps 1 and 2 of the run loop: the node health checks before each
-//! launch (which nodes are down, and why) and the choice of the next
-//! launch's nodes.
+//! The nodes of the run loop: the storage checked on each (the checks and
+//! the node choice are the library's, [`scr::runloop`]), the nodes of the
+//! first launch, and the node choice as the validation takes it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::RunLoop;
 use crate::health::{DownList, StorageCheck};
-use crate::runlog::RunLog;
 
 /// The storage every node is checked for: the control and cache bases
 /// named in `env` (default `/dev/shm`), with no capacity requirement.
@@ -45,31 +44,6 @@ pub fn choose_nodes(
 }
 
 impl RunLoop {
-    /// The health checks before a launch ([`crate::health`];
-    /// `SCR_EXCLUDE_NODES`; a node once down stays down): the nodes newly
-    /// found down, with why, each also logged as a node failure.
-    pub(super) fn health_checks(
-        &self,
-        down: &mut DownList,
-        excluded: &[String],
-        runlog: &RunLog,
-    ) -> Vec<(String, String)> {
-        let root_of = |n: &str| Some(self.alloc.node_root(n));
-        let newly = down.update(&self.alloc.nodes, excluded, &root_of, &self.storage);
-        let newly_down: Vec<(String, String)> = newly
-            .iter()
-            .filter_map(|n| {
-                down.entries()
-                    .find(|(d, _)| d == n)
-                    .map(|(d, r)| (d.to_string(), r.to_string()))
-            })
-            .collect();
-        for (node, reason) in &newly_down {
-            runlog.node_fail(node, reason);
-        }
-        newly_down
-    }
-
     /// The nodes the first launch starts on (and faults before it act on):
     /// the allocation's first `job_nodes`.
     pub(super) fn first_nodes(&self) -> Vec<String> {

@@ -15,8 +15,12 @@
 //! After each launch `RUN_END` says how it ended. What comes after the
 //! loop (scavenge, `scr postrun`) is the caller's: it gets the down nodes.
 //!
-//! The testbed adds its faults through [`Hooks`]: called before each
-//! launch, while it runs (every ~20 ms, with the launcher's pid) and after.
+//! The testbed (`harness::runloop`) runs this very loop and adds its faults
+//! through [`Hooks`]: before the health checks of each launch (a node it
+//! kills there is found down), before the launch, on the job the launcher
+//! gets (per-launch arguments, per-node variables, its fault plan), while
+//! the launch runs (every ~20 ms, with the launcher's pid), after it (the
+//! `RUN_END` note and whether the loop stops) and when the loop stops.
 
 pub mod health;
 pub mod nodes;
@@ -40,17 +44,52 @@ pub trait NodeCheck {
     fn check(&mut self, nodes: &[String]) -> Vec<(String, DownReason)>;
 }
 
-/// What the testbed adds to the loop. Every method has a default that does
-/// nothing: the product's loop uses [`NoHooks`].
+/// What the testbed adds to the loop. Every method has a default that
+/// leaves the loop as it is: the product's loop uses [`NoHooks`].
 pub trait Hooks {
+    /// Before the health checks of launch `launch`; `previous` holds the
+    /// nodes of the launch before (empty before the first). What is done
+    /// to a node here is seen by the checks (a node killed is found down).
+    fn before_checks(&mut self, _launch: u32, _previous: &[String]) {}
     /// Before launch `launch` on `nodes` (after the health checks).
     fn before_launch(&mut self, _launch: u32, _nodes: &[String]) {}
+    /// The job of launch `launch` before the launcher turns it into a
+    /// command line: the loop's ([`LoopSpec`]'s program, arguments and
+    /// variables, `ranks_per_node` ranks on each node), which the hooks may
+    /// change (arguments of this launch, variables of a node).
+    fn job(&mut self, _launch: u32, _job: &mut JobSpec) {}
     /// While a launch runs, about every 20 ms, with the launcher's pid.
     fn watch(&mut self, _pid: u32) -> Watch {
         Watch::Continue
     }
-    /// After a launch.
-    fn after_launch(&mut self, _launched: &Launched) {}
+    /// After a launch, also one whose launcher could not start: the
+    /// `RUN_END` note and whether the loop stops (by default the loop's
+    /// own, [`AfterLaunch`]).
+    fn after_launch(&mut self, _launched: &Launched) -> AfterLaunch {
+        AfterLaunch::default()
+    }
+    /// The loop stopped, after a launch or before one (halted, too few
+    /// nodes): what [`Hooks::before_checks`] did for a launch that never
+    /// came can be undone here.
+    fn stopped(&mut self, _stop: &Stop) {}
+    /// A warning of the loop (a run log that cannot be opened).
+    fn warn(&mut self, msg: &str) {
+        eprintln!("scr run: warning: {msg}");
+    }
+}
+
+/// What comes after a launch, as [`Hooks::after_launch`] says it; `None`
+/// leaves each to the loop.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AfterLaunch {
+    /// The `RUN_END` note. The loop's own says how the launcher ended
+    /// (`finished`, `failed: ...`) and logs no `RUN_END` for a launcher
+    /// that could not start.
+    pub note: Option<String>,
+    /// Stop the loop, with why. The loop's own rule: stop when the launch
+    /// exited 0 ([`Stop::Finished`]) or its launcher could not start
+    /// ([`Stop::LaunchFailed`]), relaunch otherwise.
+    pub stop: Option<Stop>,
 }
 
 /// The product's hooks: none.
@@ -95,6 +134,8 @@ pub enum LaunchEnd {
     Killed(Duration),
     /// It outlived its ranks and was killed.
     Stuck,
+    /// The launcher could not start (not a failure of the job), with why.
+    NotStarted(String),
 }
 
 /// One launch as the loop saw it.
@@ -134,24 +175,27 @@ pub enum Stop {
     },
     /// The launcher could not run at all (not a failure of the job).
     LaunchFailed(String),
+    /// A launch outlived the watchdog and the hooks stop there (the loop's
+    /// own rule relaunches after a hang).
+    Hung,
 }
 
 /// The loop's result.
 #[derive(Debug, Clone)]
 pub struct LoopResult {
-    /// Every launch.
+    /// Every launch whose launcher started.
     pub launches: Vec<Launched>,
     /// Why it stopped.
     pub stop: Stop,
     /// Down nodes at the end, with the first reason each was found down.
-    pub down: Vec<(String, String)>,
+    pub down: DownList,
 }
 
 impl LoopResult {
     /// The nodes still up at the end (for the scavenge).
     pub fn up_nodes(&self, all: &[String]) -> Vec<String> {
         all.iter()
-            .filter(|n| !self.down.iter().any(|(d, _)| d == *n))
+            .filter(|n| !self.down.is_down(n))
             .cloned()
             .collect()
     }
@@ -184,14 +228,37 @@ pub fn halt_condition(prefix: &Path) -> Option<String> {
 }
 
 /// The `RUN_END` note of a launch (words `scr interval` reads: `failed`,
-/// `killed` count as failures).
-fn end_note(end: &LaunchEnd) -> String {
-    match end {
+/// `killed` count as failures); none for a launcher that could not start.
+fn end_note(end: &LaunchEnd) -> Option<String> {
+    Some(match end {
         LaunchEnd::Exited(0) => "finished".into(),
         LaunchEnd::Exited(c) => format!("failed: launcher exit code {c}"),
         LaunchEnd::Killed(d) => format!("failed: hang, killed after {:.0} s", d.as_secs_f64()),
         LaunchEnd::Stuck => "failed: launcher stuck after its ranks exited, killed".into(),
+        LaunchEnd::NotStarted(_) => return None,
+    })
+}
+
+/// The loop's own rule after a launch: stop when it exited 0 or its
+/// launcher could not start, relaunch otherwise.
+fn stop_after(end: &LaunchEnd) -> Option<Stop> {
+    match end {
+        LaunchEnd::Exited(0) => Some(Stop::Finished),
+        LaunchEnd::NotStarted(why) => Some(Stop::LaunchFailed(why.clone())),
+        _ => None,
     }
+}
+
+/// Nodes newly found down before a launch, with why.
+type NewlyDown = Vec<(String, String)>;
+
+/// What the loop carries from launch to launch.
+struct State {
+    log: RunLog,
+    down: DownList,
+    /// The nodes of the latest launch.
+    previous: Vec<String>,
+    launches: Vec<Launched>,
 }
 
 impl RunLoop<'_> {
@@ -199,58 +266,89 @@ impl RunLoop<'_> {
     pub fn run(&mut self) -> LoopResult {
         let (log, warning) = RunLog::open(&self.spec.prefix, &self.spec.env);
         if let Some(w) = warning {
-            eprintln!("scr run: warning: {w}");
+            self.hooks.warn(&w);
         }
-        let mut down = DownList::new();
-        let mut previous: Vec<String> = Vec::new();
-        let mut launches: Vec<Launched> = Vec::new();
+        let mut st = State {
+            log,
+            down: DownList::new(),
+            previous: Vec::new(),
+            launches: Vec::new(),
+        };
         let mut launch = 0u32;
         let stop = loop {
             if self.spec.runs > 0 && launch >= self.spec.runs {
                 break Stop::RunsExhausted;
             }
             launch += 1;
-            let newly_down = self.health(&mut down, &log);
-            if launch > 1 {
-                if let Some(why) = halt_condition(&self.spec.prefix) {
-                    break Stop::Halted(why);
-                }
-            }
-            let need = self.spec.min_nodes.min(self.spec.job_nodes);
-            let Some(nodes) = choose_nodes(
-                &self.spec.nodes,
-                &previous,
-                &down,
-                self.spec.job_nodes,
-                need,
-            ) else {
-                let healthy = self.spec.nodes.iter().filter(|n| !down.is_down(n)).count();
-                break Stop::TooFewNodes { healthy, need };
+            let (nodes, newly_down) = match self.before(launch, &mut st) {
+                Ok(ready) => ready,
+                Err(stop) => break stop,
             };
-            self.hooks.before_launch(launch, &nodes);
-            let procs = (nodes.len() * self.spec.ranks_per_node) as u64;
-            log.run_start(launch, self.spec.runs, procs, &nodes);
-            let rec = match self.launch_once(launch, &nodes, newly_down) {
-                Ok(rec) => rec,
-                Err(e) => break Stop::LaunchFailed(e.to_string()),
-            };
-            log.run_end(launch, &end_note(&rec.end), rec.elapsed_s);
-            self.hooks.after_launch(&rec);
-            let finished = rec.end == LaunchEnd::Exited(0);
-            launches.push(rec);
-            previous = nodes;
-            if finished {
-                break Stop::Finished;
+            if let Some(stop) = self.launch_and_log(launch, nodes, newly_down, &mut st) {
+                break stop;
             }
         };
+        self.hooks.stopped(&stop);
         LoopResult {
-            launches,
+            launches: st.launches,
             stop,
-            down: down
-                .entries()
-                .map(|(n, r)| (n.to_string(), r.to_string()))
-                .collect(),
+            down: st.down,
         }
+    }
+
+    /// Before launch `launch`: the hooks' turn, the health checks, the halt
+    /// condition (from the second launch on) and the nodes, with those
+    /// newly found down. `Err` with why the loop stops here.
+    fn before(&mut self, launch: u32, st: &mut State) -> Result<(Vec<String>, NewlyDown), Stop> {
+        self.hooks.before_checks(launch, &st.previous);
+        let newly_down = self.health(&mut st.down, &st.log);
+        if launch > 1 {
+            if let Some(why) = halt_condition(&self.spec.prefix) {
+                return Err(Stop::Halted(why));
+            }
+        }
+        let need = self.spec.min_nodes.min(self.spec.job_nodes);
+        let Some(nodes) = choose_nodes(
+            &self.spec.nodes,
+            &st.previous,
+            &st.down,
+            self.spec.job_nodes,
+            need,
+        ) else {
+            let healthy = self
+                .spec
+                .nodes
+                .iter()
+                .filter(|n| !st.down.is_down(n))
+                .count();
+            return Err(Stop::TooFewNodes { healthy, need });
+        };
+        Ok((nodes, newly_down))
+    }
+
+    /// Launch `launch` on `nodes` between its `RUN_START` and `RUN_END`;
+    /// `Some` with why the loop stops after it.
+    fn launch_and_log(
+        &mut self,
+        launch: u32,
+        nodes: Vec<String>,
+        newly_down: Vec<(String, String)>,
+        st: &mut State,
+    ) -> Option<Stop> {
+        self.hooks.before_launch(launch, &nodes);
+        let procs = (nodes.len() * self.spec.ranks_per_node) as u64;
+        st.log.run_start(launch, self.spec.runs, procs, &nodes);
+        let rec = self.launch_one(launch, &nodes, newly_down);
+        let after = self.hooks.after_launch(&rec);
+        if let Some(note) = after.note.or_else(|| end_note(&rec.end)) {
+            st.log.run_end(launch, &note, rec.elapsed_s);
+        }
+        let stop = after.stop.or_else(|| stop_after(&rec.end));
+        if !matches!(rec.end, LaunchEnd::NotStarted(_)) {
+            st.launches.push(rec);
+        }
+        st.previous = nodes;
+        stop
     }
 
     /// The health checks before a launch: nodes newly found down, with why,
@@ -282,14 +380,17 @@ impl RunLoop<'_> {
         newly
     }
 
-    /// One bounded launch on `nodes`.
-    fn launch_once(
+    /// One launch on `nodes`, bounded by the watchdog, with the hooks' job
+    /// ([`Hooks::job`]) and watch; outside the loop too (the testbed's
+    /// launch in a new allocation). A launcher that cannot start ends as
+    /// [`LaunchEnd::NotStarted`].
+    pub fn launch_one(
         &mut self,
         launch: u32,
         nodes: &[String],
         newly_down: Vec<(String, String)>,
-    ) -> Result<Launched, LaunchError> {
-        let job = JobSpec {
+    ) -> Launched {
+        let mut job = JobSpec {
             program: self.spec.program.clone(),
             args: self.spec.args.clone(),
             nodes: nodes
@@ -302,13 +403,38 @@ impl RunLoop<'_> {
                 .collect(),
             env: self.spec.env.clone(),
         };
-        let argv = self.launcher.job_argv(&job)?;
+        self.hooks.job(launch, &mut job);
         let start = std::time::Instant::now();
+        let (end, stdout, stderr) = self.run_job(&job);
+        Launched {
+            launch,
+            nodes: nodes.to_vec(),
+            newly_down,
+            end,
+            elapsed_s: start.elapsed().as_secs_f64(),
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Run `job` through the launcher under the watchdog, the hooks
+    /// watching: how it ended and its output.
+    fn run_job(&mut self, job: &JobSpec) -> (LaunchEnd, String, String) {
+        let argv = match self.launcher.job_argv(job) {
+            Ok(argv) => argv,
+            Err(e) => {
+                return (
+                    LaunchEnd::NotStarted(e.to_string()),
+                    String::new(),
+                    String::new(),
+                )
+            }
+        };
         let hooks = &mut *self.hooks;
         let ran = self
             .launcher
             .run(&argv, self.spec.watchdog, &mut |pid| hooks.watch(pid));
-        let (end, stdout, stderr) = match ran {
+        match ran {
             Ok(out) => (LaunchEnd::Exited(out.code()), out.stdout, out.stderr),
             Err(LaunchError::Timeout {
                 after,
@@ -318,17 +444,12 @@ impl RunLoop<'_> {
             Err(LaunchError::LauncherStuck { stdout, stderr }) => {
                 (LaunchEnd::Stuck, stdout, stderr)
             }
-            Err(e) => return Err(e),
-        };
-        Ok(Launched {
-            launch,
-            nodes: nodes.to_vec(),
-            newly_down,
-            end,
-            elapsed_s: start.elapsed().as_secs_f64(),
-            stdout,
-            stderr,
-        })
+            Err(e) => (
+                LaunchEnd::NotStarted(e.to_string()),
+                String::new(),
+                String::new(),
+            ),
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use crate::launch::run_argv_watched;
 struct Scripted {
     cmds: Mutex<Vec<Vec<&'static str>>>,
     seen: Mutex<Vec<Vec<String>>>,
+    args: Mutex<Vec<Vec<OsString>>>,
 }
 
 impl Scripted {
@@ -15,6 +16,7 @@ impl Scripted {
         Scripted {
             cmds: Mutex::new(cmds.iter().rev().map(|c| c.to_vec()).collect()),
             seen: Mutex::new(Vec::new()),
+            args: Mutex::new(Vec::new()),
         }
     }
 }
@@ -31,6 +33,7 @@ impl Launcher for Scripted {
             .lock()
             .unwrap()
             .push(job.nodes.iter().map(|n| n.name.clone()).collect());
+        self.args.lock().unwrap().push(job.args.clone());
         let cmd = self
             .cmds
             .lock()
@@ -116,12 +119,12 @@ fn a_failed_launch_is_relaunched_on_the_survivors_and_a_spare() {
     // b lost: its place goes to the first spare not excluded (f, not e).
     assert_eq!(seen[1], ["a", "f", "c", "d"]);
     assert_eq!(r.launches[1].newly_down[0].0, "b");
-    let down: Vec<&str> = r.down.iter().map(|(n, _)| n.as_str()).collect();
+    let down: Vec<&str> = r.down.entries().map(|(n, _)| n).collect();
     assert_eq!(down, ["b", "e"]);
     assert!(r
         .down
-        .iter()
-        .any(|(n, why)| n == "e" && why.contains("SCR_EXCLUDE_NODES")));
+        .entries()
+        .any(|(n, why)| n == "e" && why.to_string().contains("SCR_EXCLUDE_NODES")));
 }
 
 #[test]
@@ -198,4 +201,155 @@ fn a_launcher_that_cannot_start_stops_the_loop() {
     let r = run(spec(tmp.path(), 3), &l, vec![]);
     assert!(matches!(r.stop, Stop::LaunchFailed(_)), "{:?}", r.stop);
     assert!(r.launches.is_empty());
+}
+
+/// Finds a node down when its `<dir>/<node>.dead` exists.
+struct DeadFiles(PathBuf);
+
+impl NodeCheck for DeadFiles {
+    fn check(&mut self, nodes: &[String]) -> Vec<(String, DownReason)> {
+        nodes
+            .iter()
+            .filter(|n| self.0.join(format!("{n}.dead")).exists())
+            .map(|n| (n.clone(), DownReason::Excluded))
+            .collect()
+    }
+}
+
+/// A testbed's hooks: kills `kill` before the checks of launch 2, gives
+/// each launch its own argument, stops after a hang with its own note.
+struct TestHooks {
+    dir: PathBuf,
+    kill: &'static str,
+    before_checks: Vec<(u32, Vec<String>)>,
+    after: Vec<LaunchEnd>,
+    stopped: Option<Stop>,
+}
+
+impl Hooks for TestHooks {
+    fn before_checks(&mut self, launch: u32, previous: &[String]) {
+        self.before_checks.push((launch, previous.to_vec()));
+        if launch == 2 {
+            std::fs::write(self.dir.join(format!("{}.dead", self.kill)), b"").unwrap();
+        }
+    }
+    fn job(&mut self, launch: u32, job: &mut JobSpec) {
+        job.args.push(format!("--launch={launch}").into());
+    }
+    fn after_launch(&mut self, launched: &Launched) -> AfterLaunch {
+        self.after.push(launched.end.clone());
+        AfterLaunch {
+            note: Some(format!("test note {}", launched.launch)),
+            stop: matches!(launched.end, LaunchEnd::Killed(_)).then_some(Stop::Hung),
+        }
+    }
+    fn stopped(&mut self, stop: &Stop) {
+        self.stopped = Some(stop.clone());
+    }
+}
+
+fn run_hooked(spec: LoopSpec, l: &Scripted, hooks: &mut TestHooks) -> LoopResult {
+    let mut check = DeadFiles(hooks.dir.clone());
+    RunLoop {
+        spec,
+        launcher: l,
+        check: &mut check,
+        hooks,
+    }
+    .run()
+}
+
+fn hooks(dir: &Path) -> TestHooks {
+    TestHooks {
+        dir: dir.to_path_buf(),
+        kill: "b",
+        before_checks: Vec::new(),
+        after: Vec::new(),
+        stopped: None,
+    }
+}
+
+#[test]
+fn a_node_killed_before_the_checks_is_found_down_and_each_launch_gets_its_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = spec(tmp.path(), 3);
+    s.nodes.push("f".into());
+    s.args = vec!["--common".into()];
+    let l = Scripted::new(&[&["false"], &["true"]]);
+    let mut h = hooks(tmp.path());
+    let r = run_hooked(s, &l, &mut h);
+    assert_eq!(r.stop, Stop::Finished);
+    assert_eq!(h.stopped, Some(Stop::Finished));
+    assert_eq!(h.before_checks[0], (1, Vec::new()));
+    assert_eq!(h.before_checks[1].1, ["a", "b", "c", "d"]);
+    assert_eq!(r.launches[1].newly_down[0].0, "b");
+    assert_eq!(l.seen.lock().unwrap()[1], ["a", "f", "c", "d"]);
+    let args = l.args.lock().unwrap().clone();
+    assert_eq!(args[0], ["--common", "--launch=1"]);
+    assert_eq!(args[1], ["--common", "--launch=2"]);
+    assert_eq!(h.after, [LaunchEnd::Exited(1), LaunchEnd::Exited(0)]);
+}
+
+#[test]
+fn the_hooks_note_each_run_end_and_may_stop_after_a_hang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prefix = tmp.path().join("prefix");
+    let conf = tmp.path().join("scr.conf");
+    std::fs::write(&conf, "SCR_LOG_SYSLOG_ENABLE=0\n").unwrap();
+    let mut s = spec(&prefix, 3);
+    s.watchdog = Duration::from_millis(300);
+    s.env = [
+        ("SCR_LOG_ENABLE", "1".to_string()),
+        ("SCR_CONFIG_FILE", conf.display().to_string()),
+        ("SCR_JOB_ID", "77".to_string()),
+        ("SCR_PREFIX", prefix.display().to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let l = Scripted::new(&[&["sleep", "30"], &["true"]]);
+    let mut h = hooks(tmp.path());
+    let r = run_hooked(s, &l, &mut h);
+    assert_eq!(r.stop, Stop::Hung);
+    assert_eq!(h.stopped, Some(Stop::Hung));
+    assert_eq!(r.launches.len(), 1);
+    let parsed = crate::log::read_log(&prefix.join(".scr").join("log"), true).unwrap();
+    let notes: Vec<&str> = parsed
+        .records
+        .iter()
+        .filter(|r| r.is_event("RUN_END"))
+        .filter_map(|r| r.entry.note.as_deref())
+        .collect();
+    assert_eq!(notes, ["launch 1: test note 1"]);
+}
+
+#[test]
+fn a_launcher_that_cannot_start_is_shown_to_the_hooks_and_the_halt_to_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let l = Scripted::new(&[&["/nonexistent/launcher"]]);
+    let mut h = hooks(tmp.path());
+    let r = run_hooked(spec(tmp.path(), 3), &l, &mut h);
+    assert!(matches!(r.stop, Stop::LaunchFailed(_)), "{:?}", r.stop);
+    assert!(
+        matches!(&h.after[..], [LaunchEnd::NotStarted(_)]),
+        "{:?}",
+        h.after
+    );
+    assert!(r.launches.is_empty());
+    // A halt before the relaunch: the loop stops before launch 2's
+    // launch, after its hooks ran before the checks.
+    let path = crate::halt::halt_path(tmp.path());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let halt = crate::records::Halt {
+        exit_reason: Some("maintenance".into()),
+        ..Default::default()
+    };
+    crate::records::Record::write_file(&halt, &path).unwrap();
+    let l = Scripted::new(&[&["false"], &["true"]]);
+    let mut h = hooks(tmp.path());
+    let r = run_hooked(spec(tmp.path(), 3), &l, &mut h);
+    assert!(matches!(&r.stop, Stop::Halted(_)), "{:?}", r.stop);
+    assert_eq!(h.stopped, Some(r.stop.clone()));
+    assert_eq!(h.before_checks.len(), 2);
+    assert_eq!(h.after.len(), 1);
 }

@@ -451,6 +451,7 @@ fn stop_text(s: &Stop) -> String {
             format!("{healthy} healthy nodes, fewer than SCR_MIN_NODES={need}")
         }
         Stop::LaunchFailed(why) => format!("the launcher could not run: {why}"),
+        Stop::Hung => "a launch hung".into(),
     }
 }
 
