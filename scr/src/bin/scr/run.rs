@@ -473,7 +473,7 @@ fn report(r: &LoopResult) {
     if r.launches.is_empty() {
         // Nothing ran: say why each node was found down (the checks before
         // the first launch are the only place the reasons show).
-        for (n, why) in &r.down {
+        for (n, why) in r.down.entries() {
             eprintln!("scr run: node {n} down: {why}");
         }
     }
