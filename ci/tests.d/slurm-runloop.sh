@@ -119,6 +119,8 @@ next_allocation() {
   local rc=$?
   set -e
   [ $rc -eq 0 ] || fail "$1/next" "scr exited $rc" "$d/out.next"
+  grep -q "scr run: prerun: removed .*flush.scr" "$d/out.next" \
+    || fail "$1/next" "prerun did not remove the first allocation's flush file" "$d/out.next"
   grep -q "SCR_APP restarted name=$newest source=fetched" "$d/out.next" \
     || fail "$1/next" "the new allocation did not fetch $newest" "$d/out.next"
   grep -q "mismatches=0 unreadable=0" "$d/out.next" || fail "$1/next" "bytes did not verify" "$d/out.next"

@@ -24,6 +24,7 @@
 
 pub mod health;
 pub mod nodes;
+pub mod prerun;
 pub mod probe;
 pub mod runlog;
 

@@ -353,6 +353,17 @@ pub fn run(a: RunArgs, srun: bool) -> Result<(), CliError> {
     let (source, alloc) = allocation_nodes(&var, a.hostfile.as_deref())
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let prefix = prefix_of(a.prefix.clone(), &cfg);
+    // scr_prerun: the prefix must be there; what an earlier allocation left
+    // about its nodes' caches goes.
+    let prepared = scr::runloop::prerun::prerun(&prefix).map_err(|e| CliError::RunLoop {
+        why: format!("prerun: {e}"),
+    })?;
+    for f in &prepared.removed {
+        eprintln!(
+            "scr run: prerun: removed {} (an earlier allocation's)",
+            f.display()
+        );
+    }
     let job_nodes = a
         .nodes
         .or(split.nodes)
