@@ -525,3 +525,75 @@ fn cache_bypass_writes_to_the_prefix_and_fetch_bypass_reads_in_place() {
     );
     assert_placed(&s, 2, true, &t);
 }
+
+/// Bytes of checkpoint `ckpt` written by `writers` ranks.
+fn ckpt_bytes_of(writers: u32, ckpt: u64) -> u64 {
+    (0..writers)
+        .flat_map(|r| file_plan(SEED, r, ckpt, MEAN_BYTES))
+        .map(|f| f.size_bytes)
+        .sum()
+}
+
+/// SCR_GLOBAL_RESTART under mpirun, in cache mode and in bypass mode: 8
+/// ranks (4 per node) write 3 checkpoints and crash, ckpt.3 only in cache
+/// (SCR_FLUSH=2; in bypass mode it is in the prefix already). The next
+/// init on 8 ranks flushes it and restarts through the prefix; then 4 and
+/// 6 ranks restart from the same 8-rank checkpoint, each rank reading the
+/// files of the writers `q mod size = rank` by path (`scr_app
+/// --written-by 8`), every byte verified. Without SCR_GLOBAL_RESTART, 4
+/// ranks have nothing to restart from.
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn global_restart_reads_an_8_rank_checkpoint_on_4_and_6_ranks() {
+    for bypass in ["0", "1"] {
+        let Some(mut s) = setup(
+            &format!("global-restart-{bypass}"),
+            &[
+                ("SCR_FLUSH", "2"),
+                ("SCR_COPY_TYPE", "XOR"),
+                ("SCR_SET_SIZE", "4"),
+                ("SCR_CACHE_BYPASS", bypass),
+            ],
+        ) else {
+            return;
+        };
+        s.cl.ranks_per_node = 4;
+        let r = s.run(&args(3, &["--fail-after", "3"]));
+        let t = r.transcript();
+        assert_eq!(r.crashed_after, Some(3), "{t}");
+        assert!(s.complete_in_index(2), "{t}");
+        assert_eq!(s.complete_in_index(3), bypass == "1", "{t}");
+        s.cl.set("SCR_GLOBAL_RESTART", "1");
+        let want_bytes = Some(ckpt_bytes_of(8, 3));
+        let r = s.run(&args(0, &["--expect-restart", "ckpt.3"]));
+        let t = r.transcript();
+        assert_eq!(summary_of(&r), ("ckpt.3".into(), "fetched".into()), "{t}");
+        assert_eq!(r.summary.as_ref().map(|x| x.verified_bytes), want_bytes);
+        assert!(s.complete_in_index(3), "ckpt.3 flushed at init\n{t}");
+        for per_node in [2, 3] {
+            s.cl.ranks_per_node = per_node;
+            let r = s.run(&args(
+                0,
+                &["--expect-restart", "ckpt.3", "--written-by", "8"],
+            ));
+            let t = r.transcript();
+            assert_eq!(
+                summary_of(&r),
+                ("ckpt.3".into(), "fetched".into()),
+                "{} ranks\n{t}",
+                2 * per_node
+            );
+            assert_eq!(
+                r.summary.as_ref().map(|x| x.verified_bytes),
+                want_bytes,
+                "{} ranks read every byte\n{t}",
+                2 * per_node
+            );
+        }
+        s.cl.ranks_per_node = 2;
+        s.cl.set("SCR_GLOBAL_RESTART", "0");
+        let r = s.run(&args(0, &["--expect-restart", "none"]));
+        let t = r.transcript();
+        assert_eq!(summary_of(&r), (String::new(), "none".into()), "{t}");
+    }
+}

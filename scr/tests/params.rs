@@ -347,8 +347,8 @@ fn unsupported_parameters_are_refused_with_a_warning_naming_them() {
         names(&[
             ("SCR_FILE_BUF_SIZE", "1MB"),
             ("SCR_USE_CONTAINERS", "1"),
-            ("SCR_GLOBAL_RESTART", "1")
+            ("SCR_CLUSTER_NAME", "x")
         ]),
-        "SCR_FILE_BUF_SIZE,SCR_GLOBAL_RESTART,SCR_USE_CONTAINERS"
+        "SCR_CLUSTER_NAME,SCR_FILE_BUF_SIZE,SCR_USE_CONTAINERS"
     );
 }

@@ -46,7 +46,16 @@ impl Scr {
             // SCR_PREFIX_PURGE: the run starts from an empty prefix.
             super::prune::prune(job, &super::prune::Prune::All)?;
         }
-        if cands.is_empty() && job.settings.fetch.enabled {
+        // SCR_GLOBAL_RESTART, as SCR 3.1: flush on restart, no fetch into
+        // cache; the restart reads through the prefix, so a run on another
+        // rank count reads what it needs by path.
+        let global = job.settings.fetch.global_restart;
+        let held_back = if global {
+            self.global_restart_flush(job, cands)?
+        } else {
+            Vec::new()
+        };
+        if cands.is_empty() && (job.settings.fetch.enabled || global) {
             if let Some(cur) = job.settings.fetch.current.clone() {
                 // The user named the checkpoint to start from: the fetch
                 // starts at its copy in the prefix.
@@ -74,6 +83,17 @@ impl Scr {
             }
             self.report.fetch_failed = fetch.failed;
             self.report.fetch_error = fetch.index_error;
+        }
+        if cands.is_empty() && !held_back.is_empty() {
+            // Nothing in the prefix could be read: the cache's checkpoints
+            // (this rank count's) are what is left.
+            if job.rank().is_root() {
+                eprintln!(
+                    "SCR: SCR_GLOBAL_RESTART: no checkpoint in the prefix could be read; \
+                     restarting from cache"
+                );
+            }
+            *cands = held_back;
         }
         // CACHE in the flush file: datasets whose files are in cache (not
         // those read in place from the prefix).
@@ -108,6 +128,56 @@ impl Scr {
             }
         }
         Ok(())
+    }
+
+    /// SCR_GLOBAL_RESTART at init: the newest checkpoint restart in place
+    /// found in cache is flushed (unless the prefix has it), then leaves
+    /// the cache so the restart reads its copy in the prefix. Returns the
+    /// older cache candidates, held back in case the prefix has nothing
+    /// readable; `cands` is emptied. If the flush fails, `cands` stays and
+    /// the restart is from cache (with a warning): its rank count matches.
+    /// Collective.
+    fn global_restart_flush(
+        &mut self,
+        job: &mut Job,
+        cands: &mut Vec<DatasetId>,
+    ) -> ScrResult<Vec<DatasetId>> {
+        let Some(&newest) = cands.first() else {
+            return Ok(Vec::new());
+        };
+        let available: Vec<i64> = self
+            .report
+            .available
+            .iter()
+            .filter(|&&d| !job.is_bypass(d))
+            .map(|d| d.get())
+            .collect();
+        prefix::rebuild_flush_file(job, &available)?;
+        let on_pfs = prefix::datasets_on_pfs(job)?.contains(&newest.get());
+        if !on_pfs && !flush_sync(job, newest)? {
+            if job.rank().is_root() {
+                eprintln!(
+                    "SCR: SCR_GLOBAL_RESTART: the flush of dataset {newest} failed; \
+                     restarting from cache"
+                );
+            }
+            return Ok(Vec::new());
+        }
+        if !on_pfs {
+            let keep = job.settings.flush.prefix_size;
+            if keep > 0 {
+                let how = super::prune::Prune::Keep {
+                    keep,
+                    busy: [newest].into(),
+                };
+                super::prune::prune(job, &how)?;
+            }
+        }
+        job.delete_dataset(newest)?;
+        self.report.available.retain(|&d| d != newest);
+        let held_back = cands.split_off(1);
+        cands.clear();
+        Ok(held_back)
     }
 
     /// Finish the background flush if every rank's copy is done (or, with

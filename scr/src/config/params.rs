@@ -367,7 +367,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "rebuild then flush for restarts that read other ranks' files [not supported: refused unless 0]",
+        "rebuild then flush the cached checkpoint at init and restart through the prefix, read in place on any rank count",
     ),
     p(
         "SCR_DROP_AFTER_CURRENT",

@@ -39,10 +39,6 @@ pub const REFUSED: &[Refusal] = &[
         "flushes are SYNC, or background threads with SCR_FLUSH_ASYNC=1",
     ),
     r(
-        "SCR_GLOBAL_RESTART",
-        "a restart reads each rank's own files from cache or fetch",
-    ),
-    r(
         "SCR_DROP_AFTER_CURRENT",
         "index entries newer than SCR_CURRENT are kept",
     ),

@@ -178,7 +178,8 @@ pub struct FetchSettings {
     pub current: Option<String>,
     /// `SCR_DROP_AFTER_CURRENT` (1 is refused).
     pub drop_after_current: bool,
-    /// `SCR_GLOBAL_RESTART` (1 is refused).
+    /// `SCR_GLOBAL_RESTART`: flush the restart checkpoint at init and
+    /// restart through the prefix, read in place, on any rank count.
     pub global_restart: bool,
 }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::layout::{Layout, Placement};
 use super::{
-    copy_all, on_rank0, pack_rank_files, unpack_rank_files, update_flush_file, update_index,
+    copy_all, on_rank0, pack_ranks_files, unpack_rank_files, update_flush_file, update_index,
     windowed, CopyChecks, CopyError, CopyItem, FetchError, PrefixError,
 };
 use crate::cache::Job;
@@ -168,9 +168,17 @@ fn decode_parts(b: &[u8]) -> Result<Vec<Rank2FilePart>, FetchError> {
 
 /// Read the rank2file tree in `meta_dir` with every rank taking a share of
 /// its files, and hand each rank its own entry (SCR's distributed read).
-/// `Ok(Err(why))` (the same on every rank) when the map is unreadable.
-/// Collective.
-fn read_rank2file(job: &Job, meta_dir: &Path, root: &str) -> ScrResult<Usable<(u64, RankFiles)>> {
+/// With `spread` (a global restart, which may run on another rank count)
+/// the entry of writer `q` goes to rank `q mod size` instead, and a
+/// different rank count is no error. Returns the writers' rank count and
+/// the entries this rank got, by writer. `Ok(Err(why))` (the same on every
+/// rank) when the map is unreadable. Collective.
+fn read_rank2file(
+    job: &Job,
+    meta_dir: &Path,
+    root: &str,
+    spread: bool,
+) -> ScrResult<Usable<(u64, BTreeMap<i64, RankFiles>)>> {
     let world = job.world.as_ref();
     let (me, n) = (world.rank(), world.size());
     let mut found = Rank2File::default();
@@ -234,11 +242,16 @@ fn read_rank2file(job: &Job, meta_dir: &Path, root: &str) -> ScrResult<Usable<(u
     }
     // Hand every entry to its rank.
     let mut bad = None;
-    let mut sends: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+    let mut per_dest: BTreeMap<usize, BTreeMap<i64, RankFiles>> = BTreeMap::new();
     for (r, files) in &found.rank {
-        match usize::try_from(*r).ok().filter(|r| *r < n) {
+        let dest = match usize::try_from(*r) {
+            Ok(q) if spread && (q as u64) < ranks => Some(q % n),
+            Ok(q) if !spread && q < n => Some(q),
+            _ => None,
+        };
+        match dest {
             Some(dest) => {
-                sends.insert(dest, pack_rank_files(*r, files));
+                per_dest.entry(dest).or_default().insert(*r, files.clone());
             }
             None => {
                 bad = Some(FetchError::NoSuchRank {
@@ -248,24 +261,29 @@ fn read_rank2file(job: &Job, meta_dir: &Path, root: &str) -> ScrResult<Usable<(u
             }
         }
     }
+    let sends: BTreeMap<usize, Vec<u8>> = per_dest
+        .iter()
+        .map(|(d, m)| (*d, pack_ranks_files(m)))
+        .collect();
     let rank_count = || FetchError::RankCount {
         written: ranks,
         running: n as u64,
     };
-    if ranks != n as u64 {
+    if ranks != n as u64 && !spread {
         bad = Some(rank_count());
     }
     if !world.all_true(bad.is_none())? {
         return Ok(Err(bad.unwrap_or_else(rank_count)));
     }
     let got = world.exchange_sparse(&sends)?;
-    let mut mine = None;
+    let mut mine: BTreeMap<i64, RankFiles> = BTreeMap::new();
     let mut problem = None;
     for (_, b) in got {
         match unpack_rank_files(&b) {
             Ok(m) => {
                 for (r, f) in m {
-                    if r != me as i64 || mine.replace(f).is_some() {
+                    let owner = if spread { r.rem_euclid(n as i64) } else { r };
+                    if owner != me as i64 || mine.insert(r, f).is_some() {
                         problem = Some(FetchError::ListedTwice(me));
                     }
                 }
@@ -278,7 +296,10 @@ fn read_rank2file(job: &Job, meta_dir: &Path, root: &str) -> ScrResult<Usable<(u
             problem.unwrap_or(FetchError::OtherRank("reading its rank2file entry"))
         ));
     }
-    Ok(Ok((ranks, mine.unwrap_or_default())))
+    if !spread {
+        mine.entry(me as i64).or_default();
+    }
+    Ok(Ok((ranks, mine)))
 }
 
 /// Try to fetch the copy of `id` under index key `dir` (its directory in
@@ -327,15 +348,19 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     let placement = Placement::of_entry(layout, id, dir, Some(&summary));
     let meta_dir = placement.meta_dir(&prefix);
     let root = String::from_utf8_lossy(&root).into_owned();
-    let mine = match read_rank2file(job, &meta_dir, &root)? {
+    // A global restart reads in place whatever the rank count: each rank
+    // checks a share of the writers' files, and any rank may read any.
+    let global = job.settings.fetch.global_restart;
+    let mut got = match read_rank2file(job, &meta_dir, &root, global)? {
         Ok((_, files)) => files,
         Err(e @ FetchError::RankCount { .. }) => return Ok(Attempt::Skipped(e)),
         Err(e) => return Ok(Attempt::Failed(e)),
     };
-    if job.settings.fetch.bypass {
-        return read_in_place(job, &summary, &placement, &mine);
+    if job.settings.fetch.bypass || global {
+        return read_in_place(job, &summary, &placement, &got);
     }
     let me = job.rank();
+    let mine = got.remove(&me.as_i64()).unwrap_or_default();
     let mut ds: Dataset = summary.dataset.clone();
     let ckpt = ds.ckpt.unwrap_or(id);
     let di = job.desc_for(ckpt);
@@ -516,20 +541,26 @@ fn record_in_place(
     dset: DatasetId,
     ckpt: i64,
     placement: &Placement,
-    mine: &RankFiles,
+    mine: &BTreeMap<i64, RankFiles>,
 ) -> Usable<()> {
     let me = job.rank();
     let prefix = job.prefix.clone();
-    let mut local: Usable<()> = match mine.expected_files {
-        Some(e) if e != mine.files.len() as u64 => Err(FetchError::FileCount {
-            rank: me.as_i64(),
-            listed: mine.files.len(),
-            expected: mine.expected_files,
-        }),
-        _ => Ok(()),
-    };
+    let mut local: Usable<()> = Ok(());
+    for (writer, files) in mine {
+        if let Some(e) = files
+            .expected_files
+            .filter(|&e| e != files.files.len() as u64)
+        {
+            local = Err(FetchError::FileCount {
+                rank: *writer,
+                listed: files.files.len(),
+                expected: Some(e),
+            });
+        }
+    }
     let mut n = 0u64;
-    for (rel, e) in mine.files.iter().filter(|(_, e)| !e.nofetch) {
+    let all = mine.values().flat_map(|f| f.files.iter());
+    for (rel, e) in all.filter(|(_, e)| !e.nofetch) {
         let routed = placement.routed_path(&prefix, rel);
         let stored = placement.stored_path(&prefix, rel);
         if routed.strip_prefix(&prefix).is_err() || stored.strip_prefix(&prefix).is_err() {
@@ -561,16 +592,17 @@ fn record_in_place(
     local
 }
 
-/// SCR_FETCH_BYPASS=1: record this rank's files of the copy in the prefix
-/// to be read where they are (keys are their paths in the prefix, the
-/// dataset tagged BYPASS); each file must exist with the size the map
-/// records. Nothing is copied into cache and no scheme is applied.
-/// Collective.
+/// SCR_FETCH_BYPASS=1 (and SCR_GLOBAL_RESTART=1): record the files of the
+/// copy in the prefix this rank got (its own; in a global restart those of
+/// the writers `q mod size = rank`) to be read where they are (keys are
+/// their paths in the prefix, the dataset tagged BYPASS); each file must
+/// exist with the size the map records. Nothing is copied into cache and
+/// no scheme is applied. Collective.
 fn read_in_place(
     job: &mut Job,
     summary: &Summary,
     placement: &Placement,
-    mine: &RankFiles,
+    mine: &BTreeMap<i64, RankFiles>,
 ) -> ScrResult<Attempt> {
     let id = summary.dataset.id;
     let dset = DatasetId(id);

@@ -451,11 +451,15 @@ pub(crate) fn rebuild_flush_file(job: &Job, in_cache: &[i64]) -> ScrResult<()> {
 
 /// Pack a rank's files for a gather.
 pub(crate) fn pack_rank_files(rank: i64, files: &crate::records::RankFiles) -> Vec<u8> {
-    let mut m = crate::records::Rank2File {
-        ranks: (rank + 1) as u64,
-        ..Default::default()
+    pack_ranks_files(&BTreeMap::from([(rank, files.clone())]))
+}
+
+/// Pack several ranks' files (by rank) for a gather or an exchange.
+pub(crate) fn pack_ranks_files(files: &BTreeMap<i64, crate::records::RankFiles>) -> Vec<u8> {
+    let m = crate::records::Rank2File {
+        ranks: files.keys().next_back().map_or(0, |r| (r + 1) as u64),
+        rank: files.clone(),
     };
-    m.rank.insert(rank, files.clone());
     m.to_tree().pack()
 }
 

@@ -6,7 +6,13 @@
 //! mpirun -np 8 scr_app --seed 7 --checkpoints 3 --mean-bytes 65536 \
 //!     [--prefix DIR] [--fail-after K] [--expect-restart NAME|none|any]
 //!     [--until-exit] [--step-ms MS] [--ask-need] [--reference DIR]
+//!     [--written-by N]
 //! ```
+//!
+//! With `--written-by N` the restart checkpoint was written by N ranks
+//! (a global restart on another rank count, SCR_GLOBAL_RESTART=1): rank
+//! `r` reads the files of every writer `q` with `q mod size = r`, so every
+//! byte of the checkpoint is verified by some rank.
 //!
 //! With `--reference DIR` the restart checkpoint `ckpt.<c>` is one written
 //! by LLNL SCR 3.1's `test_api` (`ckpt.<c>/rank_<r>.ckpt`): each rank
@@ -114,6 +120,11 @@ struct Args {
     /// `ckpt.<c>/rank_<r>.ckpt` with the copy under this directory.
     #[arg(long, value_name = "DIR")]
     reference: Option<PathBuf>,
+    /// The restart checkpoint was written by N ranks (a global restart on
+    /// another rank count, SCR_GLOBAL_RESTART=1): rank r reads and
+    /// verifies the files of every writer q with q mod size = r, by path.
+    #[arg(long, value_name = "N")]
+    written_by: Option<u32>,
 }
 
 fn unix_ms() -> u128 {
@@ -295,8 +306,11 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
                 compare_with_reference(&mut phase, prefix, reference, c, rank, &mut res);
             }
             Some(c) => {
-                for spec in file_plan(args.seed, rank as u32, c, args.mean_bytes) {
-                    read_and_verify(&mut phase, prefix, c, &spec, &mut res);
+                let writers = args.written_by.unwrap_or(size as u32);
+                for q in (rank as u32..writers).step_by(size.max(1)) {
+                    for spec in file_plan(args.seed, q, c, args.mean_bytes) {
+                        read_and_verify(&mut phase, prefix, c, &spec, &mut res);
+                    }
                 }
             }
             None => res

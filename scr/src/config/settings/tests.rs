@@ -324,6 +324,7 @@ const ACTS: &[(&str, &str, &str)] = &[
         "scr/src/prefix/throttle_tests.rs",
     ),
     ("SCR_CURRENT", "test", "scr/tests/prefix_thread.rs"),
+    ("SCR_GLOBAL_RESTART", "test", "scr/tests/global_restart.rs"),
     ("SCR_FLUSH", "test", "harness/tests/prefix_tier.rs"),
     (
         "SCR_FLUSH_WIDTH",
