@@ -255,3 +255,51 @@ fn an_unusable_database_never_fails_the_job() {
     assert_eq!(std::fs::read(&newer).unwrap(), before, "never downgraded");
     assert!(!prefix.join(".scr").join("log.db").exists());
 }
+
+/// The child half of [`db_debug_echoes_each_statement_on_stderr`]: one
+/// checkpoint with the database log on, SCR_LOG_DB_DEBUG from the parent.
+#[test]
+fn db_debug_child() {
+    let Ok(level) = std::env::var("SCR_TEST_DB_DEBUG_CHILD") else {
+        return; // run by the parent only
+    };
+    let cl = Cluster::new();
+    let sys = system(
+        &cl,
+        &format!("SCR_LOG_DB_ENABLE=1\nSCR_LOG_DB_DEBUG={level}\n"),
+    );
+    one_checkpoint(&cl, &sys, ON, "ckpt.1");
+    assert!(cl.prefix.join(".scr").join("log.db").exists());
+}
+
+/// SCR_LOG_DB_DEBUG=1 echoes the job's row and every entry inserted into
+/// the database on stderr; 0 prints none of it. The job runs in a child
+/// process (this test binary, filtered to `db_debug_child`) so its stderr
+/// can be read.
+#[test]
+fn db_debug_echoes_each_statement_on_stderr() {
+    let stderr_of = |level: &str| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "db_debug_child",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env("SCR_TEST_DB_DEBUG_CHILD", level)
+            .output()
+            .expect("the child test runs");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "child failed:\n{err}");
+        err
+    };
+    let on = stderr_of("1");
+    assert!(
+        on.contains("SCR: log db ") && on.contains(": add job "),
+        "{on}"
+    );
+    assert!(on.contains(": insert ") && on.contains("WRITE"), "{on}");
+    let off = stderr_of("0");
+    assert!(!off.contains("SCR: log db "), "{off}");
+}

@@ -141,6 +141,59 @@ fn prefix_purge_deletes_every_dataset_in_the_prefix_at_init() {
     assert!(!cl.prefix.join("ckpt.1").exists() && !cl.prefix.join("ckpt.2").exists());
 }
 
+/// SCR_CRC_ON_FLUSH: a cached file damaged after complete (one bit, the
+/// size unchanged) is caught by the flush at finalize when the flush
+/// computes CRC32s (the copy fails, the index has no complete copy), and
+/// copied as it is when it does not.
+#[test]
+fn crc_on_flush_catches_a_cached_file_damaged_before_the_flush() {
+    for on in ["1", "0"] {
+        let cl = Cluster::new();
+        // SINGLE: no redundancy; SCR_FLUSH=10: only finalize flushes.
+        let extra = [
+            ("SCR_COPY_TYPE", "SINGLE"),
+            ("SCR_FLUSH", "10"),
+            ("SCR_CRC_ON_FLUSH", on),
+        ];
+        run(
+            &cl,
+            2,
+            |r| r,
+            &extra,
+            |scr, c| {
+                let rank = c.rank();
+                let mut out = scr
+                    .start_output(Some("ckpt.1"), scr::Flags::CHECKPOINT)
+                    .unwrap();
+                let p = out
+                    .route_file(cl.prefix.join(format!("ckpt.1/r{rank}")))
+                    .unwrap();
+                std::fs::write(&p, vec![7u8; 3000]).unwrap();
+                assert!(out.complete(true).unwrap());
+                if rank == 0 {
+                    let mut b = std::fs::read(&p).unwrap();
+                    b[100] ^= 1;
+                    std::fs::write(&p, b).unwrap();
+                }
+                c.barrier().unwrap();
+                None
+            },
+        );
+        let flushed = Index::read_file(index_path(&cl.prefix))
+            .ok()
+            .and_then(|i| i.datasets.get(&1).cloned())
+            .is_some_and(|d| d.values().any(|e| e.complete == Some(true)));
+        let copy = std::fs::read(cl.prefix.join("ckpt.1/r0")).ok();
+        if on == "1" {
+            assert!(!flushed, "the damaged checkpoint is not flushed");
+        } else {
+            assert!(flushed, "without CRCs the flush does not look");
+            let copy = copy.expect("the copy is in the prefix");
+            assert_eq!(copy[100], 7 ^ 1, "copied as it was in cache");
+        }
+    }
+}
+
 #[test]
 fn crc_on_delete_reports_a_cached_file_damaged_before_its_deletion() {
     let cl = Cluster::new();
