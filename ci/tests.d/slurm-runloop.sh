@@ -234,16 +234,24 @@ validate() {
   for k in 1 2 3 4 5; do ci/slurm-cluster start-node "node$k" >/dev/null 2>&1 || true; done
 }
 
-scenario srun-kill kill-node srun --watchdog 120 --check-timeout 5 -- -N4 -n8
-next_allocation srun-kill
-scenario mpirun-kill kill-node run --watchdog 120 --check-timeout 5 -- mpirun -np 8 --npernode 2
+# Each step's wall time, for the "under 5 minutes" (the total is
+# printed at the end).
+timed() {
+  local t0=$SECONDS
+  "$@"
+  echo "slurm-runloop: ($* took $((SECONDS - t0)) s)"
+}
+
+timed scenario srun-kill kill-node srun --watchdog 120 --check-timeout 5 -- -N4 -n8
+timed next_allocation srun-kill
+timed scenario mpirun-kill kill-node run --watchdog 120 --check-timeout 5 -- mpirun -np 8 --npernode 2
 # A silent failure can hang mpirun forever: the watchdog must end it.
-scenario mpirun-silent cut-node run --watchdog 25 --check-timeout 5 -- mpirun -np 8 --npernode 2
-stops halt 5 "halted: "
-stops runs 5 "SCR_RUNS launches made" SCR_RUNS=1
-stops min-nodes 4 "3 healthy nodes, fewer than SCR_MIN_NODES=4" SCR_MIN_NODES=4
-dies_at_start
-c_program
-validate srun
-validate mpirun
-echo "slurm-runloop: ok"
+timed scenario mpirun-silent cut-node run --watchdog 25 --check-timeout 5 -- mpirun -np 8 --npernode 2
+timed stops halt 5 "halted: "
+timed stops runs 5 "SCR_RUNS launches made" SCR_RUNS=1
+timed stops min-nodes 4 "3 healthy nodes, fewer than SCR_MIN_NODES=4" SCR_MIN_NODES=4
+timed dies_at_start
+timed c_program
+timed validate srun
+timed validate mpirun
+echo "slurm-runloop: ok in $SECONDS s (cluster start included)"
