@@ -500,6 +500,60 @@ fn current_names_the_copy_a_fetch_starts_from() {
     );
 }
 
+/// SCR_DROP_AFTER_CURRENT=1 with SCR_CURRENT: the index entries of newer
+/// datasets go (their files stay), so nothing newer than the named one is
+/// left to restart from; without it they stay in the index. Either way
+/// CURRENT names the restarted one, so a later run starts there too.
+#[test]
+fn drop_after_current_drops_newer_index_entries_and_keeps_their_files() {
+    for drop in ["0", "1"] {
+        let cl = Cluster::new();
+        let extra = with(&[("SCR_FLUSH", "1")]);
+        run(
+            &cl,
+            4,
+            |r| r,
+            &extra,
+            |scr, c| {
+                write_ckpts(scr, c, &cl.prefix, 5, 3);
+                None
+            },
+        );
+        wipe_caches(&cl, 4);
+        let mut named = extra.clone();
+        named.push(("SCR_CURRENT", "ckpt.1"));
+        named.push(("SCR_DROP_AFTER_CURRENT", drop));
+        let got = run(
+            &cl,
+            4,
+            |r| r,
+            &named,
+            |scr, c| restart_and_verify(scr, c, &cl.prefix, 5),
+        );
+        assert_eq!(got[0].as_deref(), Some("ckpt.1"));
+        let ids: Vec<i64> = index(&cl).datasets.keys().copied().collect();
+        if drop == "1" {
+            assert_eq!(ids, vec![1], "newer entries dropped");
+        } else {
+            assert_eq!(ids, vec![1, 2, 3], "kept without the parameter");
+        }
+        assert!(
+            cl.prefix.join("ckpt.3/rank0.f0").exists(),
+            "dropping leaves the files"
+        );
+        // A later run, no SCR_CURRENT, empty caches.
+        wipe_caches(&cl, 4);
+        let got = run(
+            &cl,
+            4,
+            |r| r,
+            &extra,
+            |scr, c| restart_and_verify(scr, c, &cl.prefix, 5),
+        );
+        assert_eq!(got[0].as_deref(), Some("ckpt.1"), "drop={drop}");
+    }
+}
+
 #[test]
 fn async_flush_completes_by_finalize() {
     let cl = Cluster::new();

@@ -60,14 +60,13 @@ impl Scr {
                 // The user named the checkpoint to start from: the fetch
                 // starts at its copy in the prefix.
                 let p = job.prefix.clone();
+                let drop_after = job.settings.fetch.drop_after_current;
                 let set = on_rank0(job.world.as_ref(), "set the index's CURRENT", || {
                     if !index_path(&p).exists() {
                         return Ok(());
                     }
                     update_index(&p, |idx| {
-                        if let Some(dir) = dirs_named(idx, &cur).into_iter().next_back() {
-                            idx.set_current(&dir);
-                        }
+                        set_current_named(idx, &cur, drop_after);
                     })
                 });
                 if let Err(e) = set {
@@ -368,19 +367,12 @@ impl Scr {
             return Ok(false);
         };
         let p = job.prefix.clone();
+        let drop_after = job.settings.fetch.drop_after_current;
         let found = on_rank0(job.world.as_ref(), "update the index", || {
             if !index_path(&p).exists() {
                 return Ok(false);
             }
-            update_index(&p, |idx| {
-                match dirs_named(idx, name).into_iter().next_back() {
-                    Some(dir) => {
-                        idx.set_current(&dir);
-                        true
-                    }
-                    None => false,
-                }
-            })
+            update_index(&p, |idx| set_current_named(idx, name, drop_after))
         })?;
         let mut b = vec![u8::from(found == Some(true))];
         job.world.bcast_bytes(0, &mut b)?;
@@ -450,6 +442,31 @@ fn dirs_named(idx: &Index, name: &str) -> Vec<String> {
         .filter(|(_, e)| e.dataset.as_ref().and_then(|d| d.name.as_deref()) == Some(name))
         .map(|(dir, _)| dir.clone())
         .collect()
+}
+
+/// Make the newest copy named `name` the index's CURRENT; with
+/// SCR_DROP_AFTER_CURRENT, drop the entries of every newer dataset (their
+/// files stay in the prefix: `scr index --add` can bring one back, as
+/// after SCR_Drop). Returns whether `name` was found.
+fn set_current_named(idx: &mut Index, name: &str, drop_after: bool) -> bool {
+    let Some(dir) = dirs_named(idx, name).into_iter().next_back() else {
+        return false;
+    };
+    idx.set_current(&dir);
+    if drop_after {
+        let id = idx
+            .datasets
+            .iter()
+            .find(|(_, m)| m.contains_key(&dir))
+            .map(|(id, _)| *id);
+        if let Some(id) = id {
+            let newer: Vec<i64> = idx.datasets.range(id + 1..).map(|(i, _)| *i).collect();
+            for n in newer {
+                idx.remove_id(n);
+            }
+        }
+    }
+    true
 }
 
 /// Remove one copy of a dataset (index entry `key` of dataset `id`) from

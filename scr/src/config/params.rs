@@ -375,7 +375,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "drop index entries newer than SCR_CURRENT [not supported: refused unless 0]",
+        "SCR_Current (and SCR_CURRENT at init) drops the index entries of newer datasets; their files stay",
     ),
     p(
         "SCR_PREFIX_SIZE",

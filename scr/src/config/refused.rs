@@ -39,10 +39,6 @@ pub const REFUSED: &[Refusal] = &[
         "flushes are SYNC, or background threads with SCR_FLUSH_ASYNC=1",
     ),
     r(
-        "SCR_DROP_AFTER_CURRENT",
-        "index entries newer than SCR_CURRENT are kept",
-    ),
-    r(
         "SCR_USE_CONTAINERS",
         "files are flushed one prefix file each",
     ),

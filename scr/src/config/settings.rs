@@ -176,7 +176,8 @@ pub struct FetchSettings {
     pub width: u64,
     /// `SCR_CURRENT`: name of the dataset to restart from.
     pub current: Option<String>,
-    /// `SCR_DROP_AFTER_CURRENT` (1 is refused).
+    /// `SCR_DROP_AFTER_CURRENT`: SCR_Current (or SCR_CURRENT at init) drops
+    /// the index entries of newer datasets.
     pub drop_after_current: bool,
     /// `SCR_GLOBAL_RESTART`: flush the restart checkpoint at init and
     /// restart through the prefix, read in place, on any rank count.

@@ -325,6 +325,11 @@ const ACTS: &[(&str, &str, &str)] = &[
     ),
     ("SCR_CURRENT", "test", "scr/tests/prefix_thread.rs"),
     ("SCR_GLOBAL_RESTART", "test", "scr/tests/global_restart.rs"),
+    (
+        "SCR_DROP_AFTER_CURRENT",
+        "test",
+        "scr/tests/prefix_thread.rs",
+    ),
     ("SCR_FLUSH", "test", "harness/tests/prefix_tier.rs"),
     (
         "SCR_FLUSH_WIDTH",
