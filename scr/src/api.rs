@@ -48,6 +48,7 @@ use crate::records::halt::{Halt, REASON_FINALIZE_CALLED};
 use crate::records::index::{index_path, Index};
 use crate::records::meta::FileType;
 use crate::records::Record;
+use crate::storage::crc_writer::CrcWriter;
 use crate::storage::dirs::NodeIdentity;
 use crate::storage::path as spath;
 
@@ -901,6 +902,39 @@ impl Drop for Scr {
     }
 }
 
+/// A file of an output phase being written through
+/// [`OutputPhase::route_writer`]: a [`Write`](std::io::Write) that computes
+/// the CRC32 of the bytes as they go out. Sequential (no seek).
+#[derive(Debug)]
+pub struct RoutedWriter {
+    /// The file's filemap key (`None` when SCR is disabled).
+    key: Option<String>,
+    inner: CrcWriter,
+}
+
+impl RoutedWriter {
+    /// The path the file is written at (in cache, or in the prefix in
+    /// bypass mode).
+    pub fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    /// fsync the file.
+    pub fn sync_all(&self) -> std::io::Result<()> {
+        self.inner.sync_all()
+    }
+}
+
+impl std::io::Write for RoutedWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// An output phase (between SCR_Start_output and SCR_Complete_output).
 pub struct OutputPhase<'a> {
     scr: &'a mut Scr,
@@ -933,6 +967,44 @@ impl OutputPhase<'_> {
             .as_ref()
             .expect("an output phase of an enabled SCR has a dataset");
         output::route(job, ds, name)
+    }
+
+    /// [`OutputPhase::route_file`], and the file created for writing
+    /// through a writer that computes its CRC32 as the bytes go out (beyond
+    /// SCR's API). Close it with [`OutputPhase::close_writer`]: the
+    /// complete then records that CRC instead of reading the file again
+    /// (for SINGLE the whole cost of the CRC; the other schemes read the
+    /// file for their encode anyway and check it). A file changed after the
+    /// close (length, inode or modification time) is read as usual. Not
+    /// collective.
+    pub fn route_writer(&mut self, name: impl AsRef<Path>) -> ScrResult<RoutedWriter> {
+        let name = name.as_ref();
+        let text = name.to_string_lossy();
+        check_name(&text)?;
+        let (key, path) = match self.scr.job("SCR_Route_file")? {
+            None => (None, name.to_path_buf()),
+            Some(job) => {
+                let ds = self
+                    .ds
+                    .as_ref()
+                    .expect("an output phase of an enabled SCR has a dataset");
+                let (key, path) = output::route_keyed(job, ds, name)?;
+                (Some(key), path)
+            }
+        };
+        let inner = CrcWriter::create(&path).map_err(io_err(&path, "create"))?;
+        Ok(RoutedWriter { key, inner })
+    }
+
+    /// Close a writer of [`OutputPhase::route_writer`] and keep the CRC32
+    /// of what it wrote for Complete_output. Not collective.
+    pub fn close_writer(&mut self, w: RoutedWriter) -> ScrResult<()> {
+        let path = w.inner.path().to_path_buf();
+        let streamed = w.inner.finish().map_err(io_err(&path, "close"))?;
+        if let (Some(key), Some(ds)) = (w.key, self.ds.as_mut()) {
+            ds.streamed.insert(key, streamed);
+        }
+        Ok(())
     }
 
     /// SCR_Complete_output: every rank says whether its files are valid;

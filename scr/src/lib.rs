@@ -62,7 +62,9 @@ pub mod scavenge;
 pub mod scheme;
 pub mod storage;
 
-pub use api::{Flags, InitOptions, OutputPhase, RestartPhase, Scr, MAX_FILENAME, VERSION};
+pub use api::{
+    Flags, InitOptions, OutputPhase, RestartPhase, RoutedWriter, Scr, MAX_FILENAME, VERSION,
+};
 pub use error::{ScrError, ScrResult};
 pub use ids::{DatasetId, Rank};
 pub use scheme::CopyType;

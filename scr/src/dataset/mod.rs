@@ -83,6 +83,11 @@ pub struct Dataset {
     /// files are written straight to their paths in the prefix directory,
     /// never to the cache, and no redundancy scheme is applied.
     pub bypass: bool,
+    /// Files this rank wrote through the crate's writer
+    /// ([`crate::OutputPhase::route_writer`]), by filemap key: their CRC32
+    /// was computed as they were written, so Complete_output records it
+    /// without reading them again (when they are still what was written).
+    pub streamed: std::collections::BTreeMap<String, crate::storage::crc_writer::Streamed>,
 }
 
 impl Dataset {

@@ -124,6 +124,7 @@ pub fn begin(
         dir,
         state: State::Started,
         bypass,
+        streamed: Default::default(),
     };
     let event = if flags.checkpoint {
         EventType::CheckpointStart
@@ -142,6 +143,11 @@ pub fn begin(
 /// Directories below the prefix are kept, so `ckpt/a` and `other/a` do not
 /// collide.
 pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
+    route_keyed(job, ds, name).map(|(_, p)| p)
+}
+
+/// [`route`], also returning the file's filemap key.
+pub fn route_keyed(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<(String, PathBuf)> {
     assert_eq!(
         ds.state,
         State::Started,
@@ -195,20 +201,23 @@ pub fn route(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<PathBuf> {
         if let Some(parent) = abs.parent() {
             std::fs::create_dir_all(parent).map_err(io_err(parent, "create directory"))?;
         }
-        return Ok(abs);
+        return Ok((logical_s, abs));
     }
     let real = job.real(&logical);
     if let Some(parent) = real.parent() {
         dirs::create_private_dirs_below(&job.real(&ds.dir), parent)?;
     }
-    Ok(real.into_path_buf())
+    Ok((logical_s, real.into_path_buf()))
 }
 
-/// Record the size of every routed file of this rank (in cache mode the
-/// CRC32 comes from the encode's read; in bypass mode, with
-/// SCR_CRC_ON_FLUSH, from a read here, since this is the dataset's flush).
-/// Returns whether every file exists and the bytes.
-fn record_sizes(job: &mut Job, dset: DatasetId, valid: bool) -> ScrResult<(bool, u64, usize)> {
+/// Record the size of every routed file of this rank, and its CRC32 when
+/// the crate's writer computed it as the file was written and the file is
+/// still exactly that (`ds.streamed`). Otherwise, in cache mode the CRC32
+/// comes from the encode's read; in bypass mode, with SCR_CRC_ON_FLUSH,
+/// from a read here, since this is the dataset's flush. Returns whether
+/// every file exists and the bytes.
+fn record_sizes(job: &mut Job, ds: &Dataset, valid: bool) -> ScrResult<(bool, u64, usize)> {
+    let dset = ds.id;
     let me = job.rank();
     let mut ok = valid;
     let mut bytes = 0u64;
@@ -217,7 +226,11 @@ fn record_sizes(job: &mut Job, dset: DatasetId, valid: bool) -> ScrResult<(bool,
     for f in &files {
         let mut meta = job.filemap.meta(dset, me, f)?.unwrap_or_default();
         let real = job.file_real(dset, f);
+        let streamed = ds.streamed.get(f);
         let measured = match std::fs::metadata(&real) {
+            Ok(md) if streamed.is_some_and(|s| s.matches(&md)) => {
+                Some((md.len(), streamed.map(|s| s.crc32)))
+            }
             Ok(md) if md.is_file() && crc_here => crate::storage::verify::crc_of_file(&real)
                 .map(|(crc, len)| (len, Some(crc)))
                 .ok(),
@@ -266,7 +279,7 @@ pub fn complete(
     let dset = ds.id;
     let write_s = job.clock.elapsed(started).as_secs_f64();
     check_shared(job, ds)?;
-    let (ok, bytes, files) = record_sizes(job, dset, valid)?;
+    let (ok, bytes, files) = record_sizes(job, ds, valid)?;
     let all_valid = job.world.all_true(ok)?;
     let encode_at = job.clock.now();
     // A bypass dataset is in the prefix directory: no scheme in cache.
