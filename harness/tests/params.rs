@@ -597,3 +597,61 @@ fn global_restart_reads_an_8_rank_checkpoint_on_4_and_6_ranks() {
         assert_eq!(summary_of(&r), (String::new(), "none".into()), "{t}");
     }
 }
+
+/// A file shared by every rank (`scr_app --shared-bytes`: rank r writes
+/// its region of `ckpt.<c>/shared.dat`) under mpirun. Bypass mode: it is
+/// written in place by all, recorded once, and a new allocation reading in
+/// place checks every rank's region. Cache mode: Complete_output fails on
+/// every rank naming the file and the ranks (LLNL aborts the same way), the
+/// job ends (no hang) and nothing of that checkpoint reaches the index.
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn a_shared_file_works_in_bypass_mode_and_is_an_error_in_cache_mode() {
+    const REGION: u64 = 5000;
+    let shared = ["--shared-bytes", "5000"];
+    let Some(mut s) = setup(
+        "shared-bypass",
+        &[("SCR_FLUSH", "0"), ("SCR_CACHE_BYPASS", "1")],
+    ) else {
+        return;
+    };
+    let r = s.run(&args(2, &shared));
+    let t = r.transcript();
+    summary_of(&r);
+    assert!(s.complete_in_index(2), "{t}");
+    let f = s.prefix().join("ckpt.2/shared.dat");
+    assert_eq!(
+        std::fs::metadata(&f).map(|m| m.len()).ok(),
+        Some(u64::from(RANKS) * REGION),
+        "every rank's region is in the one file\n{t}"
+    );
+    for n in NODES {
+        s.cl.remove_node(n).unwrap();
+    }
+    s.cl.set("SCR_FETCH_BYPASS", "1");
+    let mut a = args(0, &shared);
+    a.extend(["--expect-restart".to_string(), "ckpt.2".to_string()]);
+    let r = s.run(&a);
+    let t = r.transcript();
+    assert_eq!(summary_of(&r), ("ckpt.2".into(), "fetched".into()), "{t}");
+    assert_eq!(
+        r.summary.as_ref().map(|x| x.verified_bytes),
+        Some(ckpt_bytes(2) + u64::from(RANKS) * REGION),
+        "{t}"
+    );
+
+    let Some(s) = setup("shared-cache", &[("SCR_FLUSH", "1")]) else {
+        return;
+    };
+    let r =
+        s.cl.run(&NODES, &args(1, &shared))
+            .expect("the job ends in time");
+    let t = r.transcript();
+    assert_ne!(r.output.code(), 0, "the job fails\n{t}");
+    assert!(
+        t.contains("shared file access detected while not in bypass mode")
+            && t.contains("shared.dat routed by ranks 0, 1, 2, 3"),
+        "the error names the file and its ranks\n{t}"
+    );
+    assert!(!s.complete_in_index(1), "{t}");
+}

@@ -6,7 +6,7 @@
 //! mpirun -np 8 scr_app --seed 7 --checkpoints 3 --mean-bytes 65536 \
 //!     [--prefix DIR] [--fail-after K] [--expect-restart NAME|none|any]
 //!     [--until-exit] [--step-ms MS] [--ask-need] [--reference DIR]
-//!     [--written-by N]
+//!     [--written-by N] [--shared-bytes N]
 //! ```
 //!
 //! With `--written-by N` the restart checkpoint was written by N ranks
@@ -125,6 +125,12 @@ struct Args {
     /// verifies the files of every writer q with q mod size = r, by path.
     #[arg(long, value_name = "N")]
     written_by: Option<u32>,
+    /// Every checkpoint also has one file shared by all ranks,
+    /// `ckpt.<c>/shared.dat`: rank r writes N bytes at offset r·N (a
+    /// shared file: bypass mode only, an error in cache mode, as in SCR
+    /// 3.1); a restart reads back and checks each rank's region.
+    #[arg(long, value_name = "N")]
+    shared_bytes: Option<u64>,
 }
 
 fn unix_ms() -> u128 {
@@ -311,6 +317,11 @@ fn run(args: &Args, app: &MpiComm, prefix: &Path) -> ExitCode {
                     for spec in file_plan(args.seed, q, c, args.mean_bytes) {
                         read_and_verify(&mut phase, prefix, c, &spec, &mut res);
                     }
+                }
+                if let Some(n) = args.shared_bytes {
+                    let region = (rank as u64 * n, n);
+                    let key = shared_key(args.seed, c);
+                    read_shared(&mut phase, prefix, c, key, region, &mut res);
                 }
             }
             None => res
@@ -529,6 +540,17 @@ fn write_checkpoint(
     if !mid_write_passed {
         ok &= mid_write(rank);
     }
+    if let Some(n) = args.shared_bytes {
+        let path = ok_or_fail(
+            rank,
+            "SCR_Route_file",
+            out.route_file(shared_path(prefix, c)),
+        );
+        if let Err(e) = write_shared(&path, shared_key(args.seed, c), rank as u64 * n, n) {
+            eprintln!("scr_app: rank {rank}: writing {}: {e}", path.display());
+            ok = false;
+        }
+    }
     let complete = ok_or_fail(rank, "SCR_Complete_output", out.complete(ok));
     if rank == 0 {
         println!("SCR_APP checkpoint name={name} complete={complete}");
@@ -556,6 +578,67 @@ fn write_checkpoint(
         std::process::exit(42);
     }
     name
+}
+
+/// The file all ranks share in checkpoint `c` (`--shared-bytes`).
+fn shared_path(prefix: &Path, c: u64) -> PathBuf {
+    prefix.join(format!("ckpt.{c}")).join("shared.dat")
+}
+
+/// The data key of the shared file of checkpoint `c`.
+fn shared_key(seed: u64, c: u64) -> u64 {
+    testing::data::mix64(seed ^ c.rotate_left(32) ^ 0x5a5a_0000_5a5a)
+}
+
+/// Write this rank's region (`len` bytes at `offset`) of a shared file,
+/// leaving the other ranks' regions alone.
+fn write_shared(path: &Path, key: u64, offset: u64, len: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    let mut buf = vec![0u8; len as usize];
+    fill(key, offset, &mut buf);
+    f.write_all_at(&buf, offset)?;
+    f.sync_all()
+}
+
+/// Read back and check this rank's region of the shared file.
+fn read_shared(
+    phase: &mut scr::RestartPhase<'_>,
+    prefix: &Path,
+    ckpt: u64,
+    key: u64,
+    (offset, len): (u64, u64),
+    res: &mut ReadResult,
+) {
+    use std::os::unix::fs::FileExt;
+    let name = "shared.dat".to_string();
+    let path = match phase.route_file(shared_path(prefix, ckpt)) {
+        Ok(p) => p,
+        Err(e) => {
+            res.unreadable.push(format!("{name}: {e}"));
+            return;
+        }
+    };
+    let mut buf = vec![0u8; len as usize];
+    let read = fs::File::open(&path).and_then(|f| f.read_exact_at(&mut buf, offset));
+    if let Err(e) = read {
+        res.unreadable
+            .push(format!("{name} ({}): {e}", path.display()));
+        return;
+    }
+    match first_mismatch(key, offset, &buf) {
+        Some(at) => res.mismatches.push(Mismatch {
+            ckpt,
+            file: name,
+            offset: at,
+            why: "wrong byte in this rank's region".into(),
+        }),
+        None => res.verified_bytes += len,
+    }
 }
 
 /// Route this rank's file of LLNL test_api's checkpoint `ckpt`
