@@ -59,6 +59,7 @@ run() {
   local xs=(-x SCR_PREFIX -x SCR_JOB_ID -x SCR_COPY_TYPE -x SCR_SET_SIZE -x SCR_CACHE_SIZE)
   # SCR_FLUSH only when a step sets it (config.c sets it through SCR_Config).
   [ -n "${SCR_FLUSH:-}" ] && xs+=(-x SCR_FLUSH)
+  [ -n "${SCR_CACHE_BYPASS:-}" ] && xs+=(-x SCR_CACHE_BYPASS)
   (cd "$prefix" && SCR_PREFIX="$prefix" SCR_JOB_ID="capi-$case" \
     timeout 60 mpirun --oversubscribe "${xs[@]}" "${ctx[@]}")
 }
@@ -121,6 +122,21 @@ SCR_CACHE_SIZE=2 check "restart loop after losing n0" run loop_nl "$b/restart_lo
 SCR_FLUSH=1 check "prefix: flush, Delete, Drop" run prefix "$b/prefix" write
 rm -rf "$work/prefix/nodes"
 SCR_FLUSH=1 check "prefix: fetch after losing every cache" run prefix "$b/prefix" read
+
+# Bypass mode (SCR 3.1's default): the same programs write straight to
+# the prefix, and a restart after losing every cache reads from there.
+# current.c, output.c and restart_loop.c are not among them: they reuse
+# one file name for every checkpoint, which in bypass mode overwrites the
+# older checkpoints in place (the restart then refuses them by their
+# CRC32, as scr/tests/bypass_thread.rs shows).
+export SCR_CACHE_BYPASS=1
+check "bypass: checkpoint"                    run b_restart "$b/ckpt_restart" write
+rm -rf "$work/b_restart/nodes"
+check "bypass: restart after losing every cache" run b_restart "$b/ckpt_restart" read
+SCR_FLUSH=1 check "bypass: prefix: Delete, Drop" run b_prefix "$b/prefix" write
+rm -rf "$work/b_prefix/nodes"
+SCR_FLUSH=1 check "bypass: prefix: restart after losing every cache" run b_prefix "$b/prefix" read
+unset SCR_CACHE_BYPASS
 
 check "Should_exit 0 normally"                run halt "$b/should_exit" normal
 check "Should_exit 0 after a finalised run"   run halt "$b/should_exit" normal

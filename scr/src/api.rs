@@ -1212,7 +1212,23 @@ impl RestartPhase<'_> {
             self.scr.candidates.clear();
         } else {
             job.delete_dataset(dset)?;
+            let fetch = job.settings.fetch.enabled || job.settings.fetch.global_restart;
             self.scr.candidates.retain(|&d| d != dset);
+            // "SCR loads the next most recent checkpoint": from the prefix
+            // when the cache has no older one (a fetched or bypass
+            // dataset, or a cache holding one checkpoint).
+            if self.scr.candidates.is_empty() && fetch {
+                let job = self.scr.job.as_mut().expect("enabled: checked above");
+                let f = crate::prefix::fetch::fetch_sync_below(job, Some(dset))?;
+                if let Some(got) = f.fetched {
+                    let id = DatasetId(got.id);
+                    self.scr.candidates.push(id);
+                    self.scr.report.available.push(id);
+                    self.scr.report.fetched = Some(got.id);
+                    self.scr.report.fetched_dir = Some(got.dir);
+                }
+                self.scr.report.fetch_failed.extend(f.failed);
+            }
         }
         // Compute resumes unless the application may try an older one.
         if all || self.scr.candidates.is_empty() {

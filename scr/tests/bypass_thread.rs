@@ -468,47 +468,56 @@ fn bypass_in_an_old_layout_prefix_is_refused_on_every_rank() {
     }
 }
 
+/// A bypass file changed in the prefix after its complete (one flipped
+/// bit, the size unchanged — as a crash in the middle of rewriting a
+/// reused file name leaves it) fails its CRC32 whether the restart copies
+/// it into cache or reads it in place (SCR_FETCH_BYPASS=1): the restart
+/// goes to the older checkpoint, never to the changed bytes.
 #[test]
-fn a_bypass_file_damaged_in_the_prefix_fails_its_crc_at_fetch() {
-    let cl = Cluster::new();
-    run(
-        &cl,
-        4,
-        |r| r / 2,
-        &BYPASS,
-        |scr, c| {
-            write_ckpts(scr, c, &cl.prefix, 13, 2);
-            None
-        },
-    );
-    // The CRC32 read back at complete (SCR_CRC_ON_FLUSH) is what the fetch
-    // into cache checks: a flipped bit in ckpt.2 sends the restart to 1.
-    let f = cl.prefix.join("ckpt.2/rank0.f0");
-    let mut bytes = std::fs::read(&f).unwrap();
-    assert!(!bytes.is_empty());
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x04;
-    std::fs::write(&f, bytes).unwrap();
-    wipe_caches(&cl, 2);
-    let got = run(
-        &cl,
-        4,
-        |r| r / 2,
-        &[],
-        |scr, c| {
-            let report = scr.init_report();
-            assert_eq!(report.fetched, Some(1), "{report:?}");
-            assert_eq!(report.fetch_failed.len(), 1, "{report:?}");
-            assert_eq!(report.fetch_failed[0].0, 2);
-            restart_checking(scr, c, &cl.prefix)
-        },
-    );
-    assert!(
-        got.iter()
-            .all(|g| g.as_deref().unwrap_or("").starts_with("ckpt.1 ")),
-        "{got:?}"
-    );
-    assert_eq!(index(&cl).datasets[&2]["ckpt.2"].failed.len(), 1);
+fn a_bypass_file_damaged_in_the_prefix_fails_its_crc_at_fetch_and_in_place() {
+    for in_place in ["0", "1"] {
+        let cl = Cluster::new();
+        run(
+            &cl,
+            4,
+            |r| r / 2,
+            &BYPASS,
+            |scr, c| {
+                write_ckpts(scr, c, &cl.prefix, 13, 2);
+                None
+            },
+        );
+        // The CRC32 read back at complete (SCR_CRC_ON_FLUSH) is what the
+        // fetch checks: a flipped bit in ckpt.2 sends the restart to 1.
+        let f = cl.prefix.join("ckpt.2/rank0.f0");
+        let mut bytes = std::fs::read(&f).unwrap();
+        assert!(!bytes.is_empty());
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x04;
+        std::fs::write(&f, bytes).unwrap();
+        wipe_caches(&cl, 2);
+        let got = run(
+            &cl,
+            4,
+            |r| r / 2,
+            &[("SCR_FETCH_BYPASS", in_place)],
+            |scr, c| {
+                let report = scr.init_report();
+                assert_eq!(report.fetched, Some(1), "{report:?}");
+                assert_eq!(report.fetch_failed.len(), 1, "{report:?}");
+                assert_eq!(report.fetch_failed[0].0, 2);
+                restart_checking(scr, c, &cl.prefix)
+            },
+        );
+        // Ranks that read files read them where the mode says (a rank
+        // with none reports true).
+        for (rank, g) in got.iter().enumerate() {
+            let in_prefix = in_place == "1" || files_of(rank) == 0;
+            let want = format!("ckpt.1 in_prefix={in_prefix}");
+            assert_eq!(g.as_deref(), Some(want.as_str()), "rank {rank}: {got:?}");
+        }
+        assert_eq!(index(&cl).datasets[&2]["ckpt.2"].failed.len(), 1);
+    }
 }
 
 #[test]

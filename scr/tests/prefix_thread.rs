@@ -554,6 +554,50 @@ fn drop_after_current_drops_newer_index_entries_and_keeps_their_files() {
     }
 }
 
+/// The restart loop reaches into the prefix: when the application rejects
+/// the newest checkpoint (SCR_Complete_restart(0)) and the cache holds no
+/// older one, SCR_Have_restart offers the next older from the prefix
+/// (fetched into cache, or read in place in bypass mode), as user-api.txt
+/// says ("SCR loads the next most recent checkpoint").
+#[test]
+fn a_rejected_restart_falls_back_to_the_next_older_checkpoint_in_the_prefix() {
+    for bypass in ["0", "1"] {
+        let cl = Cluster::new();
+        let extra = with(&[
+            ("SCR_FLUSH", "1"),
+            ("SCR_CACHE_SIZE", "1"),
+            ("SCR_CACHE_BYPASS", bypass),
+        ]);
+        run(
+            &cl,
+            4,
+            |r| r / 2,
+            &extra,
+            |scr, c| {
+                write_ckpts(scr, c, &cl.prefix, 6, 3);
+                None
+            },
+        );
+        let got = run(
+            &cl,
+            4,
+            |r| r / 2,
+            &extra,
+            |scr, c| {
+                let first = scr.have_restart().unwrap();
+                assert_eq!(first.as_deref(), Some("ckpt.3"));
+                let r = scr.start_restart().unwrap();
+                // Rank 1 rejects it: every rank sees the failure.
+                assert!(!r.complete(c.rank() != 1).unwrap());
+                let second = restart_and_verify(scr, c, &cl.prefix, 6);
+                assert_eq!(scr.have_restart().unwrap(), None, "restarted: no more");
+                second
+            },
+        );
+        assert_eq!(got[0].as_deref(), Some("ckpt.2"), "bypass={bypass}");
+    }
+}
+
 #[test]
 fn async_flush_completes_by_finalize() {
     let cl = Cluster::new();

@@ -517,8 +517,12 @@ fn failed_everywhere(job: &mut Job, dset: DatasetId, mine_why: &str) -> ScrResul
     Ok(Attempt::Failed(FetchError::Ranks(why)))
 }
 
-/// Whether a file to read in place is there with the size the map records.
-fn check_in_place(path: &Path, size: Option<u64>) -> Result<(), FetchError> {
+/// Whether a file to read in place is there with the size and the CRC32
+/// the map records (when it records one: a flush or a bypass complete
+/// with SCR_CRC_ON_FLUSH=1). The CRC costs a read of the file; without it
+/// a file rewritten in place since (bypass mode reusing a name, a crash in
+/// the middle of the next checkpoint's write) would be restarted from.
+fn check_in_place(path: &Path, size: Option<u64>, crc: Option<u32>) -> Result<(), FetchError> {
     let bad = |why: String| FetchError::InPlace {
         path: path.to_path_buf(),
         why,
@@ -527,10 +531,18 @@ fn check_in_place(path: &Path, size: Option<u64>) -> Result<(), FetchError> {
     if !md.is_file() {
         return Err(bad("not a file".into()));
     }
-    match size {
-        Some(s) if s != md.len() => Err(bad(format!("{} bytes, the map records {s}", md.len()))),
-        _ => Ok(()),
+    if let Some(s) = size.filter(|&s| s != md.len()) {
+        return Err(bad(format!("{} bytes, the map records {s}", md.len())));
     }
+    if let Some(want) = crc {
+        let (got, _) = crate::storage::verify::crc_of_file(path).map_err(|e| bad(e.to_string()))?;
+        if got != want {
+            return Err(bad(format!(
+                "CRC32 {got:#x}, the map records {want:#x} (changed since it was written)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Record this rank's files of `dset` in the prefix (`mine`, placed by
@@ -567,7 +579,7 @@ fn record_in_place(
             local = Err(FetchError::LeavesPrefix(rel.clone()));
             break;
         }
-        if let Err(why) = check_in_place(&stored, e.size_bytes) {
+        if let Err(why) = check_in_place(&stored, e.size_bytes, e.crc32) {
             local = local.and(Err(why));
         }
         let key = stored.to_string_lossy().into_owned();
@@ -639,6 +651,13 @@ fn read_in_place(
 /// Fetch the newest usable checkpoint from the prefix directory into cache
 /// (scr_fetch_sync). `None` when there is none. Collective.
 pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
+    fetch_sync_below(job, None)
+}
+
+/// [`fetch_sync`] among the checkpoints older than `below` only (after the
+/// application rejected a restart from `below`, SCR loads "the next most
+/// recent checkpoint"). Collective.
+pub fn fetch_sync_below(job: &mut Job, below: Option<DatasetId>) -> ScrResult<FetchReport> {
     let started = job.clock.now();
     let prefix = job.prefix.clone();
     let mut report = FetchReport::default();
@@ -646,7 +665,11 @@ pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
     let mut index_error = Vec::new();
     if job.rank().is_root() {
         match Index::read_file(index_path(&prefix)) {
-            Ok(idx) => list = encode_list(idx.layout(), &candidates(&idx)),
+            Ok(idx) => {
+                let mut c = candidates(&idx);
+                c.retain(|(id, _)| below.is_none_or(|b| *id < b.get()));
+                list = encode_list(idx.layout(), &c);
+            }
             Err(e) if e.is_not_found() => {}
             Err(e) => {
                 eprintln!(
