@@ -39,23 +39,8 @@ fn wipe_caches(cl: &Cluster, nodes: usize) {
 /// Every file below the simulated nodes' trees (caches and control
 /// directories) whose name `is_data` accepts.
 fn node_files(cl: &Cluster, is_data: impl Fn(&str) -> bool) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    let mut all = Vec::new();
-    for e in std::fs::read_dir(&cl.root).unwrap().flatten() {
-        if e.file_name().to_string_lossy().starts_with('n') {
-            walk(&e.path(), &mut all);
-        }
-    }
-    all.into_iter()
+    common::node_tree_files(cl)
+        .into_iter()
         .filter(|p| is_data(&p.file_name().unwrap().to_string_lossy()))
         .collect()
 }

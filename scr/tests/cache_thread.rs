@@ -314,18 +314,7 @@ fn neighbours_with_files() -> (usize, usize) {
 
 /// The one file called `name` of dataset `dset` in node `node`'s tree.
 fn cache_file(cl: &common::Cluster, node: usize, dset: i64, name: &str) -> std::path::PathBuf {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    let mut all = Vec::new();
-    walk(&cl.root.join(format!("n{node}")), &mut all);
+    let all = common::files_below(&cl.root.join(format!("n{node}")));
     let want = format!("scr.dataset.{dset}/");
     let found: Vec<_> = all
         .into_iter()

@@ -77,22 +77,7 @@ fn total_files(writers: usize) -> usize {
 /// Every file below the simulated nodes' trees named like an application
 /// file of checkpoint `c`.
 fn cached_files_of(cl: &Cluster, c: usize) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    let mut all = Vec::new();
-    for e in std::fs::read_dir(&cl.root).unwrap().flatten() {
-        if e.file_name().to_string_lossy().starts_with('n') {
-            walk(&e.path(), &mut all);
-        }
-    }
+    let mut all = common::node_tree_files(cl);
     all.retain(|p| {
         p.parent().is_some_and(|d| d.ends_with(format!("ckpt.{c}")))
             && p.file_name().unwrap().to_string_lossy().starts_with("rank")

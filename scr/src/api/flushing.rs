@@ -94,16 +94,7 @@ impl Scr {
             }
             *cands = held_back;
         }
-        // CACHE in the flush file: datasets whose files are in cache (not
-        // those read in place from the prefix).
-        let available: Vec<i64> = self
-            .report
-            .available
-            .iter()
-            .filter(|&&d| !job.is_bypass(d))
-            .map(|d| d.get())
-            .collect();
-        prefix::rebuild_flush_file(job, &available)?;
+        self.rebuild_flush_file(job)?;
         self.prefix.on_pfs = prefix::datasets_on_pfs(job)?
             .into_iter()
             .map(DatasetId)
@@ -114,19 +105,25 @@ impl Scr {
                 && flush_sync(job, newest)?
             {
                 self.prefix.on_pfs.insert(newest);
-                let keep = job.settings.flush.prefix_size;
-                if keep > 0 {
-                    let how = super::prune::Prune::Keep {
-                        keep,
-                        busy: [newest].into(),
-                    };
-                    for id in super::prune::prune(job, &how)? {
-                        self.prefix.on_pfs.remove(&id);
-                    }
+                for id in prune_after_init_flush(job, newest)? {
+                    self.prefix.on_pfs.remove(&id);
                 }
             }
         }
         Ok(())
+    }
+
+    /// CACHE in the flush file: the datasets whose files are in cache (not
+    /// those read in place from the prefix). Collective.
+    fn rebuild_flush_file(&self, job: &Job) -> ScrResult<()> {
+        let available: Vec<i64> = self
+            .report
+            .available
+            .iter()
+            .filter(|&&d| !job.is_bypass(d))
+            .map(|d| d.get())
+            .collect();
+        prefix::rebuild_flush_file(job, &available)
     }
 
     /// SCR_GLOBAL_RESTART at init: the newest checkpoint restart in place
@@ -144,14 +141,7 @@ impl Scr {
         let Some(&newest) = cands.first() else {
             return Ok(Vec::new());
         };
-        let available: Vec<i64> = self
-            .report
-            .available
-            .iter()
-            .filter(|&&d| !job.is_bypass(d))
-            .map(|d| d.get())
-            .collect();
-        prefix::rebuild_flush_file(job, &available)?;
+        self.rebuild_flush_file(job)?;
         let on_pfs = prefix::datasets_on_pfs(job)?.contains(&newest.get());
         if !on_pfs && !flush_sync(job, newest)? {
             if job.rank().is_root() {
@@ -163,14 +153,7 @@ impl Scr {
             return Ok(Vec::new());
         }
         if !on_pfs {
-            let keep = job.settings.flush.prefix_size;
-            if keep > 0 {
-                let how = super::prune::Prune::Keep {
-                    keep,
-                    busy: [newest].into(),
-                };
-                super::prune::prune(job, &how)?;
-            }
+            prune_after_init_flush(job, newest)?;
         }
         job.delete_dataset(newest)?;
         self.report.available.retain(|&d| d != newest);
@@ -442,6 +425,20 @@ fn dirs_named(idx: &Index, name: &str) -> Vec<String> {
         .filter(|(_, e)| e.dataset.as_ref().and_then(|d| d.name.as_deref()) == Some(name))
         .map(|(dir, _)| dir.clone())
         .collect()
+}
+
+/// SCR_PREFIX_SIZE after the flush at init of `flushed` (flush on restart,
+/// global restart): the checkpoints pruned. Collective.
+fn prune_after_init_flush(job: &Job, flushed: DatasetId) -> ScrResult<Vec<DatasetId>> {
+    let keep = job.settings.flush.prefix_size;
+    if keep == 0 {
+        return Ok(Vec::new());
+    }
+    let how = super::prune::Prune::Keep {
+        keep,
+        busy: [flushed].into(),
+    };
+    super::prune::prune(job, &how)
 }
 
 /// Make the newest copy named `name` the index's CURRENT; with

@@ -73,6 +73,35 @@ impl Cluster {
     }
 }
 
+/// Every file below `dir`, recursively.
+pub fn files_below(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out
+}
+
+/// Every file in the simulated nodes' trees (caches and control
+/// directories, `<root>/n*`).
+pub fn node_tree_files(cl: &Cluster) -> Vec<PathBuf> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(&cl.root).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with('n') {
+            all.extend(files_below(&e.path()));
+        }
+    }
+    all
+}
+
 pub fn data(seed: u64, rank: usize, ckpt: usize, file: usize) -> Vec<u8> {
     // Sizes differ across ranks; some ranks write zero bytes.
     let len = (seed as usize * 7 + rank * 1013 + ckpt * 37 + file * 11) % 5000;
