@@ -113,6 +113,7 @@ pub fn encode(job: &mut Job, dset: DatasetId) -> ScrResult<()> {
         scheme: rd.copy_type,
         set_failures: set_failures_of(&rd),
         piece_bytes,
+        survivors_verified: false,
     };
     let mut books = Books {
         filemap: &mut job.filemap,

@@ -171,6 +171,7 @@ fn run_set_rebuild(
         scheme,
         set_failures: set_failures_of(rd),
         piece_bytes: job.piece_bytes,
+        survivors_verified: true,
     };
     let mut books = Books {
         filemap: &mut job.filemap,

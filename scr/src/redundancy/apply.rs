@@ -138,6 +138,12 @@ pub struct SetInfo<'a> {
     pub set_failures: usize,
     /// Bytes per pipelined piece (SCR_MPI_BUF_SIZE, default 1 MiB).
     pub piece_bytes: usize,
+    /// A rebuild's survivors checked every file's size and CRC32 just
+    /// before (restart in place does, `dataset::restart`): XOR and RS then
+    /// lend them without reading them once more (issue 17: a restart reads
+    /// each surviving byte fewer times). Rebuilt bytes are checked as they
+    /// land either way.
+    pub survivors_verified: bool,
 }
 
 /// Called before any file is created so the caller can record it in its

@@ -41,6 +41,9 @@ struct SetRun {
     /// Flip the bit in the target's redundancy file instead (XOR and RS:
     /// its parity; PARTNER: a copy it holds).
     flip_red: bool,
+    /// `SetInfo::survivors_verified`: the survivors lend without reading
+    /// their files first.
+    verified: bool,
 }
 
 /// What one rank saw: rebuilt (and verified) or the kind of error returned.
@@ -68,6 +71,7 @@ fn set_of_four(comm: &dyn Comm, (scheme, set_failures): Desc, piece_bytes: usize
         scheme,
         set_failures,
         piece_bytes,
+        survivors_verified: false,
     }
 }
 
@@ -197,6 +201,7 @@ fn rank_body(
         scheme: run.scheme.0,
         set_failures: run.scheme.1,
         piece_bytes: piece,
+        survivors_verified: run.verified,
     };
     let registered = RefCell::new(Vec::<(i64, PathBuf)>::new());
     let mut reg = |owner: i64, path: &Path, _meta: &Meta| -> Result<(), ApplyError> {
@@ -532,6 +537,7 @@ fn exhaustive_of(
                 lost,
                 flip: false,
                 flip_red: false,
+                verified: false,
             });
         }
     }
@@ -573,6 +579,7 @@ fn a_flipped_bit_in_a_held_partner_copy_is_reported_as_crc_not_restored() {
                 lost,
                 flip: true,
                 flip_red: true,
+                verified: false,
             }
         })
         .collect();
@@ -625,6 +632,7 @@ fn a_flipped_bit_in_a_survivor_is_reported_as_crc_on_every_member() {
                 lost,
                 flip: true,
                 flip_red: false,
+                verified: false,
             });
         }
     }
@@ -647,12 +655,42 @@ fn a_flipped_bit_in_a_survivors_xor_or_rs_file_is_reported_as_crc_on_every_membe
                 .to_vec(),
             flip: true,
             flip_red: true,
+            verified: false,
         })
         .collect();
     assert!(runs
         .iter()
         .all(|r| expected(r) == Outcome::Failed(FailureKind::Crc)));
     run_job(&runs, 128, 8).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn an_unchecked_xor_survivor_with_a_flipped_bit_still_fails_the_rebuild_as_crc() {
+    // survivors_verified (restart checked every file just before): the
+    // survivors lend without a second read. A bit flipped after that check
+    // reaches the rebuilt bytes, whose CRC32 is checked as they land: the
+    // rebuild fails with Crc on every member, never rebuilding wrong bytes.
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let runs: Vec<SetRun> = (3..=8)
+        .map(|n| {
+            let mut sizes = layout(&mut rng, n, 2000);
+            sizes[0] = vec![1500, 0, 700];
+            let mut lost = vec![MemberLoss::NONE; n];
+            lost[1] = MemberLoss::ALL;
+            SetRun {
+                scheme: XOR,
+                sizes,
+                lost,
+                flip: true,
+                flip_red: false,
+                verified: true,
+            }
+        })
+        .collect();
+    assert!(runs
+        .iter()
+        .all(|r| expected(r) == Outcome::Failed(FailureKind::Crc)));
+    run_job(&runs, 256, 9).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]
@@ -708,6 +746,7 @@ fn a_piece_of_one_byte_and_pieces_larger_than_chunks_both_work() {
                 lost: [0, 1, 0, 0, 1].map(|l| MemberLoss::whole(l == 1)).to_vec(),
                 flip: false,
                 flip_red: false,
+                verified: false,
             })
             .collect();
         run_job(&runs, piece, 21).unwrap_or_else(|e| panic!("{e}"));
@@ -736,6 +775,7 @@ fn files_large_enough_to_be_mapped_encode_and_rebuild_like_small_ones() {
                 .to_vec(),
             flip: false,
             flip_red: false,
+            verified: false,
         })
         .collect();
     run_job(&runs, 256 << 10, 77).unwrap_or_else(|e| panic!("{e}"));
@@ -757,6 +797,7 @@ fn two_hundred_forty_ranks_in_twenty_sets_of_mixed_schemes() {
                 lost,
                 flip: false,
                 flip_red: false,
+                verified: false,
             }
         })
         .collect();
@@ -915,6 +956,7 @@ fn bad_arguments_are_typed_errors() {
             scheme: CopyType::Rs,
             set_failures: 3,
             piece_bytes: 16,
+            survivors_verified: false,
         };
         let geometry = encode(
             &set,
@@ -1076,6 +1118,7 @@ fn random_job(seed: u64) -> (Vec<SetRun>, usize) {
                 lost,
                 flip: rng.gen_bool(0.25),
                 flip_red: rng.gen_bool(0.5),
+                verified: false,
             }
         })
         .collect();

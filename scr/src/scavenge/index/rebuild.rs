@@ -220,6 +220,7 @@ pub(super) fn run_set(
             scheme: job.kind,
             set_failures: job.k,
             piece_bytes: REBUILD_PIECE_BYTES,
+            survivors_verified: false,
         };
         let mut accept = |_: i64, _: &Path, _: &Meta| Ok(());
         match &job.inputs[g] {
