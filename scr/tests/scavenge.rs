@@ -235,6 +235,7 @@ impl Cluster {
             access: NodeAccess::Roots(self.root.to_string_lossy().into_owned()),
             cntl_dir: PathBuf::from(CNTL),
             crc: true,
+            containers: None,
         };
         postrun(&opts, &NoProgress, log).unwrap()
     }

@@ -46,11 +46,6 @@ pub const REFUSED: &[Refusal] = &[
         "SCR_DROP_AFTER_CURRENT",
         "index entries newer than SCR_CURRENT are kept",
     ),
-    r(
-        "SCR_USE_CONTAINERS",
-        "files are flushed one prefix file each",
-    ),
-    r("SCR_CONTAINER_SIZE", "containers are not built"),
 ];
 
 /// The refusal of `name`, if it is refused.
