@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use common::{restart_and_verify, run, write_ckpts, Cluster};
 use proptest::prelude::*;
 use scr::comm::thread::ThreadComm;
-use scr::comm::Comm;
 use scr::prefix::container::{plan, ContainerPlan};
 use scr::records::Record;
 
@@ -264,6 +263,78 @@ fn a_short_container_fails_its_fetch_and_the_older_copy_is_used() {
                 assert!(why.contains(&*name), "{why}");
             }
             restart_and_verify(scr, c, &cl.prefix, 9)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn an_old_layout_prefix_keeps_its_containers_in_the_dataset_directory() {
+    use scr::records::index::{index_path, Layout};
+    let cl = Cluster::new();
+    std::fs::create_dir_all(cl.prefix.join(".scr")).unwrap();
+    scr::records::Index::new(Layout::Legacy)
+        .write_file(index_path(&cl.prefix))
+        .unwrap();
+    run(
+        &cl,
+        4,
+        |r| r,
+        &EXTRA,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 4, 2);
+            None
+        },
+    );
+    // The guide's own form: `.scr/ctr.<n>.scr` relative to the dataset
+    // directory, which holds no plain file.
+    let d = cl.prefix.join("ckpt.2");
+    assert!(d.join(".scr/ctr.0.scr").is_file());
+    assert!(!d.join("rank0.f0").exists());
+    let map = scr::records::Rank2File::read_split(&d.join(".scr")).unwrap();
+    let e = &map.rank[&0].files["rank0.f0"];
+    assert!(e.segments[0].file.starts_with(".scr/ctr."), "{e:?}");
+    wipe_caches(&cl, 4);
+    let got = run(
+        &cl,
+        4,
+        |r| r,
+        &EXTRA,
+        |scr, c| restart_and_verify(scr, c, &cl.prefix, 4),
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.2")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn fetch_bypass_copies_a_dataset_in_containers_into_cache() {
+    let cl = Cluster::new();
+    run(
+        &cl,
+        4,
+        |r| r,
+        &EXTRA,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 6, 1);
+            None
+        },
+    );
+    wipe_caches(&cl, 4);
+    let mut extra = EXTRA.to_vec();
+    extra.push(("SCR_FETCH_BYPASS", "1"));
+    let got = run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            assert_eq!(scr.init_report().fetched, Some(1));
+            restart_and_verify(scr, c, &cl.prefix, 6)
         },
     );
     assert!(
