@@ -2,13 +2,13 @@
 //! each node on its own and cannot know where another node's bytes end, so
 //! it copies plain files as without containers; once `scr postrun` has
 //! indexed the dataset, [`pack_dataset`] packs its application files into
-//! `ctr.<id>.scr` exactly as a flush lays them out (one stream, files in
-//! rank order, a file spilling over into the next container when one is
+//! `ctr.<id>.scr` as a flush lays them out (one stream, a node's ranks
+//! contiguous, a file spilling over into the next container when one is
 //! full), rewrites the map with each file's `SEG` list, and only then
 //! removes the plain files. A kill at any point leaves a map whose every
-//! entry names bytes that are there: before the map is rewritten it
-//! names the plain files, after it the containers (fsynced first).
-//! Redundancy files (NOFETCH) stay plain.
+//! entry names bytes that are there: before the map is rewritten it names
+//! the plain files, after it the containers (fsynced first). Redundancy
+//! files (NOFETCH) stay plain.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -34,11 +34,15 @@ pub struct PackReport {
 }
 
 /// Pack the application files of the dataset at `pl` into containers of
-/// `container_bytes` (see the module documentation).
+/// `container_bytes` (see the module documentation). Ranks are packed in
+/// the order of `order` (the ranks each node copied, node after node, so
+/// a node's files are contiguous as in a flush), then every other rank of
+/// the map in rank order (ranks rebuilt from parity have no node).
 pub fn pack_dataset(
     prefix: &Path,
     pl: &Placement,
     container_bytes: u64,
+    order: &[i64],
 ) -> ScavengeResult<PackReport> {
     let mut map = pl.read_map(prefix)?;
     let mut report = PackReport::default();
@@ -55,11 +59,20 @@ pub fn pack_dataset(
     let dir = pl.meta_rel();
     let ctr_dir = base.join(&dir);
     container::remove_containers(&ctr_dir).map_err(io_err(&ctr_dir, "remove old containers"))?;
-    // The stream: ranks in order, each rank's files in key order.
+    // The stream: ranks node by node, each rank's files in key order.
+    let mut ranks: Vec<i64> = Vec::with_capacity(map.rank.len());
+    for r in order.iter().chain(map.rank.keys()) {
+        if map.rank.contains_key(r) && !ranks.contains(r) {
+            ranks.push(*r);
+        }
+    }
     let mut offset = 0u64;
     let mut plan: Vec<(i64, String, Vec<Segment>)> = Vec::new();
     let mut create = Vec::new();
-    for (r, files) in &map.rank {
+    for r in &ranks {
+        let Some(files) = map.rank.get(r) else {
+            continue;
+        };
         for (key, e) in files.files.iter().filter(|(_, e)| !e.nofetch) {
             let size = match e.size_bytes {
                 Some(s) => s,

@@ -533,7 +533,14 @@ fn scavenge_one(
         }
     }
     if let (true, Some(bytes)) = (d.complete, opts.containers) {
-        match super::pack::pack_dataset(&opts.prefix, &pl, bytes) {
+        // Node after node, as the copies found the ranks.
+        let order: Vec<i64> = d
+            .copies
+            .iter()
+            .filter_map(|c| c.report.as_ref())
+            .flat_map(|r| r.ranks.iter().map(|k| k.rank))
+            .collect();
+        match super::pack::pack_dataset(&opts.prefix, &pl, bytes, &order) {
             Ok(r) => d.containers = Some(r),
             // The plain files are still there and the map names them.
             Err(e) => d.error = Some(format!("packing into containers: {e}")),
