@@ -342,3 +342,38 @@ fn fetch_bypass_copies_a_dataset_in_containers_into_cache() {
         "{got:?}"
     );
 }
+
+/// Background flushes (SCR_FLUSH_ASYNC=1) and the read-back of
+/// SCR_CRC_ON_COPY=1 pack and check the same containers.
+#[test]
+fn async_flush_and_crc_on_copy_pack_the_same_containers() {
+    for extra_param in [("SCR_FLUSH_ASYNC", "1"), ("SCR_CRC_ON_COPY", "1")] {
+        let cl = Cluster::new();
+        let mut extra = EXTRA.to_vec();
+        extra.push(extra_param);
+        run(
+            &cl,
+            4,
+            |r| r / 2,
+            &extra,
+            |scr, c| {
+                write_ckpts(scr, c, &cl.prefix, 7, 2);
+                None
+            },
+        );
+        assert!(!containers_of(&cl, 2).is_empty(), "{extra_param:?}");
+        assert!(!cl.prefix.join("ckpt.2").exists(), "{extra_param:?}");
+        wipe_caches(&cl, 2);
+        let got = run(
+            &cl,
+            4,
+            |r| r / 2,
+            &extra,
+            |scr, c| restart_and_verify(scr, c, &cl.prefix, 7),
+        );
+        assert!(
+            got.iter().all(|g| g.as_deref() == Some("ckpt.2")),
+            "{extra_param:?}: {got:?}"
+        );
+    }
+}
