@@ -224,7 +224,8 @@ fn seg_err(s: &SegPath, op: &'static str, why: String) -> CopyError {
     }
 }
 
-/// Open `s`'s container for reading, positioned at the segment.
+/// Open `s`'s container to read (it must hold the whole segment) or to
+/// write, positioned at the segment.
 fn open_at(s: &SegPath, write: bool) -> Result<fs::File, CopyError> {
     let op = if write { "write" } else { "read" };
     let mut f = fs::OpenOptions::new()
