@@ -655,3 +655,170 @@ fn a_shared_file_works_in_bypass_mode_and_is_an_error_in_cache_mode() {
     );
     assert!(!s.complete_in_index(1), "{t}");
 }
+
+/// The container files of dataset `id` in the prefix.
+fn containers(s: &Setup, id: u64) -> Vec<PathBuf> {
+    let dir = s.prefix().join(format!(".scr/scr.dataset.{id}"));
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.retain(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(scr::prefix::container::is_container_name)
+    });
+    v.sort();
+    v
+}
+
+/// SCR_USE_CONTAINERS=1 with SCR_CONTAINER_SIZE=40000 (checkpoints of
+/// about 128 KiB spill over several containers): the flush writes
+/// `ctr.<n>.scr` and no plain file; a new allocation fetches every byte
+/// back from the containers; a truncated container fails the fetch of its
+/// dataset, which falls back to the older one, never to wrong bytes.
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn containers_round_trip_and_a_short_container_falls_back() {
+    let Some(s) = setup(
+        "containers",
+        &[
+            ("SCR_FLUSH", "1"),
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_USE_CONTAINERS", "1"),
+            ("SCR_CONTAINER_SIZE", "40000"),
+        ],
+    ) else {
+        return;
+    };
+    let r = s.run(&args(2, &[]));
+    let t = r.transcript();
+    summary_of(&r);
+    assert!(s.complete_in_index(1) && s.complete_in_index(2), "{t}");
+    for ckpt in [1, 2] {
+        let ctrs = containers(&s, ckpt);
+        let bytes: u64 = ctrs
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum();
+        assert!(ctrs.len() >= 2, "ckpt.{ckpt} spills over: {ctrs:?}\n{t}");
+        assert_eq!(bytes, ckpt_bytes(ckpt), "{ctrs:?}\n{t}");
+        assert!(ctrs
+            .iter()
+            .all(|p| std::fs::metadata(p).unwrap().len() <= 40000));
+        assert!(
+            !s.prefix().join(format!("ckpt.{ckpt}")).exists(),
+            "no plain per-rank files\n{t}"
+        );
+    }
+    for n in NODES {
+        s.cl.remove_node(n).unwrap();
+    }
+    let r = s.run(&args(0, &["--expect-restart", "ckpt.2"]));
+    let t = r.transcript();
+    assert_eq!(summary_of(&r), ("ckpt.2".into(), "fetched".into()), "{t}");
+    assert_eq!(
+        r.summary.as_ref().map(|x| x.verified_bytes),
+        Some(ckpt_bytes(2)),
+        "{t}"
+    );
+    // Damage: the last container of ckpt.2 loses its second half.
+    let last = containers(&s, 2).pop().unwrap();
+    let len = std::fs::metadata(&last).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&last)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    for n in NODES {
+        s.cl.remove_node(n).unwrap();
+    }
+    let r = s.run(&args(0, &["--expect-restart", "ckpt.1"]));
+    let t = r.transcript();
+    assert_eq!(summary_of(&r), ("ckpt.1".into(), "fetched".into()), "{t}");
+    assert_eq!(
+        r.summary.as_ref().map(|x| x.verified_bytes),
+        Some(ckpt_bytes(1)),
+        "{t}"
+    );
+    let name = last.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        r.output.stderr.contains(&format!("{name} at offset")),
+        "the failed fetch names the container and offset\n{t}"
+    );
+    let idx = s.index().expect("index");
+    assert!(!idx.datasets[&2]["ckpt.2"].failed.is_empty(), "{t}");
+}
+
+/// A run killed with its newest checkpoint only in cache (SCR_FLUSH=2,
+/// killed after checkpoint 3), then `scr postrun` with
+/// SCR_USE_CONTAINERS=1: the scavenged dataset is packed into containers
+/// like a flush, and a fresh allocation fetches it bit-exact.
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn containers_scavenge_packs_the_dataset_and_the_next_allocation_fetches_it() {
+    let Some(s) = setup(
+        "containers-scavenge",
+        &[
+            ("SCR_FLUSH", "2"),
+            ("SCR_COPY_TYPE", "XOR"),
+            ("SCR_USE_CONTAINERS", "1"),
+            ("SCR_CONTAINER_SIZE", "40000"),
+        ],
+    ) else {
+        return;
+    };
+    let r = s.run(&args(3, &["--fail-after", "3"]));
+    let t = r.transcript();
+    assert_eq!(r.crashed_after, Some(3), "{t}");
+    assert!(s.complete_in_index(2) && !s.complete_in_index(3), "{t}");
+    let scr_bin = workspace_binary("SCR_BIN", "scr");
+    assert!(
+        scr_bin.is_file(),
+        "{} is missing: build it (ci/tests.d/params.sh) or set SCR_BIN",
+        scr_bin.display()
+    );
+    let out = std::process::Command::new(&scr_bin)
+        .args(["postrun", "--prefix"])
+        .arg(s.prefix())
+        .args(["--nodes", &NODES.join(",")])
+        .arg("--node-root")
+        .arg(&s.cl.root)
+        .arg("--json")
+        .envs(s.cl.env.iter())
+        .output()
+        .expect("scr postrun runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ctx = format!(
+        "postrun exit {:?}\n{stdout}\n{}\n--- job\n{t}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{ctx}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
+    let d = &v["datasets"][0];
+    assert_eq!(d["id"], 3, "{ctx}");
+    assert!(d["complete"] == true && d["current"] == true, "{ctx}");
+    assert!(d["containers"]["files"].as_u64().unwrap_or(0) > 0, "{ctx}");
+    let ctrs = containers(&s, 3);
+    assert!(ctrs.len() >= 2, "{ctrs:?}\n{ctx}");
+    assert!(
+        !s.prefix().join("ckpt.3").exists(),
+        "plain files removed\n{ctx}"
+    );
+    for n in NODES {
+        s.cl.remove_node(n).unwrap();
+    }
+    let r = s.run(&args(0, &["--expect-restart", "ckpt.3"]));
+    let t = r.transcript();
+    assert_eq!(
+        summary_of(&r),
+        ("ckpt.3".into(), "fetched".into()),
+        "{t}\n{ctx}"
+    );
+    assert_eq!(
+        r.summary.as_ref().map(|x| x.verified_bytes),
+        Some(ckpt_bytes(3)),
+        "{t}"
+    );
+}

@@ -396,12 +396,13 @@ fn unsupported_parameters_are_refused_with_a_warning_naming_them() {
         ""
     );
     assert_eq!(names(&[("SCR_CACHE_BYPASS", "1")]), "");
+    // Containers act (scr/tests/containers_thread.rs): no warning.
     assert_eq!(
         names(&[
             ("SCR_FILE_BUF_SIZE", "1MB"),
             ("SCR_USE_CONTAINERS", "1"),
             ("SCR_CLUSTER_NAME", "x")
         ]),
-        "SCR_CLUSTER_NAME,SCR_FILE_BUF_SIZE,SCR_USE_CONTAINERS"
+        "SCR_CLUSTER_NAME,SCR_FILE_BUF_SIZE"
     );
 }

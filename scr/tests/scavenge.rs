@@ -228,6 +228,15 @@ impl Cluster {
         down: &[usize],
         log: Option<&scr::log::writer::Logger>,
     ) -> PostrunReport {
+        self.postrun_with(down, log, None)
+    }
+
+    fn postrun_with(
+        &self,
+        down: &[usize],
+        log: Option<&scr::log::writer::Logger>,
+        containers: Option<u64>,
+    ) -> PostrunReport {
         let opts = PostrunOptions {
             prefix: self.prefix.clone(),
             nodes: (0..NODES).map(|n| format!("n{n}")).collect(),
@@ -235,6 +244,7 @@ impl Cluster {
             access: NodeAccess::Roots(self.root.to_string_lossy().into_owned()),
             cntl_dir: PathBuf::from(CNTL),
             crc: true,
+            containers,
         };
         postrun(&opts, &NoProgress, log).unwrap()
     }
@@ -318,6 +328,28 @@ fn xor_postrun_rebuilds_a_lost_node_bit_exact() {
     // A second postrun has nothing to do: the flush file says PFS.
     let again = cl.postrun(&[2]);
     assert!(again.nothing_to_do.is_some(), "{again:#?}");
+    assert_fetched(&cl, 2);
+}
+
+/// SCR_USE_CONTAINERS=1: postrun packs the saved dataset (rebuilt ranks
+/// too) into containers, removes the plain files, and the next allocation
+/// fetches it from the containers.
+#[test]
+fn postrun_packs_the_saved_dataset_into_containers() {
+    let cl = Cluster::new(3, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 2);
+    cl.kill_node(2);
+    let r = cl.postrun_with(&[2], None, Some(5000));
+    let d = &r.datasets[0];
+    assert!(d.complete && d.current && d.error.is_none(), "{r:#?}");
+    let packed = d.containers.as_ref().expect("packed");
+    assert!(packed.containers >= 2 && packed.files > 0, "{packed:?}");
+    let dir = cl.prefix.join(cl.dataset_dir_name(2));
+    for rank in 0..RANKS {
+        for (name, _) in cl.files(rank, 2) {
+            assert!(!dir.join(&name).exists(), "{name} was packed");
+        }
+    }
     assert_fetched(&cl, 2);
 }
 

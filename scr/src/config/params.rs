@@ -423,7 +423,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "flush packs files into container files [not supported: refused unless 0]",
+        "flush and scavenge pack application files into container files ctr.<id>.scr",
     ),
     p(
         "SCR_CONTAINER_SIZE",
@@ -431,7 +431,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bytes,
         true,
         true,
-        "largest container file [not supported: refused unless 107374182400]",
+        "largest container file, bytes",
     ),
     p(
         "SCR_CRC_ON_COPY",

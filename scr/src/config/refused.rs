@@ -38,11 +38,6 @@ pub const REFUSED: &[Refusal] = &[
         "SCR_FLUSH_TYPE",
         "flushes are SYNC, or background threads with SCR_FLUSH_ASYNC=1",
     ),
-    r(
-        "SCR_USE_CONTAINERS",
-        "files are flushed one prefix file each",
-    ),
-    r("SCR_CONTAINER_SIZE", "containers are not built"),
 ];
 
 /// The refusal of `name`, if it is refused.

@@ -211,9 +211,10 @@ pub struct FlushSettings {
     pub prefix_purge: bool,
     /// `SCR_COPY_METADATA`: record and restore mode, owner and times.
     pub copy_metadata: bool,
-    /// `SCR_USE_CONTAINERS` (1 is refused).
+    /// `SCR_USE_CONTAINERS`: a flush packs application files into
+    /// container files (`prefix::container`).
     pub use_containers: bool,
-    /// `SCR_CONTAINER_SIZE`, bytes (refused unless the default).
+    /// `SCR_CONTAINER_SIZE`: largest container file, bytes.
     pub container_bytes: u64,
 }
 
@@ -417,7 +418,7 @@ fn read_flush(r: &mut Reader<'_>) -> Result<FlushSettings, ConfigError> {
         prefix_purge: r.flag("SCR_PREFIX_PURGE")?,
         copy_metadata: r.flag("SCR_COPY_METADATA")?,
         use_containers: r.flag("SCR_USE_CONTAINERS")?,
-        container_bytes: r.bytes("SCR_CONTAINER_SIZE")?,
+        container_bytes: r.positive_bytes("SCR_CONTAINER_SIZE")?,
     })
 }
 
@@ -486,6 +487,16 @@ impl<'a> Reader<'a> {
 
     fn bytes(&mut self, name: &'static str) -> Result<u64, ConfigError> {
         self.required(name, Config::get_bytes)
+    }
+
+    /// A byte count that must not be 0 (a container of 0 bytes holds
+    /// nothing).
+    fn positive_bytes(&mut self, name: &'static str) -> Result<u64, ConfigError> {
+        let v = self.bytes(name)?;
+        match self.effective(name) {
+            Some(e) if v == 0 => Err(bad_value(&e, "a positive byte count (e.g. 100GB)")),
+            _ => Ok(v),
+        }
     }
 
     fn number(&mut self, name: &'static str) -> Result<f64, ConfigError> {

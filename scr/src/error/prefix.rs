@@ -54,6 +54,21 @@ pub enum CopyError {
         /// CRC32 of the source.
         want: u32,
     },
+    /// A container segment could not be read or written whole (missing
+    /// or short container, I/O error): the file is not restored from it.
+    #[error("container {} at offset {offset} ({length} bytes): {op}: {why}", path.display())]
+    Container {
+        /// The container file.
+        path: PathBuf,
+        /// Where the segment starts in it.
+        offset: u64,
+        /// Bytes in the segment.
+        length: u64,
+        /// `read` or `write`.
+        op: &'static str,
+        /// What went wrong.
+        why: String,
+    },
     /// The watchdog abandoned the copy: no progress for its timeout.
     #[error("abandoned by the watchdog: no progress for {secs} s (SCR_WATCHDOG_TIMEOUT{}); the cached copy is kept", if *pfs { "_PFS" } else { "" })]
     Stalled {
@@ -127,6 +142,14 @@ pub enum FlushError {
     InPrefix {
         /// The dataset.
         dset: DatasetId,
+    },
+    /// SCR_USE_CONTAINERS=1: the container files could not be made.
+    #[error("rank {rank}: creating the containers: {source}")]
+    Containers {
+        /// This rank.
+        rank: i64,
+        /// Why.
+        source: CopyError,
     },
 }
 
@@ -205,6 +228,16 @@ pub enum FetchError {
         /// FILES.
         expected: Option<u64>,
     },
+    /// A file's container segments do not add up to its recorded size.
+    #[error("{file}: its container segments hold {length} bytes, the map records {size}")]
+    Segments {
+        /// The file (its key in the map).
+        file: String,
+        /// Bytes in its segments.
+        length: u64,
+        /// Its recorded size.
+        size: u64,
+    },
     /// A file would be fetched to outside the prefix.
     #[error("{0}: leaves the prefix")]
     LeavesPrefix(String),
@@ -223,6 +256,13 @@ pub enum FetchError {
     /// Rank 0's reason, as it broadcast it to every rank.
     #[error("{0}")]
     Reported(String),
+    /// SCR_GLOBAL_RESTART reads a dataset in place by path, and this one is
+    /// stored in containers (SCR_USE_CONTAINERS): it has no files to read.
+    #[error(
+        "dataset {0} is stored in containers, which a global restart (SCR_GLOBAL_RESTART=1) \
+         cannot read in place; restart it on its rank count without SCR_GLOBAL_RESTART"
+    )]
+    GlobalInContainers(i64),
     /// Another rank failed at this step (it reports why).
     #[error("{0} failed on another rank")]
     OtherRank(&'static str),

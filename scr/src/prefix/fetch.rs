@@ -24,7 +24,7 @@ use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset;
 use crate::records::index::{index_path, timestamp};
 use crate::records::meta::{FileType, Meta};
-use crate::records::rank2file::Rank2FilePart;
+use crate::records::rank2file::{safe_relative, Rank2FilePart};
 use crate::records::summary::{Summary, SUMMARY_FILE};
 use crate::records::{Index, Location, Rank2File, RankFiles, Record};
 use crate::storage::dirs;
@@ -356,8 +356,28 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
         Err(e @ FetchError::RankCount { .. }) => return Ok(Attempt::Skipped(e)),
         Err(e) => return Ok(Attempt::Failed(e)),
     };
-    if job.settings.fetch.bypass || global {
+    // Files in containers cannot be read in place: a fetch with
+    // SCR_FETCH_BYPASS=1 copies such a dataset into cache (docs/decisions.md);
+    // a global restart, which reads by path, cannot use it.
+    let packed = got
+        .values()
+        .any(|m| m.files.values().any(|e| !e.segments.is_empty()));
+    let packed = job.world.any_true(packed)?;
+    if global {
+        if packed {
+            return Ok(Attempt::Skipped(FetchError::GlobalInContainers(id)));
+        }
         return read_in_place(job, &summary, &placement, &got);
+    }
+    if job.settings.fetch.bypass {
+        if !packed {
+            return read_in_place(job, &summary, &placement, &got);
+        }
+        if job.rank().is_root() {
+            job.msg.warn(format_args!(
+                "SCR_FETCH_BYPASS=1: dataset {id} is stored in containers, which cannot be read in place: copying it into cache"
+            ));
+        }
     }
     let me = job.rank();
     let mine = got.remove(&me.as_i64()).unwrap_or_default();
@@ -417,13 +437,17 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
             };
             job.filemap.add_file(dset, me, &logical_s);
             job.filemap.set_meta(dset, me, &logical_s, &meta);
+            let item = match fetch_item(&prefix, &placement, rel, e) {
+                Ok(item) => item,
+                Err(why) => {
+                    local = Err(why);
+                    break;
+                }
+            };
             items.push(CopyItem {
-                src: placement.stored_path(&prefix, rel),
                 dst: job.real(&logical).into_path_buf(),
-                rel: rel.clone(),
-                size: e.size_bytes,
-                crc: e.crc32,
                 attrs: e.attrs.filter(|_| job.settings.flush.copy_metadata),
+                ..item
             });
             metas.push((logical_s, meta));
         }
@@ -491,6 +515,50 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
         orig_dir: summary.orig_dir,
         in_place: false,
     })
+}
+
+/// The prefix side of the fetch of the file `rel` (map entry `e`): its
+/// stored path, or with containers its segments (the first container
+/// stands for the source in errors). A map entry whose segments leave the
+/// prefix, or whose lengths do not add up to its size, is refused.
+fn fetch_item(
+    prefix: &Path,
+    placement: &Placement,
+    rel: &str,
+    e: &crate::records::Rank2FileEntry,
+) -> Result<CopyItem, FetchError> {
+    let mut item = CopyItem {
+        src: placement.stored_path(prefix, rel),
+        dst: std::path::PathBuf::new(),
+        rel: rel.to_owned(),
+        size: e.size_bytes,
+        crc: e.crc32,
+        attrs: None,
+        packing: None,
+    };
+    if e.segments.is_empty() {
+        return Ok(item);
+    }
+    if let Some(s) = e.segments.iter().find(|s| !safe_relative(&s.file)) {
+        return Err(FetchError::LeavesPrefix(format!(
+            "{rel}: segment {}",
+            s.file
+        )));
+    }
+    let length: u64 = e.segments.iter().map(|s| s.length_bytes).sum();
+    if e.size_bytes.is_some_and(|s| s != length) {
+        return Err(FetchError::Segments {
+            file: rel.to_owned(),
+            length,
+            size: e.size_bytes.unwrap_or(0),
+        });
+    }
+    let base = placement.key_base(prefix);
+    let segs = super::container::resolve(&base, &e.segments);
+    item.src = segs.first().map(|s| s.path.clone()).unwrap_or_default();
+    item.size = Some(length);
+    item.packing = Some(super::container::Packing::From(segs));
+    Ok(item)
 }
 
 /// A fetch that failed on some rank (`mine_why` is this rank's reason,

@@ -11,6 +11,7 @@
 
 use std::thread::JoinHandle;
 
+use super::container;
 use super::layout::{common_dir, Layout, Placement};
 use super::watchdog::{self, Bound, Progress};
 use super::{
@@ -170,6 +171,7 @@ fn copy_items(
             size: meta.size_bytes,
             crc: meta.crc32,
             attrs: None,
+            packing: None,
         });
     }
     Ok(items)
@@ -202,6 +204,17 @@ pub fn prepare(job: &Job, dset: DatasetId, event: EventType) -> ScrResult<Prepar
     if let Err(e) = book_flush_start(job, dset, &placement, &dataset) {
         return Ok(Prepared::Refused(FlushError::Bookkeeping(e.to_string())));
     }
+    let mut items = items;
+    if job.settings.flush.use_containers {
+        if let Err(e) = pack_items(job, &placement, &mut items)? {
+            let _ = on_rank0(job.world.as_ref(), "record the failed flush", || {
+                update_flush_file(&job.prefix, |ff| {
+                    ff.location_unset(dset.get(), Location::Flushing)
+                })
+            });
+            return Ok(Prepared::Refused(e));
+        }
+    }
     Ok(Prepared::Ready(Box::new(FlushPlan {
         dset,
         placement,
@@ -209,6 +222,55 @@ pub fn prepare(job: &Job, dset: DatasetId, event: EventType) -> ScrResult<Prepar
         items,
         started: job.clock.now(),
     })))
+}
+
+/// SCR_USE_CONTAINERS=1: plan where every rank's files go in the
+/// containers (`scr_flush_identify_containers`), remove containers an
+/// earlier flush left in the directory (rank 0), and create the new ones
+/// (each by the rank that writes its first byte). `Ok(Err)` (the same on
+/// every rank) when they could not be created. Collective.
+fn pack_items(
+    job: &Job,
+    pl: &Placement,
+    items: &mut [CopyItem],
+) -> ScrResult<Result<(), FlushError>> {
+    let sizes: Vec<u64> = items.iter().map(|i| i.size.unwrap_or(0)).collect();
+    let dir = pl.meta_rel();
+    let plan = container::plan(
+        job.world.as_ref(),
+        job.node_comm.as_ref(),
+        &sizes,
+        job.settings.flush.container_bytes,
+        &dir,
+    )?;
+    let base = pl.key_base(&job.prefix);
+    let mut local = Ok(());
+    if job.rank().is_root() {
+        let d = base.join(&dir);
+        local = container::remove_containers(&d).map_err(|e| CopyError::Io {
+            path: d,
+            op: "remove old containers",
+            source: e,
+        });
+    }
+    // Every old container is gone before any new one is made.
+    job.world.barrier()?;
+    if local.is_ok() {
+        local = container::create_containers(&base, &plan.create);
+    }
+    if !job.world.all_true(local.is_ok())? {
+        return Ok(Err(match local {
+            Err(e) => FlushError::Containers {
+                rank: job.rank().as_i64(),
+                source: e,
+            },
+            Ok(()) => FlushError::OtherRank,
+        }));
+    }
+    for (item, segs) in items.iter_mut().zip(&plan.files) {
+        item.packing = Some(container::Packing::Into(container::resolve(&base, segs)));
+    }
+    Ok(Ok(()))
 }
 
 /// Rank 0 records the start of a flush in the index and the flush file.
@@ -289,20 +351,34 @@ pub fn write_dataset_metadata(
         source,
     })?;
     let mut summary = Summary::new(ds.clone(), complete);
+    write_map(&meta_dir, pl, map)?;
+    if pl.layout() == Layout::Legacy {
+        summary.orig_dir = pl.orig_dir.clone();
+    }
+    summary.write_file(meta_dir.join(SUMMARY_FILE))?;
+    Ok(summary)
+}
+
+/// Write a dataset's map into its metadata directory `meta_dir`: SCR 3.1's
+/// layout our per-file metadata first, then LLNL's rank2file; the old
+/// layout's `rank2file.scr` tree.
+pub fn write_map(
+    meta_dir: &std::path::Path,
+    pl: &Placement,
+    map: &Rank2File,
+) -> Result<(), crate::records::RecordError> {
     match pl.layout() {
         Layout::Legacy => {
-            map.write_split(&meta_dir, MAX_RANK2FILE_BYTES)?;
-            summary.orig_dir = pl.orig_dir.clone();
+            map.write_split(meta_dir, MAX_RANK2FILE_BYTES)?;
         }
         Layout::Scr31 => {
             for (base, names_only) in [(FILEMETA_BASE, false), (RANK2FILE_BASE, true)] {
                 let style = SplitStyle::Scr31 { base, names_only };
-                map.write_split_as(&meta_dir, style, MAX_RANK2FILE_BYTES)?;
+                map.write_split_as(meta_dir, style, MAX_RANK2FILE_BYTES)?;
             }
         }
     }
-    summary.write_file(meta_dir.join(SUMMARY_FILE))?;
-    Ok(summary)
+    Ok(())
 }
 
 /// Gather every rank's copy result and, when all succeeded, write the
@@ -379,6 +455,7 @@ pub(crate) fn finish(
                 size_bytes: Some(c.size),
                 crc32: Some(c.crc),
                 attrs: c.attrs,
+                segments: c.segments.clone(),
                 ..Rank2FileEntry::default()
             },
         );

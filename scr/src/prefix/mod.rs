@@ -25,6 +25,7 @@ use crate::records::{Index, Record};
 use crate::storage::attrs as storage_attrs;
 
 pub mod bypass;
+pub mod container;
 pub mod fetch;
 pub mod flush;
 pub mod layout;
@@ -106,6 +107,9 @@ pub(crate) struct CopyItem {
     /// Attributes recorded for the file (a fetch with SCR_COPY_METADATA),
     /// given to the copy.
     pub attrs: Option<FileAttrs>,
+    /// SCR_USE_CONTAINERS: the prefix side of the copy is these container
+    /// segments instead of `dst` (flush) or `src` (fetch).
+    pub packing: Option<container::Packing>,
 }
 
 /// What a copy checks and carries besides the bytes.
@@ -155,12 +159,14 @@ pub(crate) struct Copied {
     pub crc: u32,
     /// The attributes given to the copy (SCR_COPY_METADATA).
     pub attrs: Option<FileAttrs>,
+    /// The container segments written (flush with containers).
+    pub segments: Vec<crate::records::Segment>,
 }
 
 /// Chunk size of prefix copies.
-const CHUNK: usize = 4 << 20;
+pub(crate) const CHUNK: usize = 4 << 20;
 
-fn io_fail(op: &'static str, p: &Path, source: std::io::Error) -> CopyError {
+pub(crate) fn io_fail(op: &'static str, p: &Path, source: std::io::Error) -> CopyError {
     CopyError::Io {
         path: p.to_path_buf(),
         op,
@@ -170,7 +176,9 @@ fn io_fail(op: &'static str, p: &Path, source: std::io::Error) -> CopyError {
 
 /// Copy one file, computing its CRC32 on the way when the checks ask, and
 /// fsync it; then, as the checks ask, read the copy back and give it the
-/// source's attributes. The parent directory of `dst` is created.
+/// source's attributes. The parent directory of `dst` is created. With
+/// containers ([`CopyItem::packing`]) the prefix side is the file's
+/// segments.
 pub(crate) fn copy_file(
     item: &CopyItem,
     checks: CopyChecks,
@@ -179,23 +187,104 @@ pub(crate) fn copy_file(
     buf: &mut Vec<u8>,
 ) -> Result<Copied, CopyError> {
     // Before the first read: reading moves the source's atime.
-    let attrs = match (checks.attrs, item.attrs) {
-        (true, None) => {
+    let attrs = match (checks.attrs, item.attrs, &item.packing) {
+        // A fetch from containers has no source file to stat.
+        (true, None, Some(container::Packing::From(_))) => None,
+        (true, None, _) => {
             Some(storage_attrs::read(&item.src).map_err(|e| io_fail("stat", &item.src, e))?)
         }
-        (true, a) => a,
-        (false, _) => None,
+        (true, a, _) => a,
+        (false, _, _) => None,
     };
-    let mut src = fs::File::open(&item.src).map_err(|e| io_fail("open", &item.src, e))?;
-    if let Some(parent) = item.dst.parent() {
+    let crc = checks.crc || checks.read_back;
+    let mut pace = throttle;
+    let (total, got) = match &item.packing {
+        Some(container::Packing::Into(segs)) => {
+            let mut src = fs::File::open(&item.src).map_err(|e| io_fail("open", &item.src, e))?;
+            container::write_segments(&item.src, &mut src, segs, buf, watch, |n, busy| {
+                if let Some((th, p)) = pace.as_mut() {
+                    p.after(th, n, busy);
+                }
+            })?
+        }
+        Some(container::Packing::From(segs)) => {
+            let mut dst = create_dst(&item.dst)?;
+            let mut h = crc32fast::Hasher::new();
+            let total = container::read_segments(segs, buf, watch, |b| {
+                h.update(b);
+                dst.write_all(b).map_err(|e| io_fail("write", &item.dst, e))
+            })?;
+            dst.sync_all().map_err(|e| io_fail("fsync", &item.dst, e))?;
+            (total, h.finalize())
+        }
+        None => plain_copy(item, crc, &mut pace, watch, buf)?,
+    };
+    check_recorded(item, total, crc.then_some(got))?;
+    // The copy is on disk: a fault here stands for damage on the way to
+    // the device (or after), which only the read-back can see.
+    crate::fault_point!("copy.file.written").map_err(|e| CopyError::Injected(e.into()))?;
+    let written: Vec<crate::records::Segment> = match &item.packing {
+        Some(container::Packing::Into(segs)) => {
+            if checks.read_back {
+                let mut h = crc32fast::Hasher::new();
+                container::read_segments(segs, buf, watch, |b| {
+                    h.update(b);
+                    Ok(())
+                })?;
+                let back = h.finalize();
+                if back != got {
+                    let path = segs.first().map(|s| s.path.clone()).unwrap_or_default();
+                    return Err(CopyError::ReadBack {
+                        path,
+                        got: back,
+                        want: got,
+                    });
+                }
+            }
+            segs.iter().map(|s| s.seg.clone()).collect()
+        }
+        _ => {
+            if checks.read_back {
+                read_back(&item.dst, got, buf, watch)?;
+            }
+            if let Some(a) = &attrs {
+                storage_attrs::apply(&item.dst, a)
+                    .map_err(|e| io_fail("set attributes", &item.dst, e))?;
+            }
+            Vec::new()
+        }
+    };
+    Ok(Copied {
+        rel: item.rel.clone(),
+        size: total,
+        crc: if crc { got } else { item.crc.unwrap_or(got) },
+        attrs,
+        segments: written,
+    })
+}
+
+/// Create `dst` (and its parent directory) for writing.
+fn create_dst(dst: &Path) -> Result<fs::File, CopyError> {
+    if let Some(parent) = dst.parent() {
         fs::create_dir_all(parent).map_err(|e| io_fail("create directory", parent, e))?;
     }
-    let mut dst = fs::File::create(&item.dst).map_err(|e| io_fail("create", &item.dst, e))?;
+    fs::File::create(dst).map_err(|e| io_fail("create", dst, e))
+}
+
+/// Copy `item.src` to `item.dst` and fsync it. Returns the bytes copied
+/// and their CRC32 (when `crc`).
+fn plain_copy(
+    item: &CopyItem,
+    crc: bool,
+    pace: &mut Option<(&Throttle, &mut Pace)>,
+    watch: Option<&watchdog::Progress>,
+    buf: &mut Vec<u8>,
+) -> Result<(u64, u32), CopyError> {
+    let mut src = fs::File::open(&item.src).map_err(|e| io_fail("open", &item.src, e))?;
+    let mut dst = create_dst(&item.dst)?;
     buf.resize(CHUNK, 0);
-    let crc = checks.crc || checks.read_back;
     let mut h = crc32fast::Hasher::new();
     let mut total = 0u64;
-    let mut pace = throttle;
     loop {
         if let Some(w) = watch {
             w.check_cancelled()?;
@@ -220,24 +309,7 @@ pub(crate) fn copy_file(
         }
     }
     dst.sync_all().map_err(|e| io_fail("fsync", &item.dst, e))?;
-    drop(dst);
-    let got = h.finalize();
-    check_recorded(item, total, crc.then_some(got))?;
-    // The copy is on disk: a fault here stands for damage on the way to
-    // the device (or after), which only the read-back can see.
-    crate::fault_point!("copy.file.written").map_err(|e| CopyError::Injected(e.into()))?;
-    if checks.read_back {
-        read_back(&item.dst, got, buf, watch)?;
-    }
-    if let Some(a) = &attrs {
-        storage_attrs::apply(&item.dst, a).map_err(|e| io_fail("set attributes", &item.dst, e))?;
-    }
-    Ok(Copied {
-        rel: item.rel.clone(),
-        size: total,
-        crc: if crc { got } else { item.crc.unwrap_or(got) },
-        attrs,
-    })
+    Ok((total, h.finalize()))
 }
 
 /// The bytes copied must have the size recorded for `item`, and the CRC32

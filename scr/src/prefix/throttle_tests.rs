@@ -27,6 +27,7 @@ pub(super) fn items(dir: &Path, sizes: &[usize]) -> Vec<CopyItem> {
                 size: Some(*n as u64),
                 crc: None,
                 attrs: None,
+                packing: None,
             }
         })
         .collect()

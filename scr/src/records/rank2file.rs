@@ -141,6 +141,16 @@ pub struct Rank2File {
     pub rank: BTreeMap<i64, RankFiles>,
 }
 
+/// `SEG/<i>/{FILE, OFFSET, LENGTH}` under a file's entry.
+fn write_segments(f: &mut KvTree, segments: &[Segment]) {
+    for (i, s) in segments.iter().enumerate() {
+        let seg = f.set_kv("SEG", i);
+        seg.set_str("FILE", &s.file);
+        seg.set_val("OFFSET", s.offset_bytes);
+        seg.set_val("LENGTH", s.length_bytes);
+    }
+}
+
 impl RankFiles {
     pub(crate) fn to_tree(&self) -> KvTree {
         let mut t = KvTree::new();
@@ -157,21 +167,20 @@ impl RankFiles {
             if let Some(a) = &e.attrs {
                 a.write_to(f);
             }
-            for (i, s) in e.segments.iter().enumerate() {
-                let seg = f.set_kv("SEG", i);
-                seg.set_str("FILE", &s.file);
-                seg.set_val("OFFSET", s.offset_bytes);
-                seg.set_val("LENGTH", s.length_bytes);
-            }
+            write_segments(f, &e.segments);
         }
         t
     }
 
-    /// `FILE/<name>` only, as LLNL SCR 3.1's rank2file lists a rank's files.
+    /// `FILE/<name>` only, as LLNL SCR 3.1's rank2file lists a rank's
+    /// files; a file stored in containers keeps its `SEG` list (the
+    /// guide's "Containers" example), so the map alone still says where
+    /// its bytes are.
     pub(crate) fn names_tree(&self) -> KvTree {
         let mut t = KvTree::new();
-        for name in self.files.keys() {
-            t.set_kv("FILE", name);
+        for (name, e) in &self.files {
+            let f = t.set_kv("FILE", name);
+            write_segments(f, &e.segments);
         }
         t
     }

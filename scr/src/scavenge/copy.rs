@@ -279,6 +279,7 @@ impl Copier<'_> {
             size: meta.size_bytes,
             crc: meta.crc32,
             attrs: None,
+            packing: None,
         };
         let checks = CopyChecks {
             crc: self.opts.crc,

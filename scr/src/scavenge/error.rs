@@ -25,6 +25,15 @@ pub enum ScavengeError {
         /// The OS error.
         source: io::Error,
     },
+    /// A file could not be packed into the dataset's containers
+    /// (SCR_USE_CONTAINERS=1); the plain files are kept.
+    #[error("packing {file} into containers: {source}")]
+    Pack {
+        /// The file (its key in the map).
+        file: String,
+        /// Why.
+        source: crate::error::CopyError,
+    },
     /// A metadata file could not be read or written.
     #[error(transparent)]
     Record(#[from] RecordError),

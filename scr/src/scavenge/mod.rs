@@ -30,6 +30,7 @@ use std::path::Path;
 pub mod copy;
 mod error;
 pub mod index;
+pub mod pack;
 pub mod postrun;
 pub mod upgrade;
 

@@ -101,6 +101,9 @@ pub struct PostrunOptions {
     pub cntl_dir: PathBuf,
     /// CRC32 while copying (SCR_CRC_ON_FLUSH).
     pub crc: bool,
+    /// SCR_USE_CONTAINERS=1: pack each saved dataset into containers of
+    /// this many bytes (SCR_CONTAINER_SIZE) once it is indexed.
+    pub containers: Option<u64>,
 }
 
 /// One `scr copy` on one node.
@@ -133,6 +136,8 @@ pub struct DatasetScavenge {
     pub copies: Vec<NodeCopy>,
     /// The index step.
     pub index: Option<AddReport>,
+    /// The packing into containers (SCR_USE_CONTAINERS=1).
+    pub containers: Option<super::pack::PackReport>,
     /// Complete in the prefix now.
     pub complete: bool,
     /// Made CURRENT.
@@ -438,6 +443,7 @@ fn scavenge_one(
         placement: None,
         copies: Vec::new(),
         index: None,
+        containers: None,
         complete: false,
         current: false,
         error: None,
@@ -524,6 +530,20 @@ fn scavenge_one(
         Err(e) => {
             d.error = Some(format!("indexing {}: {e}", pl.dir));
             return d;
+        }
+    }
+    if let (true, Some(bytes)) = (d.complete, opts.containers) {
+        // Node after node, as the copies found the ranks.
+        let order: Vec<i64> = d
+            .copies
+            .iter()
+            .filter_map(|c| c.report.as_ref())
+            .flat_map(|r| r.ranks.iter().map(|k| k.rank))
+            .collect();
+        match super::pack::pack_dataset(&opts.prefix, &pl, bytes, &order) {
+            Ok(r) => d.containers = Some(r),
+            // The plain files are still there and the map names them.
+            Err(e) => d.error = Some(format!("packing into containers: {e}")),
         }
     }
     // The index key: the directory, or in SCR 3.1's layout the name.

@@ -596,6 +596,14 @@ fn print_postrun(r: &PostrunReport) {
         if let Some(ix) = &d.index {
             print_repairs(ix);
         }
+        if let Some(c) = &d.containers {
+            println!(
+                "  packed {} files ({}) into {} containers",
+                c.files,
+                human_bytes(c.bytes),
+                c.containers
+            );
+        }
         if let Some(e) = &d.error {
             println!("  error: {e}");
         }
@@ -677,6 +685,10 @@ pub fn postrun(a: PostrunArgs) -> Result<(), CliError> {
         access,
         cntl_dir,
         crc,
+        containers: settings
+            .flush
+            .use_containers
+            .then_some(settings.flush.container_bytes),
     };
     let logger = open_logger(&cfg, &settings, &prefix);
     let report = postrun::postrun(&opts, &BarProgress, logger.as_ref()).map_err(fail)?;

@@ -319,6 +319,16 @@ const ACTS: &[(&str, &str, &str)] = &[
     ("SCR_FETCH", "test", "scr/tests/params_switches.rs"),
     ("SCR_FETCH_BYPASS", "test", "scr/tests/bypass_thread.rs"),
     (
+        "SCR_USE_CONTAINERS",
+        "test",
+        "scr/tests/containers_thread.rs",
+    ),
+    (
+        "SCR_CONTAINER_SIZE",
+        "test",
+        "scr/tests/containers_thread.rs",
+    ),
+    (
         "SCR_FETCH_WIDTH",
         "test",
         "scr/src/prefix/throttle_tests.rs",
