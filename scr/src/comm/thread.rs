@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -97,6 +97,77 @@ fn describe_panics(p: &[(usize, String)]) -> String {
         .join("; ")
 }
 
+/// Per-rank communication counters of one [`ThreadComm::run_counted`] job,
+/// indexed by world rank and summed over every communicator of that rank
+/// (the world and its splits): what a benchmark reports as communicator
+/// calls and bytes per rank. One relaxed atomic add per operation.
+#[derive(Debug)]
+pub struct CommStats {
+    ranks: Vec<RankCounters>,
+}
+
+/// One rank's counters, on its own cache line so ranks do not contend.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct RankCounters {
+    calls: AtomicU64,
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+}
+
+/// A snapshot of one rank's [`CommStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommCounts {
+    /// Communicator operations called (each [`Comm`] method call is one).
+    pub calls: u64,
+    /// Payload bytes this rank contributed (sent).
+    pub bytes_sent: u64,
+    /// Payload bytes this rank got back (received), e.g. every rank's
+    /// contribution for an allgather.
+    pub bytes_received: u64,
+}
+
+impl CommCounts {
+    /// The counts accumulated between `earlier` and `self`.
+    pub fn since(&self, earlier: &CommCounts) -> CommCounts {
+        CommCounts {
+            calls: self.calls.saturating_sub(earlier.calls),
+            bytes_sent: self.bytes_sent.saturating_sub(earlier.bytes_sent),
+            bytes_received: self.bytes_received.saturating_sub(earlier.bytes_received),
+        }
+    }
+}
+
+impl CommStats {
+    /// Counters for a job of `n` ranks, all zero.
+    pub fn new(n: usize) -> Arc<CommStats> {
+        Arc::new(CommStats {
+            ranks: (0..n).map(|_| RankCounters::default()).collect(),
+        })
+    }
+
+    /// The counts of world rank `rank` so far (zero for a rank outside the job).
+    pub fn get(&self, rank: usize) -> CommCounts {
+        self.ranks
+            .get(rank)
+            .map(|c| CommCounts {
+                calls: c.calls.load(Ordering::Relaxed),
+                bytes_sent: c.bytes_sent.load(Ordering::Relaxed),
+                bytes_received: c.bytes_received.load(Ordering::Relaxed),
+            })
+            .unwrap_or_default()
+    }
+
+    fn add(&self, rank: usize, sent: usize, received: usize) {
+        if let Some(c) = self.ranks.get(rank) {
+            c.calls.fetch_add(1, Ordering::Relaxed);
+            c.bytes_sent.fetch_add(sent as u64, Ordering::Relaxed);
+            c.bytes_received
+                .fetch_add(received as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Runs a closure on `n` in-process ranks, each a thread holding a
 /// [`Comm`] over the world of `n` ranks (SCR's `scr_comm_world`).
 #[derive(Debug, Clone, Copy)]
@@ -119,9 +190,39 @@ impl ThreadComm {
         R: Send,
         F: Fn(&dyn Comm) -> R + Sync,
     {
+        Self::run_inner(config, None, n, f)
+    }
+
+    /// [`ThreadComm::run_with`], counting every rank's communicator calls
+    /// and bytes in `stats` (made by [`CommStats::new`] for `n` ranks; the
+    /// closure may read it while it runs, e.g. around a phase).
+    pub fn run_counted<R, F>(
+        config: &ThreadConfig,
+        stats: &Arc<CommStats>,
+        n: usize,
+        f: F,
+    ) -> Result<Vec<R>, RunError>
+    where
+        R: Send,
+        F: Fn(&dyn Comm) -> R + Sync,
+    {
+        Self::run_inner(config, Some(stats.clone()), n, f)
+    }
+
+    fn run_inner<R, F>(
+        config: &ThreadConfig,
+        stats: Option<Arc<CommStats>>,
+        n: usize,
+        f: F,
+    ) -> Result<Vec<R>, RunError>
+    where
+        R: Send,
+        F: Fn(&dyn Comm) -> R + Sync,
+    {
         let world = Arc::new(World {
             gone: (0..n).map(|_| AtomicBool::new(false)).collect(),
             timeout: config.timeout,
+            stats,
         });
         let ctx = Context::new(world.clone(), (0..n).collect());
         let mut results: Vec<Option<Result<R, PanicMessage>>> = (0..n).map(|_| None).collect();
@@ -203,6 +304,8 @@ struct World {
     /// Indexed by world rank: the rank's closure has ended.
     gone: Vec<AtomicBool>,
     timeout: Duration,
+    /// Counters of [`ThreadComm::run_counted`], by world rank.
+    stats: Option<Arc<CommStats>>,
 }
 
 /// What a rank brings to a collective round.
@@ -303,6 +406,13 @@ impl ThreadRankComm {
             ctx,
             rank,
             seq: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Count one call of this rank moving `sent` and `received` bytes.
+    fn count(&self, sent: usize, received: usize) {
+        if let Some(stats) = &self.ctx.world.stats {
+            stats.add(self.ctx.members[self.rank], sent, received);
         }
     }
 
@@ -498,12 +608,14 @@ impl Comm for ThreadRankComm {
     }
 
     fn barrier(&self) -> CommResult<()> {
+        self.count(0, 0);
         self.collective("barrier", String::new(), Payload::None)
             .map(|_| ())
     }
 
     fn bcast_bytes(&self, root: usize, buf: &mut Vec<u8>) -> CommResult<()> {
         self.check_rank("bcast", root)?;
+        let sent = if self.rank == root { buf.len() } else { 0 };
         // The root copies rather than moves its buffer, so it keeps its
         // data when the broadcast fails (timeout, mismatch).
         let payload = if self.rank == root {
@@ -518,12 +630,15 @@ impl Comm for ThreadRankComm {
                 buf.extend_from_slice(b);
             }
         }
+        let received = if self.rank == root { 0 } else { buf.len() };
+        self.count(sent, received);
         Ok(())
     }
 
     fn allreduce_i64(&self, vals: &mut [i64], op: ReduceOp) -> CommResult<()> {
         let sig = format!("{} of {}", reduce_name(op), vals.len());
         let out = self.collective("allreduce_i64", sig, Payload::I64(vals.to_vec()))?;
+        self.count(8 * vals.len(), 8 * vals.len());
         for (i, v) in vals.iter_mut().enumerate() {
             let column = out.contribs.iter().map(|c| match &c.payload {
                 Payload::I64(x) => x[i],
@@ -542,6 +657,7 @@ impl Comm for ThreadRankComm {
     fn allreduce_f64(&self, vals: &mut [f64], op: ReduceOp) -> CommResult<()> {
         let sig = format!("{} of {}", reduce_name(op), vals.len());
         let out = self.collective("allreduce_f64", sig, Payload::F64(vals.to_vec()))?;
+        self.count(8 * vals.len(), 8 * vals.len());
         for (i, v) in vals.iter_mut().enumerate() {
             // Rank order on every rank, so all ranks get bit-identical results.
             let column = out.contribs.iter().map(|c| match &c.payload {
@@ -565,14 +681,19 @@ impl Comm for ThreadRankComm {
             Payload::Bytes(data.to_vec()),
         )?;
         if self.rank != root {
+            self.count(data.len(), 0);
             return Ok(None);
         }
-        Ok(Some(collect_bytes(&out)))
+        let all = collect_bytes(&out);
+        self.count(data.len(), all.iter().map(Vec::len).sum());
+        Ok(Some(all))
     }
 
     fn allgather_bytes(&self, data: &[u8]) -> CommResult<Vec<Vec<u8>>> {
         let out = self.collective("allgather", String::new(), Payload::Bytes(data.to_vec()))?;
-        Ok(collect_bytes(&out))
+        let all = collect_bytes(&out);
+        self.count(data.len(), all.iter().map(Vec::len).sum());
+        Ok(all)
     }
 
     fn sendrecv_bytes(
@@ -587,6 +708,7 @@ impl Comm for ThreadRankComm {
         if let Some(src) = recv_from {
             self.check_rank("sendrecv", src)?;
         }
+        let sent = send.map_or(0, |(_, data)| data.len());
         if let Some((dest, data)) = send {
             self.send_to(dest, data);
         }
@@ -602,14 +724,19 @@ impl Comm for ThreadRankComm {
                         spare.push(m);
                     }
                 }
+                self.count(sent, recv.len());
                 Ok(recv.len())
             }
-            None => Ok(0),
+            None => {
+                self.count(sent, 0);
+                Ok(0)
+            }
         }
     }
 
     fn split(&self, color: Option<u32>, key: i64) -> CommResult<Option<Box<dyn Comm>>> {
         let out = self.collective("split", String::new(), Payload::Split(color, key))?;
+        self.count(0, 0);
         let Some(color) = color else {
             return Ok(None);
         };
@@ -649,6 +776,10 @@ impl Comm for ThreadRankComm {
                 }
             }
         }
+        self.count(
+            sends.values().map(Vec::len).sum(),
+            received.values().map(Vec::len).sum(),
+        );
         Ok(received)
     }
 }
