@@ -7,25 +7,31 @@
 //! see its parent's messages (MPI gets the same from `MPI_Comm_split`).
 //!
 //! - Collectives: rank `r`'s `k`-th collective on a communicator deposits its
-//!   contribution into round `k`; the last rank to arrive checks that all ranks
-//!   called the same operation with the same root/length (else every rank gets
-//!   [`CommError::Mismatch`]), publishes the contributions and wakes everyone.
-//!   Each rank then computes its own result from the shared contributions, so
-//!   one round costs one lock per rank and one wake-up of all ranks.
+//!   contribution into round `k` (O(1) under the context's lock); the last
+//!   rank to arrive checks that all ranks called the same operation with the
+//!   same root/length (else every rank gets [`CommError::Mismatch`]), computes
+//!   the result once (the reduction, the split's communicators and each rank's
+//!   place in them, the sparse exchange's per-destination inboxes), publishes
+//!   it in the round's slot and wakes each member once. No rank folds the P
+//!   contributions itself, so a round costs O(P) in total, not O(P²) (issue
+//!   17; results/scale.md). Only an allgather or a gather at the root copies
+//!   P contributions, which its result is.
 //! - Point to point: sends are buffered (pushed into the receiver's mailbox
-//!   under the sender's rank), so `sendrecv` never deadlocks.
+//!   under the sender's rank), so `sendrecv` never deadlocks; a send wakes the
+//!   receiver only.
 //!
-//! Every wait is bounded: a rank that never arrives yields
+//! Wake-ups go to the ranks concerned: each world rank has a [`Parker`] (a
+//! generation counter and a condition variable) where all its waits sleep;
+//! nobody polls. Every wait is bounded: a rank that never arrives yields
 //! [`CommError::Timeout`] naming the lowest missing rank, and a rank whose
-//! closure ended (returned or panicked) yields [`CommError::PeerGone`] to ranks
-//! still waiting for it. Waits poll the liveness flags every few milliseconds
-//! because a dying thread does not know which condition variables its peers
-//! sleep on.
+//! closure ended (returned or panicked) yields [`CommError::PeerGone`] to
+//! ranks still waiting for it: a rank that ends wakes the ranks waiting at
+//! that moment, which check whether they wait for a gone rank.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::{Comm, CommError, CommResult, ReduceOp};
@@ -40,9 +46,6 @@ pub const TIMEOUT_ENV: &str = "SCR_THREAD_COMM_TIMEOUT_MS";
 /// (only touched pages are resident), yet enough for debug builds of the
 /// library's algorithms, which keep big data on the heap.
 pub const DEFAULT_STACK_BYTES: usize = 512 * 1024;
-
-/// How often a waiting rank re-checks whether the ranks it waits for are gone.
-const LIVENESS_POLL: Duration = Duration::from_millis(10);
 
 /// Settings of one [`ThreadComm::run_with`] job.
 #[derive(Debug, Clone)]
@@ -221,6 +224,8 @@ impl ThreadComm {
     {
         let world = Arc::new(World {
             gone: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            gone_count: AtomicUsize::new(0),
+            parkers: (0..n).map(|_| Parker::default()).collect(),
             timeout: config.timeout,
             stats,
         });
@@ -240,7 +245,7 @@ impl ThreadComm {
                         let out = catch_unwind(AssertUnwindSafe(|| f(&comm)));
                         // Mark the rank gone whether it returned or panicked:
                         // either way it will never take part again.
-                        rank_world.gone[rank].store(true, Ordering::SeqCst);
+                        rank_world.mark_gone(rank);
                         out.map_err(|p| PanicMessage(panic_message(&*p)))
                     });
                 match spawned {
@@ -248,8 +253,8 @@ impl ThreadComm {
                     Err(e) => {
                         // Ranks that never start are gone, so the started
                         // ones fail fast with PeerGone instead of timing out.
-                        for g in &world.gone[rank..] {
-                            g.store(true, Ordering::SeqCst);
+                        for r in rank..n {
+                            world.mark_gone(r);
                         }
                         spawn_error = Some(RunError::Spawn {
                             rank,
@@ -303,9 +308,90 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 struct World {
     /// Indexed by world rank: the rank's closure has ended.
     gone: Vec<AtomicBool>,
+    /// How many ranks are gone: a waiting rank rescans the peers it waits
+    /// for only when this changed.
+    gone_count: AtomicUsize,
+    /// Indexed by world rank: where that rank's waits sleep.
+    parkers: Vec<Parker>,
     timeout: Duration,
     /// Counters of [`ThreadComm::run_counted`], by world rank.
     stats: Option<Arc<CommStats>>,
+}
+
+impl World {
+    /// World rank `rank` will never take part again: mark it and wake the
+    /// ranks waiting right now, so those waiting for it end with PeerGone
+    /// instead of a timeout.
+    fn mark_gone(&self, rank: usize) {
+        if let Some(g) = self.gone.get(rank) {
+            g.store(true, Ordering::SeqCst);
+        }
+        self.gone_count.fetch_add(1, Ordering::SeqCst);
+        // SeqCst on both sides (here and in `Waiting::new` then the waiter's
+        // checks): either the waiter sees the rank gone, or this sees it
+        // waiting and wakes it.
+        for p in &self.parkers {
+            if p.waiting.load(Ordering::SeqCst) > 0 {
+                p.wake();
+            }
+        }
+    }
+}
+
+/// Where one world rank's waits sleep. A wake-up bumps the generation; a
+/// waiter reads the generation before it checks its condition and sleeps
+/// only while the generation is unchanged, so no wake-up is lost. Any
+/// thread may wait here (a rank's communicator may move to another thread).
+#[derive(Debug, Default)]
+struct Parker {
+    generation: Mutex<u64>,
+    cv: Condvar,
+    /// Waits of this rank in progress (normally 0 or 1): a rank that ends
+    /// wakes only ranks that wait.
+    waiting: AtomicUsize,
+}
+
+impl Parker {
+    fn generation(&self) -> u64 {
+        *lock(&self.generation)
+    }
+
+    fn wake(&self) {
+        {
+            let mut g = lock(&self.generation);
+            *g = g.wrapping_add(1);
+        }
+        self.cv.notify_all();
+    }
+
+    /// Sleep until a wake-up later than generation `seen`, or at most
+    /// `limit`. Callers recheck their condition (spurious returns happen).
+    fn sleep(&self, seen: u64, limit: Duration) {
+        let g = lock(&self.generation);
+        if *g == seen {
+            drop(
+                self.cv
+                    .wait_timeout(g, limit)
+                    .unwrap_or_else(|e| e.into_inner()),
+            );
+        }
+    }
+}
+
+/// One wait in progress on a [`Parker`], counted for [`World::mark_gone`].
+struct Waiting<'a>(&'a Parker);
+
+impl<'a> Waiting<'a> {
+    fn new(parker: &'a Parker) -> Waiting<'a> {
+        parker.waiting.fetch_add(1, Ordering::SeqCst);
+        Waiting(parker)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// What a rank brings to a collective round.
@@ -313,8 +399,8 @@ struct World {
 enum Payload {
     None,
     Bytes(Vec<u8>),
-    I64(Vec<i64>),
-    F64(Vec<f64>),
+    I64(Vec<i64>, ReduceOp),
+    F64(Vec<f64>, ReduceOp),
     Split(Option<u32>, i64),
     Sparse(BTreeMap<usize, Vec<u8>>),
 }
@@ -328,26 +414,36 @@ struct Contribution {
     payload: Payload,
 }
 
-#[derive(Debug)]
+/// A completed round, computed once by the last rank to arrive.
+#[derive(Debug, Default)]
 struct RoundOutcome {
+    /// Every rank's contribution (bcast, gather and allgather read them;
+    /// the sparse exchange's maps are moved to `inboxes`).
     contribs: Vec<Contribution>,
-    /// For split: the new context of each color.
-    subcomms: BTreeMap<u32, Arc<Context>>,
+    /// allreduce: the reduced values (`Payload::I64` or `Payload::F64`).
+    reduced: Option<Payload>,
+    /// exchange_sparse: what each rank receives, by source rank; each rank
+    /// takes its own.
+    inboxes: Vec<Mutex<BTreeMap<usize, Vec<u8>>>>,
+    /// split: each rank's new communicator and its rank there.
+    placements: Vec<Option<(Arc<Context>, usize)>>,
 }
 
-#[derive(Debug, Default)]
+type RoundResult = Result<Arc<RoundOutcome>, CommError>;
+
+/// A round still collecting contributions.
+#[derive(Debug)]
 struct Round {
     contribs: Vec<Option<Contribution>>,
     arrived: usize,
-    taken: usize,
-    outcome: Option<Result<Arc<RoundOutcome>, CommError>>,
+    /// Set once, by the last rank to arrive; every member holds it.
+    slot: Arc<OnceLock<RoundResult>>,
 }
 
 #[derive(Debug, Default)]
 struct Mailbox {
     /// Messages by source rank, FIFO per source as in MPI.
     queues: Mutex<BTreeMap<usize, VecDeque<Vec<u8>>>>,
-    cv: Condvar,
     /// Emptied buffers the owner of this mailbox gave back after receiving
     /// (its previous `recv` buffer); senders to it fill one of these instead
     /// of allocating, so a hot sendrecv loop copies each message once and
@@ -364,8 +460,9 @@ struct Context {
     world: Arc<World>,
     /// Local rank -> world rank.
     members: Vec<usize>,
+    /// Rounds in progress by sequence number; a round leaves the table when
+    /// it completes.
     rounds: Mutex<BTreeMap<u64, Round>>,
-    rounds_cv: Condvar,
     boxes: Vec<Mailbox>,
 }
 
@@ -376,13 +473,16 @@ impl Context {
             world,
             members,
             rounds: Mutex::new(BTreeMap::new()),
-            rounds_cv: Condvar::new(),
             boxes,
         })
     }
 
     fn is_gone(&self, local: usize) -> bool {
         self.world.gone[self.members[local]].load(Ordering::SeqCst)
+    }
+
+    fn parker(&self, local: usize) -> &Parker {
+        &self.world.parkers[self.members[local]]
     }
 }
 
@@ -428,8 +528,8 @@ impl ThreadRankComm {
         }
     }
 
-    /// Enter a collective round; returns every rank's contribution once all
-    /// have arrived.
+    /// Enter a collective round; returns its outcome once all ranks have
+    /// arrived. The last to arrive computes the outcome and wakes the others.
     fn collective(
         &self,
         op: &'static str,
@@ -440,73 +540,115 @@ impl ThreadRankComm {
         let seq = self.seq.get();
         self.seq.set(seq + 1);
         let ctx = &self.ctx;
-        let mut rounds = lock(&ctx.rounds);
-        {
-            let round = rounds.entry(seq).or_default();
-            if round.contribs.is_empty() {
-                round.contribs = (0..n).map(|_| None).collect();
-            }
-            round.contribs[self.rank] = Some(Contribution {
-                op,
-                signature,
-                payload,
+        let slot = {
+            let mut rounds = lock(&ctx.rounds);
+            let round = rounds.entry(seq).or_insert_with(|| Round {
+                contribs: (0..n).map(|_| None).collect(),
+                arrived: 0,
+                slot: Arc::default(),
             });
+            if let Some(c) = round.contribs.get_mut(self.rank) {
+                *c = Some(Contribution {
+                    op,
+                    signature,
+                    payload,
+                });
+            }
             round.arrived += 1;
+            let slot = round.slot.clone();
             if round.arrived == n {
-                round.outcome = Some(complete_round(ctx, &mut round.contribs));
-                ctx.rounds_cv.notify_all();
-            }
-        }
-        let start = Instant::now();
-        loop {
-            let round = rounds.get_mut(&seq).ok_or(CommError::Mismatch {
-                op,
-                detail: "collective round vanished".to_string(),
-            })?;
-            if let Some(outcome) = &round.outcome {
-                let outcome = outcome.clone();
-                round.taken += 1;
-                if round.taken == n {
-                    rounds.remove(&seq);
+                // Completed under the lock: a rank rescanning this round for
+                // gone peers finds it either collecting or done.
+                if let Some(mut done) = rounds.remove(&seq) {
+                    let _ = slot.set(complete_round(ctx, &mut done.contribs));
                 }
-                return outcome;
+                drop(rounds);
+                for local in (0..n).filter(|&r| r != self.rank) {
+                    ctx.parker(local).wake();
+                }
             }
-            let missing: Vec<usize> = (0..n).filter(|&r| round.contribs[r].is_none()).collect();
-            if let Some(&peer) = missing.iter().find(|&&r| ctx.is_gone(r)) {
-                return Err(CommError::PeerGone { op, peer });
+            slot
+        };
+        self.wait_round(op, seq, &slot)
+    }
+
+    /// Wait until round `seq`'s slot is set, a missing rank is gone, or the
+    /// timeout expires.
+    fn wait_round(
+        &self,
+        op: &'static str,
+        seq: u64,
+        slot: &OnceLock<RoundResult>,
+    ) -> CommResult<Arc<RoundOutcome>> {
+        let world = &self.ctx.world;
+        let parker = self.ctx.parker(self.rank);
+        let _waiting = Waiting::new(parker);
+        let start = Instant::now();
+        let mut scanned_gone = 0;
+        loop {
+            let seen = parker.generation();
+            if let Some(outcome) = slot.get() {
+                return outcome.clone();
+            }
+            let gone = world.gone_count.load(Ordering::SeqCst);
+            if gone != scanned_gone {
+                scanned_gone = gone;
+                if let Some(peer) = self.missing(seq, true) {
+                    return Err(CommError::PeerGone { op, peer });
+                }
             }
             let waited = start.elapsed();
-            if waited >= ctx.world.timeout {
+            if waited >= world.timeout {
+                if let Some(outcome) = slot.get() {
+                    return outcome.clone();
+                }
                 return Err(CommError::Timeout {
                     op,
                     rank: self.rank,
-                    peer: missing.first().copied().unwrap_or(self.rank),
+                    peer: self.missing(seq, false).unwrap_or(self.rank),
                     waited_ms: waited.as_millis() as u64,
                 });
             }
-            let slice = (ctx.world.timeout - waited).min(LIVENESS_POLL);
-            rounds = ctx
-                .rounds_cv
-                .wait_timeout(rounds, slice)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            parker.sleep(seen, world.timeout - waited);
         }
+    }
+
+    /// The lowest rank that has not arrived in round `seq` (only gone ones
+    /// when `gone_only`); `None` once the round is complete.
+    fn missing(&self, seq: u64, gone_only: bool) -> Option<usize> {
+        let rounds = lock(&self.ctx.rounds);
+        let round = rounds.get(&seq)?;
+        round
+            .contribs
+            .iter()
+            .enumerate()
+            .find(|&(r, c)| c.is_none() && (!gone_only || self.ctx.is_gone(r)))
+            .map(|(r, _)| r)
     }
 
     /// Receive the next message from `src` (bounded wait).
     fn recv_from(&self, op: &'static str, src: usize) -> CommResult<Vec<u8>> {
+        let world = &self.ctx.world;
+        let parker = self.ctx.parker(self.rank);
+        let _waiting = Waiting::new(parker);
         let mailbox = &self.ctx.boxes[self.rank];
-        let mut queues = lock(&mailbox.queues);
         let start = Instant::now();
         loop {
-            if let Some(m) = queues.get_mut(&src).and_then(|q| q.pop_front()) {
+            let seen = parker.generation();
+            // Liveness first: a rank that is gone sent all it ever will, so
+            // an empty queue after that means nothing more comes.
+            let gone = self.ctx.is_gone(src);
+            if let Some(m) = lock(&mailbox.queues)
+                .get_mut(&src)
+                .and_then(VecDeque::pop_front)
+            {
                 return Ok(m);
             }
-            if self.ctx.is_gone(src) {
+            if gone {
                 return Err(CommError::PeerGone { op, peer: src });
             }
             let waited = start.elapsed();
-            if waited >= self.ctx.world.timeout {
+            if waited >= world.timeout {
                 return Err(CommError::Timeout {
                     op,
                     rank: self.rank,
@@ -514,12 +656,7 @@ impl ThreadRankComm {
                     waited_ms: waited.as_millis() as u64,
                 });
             }
-            let slice = (self.ctx.world.timeout - waited).min(LIVENESS_POLL);
-            queues = mailbox
-                .cv
-                .wait_timeout(queues, slice)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            parker.sleep(seen, world.timeout - waited);
         }
     }
 
@@ -538,24 +675,26 @@ impl ThreadRankComm {
             .entry(self.rank)
             .or_default()
             .push_back(message);
-        mailbox.cv.notify_all();
+        self.ctx.parker(dest).wake();
     }
 }
 
 /// Called by the last rank to arrive: check that the calls match and build
-/// the shared outcome.
-fn complete_round(
-    ctx: &Arc<Context>,
-    contribs: &mut [Option<Contribution>],
-) -> Result<Arc<RoundOutcome>, CommError> {
-    let all: Vec<Contribution> = contribs.iter_mut().filter_map(Option::take).collect();
+/// the shared outcome, computing each operation's result once.
+fn complete_round(ctx: &Arc<Context>, contribs: &mut [Option<Contribution>]) -> RoundResult {
+    let mut all: Vec<Contribution> = contribs.iter_mut().filter_map(Option::take).collect();
+    let Some(first) = all.first() else {
+        return Err(CommError::Mismatch {
+            op: "collective",
+            detail: "a round without contributions".to_string(),
+        });
+    };
     if all.len() != contribs.len() {
         return Err(CommError::Mismatch {
             op: "collective",
             detail: "a contribution is missing".to_string(),
         });
     }
-    let first = &all[0];
     if let Some((r, c)) = all
         .iter()
         .enumerate()
@@ -569,25 +708,105 @@ fn complete_round(
             ),
         });
     }
-    let mut subcomms = BTreeMap::new();
-    if first.op == "split" {
-        // Members of each color ordered by (key, old rank), as MPI_Comm_split.
-        let mut by_color: BTreeMap<u32, Vec<(i64, usize)>> = BTreeMap::new();
-        for (r, c) in all.iter().enumerate() {
-            if let Payload::Split(Some(color), key) = c.payload {
-                by_color.entry(color).or_default().push((key, r));
-            }
-        }
-        for (color, mut members) in by_color {
-            members.sort();
-            let world_ranks = members.iter().map(|&(_, r)| ctx.members[r]).collect();
-            subcomms.insert(color, Context::new(ctx.world.clone(), world_ranks));
+    let mut outcome = RoundOutcome::default();
+    match &first.payload {
+        Payload::Split(..) => outcome.placements = place_splits(ctx, &all),
+        Payload::I64(_, op) => outcome.reduced = Some(Payload::I64(reduce_i64(&all, *op), *op)),
+        Payload::F64(_, op) => outcome.reduced = Some(Payload::F64(reduce_f64(&all, *op), *op)),
+        Payload::Sparse(_) => outcome.inboxes = transpose(&mut all),
+        Payload::None | Payload::Bytes(_) => {}
+    }
+    outcome.contribs = all;
+    Ok(Arc::new(outcome))
+}
+
+/// Members of each color ordered by (key, old rank), as MPI_Comm_split: one
+/// new context per color, and each old rank's place in its color's context.
+fn place_splits(ctx: &Arc<Context>, all: &[Contribution]) -> Vec<Option<(Arc<Context>, usize)>> {
+    let mut by_color: BTreeMap<u32, Vec<(i64, usize)>> = BTreeMap::new();
+    for (r, c) in all.iter().enumerate() {
+        if let Payload::Split(Some(color), key) = c.payload {
+            by_color.entry(color).or_default().push((key, r));
         }
     }
-    Ok(Arc::new(RoundOutcome {
-        contribs: all,
-        subcomms,
-    }))
+    let mut placements: Vec<Option<(Arc<Context>, usize)>> = all.iter().map(|_| None).collect();
+    for (_, mut members) in by_color {
+        members.sort();
+        let world_ranks = members.iter().map(|&(_, r)| ctx.members[r]).collect();
+        let sub = Context::new(ctx.world.clone(), world_ranks);
+        for (new_rank, &(_, r)) in members.iter().enumerate() {
+            placements[r] = Some((sub.clone(), new_rank));
+        }
+    }
+    placements
+}
+
+/// Element-wise reduction in rank order (identical on every rank since it
+/// is computed once); sums wrap like MPI's two's-complement integer sum.
+fn reduce_i64(all: &[Contribution], op: ReduceOp) -> Vec<i64> {
+    let mut acc: Option<Vec<i64>> = None;
+    for c in all {
+        let Payload::I64(x, _) = &c.payload else {
+            continue;
+        };
+        match &mut acc {
+            None => acc = Some(x.clone()),
+            Some(a) => {
+                for (a, &v) in a.iter_mut().zip(x) {
+                    *a = match op {
+                        ReduceOp::Sum => a.wrapping_add(v),
+                        ReduceOp::Max => (*a).max(v),
+                        ReduceOp::Min => (*a).min(v),
+                    };
+                }
+            }
+        }
+    }
+    acc.unwrap_or_default()
+}
+
+/// Element-wise floating-point reduction, folded in rank order from the
+/// operator's identity.
+fn reduce_f64(all: &[Contribution], op: ReduceOp) -> Vec<f64> {
+    let len = match all.first().map(|c| &c.payload) {
+        Some(Payload::F64(x, _)) => x.len(),
+        _ => 0,
+    };
+    let identity = match op {
+        ReduceOp::Sum => std::iter::empty::<f64>().sum(),
+        ReduceOp::Max => f64::NEG_INFINITY,
+        ReduceOp::Min => f64::INFINITY,
+    };
+    let mut acc = vec![identity; len];
+    for c in all {
+        let Payload::F64(x, _) = &c.payload else {
+            continue;
+        };
+        for (a, &v) in acc.iter_mut().zip(x) {
+            *a = match op {
+                ReduceOp::Sum => *a + v,
+                ReduceOp::Max => a.max(v),
+                ReduceOp::Min => a.min(v),
+            };
+        }
+    }
+    acc
+}
+
+/// The sparse exchange's messages moved into one inbox per destination,
+/// keyed by source rank.
+fn transpose(all: &mut [Contribution]) -> Vec<Mutex<BTreeMap<usize, Vec<u8>>>> {
+    let mut inboxes: Vec<BTreeMap<usize, Vec<u8>>> = all.iter().map(|_| BTreeMap::new()).collect();
+    for (src, c) in all.iter_mut().enumerate() {
+        if let Payload::Sparse(m) = &mut c.payload {
+            for (dest, v) in std::mem::take(m) {
+                if let Some(inbox) = inboxes.get_mut(dest) {
+                    inbox.insert(src, v);
+                }
+            }
+        }
+    }
+    inboxes.into_iter().map(Mutex::new).collect()
 }
 
 fn reduce_name(op: ReduceOp) -> &'static str {
@@ -625,7 +844,7 @@ impl Comm for ThreadRankComm {
         };
         let out = self.collective("bcast", format!("root {root}"), payload)?;
         if self.rank != root {
-            if let Payload::Bytes(b) = &out.contribs[root].payload {
+            if let Some(Payload::Bytes(b)) = out.contribs.get(root).map(|c| &c.payload) {
                 buf.clear();
                 buf.extend_from_slice(b);
             }
@@ -637,38 +856,24 @@ impl Comm for ThreadRankComm {
 
     fn allreduce_i64(&self, vals: &mut [i64], op: ReduceOp) -> CommResult<()> {
         let sig = format!("{} of {}", reduce_name(op), vals.len());
-        let out = self.collective("allreduce_i64", sig, Payload::I64(vals.to_vec()))?;
+        let out = self.collective("allreduce_i64", sig, Payload::I64(vals.to_vec(), op))?;
         self.count(8 * vals.len(), 8 * vals.len());
-        for (i, v) in vals.iter_mut().enumerate() {
-            let column = out.contribs.iter().map(|c| match &c.payload {
-                Payload::I64(x) => x[i],
-                _ => 0,
-            });
-            // Sums wrap like MPI's two's-complement integer sum instead of panicking.
-            *v = match op {
-                ReduceOp::Sum => column.fold(0i64, i64::wrapping_add),
-                ReduceOp::Max => column.max().unwrap_or(*v),
-                ReduceOp::Min => column.min().unwrap_or(*v),
-            };
+        if let Some(Payload::I64(r, _)) = &out.reduced {
+            for (v, &x) in vals.iter_mut().zip(r) {
+                *v = x;
+            }
         }
         Ok(())
     }
 
     fn allreduce_f64(&self, vals: &mut [f64], op: ReduceOp) -> CommResult<()> {
         let sig = format!("{} of {}", reduce_name(op), vals.len());
-        let out = self.collective("allreduce_f64", sig, Payload::F64(vals.to_vec()))?;
+        let out = self.collective("allreduce_f64", sig, Payload::F64(vals.to_vec(), op))?;
         self.count(8 * vals.len(), 8 * vals.len());
-        for (i, v) in vals.iter_mut().enumerate() {
-            // Rank order on every rank, so all ranks get bit-identical results.
-            let column = out.contribs.iter().map(|c| match &c.payload {
-                Payload::F64(x) => x[i],
-                _ => 0.0,
-            });
-            *v = match op {
-                ReduceOp::Sum => column.sum(),
-                ReduceOp::Max => column.fold(f64::NEG_INFINITY, f64::max),
-                ReduceOp::Min => column.fold(f64::INFINITY, f64::min),
-            };
+        if let Some(Payload::F64(r, _)) = &out.reduced {
+            for (v, &x) in vals.iter_mut().zip(r) {
+                *v = x;
+            }
         }
         Ok(())
     }
@@ -740,12 +945,15 @@ impl Comm for ThreadRankComm {
         let Some(color) = color else {
             return Ok(None);
         };
-        let ctx = out.subcomms.get(&color).ok_or(CommError::Mismatch {
-            op: "split",
-            detail: format!("no communicator was built for color {color}"),
-        })?;
-        let new_rank = self.rank_in_parent_to_new(ctx)?;
-        Ok(Some(Box::new(ThreadRankComm::new(ctx.clone(), new_rank))))
+        let (ctx, new_rank) = out
+            .placements
+            .get(self.rank)
+            .and_then(Option::as_ref)
+            .ok_or(CommError::Mismatch {
+                op: "split",
+                detail: format!("no communicator was built for color {color}"),
+            })?;
+        Ok(Some(Box::new(ThreadRankComm::new(ctx.clone(), *new_rank))))
     }
 
     fn exchange_sparse(
@@ -768,33 +976,16 @@ impl Comm for ThreadRankComm {
                 size: self.size(),
             });
         }
-        let mut received = BTreeMap::new();
-        for (src, c) in out.contribs.iter().enumerate() {
-            if let Payload::Sparse(m) = &c.payload {
-                if let Some(v) = m.get(&self.rank) {
-                    received.insert(src, v.clone());
-                }
-            }
-        }
+        let received = out
+            .inboxes
+            .get(self.rank)
+            .map(|inbox| std::mem::take(&mut *lock(inbox)))
+            .unwrap_or_default();
         self.count(
             sends.values().map(Vec::len).sum(),
             received.values().map(Vec::len).sum(),
         );
         Ok(received)
-    }
-}
-
-impl ThreadRankComm {
-    /// This rank's rank in the new context `ctx` (found by world rank).
-    fn rank_in_parent_to_new(&self, ctx: &Context) -> CommResult<usize> {
-        let me = self.ctx.members[self.rank];
-        ctx.members
-            .iter()
-            .position(|&w| w == me)
-            .ok_or(CommError::Mismatch {
-                op: "split",
-                detail: "this rank is missing from its color's communicator".to_string(),
-            })
     }
 }
 
