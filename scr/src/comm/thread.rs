@@ -344,36 +344,49 @@ impl World {
 /// thread may wait here (a rank's communicator may move to another thread).
 #[derive(Debug, Default)]
 struct Parker {
-    generation: Mutex<u64>,
+    state: Mutex<ParkState>,
     cv: Condvar,
     /// Waits of this rank in progress (normally 0 or 1): a rank that ends
     /// wakes only ranks that wait.
     waiting: AtomicUsize,
 }
 
+#[derive(Debug, Default)]
+struct ParkState {
+    generation: u64,
+    /// Threads inside `wait_timeout` now: a wake-up with none skips the
+    /// notify, a system call even when nobody waits.
+    sleepers: usize,
+}
+
 impl Parker {
     fn generation(&self) -> u64 {
-        *lock(&self.generation)
+        lock(&self.state).generation
     }
 
     fn wake(&self) {
-        {
-            let mut g = lock(&self.generation);
-            *g = g.wrapping_add(1);
+        let sleepers = {
+            let mut s = lock(&self.state);
+            s.generation = s.generation.wrapping_add(1);
+            s.sleepers
+        };
+        if sleepers > 0 {
+            self.cv.notify_all();
         }
-        self.cv.notify_all();
     }
 
     /// Sleep until a wake-up later than generation `seen`, or at most
     /// `limit`. Callers recheck their condition (spurious returns happen).
     fn sleep(&self, seen: u64, limit: Duration) {
-        let g = lock(&self.generation);
-        if *g == seen {
-            drop(
-                self.cv
-                    .wait_timeout(g, limit)
-                    .unwrap_or_else(|e| e.into_inner()),
-            );
+        let mut s = lock(&self.state);
+        if s.generation == seen {
+            s.sleepers += 1;
+            let mut s = self
+                .cv
+                .wait_timeout(s, limit)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            s.sleepers -= 1;
         }
     }
 }
