@@ -25,13 +25,15 @@
 //! nobody polls. Every wait is bounded: a rank that never arrives yields
 //! [`CommError::Timeout`] naming the lowest missing rank, and a rank whose
 //! closure ended (returned or panicked) yields [`CommError::PeerGone`] to
-//! ranks still waiting for it: a rank that ends wakes the ranks waiting at
-//! that moment, which check whether they wait for a gone rank.
+//! ranks still waiting for it: a rank that ends wakes the ranks waiting for
+//! it at that moment (in a round it has not entered, or receiving from it),
+//! found through the communicators it belongs to; a rank that ends after its
+//! last collective wakes nobody.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use super::{Comm, CommError, CommResult, ReduceOp};
@@ -226,6 +228,7 @@ impl ThreadComm {
             gone: (0..n).map(|_| AtomicBool::new(false)).collect(),
             gone_count: AtomicUsize::new(0),
             parkers: (0..n).map(|_| Parker::default()).collect(),
+            memberships: (0..n).map(|_| Mutex::default()).collect(),
             timeout: config.timeout,
             stats,
         });
@@ -313,6 +316,9 @@ struct World {
     gone_count: AtomicUsize,
     /// Indexed by world rank: where that rank's waits sleep.
     parkers: Vec<Parker>,
+    /// Indexed by world rank: the communicators it belongs to and its rank
+    /// in each, so a rank that ends can find who waits for it.
+    memberships: Vec<Mutex<Vec<(Weak<Context>, usize)>>>,
     timeout: Duration,
     /// Counters of [`ThreadComm::run_counted`], by world rank.
     stats: Option<Arc<CommStats>>,
@@ -320,20 +326,26 @@ struct World {
 
 impl World {
     /// World rank `rank` will never take part again: mark it and wake the
-    /// ranks waiting right now, so those waiting for it end with PeerGone
-    /// instead of a timeout.
+    /// ranks waiting for it right now (in a round it has not entered, or
+    /// receiving from it), so they end with PeerGone instead of a timeout.
+    /// A rank that ends after its last collective wakes nobody.
     fn mark_gone(&self, rank: usize) {
         if let Some(g) = self.gone.get(rank) {
             g.store(true, Ordering::SeqCst);
         }
         self.gone_count.fetch_add(1, Ordering::SeqCst);
-        // SeqCst on both sides (here and in `Waiting::new` then the waiter's
-        // checks): either the waiter sees the rank gone, or this sees it
-        // waiting and wakes it.
-        for p in &self.parkers {
-            if p.waiting.load(Ordering::SeqCst) > 0 {
-                p.wake();
-            }
+        let contexts: Vec<(Arc<Context>, usize)> = self
+            .memberships
+            .get(rank)
+            .map(|m| {
+                lock(m)
+                    .iter()
+                    .filter_map(|(ctx, local)| ctx.upgrade().map(|c| (c, *local)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (ctx, local) in contexts {
+            ctx.wake_waiters_of(local);
         }
     }
 }
@@ -346,9 +358,6 @@ impl World {
 struct Parker {
     state: Mutex<ParkState>,
     cv: Condvar,
-    /// Waits of this rank in progress (normally 0 or 1): a rank that ends
-    /// wakes only ranks that wait.
-    waiting: AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -391,19 +400,25 @@ impl Parker {
     }
 }
 
-/// One wait in progress on a [`Parker`], counted for [`World::mark_gone`].
-struct Waiting<'a>(&'a Parker);
+/// A receive in progress on a mailbox, visible to [`World::mark_gone`]:
+/// the source it waits for (plus one; 0 = none) and a count per context.
+struct RecvWait<'a> {
+    ctx: &'a Context,
+    mailbox: &'a Mailbox,
+}
 
-impl<'a> Waiting<'a> {
-    fn new(parker: &'a Parker) -> Waiting<'a> {
-        parker.waiting.fetch_add(1, Ordering::SeqCst);
-        Waiting(parker)
+impl<'a> RecvWait<'a> {
+    fn new(ctx: &'a Context, mailbox: &'a Mailbox, src: usize) -> RecvWait<'a> {
+        mailbox.waiting_for.store(src + 1, Ordering::SeqCst);
+        ctx.receivers_waiting.fetch_add(1, Ordering::SeqCst);
+        RecvWait { ctx, mailbox }
     }
 }
 
-impl Drop for Waiting<'_> {
+impl Drop for RecvWait<'_> {
     fn drop(&mut self) {
-        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+        self.mailbox.waiting_for.store(0, Ordering::SeqCst);
+        self.ctx.receivers_waiting.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -462,6 +477,8 @@ struct Mailbox {
     /// of allocating, so a hot sendrecv loop copies each message once and
     /// allocates nothing (an allocation per message costs 2–3×, RUNTIME.md).
     spare: Mutex<Vec<Vec<u8>>>,
+    /// The source the owner is receiving from, plus one (0: none).
+    waiting_for: AtomicUsize,
 }
 
 /// Most spare buffers a mailbox keeps (bounds the memory a burst leaves).
@@ -477,17 +494,59 @@ struct Context {
     /// it completes.
     rounds: Mutex<BTreeMap<u64, Round>>,
     boxes: Vec<Mailbox>,
+    /// Receives in progress on this context's mailboxes.
+    receivers_waiting: AtomicUsize,
 }
 
 impl Context {
     fn new(world: Arc<World>, members: Vec<usize>) -> Arc<Context> {
         let boxes = members.iter().map(|_| Mailbox::default()).collect();
-        Arc::new(Context {
+        let ctx = Arc::new(Context {
             world,
             members,
             rounds: Mutex::new(BTreeMap::new()),
             boxes,
-        })
+            receivers_waiting: AtomicUsize::new(0),
+        });
+        for (local, &w) in ctx.members.iter().enumerate() {
+            if let Some(m) = ctx.world.memberships.get(w) {
+                lock(m).push((Arc::downgrade(&ctx), local));
+            }
+        }
+        ctx
+    }
+
+    /// Wake the members waiting for `local`, which is gone: those that
+    /// entered a round `local` has not, and those receiving from it. Under
+    /// the rounds lock, after the gone flag is set: a member entering a
+    /// round later sees the flag when it checks (World::gone_count).
+    fn wake_waiters_of(&self, local: usize) {
+        let waiting: Vec<usize> = {
+            let rounds = lock(&self.rounds);
+            rounds
+                .values()
+                .filter(|r| matches!(r.contribs.get(local), Some(None)))
+                .flat_map(|r| {
+                    r.contribs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.is_some())
+                        .map(|(i, _)| i)
+                })
+                .collect()
+        };
+        for i in waiting {
+            self.parker(i).wake();
+        }
+        // SeqCst with RecvWait::new then the receiver's gone check: either
+        // the receiver sees the flag, or this sees it waiting.
+        if self.receivers_waiting.load(Ordering::SeqCst) > 0 {
+            for (i, b) in self.boxes.iter().enumerate() {
+                if b.waiting_for.load(Ordering::SeqCst) == local + 1 {
+                    self.parker(i).wake();
+                }
+            }
+        }
     }
 
     fn is_gone(&self, local: usize) -> bool {
@@ -595,7 +654,6 @@ impl ThreadRankComm {
     ) -> CommResult<Arc<RoundOutcome>> {
         let world = &self.ctx.world;
         let parker = self.ctx.parker(self.rank);
-        let _waiting = Waiting::new(parker);
         let start = Instant::now();
         let mut scanned_gone = 0;
         loop {
@@ -643,8 +701,8 @@ impl ThreadRankComm {
     fn recv_from(&self, op: &'static str, src: usize) -> CommResult<Vec<u8>> {
         let world = &self.ctx.world;
         let parker = self.ctx.parker(self.rank);
-        let _waiting = Waiting::new(parker);
         let mailbox = &self.ctx.boxes[self.rank];
+        let _waiting = RecvWait::new(&self.ctx, mailbox, src);
         let start = Instant::now();
         loop {
             let seen = parker.generation();
