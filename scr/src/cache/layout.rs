@@ -180,19 +180,22 @@ mod tests {
     use crate::comm::thread::ThreadComm;
     use crate::redundancy::sets::build_sets;
 
+    /// A job's placement: the node of each rank.
+    type NodeOf = fn(usize) -> usize;
+
     /// The distributed set of every rank equals the whole plan's, for
     /// even and uneven nodes, nodes whose ranks interleave, and set sizes
     /// from 2 to 9 (XOR's min_members 2, RS's k + 1).
     #[test]
     fn node_sets_equal_the_whole_plan() {
-        let layouts: Vec<(usize, Box<dyn Fn(usize) -> usize + Sync>)> = vec![
-            (16, Box::new(|r| r / 4)),
-            (13, Box::new(|r| r / 3)),
-            (24, Box::new(|r| r % 5)),
-            (10, Box::new(|r| if r < 7 { 0 } else { r })),
-            (9, Box::new(|r| (r * 7) % 4)),
-            (1, Box::new(|_| 0)),
-            (32, Box::new(|r| r / 16)),
+        let layouts: [(usize, NodeOf); 7] = [
+            (16, |r| r / 4),
+            (13, |r| r / 3),
+            (24, |r| r % 5),
+            (10, |r| if r < 7 { 0 } else { r }),
+            (9, |r| (r * 7) % 4),
+            (1, |_| 0),
+            (32, |r| r / 16),
         ];
         for (p, node_of) in &layouts {
             for set_size in 2..=9 {

@@ -306,6 +306,9 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// A communicator a world rank belongs to, and its rank there.
+type Membership = (Weak<Context>, usize);
+
 /// State shared by all ranks of one job.
 #[derive(Debug)]
 struct World {
@@ -318,7 +321,7 @@ struct World {
     parkers: Vec<Parker>,
     /// Indexed by world rank: the communicators it belongs to and its rank
     /// in each, so a rank that ends can find who waits for it.
-    memberships: Vec<Mutex<Vec<(Weak<Context>, usize)>>>,
+    memberships: Vec<Mutex<Vec<Membership>>>,
     timeout: Duration,
     /// Counters of [`ThreadComm::run_counted`], by world rank.
     stats: Option<Arc<CommStats>>,
