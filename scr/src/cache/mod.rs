@@ -39,6 +39,9 @@ use crate::storage::dirs::{self, NodeIdentity};
 use crate::storage::node::{LogicalPath, NodeStorage, RealPath};
 use crate::storage::path as spath;
 
+mod layout;
+use layout::NodeLayout;
+
 /// Filemap tag (`1`) of a dataset whose files are in the prefix directory,
 /// not in cache (LLNL's cache index records `BYPASS` per dataset): written
 /// in bypass mode, or fetched to be read in place (SCR_FETCH_BYPASS=1). Its
@@ -87,7 +90,9 @@ pub struct Job {
     pub settings: Settings,
     /// This process's node.
     pub node: NodeIdentity,
-    /// Node name of every world rank.
+    /// Node name of every world rank, learned only when a descriptor needs
+    /// them (PARTNER, or sets over failure groups other than nodes); empty
+    /// otherwise, so SCR_Init costs no O(P) per rank (issue 17).
     pub node_names: Vec<String>,
     /// Number of distinct nodes in the run.
     pub node_count: usize,
@@ -143,6 +148,17 @@ impl Job {
         let cntl_base = LogicalPath::new(&settings.cache.cntl_base);
         let cntl = LogicalPath::new(dirs::job_dir(cntl_base.as_logical(), &user, &jobid));
         let descs_cfg = cfg.descriptors()?;
+        // Every rank's node name costs O(P) per rank: only PARTNER still
+        // needs them.
+        let node_names = if descs_cfg
+            .ckpts
+            .iter()
+            .any(|c| c.enabled && needs_node_names(c))
+        {
+            layout::all_node_names(world.as_ref(), &node)?
+        } else {
+            Vec::new()
+        };
         let stores = stores_of(&descs_cfg.stores, &settings);
         // Directories: control dir and each store's job dir on this node.
         // One process per node creates them, the others wait at the barrier.
@@ -174,7 +190,7 @@ impl Job {
             cfg,
             settings,
             node,
-            node_names: layout.names,
+            node_names,
             node_count: layout.count,
             user,
             jobid,
@@ -193,7 +209,7 @@ impl Job {
         };
         let mut sets = Vec::new();
         for ckpt in descs_cfg.ckpts.iter().filter(|c| c.enabled) {
-            sets.push(job.make_set(ckpt, &descs_cfg.groups, &descs_cfg.stores)?);
+            sets.push(job.make_set(ckpt, &descs_cfg.groups, &descs_cfg.stores, layout.largest)?);
         }
         if sets.is_empty() {
             return Err(DescriptorError::NoEnabledCkpt.into());
@@ -252,13 +268,7 @@ impl Job {
             }
             CopyType::Partner => partner_plan(fgroups, 1).map_err(sets_err)?.sets,
             CopyType::Xor | CopyType::Rs => {
-                let k = ckpt.set_failures.max(1) as usize;
-                let min_members = if ckpt.copy_type == CopyType::Rs {
-                    k + 1
-                } else {
-                    2
-                };
-                let set_size = (ckpt.set_size as usize).max(min_members);
+                let (set_size, min_members) = xor_rs_geometry(ckpt);
                 build_sets(fgroups, set_size, min_members.min(self.world.size()))
                     .map_err(sets_err)?
             }
@@ -279,9 +289,9 @@ impl Job {
         ckpt: &CkptDesc,
         groups: &[crate::config::GroupDesc],
         store_descs: &[crate::config::StoreDesc],
+        largest_node: usize,
     ) -> ScrResult<RedundancySet> {
         let rank = self.world.rank();
-        let fgroups = self.failure_groups(&ckpt.group, groups)?;
         let store = store_descs
             .iter()
             .filter(|s| s.enabled && s.count > 0)
@@ -290,26 +300,48 @@ impl Job {
             .min(self.stores.len() - 1);
         let copy_type = ckpt.copy_type;
         let k = ckpt.set_failures.max(1) as usize;
+        let (place, comm) = if !sets_over_nodes(ckpt) {
+            let fgroups = if copy_type == CopyType::Single {
+                Vec::new()
+            } else {
+                self.failure_groups(&ckpt.group, groups)?
+            };
+            let place = self.set_place(ckpt, &fgroups)?;
+            let comm = if copy_type == CopyType::Single {
+                None
+            } else {
+                self.world
+                    .split(Some(place.group_id as u32), place.group_rank as i64)?
+            };
+            if let Some(c) = comm.as_deref() {
+                agree_on_members(c, place.group_id, &place.members)?;
+            }
+            (place, comm)
+        } else {
+            // XOR or RS over nodes: the set from local information and
+            // splits, equal to the whole plan's (cache::layout).
+            let (set_size, min_members) = xor_rs_geometry(ckpt);
+            let (place, comm) = layout::node_set(
+                self.world.as_ref(),
+                self.node_comm.as_ref(),
+                largest_node,
+                set_size,
+                min_members,
+            )?;
+            (place, Some(comm))
+        };
         let SetPlace {
             members,
             group_id,
             group_rank,
             groups: groups_n,
-        } = self.set_place(ckpt, &fgroups)?;
-        let comm = if copy_type == CopyType::Single {
-            None
-        } else {
-            self.world.split(Some(group_id as u32), group_rank as i64)?
-        };
+        } = place;
         let base = self.stores[store].base.clone();
         assert_eq!(
             members.get(group_rank as usize).copied(),
             Some(rank as i64),
             "a process is the member of its set at its own set rank"
         );
-        if let Some(c) = comm.as_deref() {
-            agree_on_members(c, group_id, &members)?;
-        }
         let descriptor = RedDesc {
             enabled: true,
             index: i64::from(ckpt.index),
@@ -508,35 +540,28 @@ struct SetPlace {
     groups: u64,
 }
 
-/// Where the ranks of a job run: every rank's node name, the number of
-/// distinct nodes, and the communicator of the processes on this node.
-struct NodeLayout {
-    names: Vec<String>,
-    count: usize,
-    node_comm: Box<dyn Comm>,
+/// SET_SIZE and the smallest useful set of an XOR or RS descriptor (2 for
+/// XOR, k + 1 for RS with SET_FAILURES = k).
+fn xor_rs_geometry(ckpt: &CkptDesc) -> (usize, usize) {
+    let k = ckpt.set_failures.max(1) as usize;
+    let min_members = if ckpt.copy_type == CopyType::Rs {
+        k + 1
+    } else {
+        2
+    };
+    ((ckpt.set_size as usize).max(min_members), min_members)
 }
 
-impl NodeLayout {
-    /// Every rank learns every rank's node name. Collective over `world`.
-    fn learn(world: &dyn Comm, node: &NodeIdentity) -> ScrResult<NodeLayout> {
-        let names: Vec<String> = world
-            .allgather_bytes(node.name.as_bytes())?
-            .iter()
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-            .collect();
-        let mut uniq = names.clone();
-        uniq.sort();
-        uniq.dedup();
-        let node_index = uniq.binary_search(&node.name).unwrap_or(0);
-        let node_comm = world
-            .split(Some(node_index as u32), world.rank() as i64)?
-            .ok_or(DescriptorError::NodeComm)?;
-        Ok(NodeLayout {
-            names,
-            count: uniq.len(),
-            node_comm,
-        })
-    }
+/// Whether descriptor `ckpt` needs every rank's node name: PARTNER does
+/// (its plan over nodes and its node tags).
+fn needs_node_names(ckpt: &CkptDesc) -> bool {
+    ckpt.copy_type == CopyType::Partner
+}
+
+/// Whether descriptor `ckpt`'s sets are XOR or RS sets over nodes, which
+/// [`layout::node_set`] finds without the whole plan.
+fn sets_over_nodes(ckpt: &CkptDesc) -> bool {
+    matches!(ckpt.copy_type, CopyType::Xor | CopyType::Rs) && ckpt.group == "NODE"
 }
 
 /// The prefix directory, absolute and reduced (the working directory when

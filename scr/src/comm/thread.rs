@@ -7,25 +7,33 @@
 //! see its parent's messages (MPI gets the same from `MPI_Comm_split`).
 //!
 //! - Collectives: rank `r`'s `k`-th collective on a communicator deposits its
-//!   contribution into round `k`; the last rank to arrive checks that all ranks
-//!   called the same operation with the same root/length (else every rank gets
-//!   [`CommError::Mismatch`]), publishes the contributions and wakes everyone.
-//!   Each rank then computes its own result from the shared contributions, so
-//!   one round costs one lock per rank and one wake-up of all ranks.
+//!   contribution into round `k` (O(1) under the context's lock); the last
+//!   rank to arrive checks that all ranks called the same operation with the
+//!   same root/length (else every rank gets [`CommError::Mismatch`]), computes
+//!   the result once (the reduction, the split's communicators and each rank's
+//!   place in them, the sparse exchange's per-destination inboxes), publishes
+//!   it in the round's slot and wakes each member once. No rank folds the P
+//!   contributions itself, so a round costs O(P) in total, not O(P²) (issue
+//!   17; results/scale.md). Only an allgather or a gather at the root copies
+//!   P contributions, which its result is.
 //! - Point to point: sends are buffered (pushed into the receiver's mailbox
-//!   under the sender's rank), so `sendrecv` never deadlocks.
+//!   under the sender's rank), so `sendrecv` never deadlocks; a send wakes the
+//!   receiver only.
 //!
-//! Every wait is bounded: a rank that never arrives yields
+//! Wake-ups go to the ranks concerned: each world rank has a [`Parker`] (a
+//! generation counter and a condition variable) where all its waits sleep;
+//! nobody polls. Every wait is bounded: a rank that never arrives yields
 //! [`CommError::Timeout`] naming the lowest missing rank, and a rank whose
-//! closure ended (returned or panicked) yields [`CommError::PeerGone`] to ranks
-//! still waiting for it. Waits poll the liveness flags every few milliseconds
-//! because a dying thread does not know which condition variables its peers
-//! sleep on.
+//! closure ended (returned or panicked) yields [`CommError::PeerGone`] to
+//! ranks still waiting for it: a rank that ends wakes the ranks waiting for
+//! it at that moment (in a round it has not entered, or receiving from it),
+//! found through the communicators it belongs to; a rank that ends after its
+//! last collective wakes nobody.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use super::{Comm, CommError, CommResult, ReduceOp};
@@ -40,9 +48,6 @@ pub const TIMEOUT_ENV: &str = "SCR_THREAD_COMM_TIMEOUT_MS";
 /// (only touched pages are resident), yet enough for debug builds of the
 /// library's algorithms, which keep big data on the heap.
 pub const DEFAULT_STACK_BYTES: usize = 512 * 1024;
-
-/// How often a waiting rank re-checks whether the ranks it waits for are gone.
-const LIVENESS_POLL: Duration = Duration::from_millis(10);
 
 /// Settings of one [`ThreadComm::run_with`] job.
 #[derive(Debug, Clone)]
@@ -97,6 +102,77 @@ fn describe_panics(p: &[(usize, String)]) -> String {
         .join("; ")
 }
 
+/// Per-rank communication counters of one [`ThreadComm::run_counted`] job,
+/// indexed by world rank and summed over every communicator of that rank
+/// (the world and its splits): what a benchmark reports as communicator
+/// calls and bytes per rank. One relaxed atomic add per operation.
+#[derive(Debug)]
+pub struct CommStats {
+    ranks: Vec<RankCounters>,
+}
+
+/// One rank's counters, on its own cache line so ranks do not contend.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct RankCounters {
+    calls: AtomicU64,
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+}
+
+/// A snapshot of one rank's [`CommStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommCounts {
+    /// Communicator operations called (each [`Comm`] method call is one).
+    pub calls: u64,
+    /// Payload bytes this rank contributed (sent).
+    pub bytes_sent: u64,
+    /// Payload bytes this rank got back (received), e.g. every rank's
+    /// contribution for an allgather.
+    pub bytes_received: u64,
+}
+
+impl CommCounts {
+    /// The counts accumulated between `earlier` and `self`.
+    pub fn since(&self, earlier: &CommCounts) -> CommCounts {
+        CommCounts {
+            calls: self.calls.saturating_sub(earlier.calls),
+            bytes_sent: self.bytes_sent.saturating_sub(earlier.bytes_sent),
+            bytes_received: self.bytes_received.saturating_sub(earlier.bytes_received),
+        }
+    }
+}
+
+impl CommStats {
+    /// Counters for a job of `n` ranks, all zero.
+    pub fn new(n: usize) -> Arc<CommStats> {
+        Arc::new(CommStats {
+            ranks: (0..n).map(|_| RankCounters::default()).collect(),
+        })
+    }
+
+    /// The counts of world rank `rank` so far (zero for a rank outside the job).
+    pub fn get(&self, rank: usize) -> CommCounts {
+        self.ranks
+            .get(rank)
+            .map(|c| CommCounts {
+                calls: c.calls.load(Ordering::Relaxed),
+                bytes_sent: c.bytes_sent.load(Ordering::Relaxed),
+                bytes_received: c.bytes_received.load(Ordering::Relaxed),
+            })
+            .unwrap_or_default()
+    }
+
+    fn add(&self, rank: usize, sent: usize, received: usize) {
+        if let Some(c) = self.ranks.get(rank) {
+            c.calls.fetch_add(1, Ordering::Relaxed);
+            c.bytes_sent.fetch_add(sent as u64, Ordering::Relaxed);
+            c.bytes_received
+                .fetch_add(received as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Runs a closure on `n` in-process ranks, each a thread holding a
 /// [`Comm`] over the world of `n` ranks (SCR's `scr_comm_world`).
 #[derive(Debug, Clone, Copy)]
@@ -119,9 +195,42 @@ impl ThreadComm {
         R: Send,
         F: Fn(&dyn Comm) -> R + Sync,
     {
+        Self::run_inner(config, None, n, f)
+    }
+
+    /// [`ThreadComm::run_with`], counting every rank's communicator calls
+    /// and bytes in `stats` (made by [`CommStats::new`] for `n` ranks; the
+    /// closure may read it while it runs, e.g. around a phase).
+    pub fn run_counted<R, F>(
+        config: &ThreadConfig,
+        stats: &Arc<CommStats>,
+        n: usize,
+        f: F,
+    ) -> Result<Vec<R>, RunError>
+    where
+        R: Send,
+        F: Fn(&dyn Comm) -> R + Sync,
+    {
+        Self::run_inner(config, Some(stats.clone()), n, f)
+    }
+
+    fn run_inner<R, F>(
+        config: &ThreadConfig,
+        stats: Option<Arc<CommStats>>,
+        n: usize,
+        f: F,
+    ) -> Result<Vec<R>, RunError>
+    where
+        R: Send,
+        F: Fn(&dyn Comm) -> R + Sync,
+    {
         let world = Arc::new(World {
             gone: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            gone_count: AtomicUsize::new(0),
+            parkers: (0..n).map(|_| Parker::default()).collect(),
+            memberships: (0..n).map(|_| Mutex::default()).collect(),
             timeout: config.timeout,
+            stats,
         });
         let ctx = Context::new(world.clone(), (0..n).collect());
         let mut results: Vec<Option<Result<R, PanicMessage>>> = (0..n).map(|_| None).collect();
@@ -139,7 +248,7 @@ impl ThreadComm {
                         let out = catch_unwind(AssertUnwindSafe(|| f(&comm)));
                         // Mark the rank gone whether it returned or panicked:
                         // either way it will never take part again.
-                        rank_world.gone[rank].store(true, Ordering::SeqCst);
+                        rank_world.mark_gone(rank);
                         out.map_err(|p| PanicMessage(panic_message(&*p)))
                     });
                 match spawned {
@@ -147,8 +256,8 @@ impl ThreadComm {
                     Err(e) => {
                         // Ranks that never start are gone, so the started
                         // ones fail fast with PeerGone instead of timing out.
-                        for g in &world.gone[rank..] {
-                            g.store(true, Ordering::SeqCst);
+                        for r in rank..n {
+                            world.mark_gone(r);
                         }
                         spawn_error = Some(RunError::Spawn {
                             rank,
@@ -197,12 +306,123 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// A communicator a world rank belongs to, and its rank there.
+type Membership = (Weak<Context>, usize);
+
 /// State shared by all ranks of one job.
 #[derive(Debug)]
 struct World {
     /// Indexed by world rank: the rank's closure has ended.
     gone: Vec<AtomicBool>,
+    /// How many ranks are gone: a waiting rank rescans the peers it waits
+    /// for only when this changed.
+    gone_count: AtomicUsize,
+    /// Indexed by world rank: where that rank's waits sleep.
+    parkers: Vec<Parker>,
+    /// Indexed by world rank: the communicators it belongs to and its rank
+    /// in each, so a rank that ends can find who waits for it.
+    memberships: Vec<Mutex<Vec<Membership>>>,
     timeout: Duration,
+    /// Counters of [`ThreadComm::run_counted`], by world rank.
+    stats: Option<Arc<CommStats>>,
+}
+
+impl World {
+    /// World rank `rank` will never take part again: mark it and wake the
+    /// ranks waiting for it right now (in a round it has not entered, or
+    /// receiving from it), so they end with PeerGone instead of a timeout.
+    /// A rank that ends after its last collective wakes nobody.
+    fn mark_gone(&self, rank: usize) {
+        if let Some(g) = self.gone.get(rank) {
+            g.store(true, Ordering::SeqCst);
+        }
+        self.gone_count.fetch_add(1, Ordering::SeqCst);
+        let contexts: Vec<(Arc<Context>, usize)> = self
+            .memberships
+            .get(rank)
+            .map(|m| {
+                lock(m)
+                    .iter()
+                    .filter_map(|(ctx, local)| ctx.upgrade().map(|c| (c, *local)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (ctx, local) in contexts {
+            ctx.wake_waiters_of(local);
+        }
+    }
+}
+
+/// Where one world rank's waits sleep. A wake-up bumps the generation; a
+/// waiter reads the generation before it checks its condition and sleeps
+/// only while the generation is unchanged, so no wake-up is lost. Any
+/// thread may wait here (a rank's communicator may move to another thread).
+#[derive(Debug, Default)]
+struct Parker {
+    state: Mutex<ParkState>,
+    cv: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct ParkState {
+    generation: u64,
+    /// Threads inside `wait_timeout` now: a wake-up with none skips the
+    /// notify, a system call even when nobody waits.
+    sleepers: usize,
+}
+
+impl Parker {
+    fn generation(&self) -> u64 {
+        lock(&self.state).generation
+    }
+
+    fn wake(&self) {
+        let sleepers = {
+            let mut s = lock(&self.state);
+            s.generation = s.generation.wrapping_add(1);
+            s.sleepers
+        };
+        if sleepers > 0 {
+            self.cv.notify_all();
+        }
+    }
+
+    /// Sleep until a wake-up later than generation `seen`, or at most
+    /// `limit`. Callers recheck their condition (spurious returns happen).
+    fn sleep(&self, seen: u64, limit: Duration) {
+        let mut s = lock(&self.state);
+        if s.generation == seen {
+            s.sleepers += 1;
+            let mut s = self
+                .cv
+                .wait_timeout(s, limit)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+            s.sleepers -= 1;
+        }
+    }
+}
+
+/// A receive in progress on a mailbox, visible to [`World::mark_gone`]:
+/// the source it waits for (plus one; 0 = none) and a count per context.
+struct RecvWait<'a> {
+    ctx: &'a Context,
+    mailbox: &'a Mailbox,
+}
+
+impl<'a> RecvWait<'a> {
+    fn new(ctx: &'a Context, mailbox: &'a Mailbox, src: usize) -> RecvWait<'a> {
+        mailbox.waiting_for.store(src + 1, Ordering::SeqCst);
+        ctx.receivers_waiting.fetch_add(1, Ordering::SeqCst);
+        RecvWait { ctx, mailbox }
+    }
+}
+
+impl Drop for RecvWait<'_> {
+    fn drop(&mut self) {
+        self.mailbox.waiting_for.store(0, Ordering::SeqCst);
+        self.ctx.receivers_waiting.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// What a rank brings to a collective round.
@@ -210,8 +430,8 @@ struct World {
 enum Payload {
     None,
     Bytes(Vec<u8>),
-    I64(Vec<i64>),
-    F64(Vec<f64>),
+    I64(Vec<i64>, ReduceOp),
+    F64(Vec<f64>, ReduceOp),
     Split(Option<u32>, i64),
     Sparse(BTreeMap<usize, Vec<u8>>),
 }
@@ -225,31 +445,43 @@ struct Contribution {
     payload: Payload,
 }
 
-#[derive(Debug)]
+/// A completed round, computed once by the last rank to arrive.
+#[derive(Debug, Default)]
 struct RoundOutcome {
+    /// Every rank's contribution (bcast, gather and allgather read them;
+    /// the sparse exchange's maps are moved to `inboxes`).
     contribs: Vec<Contribution>,
-    /// For split: the new context of each color.
-    subcomms: BTreeMap<u32, Arc<Context>>,
+    /// allreduce: the reduced values (`Payload::I64` or `Payload::F64`).
+    reduced: Option<Payload>,
+    /// exchange_sparse: what each rank receives, by source rank; each rank
+    /// takes its own.
+    inboxes: Vec<Mutex<BTreeMap<usize, Vec<u8>>>>,
+    /// split: each rank's new communicator and its rank there.
+    placements: Vec<Option<(Arc<Context>, usize)>>,
 }
 
-#[derive(Debug, Default)]
+type RoundResult = Result<Arc<RoundOutcome>, CommError>;
+
+/// A round still collecting contributions.
+#[derive(Debug)]
 struct Round {
     contribs: Vec<Option<Contribution>>,
     arrived: usize,
-    taken: usize,
-    outcome: Option<Result<Arc<RoundOutcome>, CommError>>,
+    /// Set once, by the last rank to arrive; every member holds it.
+    slot: Arc<OnceLock<RoundResult>>,
 }
 
 #[derive(Debug, Default)]
 struct Mailbox {
     /// Messages by source rank, FIFO per source as in MPI.
     queues: Mutex<BTreeMap<usize, VecDeque<Vec<u8>>>>,
-    cv: Condvar,
     /// Emptied buffers the owner of this mailbox gave back after receiving
     /// (its previous `recv` buffer); senders to it fill one of these instead
     /// of allocating, so a hot sendrecv loop copies each message once and
     /// allocates nothing (an allocation per message costs 2–3×, RUNTIME.md).
     spare: Mutex<Vec<Vec<u8>>>,
+    /// The source the owner is receiving from, plus one (0: none).
+    waiting_for: AtomicUsize,
 }
 
 /// Most spare buffers a mailbox keeps (bounds the memory a burst leaves).
@@ -261,25 +493,71 @@ struct Context {
     world: Arc<World>,
     /// Local rank -> world rank.
     members: Vec<usize>,
+    /// Rounds in progress by sequence number; a round leaves the table when
+    /// it completes.
     rounds: Mutex<BTreeMap<u64, Round>>,
-    rounds_cv: Condvar,
     boxes: Vec<Mailbox>,
+    /// Receives in progress on this context's mailboxes.
+    receivers_waiting: AtomicUsize,
 }
 
 impl Context {
     fn new(world: Arc<World>, members: Vec<usize>) -> Arc<Context> {
         let boxes = members.iter().map(|_| Mailbox::default()).collect();
-        Arc::new(Context {
+        let ctx = Arc::new(Context {
             world,
             members,
             rounds: Mutex::new(BTreeMap::new()),
-            rounds_cv: Condvar::new(),
             boxes,
-        })
+            receivers_waiting: AtomicUsize::new(0),
+        });
+        for (local, &w) in ctx.members.iter().enumerate() {
+            if let Some(m) = ctx.world.memberships.get(w) {
+                lock(m).push((Arc::downgrade(&ctx), local));
+            }
+        }
+        ctx
+    }
+
+    /// Wake the members waiting for `local`, which is gone: those that
+    /// entered a round `local` has not, and those receiving from it. Under
+    /// the rounds lock, after the gone flag is set: a member entering a
+    /// round later sees the flag when it checks (World::gone_count).
+    fn wake_waiters_of(&self, local: usize) {
+        let waiting: Vec<usize> = {
+            let rounds = lock(&self.rounds);
+            rounds
+                .values()
+                .filter(|r| matches!(r.contribs.get(local), Some(None)))
+                .flat_map(|r| {
+                    r.contribs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.is_some())
+                        .map(|(i, _)| i)
+                })
+                .collect()
+        };
+        for i in waiting {
+            self.parker(i).wake();
+        }
+        // SeqCst with RecvWait::new then the receiver's gone check: either
+        // the receiver sees the flag, or this sees it waiting.
+        if self.receivers_waiting.load(Ordering::SeqCst) > 0 {
+            for (i, b) in self.boxes.iter().enumerate() {
+                if b.waiting_for.load(Ordering::SeqCst) == local + 1 {
+                    self.parker(i).wake();
+                }
+            }
+        }
     }
 
     fn is_gone(&self, local: usize) -> bool {
         self.world.gone[self.members[local]].load(Ordering::SeqCst)
+    }
+
+    fn parker(&self, local: usize) -> &Parker {
+        &self.world.parkers[self.members[local]]
     }
 }
 
@@ -306,6 +584,13 @@ impl ThreadRankComm {
         }
     }
 
+    /// Count one call of this rank moving `sent` and `received` bytes.
+    fn count(&self, sent: usize, received: usize) {
+        if let Some(stats) = &self.ctx.world.stats {
+            stats.add(self.ctx.members[self.rank], sent, received);
+        }
+    }
+
     fn check_rank(&self, op: &'static str, rank: usize) -> CommResult<()> {
         if rank < self.size() {
             Ok(())
@@ -318,8 +603,8 @@ impl ThreadRankComm {
         }
     }
 
-    /// Enter a collective round; returns every rank's contribution once all
-    /// have arrived.
+    /// Enter a collective round; returns its outcome once all ranks have
+    /// arrived. The last to arrive computes the outcome and wakes the others.
     fn collective(
         &self,
         op: &'static str,
@@ -330,73 +615,114 @@ impl ThreadRankComm {
         let seq = self.seq.get();
         self.seq.set(seq + 1);
         let ctx = &self.ctx;
-        let mut rounds = lock(&ctx.rounds);
-        {
-            let round = rounds.entry(seq).or_default();
-            if round.contribs.is_empty() {
-                round.contribs = (0..n).map(|_| None).collect();
-            }
-            round.contribs[self.rank] = Some(Contribution {
-                op,
-                signature,
-                payload,
+        let slot = {
+            let mut rounds = lock(&ctx.rounds);
+            let round = rounds.entry(seq).or_insert_with(|| Round {
+                contribs: (0..n).map(|_| None).collect(),
+                arrived: 0,
+                slot: Arc::default(),
             });
+            if let Some(c) = round.contribs.get_mut(self.rank) {
+                *c = Some(Contribution {
+                    op,
+                    signature,
+                    payload,
+                });
+            }
             round.arrived += 1;
+            let slot = round.slot.clone();
             if round.arrived == n {
-                round.outcome = Some(complete_round(ctx, &mut round.contribs));
-                ctx.rounds_cv.notify_all();
-            }
-        }
-        let start = Instant::now();
-        loop {
-            let round = rounds.get_mut(&seq).ok_or(CommError::Mismatch {
-                op,
-                detail: "collective round vanished".to_string(),
-            })?;
-            if let Some(outcome) = &round.outcome {
-                let outcome = outcome.clone();
-                round.taken += 1;
-                if round.taken == n {
-                    rounds.remove(&seq);
+                // Completed under the lock: a rank rescanning this round for
+                // gone peers finds it either collecting or done.
+                if let Some(mut done) = rounds.remove(&seq) {
+                    let _ = slot.set(complete_round(ctx, &mut done.contribs));
                 }
-                return outcome;
+                drop(rounds);
+                for local in (0..n).filter(|&r| r != self.rank) {
+                    ctx.parker(local).wake();
+                }
             }
-            let missing: Vec<usize> = (0..n).filter(|&r| round.contribs[r].is_none()).collect();
-            if let Some(&peer) = missing.iter().find(|&&r| ctx.is_gone(r)) {
-                return Err(CommError::PeerGone { op, peer });
+            slot
+        };
+        self.wait_round(op, seq, &slot)
+    }
+
+    /// Wait until round `seq`'s slot is set, a missing rank is gone, or the
+    /// timeout expires.
+    fn wait_round(
+        &self,
+        op: &'static str,
+        seq: u64,
+        slot: &OnceLock<RoundResult>,
+    ) -> CommResult<Arc<RoundOutcome>> {
+        let world = &self.ctx.world;
+        let parker = self.ctx.parker(self.rank);
+        let start = Instant::now();
+        let mut scanned_gone = 0;
+        loop {
+            let seen = parker.generation();
+            if let Some(outcome) = slot.get() {
+                return outcome.clone();
+            }
+            let gone = world.gone_count.load(Ordering::SeqCst);
+            if gone != scanned_gone {
+                scanned_gone = gone;
+                if let Some(peer) = self.missing(seq, true) {
+                    return Err(CommError::PeerGone { op, peer });
+                }
             }
             let waited = start.elapsed();
-            if waited >= ctx.world.timeout {
+            if waited >= world.timeout {
+                if let Some(outcome) = slot.get() {
+                    return outcome.clone();
+                }
                 return Err(CommError::Timeout {
                     op,
                     rank: self.rank,
-                    peer: missing.first().copied().unwrap_or(self.rank),
+                    peer: self.missing(seq, false).unwrap_or(self.rank),
                     waited_ms: waited.as_millis() as u64,
                 });
             }
-            let slice = (ctx.world.timeout - waited).min(LIVENESS_POLL);
-            rounds = ctx
-                .rounds_cv
-                .wait_timeout(rounds, slice)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            parker.sleep(seen, world.timeout - waited);
         }
+    }
+
+    /// The lowest rank that has not arrived in round `seq` (only gone ones
+    /// when `gone_only`); `None` once the round is complete.
+    fn missing(&self, seq: u64, gone_only: bool) -> Option<usize> {
+        let rounds = lock(&self.ctx.rounds);
+        let round = rounds.get(&seq)?;
+        round
+            .contribs
+            .iter()
+            .enumerate()
+            .find(|&(r, c)| c.is_none() && (!gone_only || self.ctx.is_gone(r)))
+            .map(|(r, _)| r)
     }
 
     /// Receive the next message from `src` (bounded wait).
     fn recv_from(&self, op: &'static str, src: usize) -> CommResult<Vec<u8>> {
+        let world = &self.ctx.world;
+        let parker = self.ctx.parker(self.rank);
         let mailbox = &self.ctx.boxes[self.rank];
-        let mut queues = lock(&mailbox.queues);
+        let _waiting = RecvWait::new(&self.ctx, mailbox, src);
         let start = Instant::now();
         loop {
-            if let Some(m) = queues.get_mut(&src).and_then(|q| q.pop_front()) {
+            let seen = parker.generation();
+            // Liveness first: a rank that is gone sent all it ever will, so
+            // an empty queue after that means nothing more comes.
+            let gone = self.ctx.is_gone(src);
+            if let Some(m) = lock(&mailbox.queues)
+                .get_mut(&src)
+                .and_then(VecDeque::pop_front)
+            {
                 return Ok(m);
             }
-            if self.ctx.is_gone(src) {
+            if gone {
                 return Err(CommError::PeerGone { op, peer: src });
             }
             let waited = start.elapsed();
-            if waited >= self.ctx.world.timeout {
+            if waited >= world.timeout {
                 return Err(CommError::Timeout {
                     op,
                     rank: self.rank,
@@ -404,12 +730,7 @@ impl ThreadRankComm {
                     waited_ms: waited.as_millis() as u64,
                 });
             }
-            let slice = (self.ctx.world.timeout - waited).min(LIVENESS_POLL);
-            queues = mailbox
-                .cv
-                .wait_timeout(queues, slice)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            parker.sleep(seen, world.timeout - waited);
         }
     }
 
@@ -428,24 +749,26 @@ impl ThreadRankComm {
             .entry(self.rank)
             .or_default()
             .push_back(message);
-        mailbox.cv.notify_all();
+        self.ctx.parker(dest).wake();
     }
 }
 
 /// Called by the last rank to arrive: check that the calls match and build
-/// the shared outcome.
-fn complete_round(
-    ctx: &Arc<Context>,
-    contribs: &mut [Option<Contribution>],
-) -> Result<Arc<RoundOutcome>, CommError> {
-    let all: Vec<Contribution> = contribs.iter_mut().filter_map(Option::take).collect();
+/// the shared outcome, computing each operation's result once.
+fn complete_round(ctx: &Arc<Context>, contribs: &mut [Option<Contribution>]) -> RoundResult {
+    let mut all: Vec<Contribution> = contribs.iter_mut().filter_map(Option::take).collect();
+    let Some(first) = all.first() else {
+        return Err(CommError::Mismatch {
+            op: "collective",
+            detail: "a round without contributions".to_string(),
+        });
+    };
     if all.len() != contribs.len() {
         return Err(CommError::Mismatch {
             op: "collective",
             detail: "a contribution is missing".to_string(),
         });
     }
-    let first = &all[0];
     if let Some((r, c)) = all
         .iter()
         .enumerate()
@@ -459,25 +782,105 @@ fn complete_round(
             ),
         });
     }
-    let mut subcomms = BTreeMap::new();
-    if first.op == "split" {
-        // Members of each color ordered by (key, old rank), as MPI_Comm_split.
-        let mut by_color: BTreeMap<u32, Vec<(i64, usize)>> = BTreeMap::new();
-        for (r, c) in all.iter().enumerate() {
-            if let Payload::Split(Some(color), key) = c.payload {
-                by_color.entry(color).or_default().push((key, r));
-            }
-        }
-        for (color, mut members) in by_color {
-            members.sort();
-            let world_ranks = members.iter().map(|&(_, r)| ctx.members[r]).collect();
-            subcomms.insert(color, Context::new(ctx.world.clone(), world_ranks));
+    let mut outcome = RoundOutcome::default();
+    match &first.payload {
+        Payload::Split(..) => outcome.placements = place_splits(ctx, &all),
+        Payload::I64(_, op) => outcome.reduced = Some(Payload::I64(reduce_i64(&all, *op), *op)),
+        Payload::F64(_, op) => outcome.reduced = Some(Payload::F64(reduce_f64(&all, *op), *op)),
+        Payload::Sparse(_) => outcome.inboxes = transpose(&mut all),
+        Payload::None | Payload::Bytes(_) => {}
+    }
+    outcome.contribs = all;
+    Ok(Arc::new(outcome))
+}
+
+/// Members of each color ordered by (key, old rank), as MPI_Comm_split: one
+/// new context per color, and each old rank's place in its color's context.
+fn place_splits(ctx: &Arc<Context>, all: &[Contribution]) -> Vec<Option<(Arc<Context>, usize)>> {
+    let mut by_color: BTreeMap<u32, Vec<(i64, usize)>> = BTreeMap::new();
+    for (r, c) in all.iter().enumerate() {
+        if let Payload::Split(Some(color), key) = c.payload {
+            by_color.entry(color).or_default().push((key, r));
         }
     }
-    Ok(Arc::new(RoundOutcome {
-        contribs: all,
-        subcomms,
-    }))
+    let mut placements: Vec<Option<(Arc<Context>, usize)>> = all.iter().map(|_| None).collect();
+    for (_, mut members) in by_color {
+        members.sort();
+        let world_ranks = members.iter().map(|&(_, r)| ctx.members[r]).collect();
+        let sub = Context::new(ctx.world.clone(), world_ranks);
+        for (new_rank, &(_, r)) in members.iter().enumerate() {
+            placements[r] = Some((sub.clone(), new_rank));
+        }
+    }
+    placements
+}
+
+/// Element-wise reduction in rank order (identical on every rank since it
+/// is computed once); sums wrap like MPI's two's-complement integer sum.
+fn reduce_i64(all: &[Contribution], op: ReduceOp) -> Vec<i64> {
+    let mut acc: Option<Vec<i64>> = None;
+    for c in all {
+        let Payload::I64(x, _) = &c.payload else {
+            continue;
+        };
+        match &mut acc {
+            None => acc = Some(x.clone()),
+            Some(a) => {
+                for (a, &v) in a.iter_mut().zip(x) {
+                    *a = match op {
+                        ReduceOp::Sum => a.wrapping_add(v),
+                        ReduceOp::Max => (*a).max(v),
+                        ReduceOp::Min => (*a).min(v),
+                    };
+                }
+            }
+        }
+    }
+    acc.unwrap_or_default()
+}
+
+/// Element-wise floating-point reduction, folded in rank order from the
+/// operator's identity.
+fn reduce_f64(all: &[Contribution], op: ReduceOp) -> Vec<f64> {
+    let len = match all.first().map(|c| &c.payload) {
+        Some(Payload::F64(x, _)) => x.len(),
+        _ => 0,
+    };
+    let identity = match op {
+        ReduceOp::Sum => std::iter::empty::<f64>().sum(),
+        ReduceOp::Max => f64::NEG_INFINITY,
+        ReduceOp::Min => f64::INFINITY,
+    };
+    let mut acc = vec![identity; len];
+    for c in all {
+        let Payload::F64(x, _) = &c.payload else {
+            continue;
+        };
+        for (a, &v) in acc.iter_mut().zip(x) {
+            *a = match op {
+                ReduceOp::Sum => *a + v,
+                ReduceOp::Max => a.max(v),
+                ReduceOp::Min => a.min(v),
+            };
+        }
+    }
+    acc
+}
+
+/// The sparse exchange's messages moved into one inbox per destination,
+/// keyed by source rank.
+fn transpose(all: &mut [Contribution]) -> Vec<Mutex<BTreeMap<usize, Vec<u8>>>> {
+    let mut inboxes: Vec<BTreeMap<usize, Vec<u8>>> = all.iter().map(|_| BTreeMap::new()).collect();
+    for (src, c) in all.iter_mut().enumerate() {
+        if let Payload::Sparse(m) = &mut c.payload {
+            for (dest, v) in std::mem::take(m) {
+                if let Some(inbox) = inboxes.get_mut(dest) {
+                    inbox.insert(src, v);
+                }
+            }
+        }
+    }
+    inboxes.into_iter().map(Mutex::new).collect()
 }
 
 fn reduce_name(op: ReduceOp) -> &'static str {
@@ -498,12 +901,14 @@ impl Comm for ThreadRankComm {
     }
 
     fn barrier(&self) -> CommResult<()> {
+        self.count(0, 0);
         self.collective("barrier", String::new(), Payload::None)
             .map(|_| ())
     }
 
     fn bcast_bytes(&self, root: usize, buf: &mut Vec<u8>) -> CommResult<()> {
         self.check_rank("bcast", root)?;
+        let sent = if self.rank == root { buf.len() } else { 0 };
         // The root copies rather than moves its buffer, so it keeps its
         // data when the broadcast fails (timeout, mismatch).
         let payload = if self.rank == root {
@@ -513,46 +918,36 @@ impl Comm for ThreadRankComm {
         };
         let out = self.collective("bcast", format!("root {root}"), payload)?;
         if self.rank != root {
-            if let Payload::Bytes(b) = &out.contribs[root].payload {
+            if let Some(Payload::Bytes(b)) = out.contribs.get(root).map(|c| &c.payload) {
                 buf.clear();
                 buf.extend_from_slice(b);
             }
         }
+        let received = if self.rank == root { 0 } else { buf.len() };
+        self.count(sent, received);
         Ok(())
     }
 
     fn allreduce_i64(&self, vals: &mut [i64], op: ReduceOp) -> CommResult<()> {
         let sig = format!("{} of {}", reduce_name(op), vals.len());
-        let out = self.collective("allreduce_i64", sig, Payload::I64(vals.to_vec()))?;
-        for (i, v) in vals.iter_mut().enumerate() {
-            let column = out.contribs.iter().map(|c| match &c.payload {
-                Payload::I64(x) => x[i],
-                _ => 0,
-            });
-            // Sums wrap like MPI's two's-complement integer sum instead of panicking.
-            *v = match op {
-                ReduceOp::Sum => column.fold(0i64, i64::wrapping_add),
-                ReduceOp::Max => column.max().unwrap_or(*v),
-                ReduceOp::Min => column.min().unwrap_or(*v),
-            };
+        let out = self.collective("allreduce_i64", sig, Payload::I64(vals.to_vec(), op))?;
+        self.count(8 * vals.len(), 8 * vals.len());
+        if let Some(Payload::I64(r, _)) = &out.reduced {
+            for (v, &x) in vals.iter_mut().zip(r) {
+                *v = x;
+            }
         }
         Ok(())
     }
 
     fn allreduce_f64(&self, vals: &mut [f64], op: ReduceOp) -> CommResult<()> {
         let sig = format!("{} of {}", reduce_name(op), vals.len());
-        let out = self.collective("allreduce_f64", sig, Payload::F64(vals.to_vec()))?;
-        for (i, v) in vals.iter_mut().enumerate() {
-            // Rank order on every rank, so all ranks get bit-identical results.
-            let column = out.contribs.iter().map(|c| match &c.payload {
-                Payload::F64(x) => x[i],
-                _ => 0.0,
-            });
-            *v = match op {
-                ReduceOp::Sum => column.sum(),
-                ReduceOp::Max => column.fold(f64::NEG_INFINITY, f64::max),
-                ReduceOp::Min => column.fold(f64::INFINITY, f64::min),
-            };
+        let out = self.collective("allreduce_f64", sig, Payload::F64(vals.to_vec(), op))?;
+        self.count(8 * vals.len(), 8 * vals.len());
+        if let Some(Payload::F64(r, _)) = &out.reduced {
+            for (v, &x) in vals.iter_mut().zip(r) {
+                *v = x;
+            }
         }
         Ok(())
     }
@@ -565,14 +960,19 @@ impl Comm for ThreadRankComm {
             Payload::Bytes(data.to_vec()),
         )?;
         if self.rank != root {
+            self.count(data.len(), 0);
             return Ok(None);
         }
-        Ok(Some(collect_bytes(&out)))
+        let all = collect_bytes(&out);
+        self.count(data.len(), all.iter().map(Vec::len).sum());
+        Ok(Some(all))
     }
 
     fn allgather_bytes(&self, data: &[u8]) -> CommResult<Vec<Vec<u8>>> {
         let out = self.collective("allgather", String::new(), Payload::Bytes(data.to_vec()))?;
-        Ok(collect_bytes(&out))
+        let all = collect_bytes(&out);
+        self.count(data.len(), all.iter().map(Vec::len).sum());
+        Ok(all)
     }
 
     fn sendrecv_bytes(
@@ -587,6 +987,7 @@ impl Comm for ThreadRankComm {
         if let Some(src) = recv_from {
             self.check_rank("sendrecv", src)?;
         }
+        let sent = send.map_or(0, |(_, data)| data.len());
         if let Some((dest, data)) = send {
             self.send_to(dest, data);
         }
@@ -602,23 +1003,31 @@ impl Comm for ThreadRankComm {
                         spare.push(m);
                     }
                 }
+                self.count(sent, recv.len());
                 Ok(recv.len())
             }
-            None => Ok(0),
+            None => {
+                self.count(sent, 0);
+                Ok(0)
+            }
         }
     }
 
     fn split(&self, color: Option<u32>, key: i64) -> CommResult<Option<Box<dyn Comm>>> {
         let out = self.collective("split", String::new(), Payload::Split(color, key))?;
+        self.count(0, 0);
         let Some(color) = color else {
             return Ok(None);
         };
-        let ctx = out.subcomms.get(&color).ok_or(CommError::Mismatch {
-            op: "split",
-            detail: format!("no communicator was built for color {color}"),
-        })?;
-        let new_rank = self.rank_in_parent_to_new(ctx)?;
-        Ok(Some(Box::new(ThreadRankComm::new(ctx.clone(), new_rank))))
+        let (ctx, new_rank) = out
+            .placements
+            .get(self.rank)
+            .and_then(Option::as_ref)
+            .ok_or(CommError::Mismatch {
+                op: "split",
+                detail: format!("no communicator was built for color {color}"),
+            })?;
+        Ok(Some(Box::new(ThreadRankComm::new(ctx.clone(), *new_rank))))
     }
 
     fn exchange_sparse(
@@ -641,29 +1050,16 @@ impl Comm for ThreadRankComm {
                 size: self.size(),
             });
         }
-        let mut received = BTreeMap::new();
-        for (src, c) in out.contribs.iter().enumerate() {
-            if let Payload::Sparse(m) = &c.payload {
-                if let Some(v) = m.get(&self.rank) {
-                    received.insert(src, v.clone());
-                }
-            }
-        }
+        let received = out
+            .inboxes
+            .get(self.rank)
+            .map(|inbox| std::mem::take(&mut *lock(inbox)))
+            .unwrap_or_default();
+        self.count(
+            sends.values().map(Vec::len).sum(),
+            received.values().map(Vec::len).sum(),
+        );
         Ok(received)
-    }
-}
-
-impl ThreadRankComm {
-    /// This rank's rank in the new context `ctx` (found by world rank).
-    fn rank_in_parent_to_new(&self, ctx: &Context) -> CommResult<usize> {
-        let me = self.ctx.members[self.rank];
-        ctx.members
-            .iter()
-            .position(|&w| w == me)
-            .ok_or(CommError::Mismatch {
-                op: "split",
-                detail: "this rank is missing from its color's communicator".to_string(),
-            })
     }
 }
 

@@ -2,6 +2,7 @@
 //! listing what the job has in cache anywhere (scr_cache_delete,
 //! scr_cache_purge).
 
+use crate::comm::ReduceOp;
 use crate::ids::DatasetId;
 use crate::ids::Rank;
 use crate::storage::node::{LogicalPath, RealPath};
@@ -92,24 +93,37 @@ impl Job {
         Ok(())
     }
 
-    /// Dataset ids in cache on any rank, ascending (collective).
+    /// Dataset ids in cache on any rank, ascending (collective). One
+    /// allreduce per id, newest first, as SCR's cache rebuild walks them:
+    /// O(datasets) per rank, where an allgather of every rank's ids cost
+    /// O(P) (issue 17).
     pub fn datasets_everywhere(&self) -> ScrResult<Vec<DatasetId>> {
-        let mine: Vec<u8> = self
+        let mine: Vec<i64> = self
             .filemap
             .list_datasets()
             .iter()
-            .flat_map(|d| d.get().to_be_bytes())
+            .map(|d| d.get())
             .collect();
-        let all = self.world.allgather_bytes(&mine)?;
-        let mut ids: Vec<DatasetId> = all
-            .iter()
-            .flat_map(|b| {
-                b.chunks_exact(8)
-                    .map(|c| DatasetId(i64::from_be_bytes(c.try_into().expect("8 bytes"))))
-            })
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
+        let mut ids = Vec::new();
+        let mut below = i64::MAX;
+        // `below` falls strictly each round, so this ends after at most
+        // (distinct ids + 1) rounds.
+        loop {
+            let next = mine
+                .iter()
+                .copied()
+                .filter(|&id| id < below && id > i64::MIN)
+                .max()
+                .unwrap_or(i64::MIN);
+            let mut v = [next];
+            self.world.allreduce_i64(&mut v, ReduceOp::Max)?;
+            if v[0] == i64::MIN || v[0] >= below {
+                break;
+            }
+            ids.push(DatasetId(v[0]));
+            below = v[0];
+        }
+        ids.reverse();
         Ok(ids)
     }
 }

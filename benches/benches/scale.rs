@@ -1,0 +1,293 @@
+//! Metadata at scale (issue 17, item 4): SCR_Init, one checkpoint and a
+//! restart that rebuilds a lost node, with P thread ranks in one process.
+//!
+//! P ranks (threads, the in-process communicator) on P/4 simulated nodes
+//! whose cache and control directories are under /dev/shm; SCR_COPY_TYPE=XOR,
+//! SCR_SET_SIZE=8, SCR_FLUSH=0, one file of 4 KiB per rank.
+//!
+//! - **init**: SCR_Init of a fresh job (world split + `Scr::init_with`).
+//! - **complete**: Start_output, Route_file, the write and Complete (the
+//!   XOR encode) of one checkpoint.
+//! - **restart**: node 1's directories removed, its four ranks moved to a
+//!   spare node; SCR_Init of the new job (it rebuilds the lost node from
+//!   XOR parity), then Start_restart, Route_file, a byte check and Complete.
+//!
+//! Wall time of a phase = last rank's end − first rank's start (all ranks
+//! run it at once; the machine's cores are shared by all of them, so
+//! wall / P is the CPU cost per rank and the number that should stay flat).
+//! Communicator calls and payload bytes per rank come from the thread
+//! communicator's counters (`ThreadComm::run_counted`); peak RSS is the
+//! process's VmHWM, reset before each job through /proc/self/clear_refs.
+//!
+//! Run: `cargo bench -p benches --bench scale` (env `BENCH_RANKS`, default
+//! "64,256,1024,4096"; `BENCH_STACK_KIB`, default 256).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use scr::comm::thread::{CommCounts, CommStats, ThreadComm, ThreadConfig};
+use scr::comm::Comm;
+use scr::config::MapEnv;
+use scr::storage::dirs::NodeIdentity;
+use scr::{Flags, InitOptions, Scr};
+
+const RANKS_PER_NODE: usize = 4;
+const BYTES_PER_RANK: usize = 4096;
+
+struct Cluster {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    prefix: PathBuf,
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        let tmp = tempfile::tempdir_in("/dev/shm").expect("tempdir in /dev/shm");
+        let root = tmp.path().to_path_buf();
+        let prefix = root.join("prefix");
+        std::fs::create_dir_all(&prefix).expect("prefix");
+        Cluster {
+            _tmp: tmp,
+            root,
+            prefix,
+        }
+    }
+
+    fn opts(&self, node: usize) -> InitOptions {
+        let vars: Vec<(String, String)> = [
+            ("SCR_PREFIX", self.prefix.to_string_lossy().into_owned()),
+            ("SCR_JOB_ID", "scale".into()),
+            ("USER", "bench".into()),
+            ("SCR_CACHE_BASE", "/dev/shm".into()),
+            ("SCR_CNTL_BASE", "/dev/shm".into()),
+            ("SCR_FLUSH", "0".into()),
+            ("SCR_COPY_TYPE", "XOR".into()),
+            ("SCR_SET_SIZE", "8".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        InitOptions {
+            env: Some(Box::new(MapEnv::new(vars).with_cwd(&self.prefix))),
+            node: Some(NodeIdentity {
+                name: format!("n{node}"),
+                root: Some(self.root.join(format!("n{node}"))),
+            }),
+            ..InitOptions::default()
+        }
+    }
+}
+
+fn data(rank: usize) -> Vec<u8> {
+    (0..BYTES_PER_RANK)
+        .map(|i| (i as u64 ^ (rank as u64).wrapping_mul(2654435761)) as u8)
+        .collect()
+}
+
+/// What one rank saw: phase boundaries and the counts of its two phases.
+struct RankRun {
+    start: Instant,
+    mid: Instant,
+    end: Instant,
+    first: CommCounts,
+    second: CommCounts,
+}
+
+fn init(cl: &Cluster, comm: &dyn Comm, node: usize) -> Scr {
+    let world = comm
+        .split(Some(0), comm.rank() as i64)
+        .expect("split")
+        .expect("world");
+    Scr::init_with(world, cl.opts(node)).expect("init")
+}
+
+/// Init, then one checkpoint; finalize outside the timed phases.
+fn checkpoint_job(cl: &Cluster, stats: &CommStats, comm: &dyn Comm) -> RankRun {
+    let rank = comm.rank();
+    comm.barrier().expect("barrier");
+    let c0 = stats.get(rank);
+    let start = Instant::now();
+    let mut scr = init(cl, comm, rank / RANKS_PER_NODE);
+    let mid = Instant::now();
+    let c1 = stats.get(rank);
+    let mut out = scr
+        .start_output(Some("ckpt.1"), Flags::CHECKPOINT)
+        .expect("start_output");
+    let p = out
+        .route_file(cl.prefix.join(format!("ckpt.1/rank{rank}")))
+        .expect("route");
+    std::fs::write(&p, data(rank)).expect("write");
+    assert!(out.complete(true).expect("complete"), "checkpoint valid");
+    let end = Instant::now();
+    let c2 = stats.get(rank);
+    scr.finalize().expect("finalize");
+    RankRun {
+        start,
+        mid,
+        end,
+        first: c1.since(&c0),
+        second: c2.since(&c1),
+    }
+}
+
+/// Init on a job that lost node 1 (rebuild), then read the checkpoint back.
+fn restart_job(cl: &Cluster, stats: &CommStats, comm: &dyn Comm, spare: usize) -> RankRun {
+    let rank = comm.rank();
+    let node = match rank / RANKS_PER_NODE {
+        1 => spare,
+        n => n,
+    };
+    comm.barrier().expect("barrier");
+    let c0 = stats.get(rank);
+    let start = Instant::now();
+    let mut scr = init(cl, comm, node);
+    let mid = Instant::now();
+    let c1 = stats.get(rank);
+    assert_eq!(scr.init_report().rebuilt.len(), 1, "the checkpoint rebuilt");
+    assert_eq!(scr.have_restart().expect("have").as_deref(), Some("ckpt.1"));
+    let mut r = scr.start_restart().expect("start_restart");
+    let p = r
+        .route_file(cl.prefix.join(format!("ckpt.1/rank{rank}")))
+        .expect("route");
+    let ok = std::fs::read(&p).expect("read") == data(rank);
+    assert!(ok, "rank {rank}: bytes match");
+    assert!(r.complete(ok).expect("complete"));
+    let end = Instant::now();
+    let c2 = stats.get(rank);
+    scr.finalize().expect("finalize");
+    RankRun {
+        start,
+        mid,
+        end,
+        first: c1.since(&c0),
+        second: c2.since(&c1),
+    }
+}
+
+/// Reset the process's peak RSS (Linux: "5" into clear_refs).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The process's peak resident set (VmHWM) in KiB.
+fn peak_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+struct Phase {
+    wall: Duration,
+    max_calls: u64,
+    mean_calls: f64,
+    mean_sent: f64,
+    mean_received: f64,
+    max_received: u64,
+}
+
+fn phase(runs: &[RankRun], second: bool) -> Phase {
+    let (from, to): (Vec<Instant>, Vec<Instant>) = runs
+        .iter()
+        .map(|r| {
+            if second {
+                (r.mid, r.end)
+            } else {
+                (r.start, r.mid)
+            }
+        })
+        .unzip();
+    let wall = to
+        .iter()
+        .max()
+        .expect("ranks")
+        .duration_since(*from.iter().min().expect("ranks"));
+    let counts: Vec<CommCounts> = runs
+        .iter()
+        .map(|r| if second { r.second } else { r.first })
+        .collect();
+    let n = counts.len() as f64;
+    Phase {
+        wall,
+        max_calls: counts.iter().map(|c| c.calls).max().unwrap_or(0),
+        mean_calls: counts.iter().map(|c| c.calls as f64).sum::<f64>() / n,
+        mean_sent: counts.iter().map(|c| c.bytes_sent as f64).sum::<f64>() / n,
+        mean_received: counts.iter().map(|c| c.bytes_received as f64).sum::<f64>() / n,
+        max_received: counts.iter().map(|c| c.bytes_received).max().unwrap_or(0),
+    }
+}
+
+fn row(p: usize, name: &str, ph: &Phase, peak_mib: f64) {
+    let wall_s = ph.wall.as_secs_f64();
+    println!(
+        "| {p} | {name} | {wall_s:.3} | {:.1} | {:.1} (max {}) | {:.0} | {:.0} (max {}) | {peak_mib:.0} | {:.0} |",
+        wall_s / p as f64 * 1e6,
+        ph.mean_calls,
+        ph.max_calls,
+        ph.mean_sent,
+        ph.mean_received,
+        ph.max_received,
+        peak_mib * 1024.0 / p as f64,
+    );
+}
+
+fn run(p: usize, config: &ThreadConfig) {
+    let cl = Cluster::new();
+    let stats = CommStats::new(p);
+    reset_peak();
+    let t = Instant::now();
+    let first = ThreadComm::run_counted(config, &stats, p, |c| checkpoint_job(&cl, &stats, c))
+        .expect("checkpoint job");
+    let peak1 = peak_kib() as f64 / 1024.0;
+    let job1_s = t.elapsed().as_secs_f64();
+
+    std::fs::remove_dir_all(cl.root.join("n1")).expect("kill node 1");
+    let stats = CommStats::new(p);
+    reset_peak();
+    let t = Instant::now();
+    let spare = p / RANKS_PER_NODE;
+    let second = ThreadComm::run_counted(config, &stats, p, |c| restart_job(&cl, &stats, c, spare))
+        .expect("restart job");
+    let peak2 = peak_kib() as f64 / 1024.0;
+    let job2_s = t.elapsed().as_secs_f64();
+
+    row(p, "init", &phase(&first, false), peak1);
+    row(p, "complete", &phase(&first, true), peak1);
+    row(p, "restart init (rebuild)", &phase(&second, false), peak2);
+    row(p, "restart read", &phase(&second, true), peak2);
+    eprintln!("P={p}: checkpoint job {job1_s:.1} s, restart job {job2_s:.1} s (threads included)");
+}
+
+fn main() {
+    let ranks: Vec<usize> = std::env::var("BENCH_RANKS")
+        .unwrap_or_else(|_| "64,256,1024,4096".into())
+        .split(',')
+        .map(|s| s.trim().parse().expect("BENCH_RANKS: numbers"))
+        .collect();
+    let stack_kib: usize = std::env::var("BENCH_STACK_KIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256);
+    let config = ThreadConfig {
+        // A bound, not a budget: a wait this long is a hang.
+        timeout: Duration::from_secs(600),
+        stack_bytes: stack_kib * 1024,
+    };
+    assert!(
+        Path::new("/dev/shm").is_dir(),
+        "the simulated nodes live in /dev/shm"
+    );
+    println!(
+        "| P | phase | wall s | wall/P µs | calls/rank mean (max) | bytes sent/rank | bytes received/rank mean (max) | peak RSS MiB | RSS/rank KiB |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for p in ranks {
+        assert!(
+            p >= 2 * RANKS_PER_NODE && p % RANKS_PER_NODE == 0,
+            "P={p}: at least two nodes of {RANKS_PER_NODE} ranks"
+        );
+        run(p, &config);
+    }
+}
