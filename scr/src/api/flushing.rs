@@ -126,9 +126,9 @@ impl Scr {
         prefix::rebuild_flush_file(job, &available)
     }
 
-    /// SCR_GLOBAL_RESTART at init: the newest checkpoint restart in place
-    /// found in cache is flushed (unless the prefix has it), then leaves
-    /// the cache so the restart reads its copy in the prefix. Returns the
+    /// SCR_GLOBAL_RESTART at init: the newest checkpoint that restart in
+    /// place found in cache is flushed (unless the prefix has it), then
+    /// leaves the cache so the restart reads its copy in the prefix. Returns the
     /// older cache candidates, held back in case the prefix has nothing
     /// readable; `cands` is emptied. If the flush fails, `cands` stays and
     /// the restart is from cache (with a warning): its rank count matches.
