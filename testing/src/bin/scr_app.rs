@@ -228,6 +228,11 @@ fn fail(rank: usize, what: &str, e: &dyn std::fmt::Display) -> ! {
             "SCR_APP restart=unknown source=unknown verified_bytes=0 checkpoints_written=0 status=error"
         );
         let _ = std::io::stdout().flush();
+    } else {
+        // When every rank fails at once (a bad configuration at
+        // SCR_Init), rank 0's report must reach the launcher before another
+        // rank's abort kills it: the others abort a moment later.
+        std::thread::sleep(std::time::Duration::from_millis(500));
     }
     abort_job(1)
 }
