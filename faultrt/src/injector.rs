@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use crate::log::{await_co_timed, report};
+use crate::log::{await_co_timed, report, trace, trace_path};
 use crate::plan::{parse_plan, Action, ErrorKind, FaultPlan, FaultSpec};
 use crate::procfs::{kill_self, node_peers, sigkill};
 use crate::{ENV_NODE_NAME, ENV_PLAN, EXIT_BAD_PLAN};
@@ -30,6 +30,8 @@ pub struct Injector {
     env_rank: Option<u32>,
     node: Option<String>,
     hits: Mutex<HashMap<(String, Option<u32>), u64>>,
+    /// Where every hit is traced ([`crate::ENV_TRACE`]), if anywhere.
+    trace: Option<std::path::PathBuf>,
 }
 
 impl Injector {
@@ -41,14 +43,22 @@ impl Injector {
             env_rank,
             node,
             hits: Mutex::new(HashMap::new()),
+            trace: None,
         }
+    }
+
+    /// Trace every point reached to `path` (one JSON line per hit), planned
+    /// or not.
+    pub fn with_trace(mut self, path: Option<std::path::PathBuf>) -> Injector {
+        self.trace = path;
+        self
     }
 
     /// Count a hit of `point` by `rank` (or the launcher's rank) and
     /// return the hit number and the fault that fires, if any. Points
     /// no fault names are not counted (nothing to count them for).
     pub fn check(&self, point: &str, rank: Option<u32>) -> Option<(u64, &FaultSpec)> {
-        if !self.plan.faults.iter().any(|f| f.point == point) {
+        if self.trace.is_none() && !self.plan.faults.iter().any(|f| f.point == point) {
             return None;
         }
         let rank = rank.or(self.env_rank);
@@ -60,6 +70,9 @@ impl Injector {
             *n = n.saturating_add(1);
             *n
         };
+        if let Some(path) = &self.trace {
+            trace(path, point, n, rank, self.node.as_deref());
+        }
         let spec = self.plan.faults.iter().find(|f| {
             f.point == point
                 && f.fires_on(n)
@@ -128,7 +141,7 @@ fn global() -> &'static Injector {
             }),
         };
         let node = std::env::var(ENV_NODE_NAME).ok();
-        Injector::new(plan, env_rank(), node)
+        Injector::new(plan, env_rank(), node).with_trace(trace_path())
     })
 }
 
@@ -204,6 +217,38 @@ mod tests {
         );
         assert_eq!(inj.hit("d", None), Ok(()));
         assert_eq!(inj.hit("never.planned", None), Ok(()));
+    }
+
+    #[test]
+    fn a_trace_records_every_point_reached_planned_or_not() {
+        let dir = std::env::temp_dir().join(format!("faultrt-trace-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let plan = parse_plan("b#2=delay:1").expect("plan");
+        let inj = Injector::new(plan, Some(3), Some("n1".into())).with_trace(Some(dir.clone()));
+        for p in ["a", "b", "a", "b"] {
+            assert_eq!(inj.hit(p, None), Ok(()));
+        }
+        let text = std::fs::read_to_string(&dir).expect("trace");
+        let _ = std::fs::remove_file(&dir);
+        let got: Vec<(String, u64, u64, String)> = text
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+            .map(|v| {
+                (
+                    v["point"].as_str().unwrap_or_default().to_string(),
+                    v["hit"].as_u64().unwrap_or_default(),
+                    v["rank"].as_u64().unwrap_or_default(),
+                    v["node"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        let want = |p: &str, n| (p.to_string(), n, 3, "n1".to_string());
+        assert_eq!(
+            got,
+            [want("a", 1), want("b", 1), want("a", 2), want("b", 2)]
+        );
+        // Counting every point does not change when planned ones fire.
+        assert_eq!(inj.hits("b", None), 2);
     }
 
     #[test]

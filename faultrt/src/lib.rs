@@ -76,6 +76,12 @@ pub const ENV_PLAN: &str = "SCR_FAULT_PLAN";
 pub const ENV_LOG: &str = "SCR_FAULT_LOG";
 /// Environment variable that, when set, scopes `kill-node` to processes with the same value.
 pub const ENV_JOB: &str = "SCR_FAULT_JOB";
+/// When set, every injection point reached is appended to this file as one
+/// JSON line (`point`, `hit`, `rank`, `node`, `pid`, `job`), whether or not
+/// the plan names it: the crash-point sweep (`scr-harness sweep`) learns
+/// from a clean run which points a job passes, and how often, before it
+/// kills at each in turn.
+pub const ENV_TRACE: &str = "SCR_FAULT_TRACE";
 /// Environment variable naming a process's (simulated) node; the same
 /// variable `scr` reads for its node identity (`scr::storage::dirs::ENV_NODE_NAME`,
 /// which a test of scr's hook checks against this one).

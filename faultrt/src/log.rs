@@ -9,7 +9,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use crate::plan::{Action, FaultPlan};
-use crate::{CO_TIMED_WAIT, ENV_JOB, ENV_LOG};
+use crate::{CO_TIMED_WAIT, ENV_JOB, ENV_LOG, ENV_TRACE};
 
 /// Variables naming this process's job, in the order `kill-node` tries them.
 pub const JOB_KEYS: [&str; 4] = [
@@ -58,6 +58,36 @@ pub fn report(point: &str, n: u64, rank: Option<u32>, node: Option<&str>, action
             path.to_string_lossy()
         );
     }
+}
+
+/// The trace line of hit `n` of `point` (see [`ENV_TRACE`]).
+pub fn trace_line(point: &str, n: u64, rank: Option<u32>, node: Option<&str>) -> String {
+    let line = serde_json::json!({
+        "point": point, "hit": n, "rank": rank, "node": node,
+        "pid": std::process::id(), "job": job_key(),
+    });
+    format!("{line}\n")
+}
+
+/// Append hit `n` of `point` to the trace file `path`, one `write` of one
+/// line with `O_APPEND`, so the lines of concurrent ranks do not interleave.
+pub fn trace(path: &std::path::Path, point: &str, n: u64, rank: Option<u32>, node: Option<&str>) {
+    let opened = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    let line = trace_line(point, n, rank, node);
+    if let Err(e) = opened.and_then(|mut f| f.write_all(line.as_bytes())) {
+        eprintln!(
+            "scr fault: cannot append to the trace {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// The trace file, if [`ENV_TRACE`] is set.
+pub fn trace_path() -> Option<std::path::PathBuf> {
+    std::env::var_os(ENV_TRACE).map(std::path::PathBuf::from)
 }
 
 /// Kills a fault log must show before a co-timed kill at `point`'s hit `n`

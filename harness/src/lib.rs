@@ -12,4 +12,5 @@ pub mod random;
 pub mod runlog;
 pub mod runloop;
 pub mod scenario;
+pub mod sweep;
 pub mod validate;

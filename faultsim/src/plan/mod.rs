@@ -93,6 +93,31 @@ pub const KNOWN_POINTS: &[&str] = &[
     "rebuild.init",
     "fetch.file",
     POINT_SCAVENGE_FILE,
+    "copy.file.written",
+    // Every durable step of a metadata update (the kvtree writer): after
+    // the temporary file's fsync, after its rename into place.
+    "meta.filemap.synced",
+    "meta.filemap.renamed",
+    "meta.rank2file.synced",
+    "meta.rank2file.renamed",
+    "meta.summary.synced",
+    "meta.summary.renamed",
+    "meta.index.synced",
+    "meta.index.renamed",
+    "meta.flush.synced",
+    "meta.flush.renamed",
+    "meta.halt.synced",
+    "meta.halt.renamed",
+    "meta.nodes.synced",
+    "meta.nodes.renamed",
+    "meta.transfer.synced",
+    "meta.transfer.renamed",
+    "meta.other.synced",
+    "meta.other.renamed",
+    // A redundancy file (partner copy, rebuilt file) or a parity file
+    // (XOR, RS) after its fsync, before the filemap records it.
+    "redundancy.file.synced",
+    "redundancy.parity.synced",
 ];
 
 /// Most faults in one plan.

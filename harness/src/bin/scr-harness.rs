@@ -47,6 +47,10 @@ enum Cmd {
     Run(RunArgs),
     /// Run scenarios of the catalogue (or random ones) across redundancy schemes.
     Campaign(CampaignArgs),
+    /// Crash-point sweep: kill a rank at each injection point a job passes
+    /// (checkpoint, flush, index, fetch, scavenge; cache and bypass datasets), one run
+    /// each, and check every restart.
+    Sweep(SweepArgs),
     /// The developer guide's checklist for a new system (node kill, launcher,
     /// down-node detection, steering, full cycle, health checks).
     Validate(harness::validate::ValidateArgs),
@@ -179,6 +183,39 @@ struct CampaignArgs {
     jobs: usize,
 }
 
+#[derive(Args)]
+struct SweepArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Redundancy scheme of the cache datasets.
+    #[arg(long, default_value = "XOR")]
+    scheme: CopyType,
+    /// Only this mode (repeatable; default cache and bypass).
+    #[arg(long, value_parser = ["cache", "bypass"])]
+    mode: Vec<String>,
+    /// Only this phase (repeatable; default checkpoint, fetch and scavenge).
+    #[arg(long, value_parser = ["checkpoint", "fetch", "scavenge"])]
+    phase: Vec<String>,
+    /// Every hit of every point (default: one hit of each point).
+    #[arg(long)]
+    full: bool,
+    /// Only these cells, by name (repeatable).
+    #[arg(long)]
+    only: Vec<String>,
+    /// Seed of the data.
+    #[arg(long, default_value_t = campaign::DEFAULT_SEED)]
+    seed: u64,
+    /// Where the tables go.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Do not write results.
+    #[arg(long)]
+    no_results: bool,
+    /// Cells run at once.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+}
+
 fn main() -> ExitCode {
     // `scr-harness campaign --list | head -1` must end quietly, not panic
     // in println! on EPIPE.
@@ -188,6 +225,7 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Run(a) => run_cmd(a),
         Cmd::Campaign(a) => campaign_cmd(a),
+        Cmd::Sweep(a) => sweep_cmd(a),
         Cmd::Validate(a) => harness::validate::main(a),
         Cmd::CheckNode { storage } => harness::validate::check_node_main(&storage),
     }
@@ -821,5 +859,146 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
         Code::Unexpected.into()
     } else {
         Code::Success.into()
+    }
+}
+
+fn sweep_cmd(a: SweepArgs) -> ExitCode {
+    use harness::sweep::{self, Mode, Phase};
+    let app = match find_app(a.common.app.as_ref()) {
+        Ok(p) => p,
+        Err(e) => return config_error(e),
+    };
+    if !has_fault_injection(&app) {
+        return config_error(format!(
+            "{} was built without injection points: build it with `cargo build -p testing --bin scr_app --features scr/fault-injection --target-dir target/fault-injection`",
+            app.display()
+        ));
+    }
+    let modes: Vec<Mode> = Mode::ALL
+        .into_iter()
+        .filter(|m| {
+            a.mode.is_empty() || a.mode.iter().any(|x| *x == format!("{m:?}").to_lowercase())
+        })
+        .collect();
+    let phases: Vec<Phase> = Phase::ALL
+        .into_iter()
+        .filter(|p| {
+            a.phase.is_empty()
+                || a.phase
+                    .iter()
+                    .any(|x| *x == format!("{p:?}").to_lowercase())
+        })
+        .collect();
+    let name = if a.full { "full" } else { "quick" };
+    let mut replay = format!(
+        "scr-harness sweep --scheme {} --seed {}{}",
+        a.scheme,
+        a.seed,
+        if a.full { " --full" } else { "" }
+    );
+    for m in &a.mode {
+        replay.push_str(&format!(" --mode {m}"));
+    }
+    for p in &a.phase {
+        replay.push_str(&format!(" --phase {p}"));
+    }
+    let settings = Settings {
+        app,
+        scr_command: find_scr(a.common.scr.as_ref()),
+        mpirun: mpirun_argv(&a.common.mpirun),
+        work: a.common.work.join(format!("sweep-{name}")),
+        keep: a.common.keep,
+        seed: a.seed,
+        replay,
+    };
+    let start = Instant::now();
+    let planned = match sweep::plan(&modes, &phases, a.scheme, !a.full, &settings) {
+        Ok(p) => p,
+        Err(e) => return harness_error(e),
+    };
+    let planned: Vec<sweep::Planned> = planned
+        .into_iter()
+        .filter(|p| {
+            a.only.is_empty()
+                || a.only
+                    .contains(&sweep::cell_name(p.mode, p.phase, &p.target))
+        })
+        .collect();
+    eprintln!(
+        "sweep: {} kills ({} mode(s), {} phase(s), {})",
+        planned.len(),
+        modes.len(),
+        phases.len(),
+        if a.full {
+            "every hit"
+        } else {
+            "one hit per point"
+        }
+    );
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<campaign::Cell>>> = planned
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..a.jobs.clamp(1, 16) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(p) = planned.get(i) else {
+                    break;
+                };
+                let cell = sweep::run_cell(p.mode, p.phase, &p.target, a.scheme, &settings);
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                eprintln!(
+                    "[{n}/{}] {}: {} ({}{}) {:.1} s",
+                    planned.len(),
+                    cell.scenario,
+                    cell.outcome,
+                    cell.verdict,
+                    if cell.ok() {
+                        String::new()
+                    } else {
+                        format!(
+                            ": {}; expected {}; replay: {}",
+                            cell.why, cell.expected, cell.replay
+                        )
+                    },
+                    cell.time_s
+                );
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(cell);
+                }
+            });
+        }
+    });
+    let cells: Vec<(sweep::Planned, campaign::Cell)> = planned
+        .into_iter()
+        .zip(slots)
+        .filter_map(|(p, s)| Some((p, s.into_inner().ok()??)))
+        .collect();
+    let time_s = start.elapsed().as_secs_f64();
+    let ok = cells.iter().filter(|(_, c)| c.ok()).count();
+    let never = cells.iter().filter(|(_, c)| c.verdict == "NEVER").count();
+    print!("{}", sweep::counts_table(&cells));
+    if !a.no_results {
+        let command = std::env::args().collect::<Vec<_>>().join(" ");
+        match sweep::write_results(&a.out, name, &command, a.scheme, &cells, time_s) {
+            Ok(files) => {
+                for f in files {
+                    eprintln!("wrote {}", f.display());
+                }
+            }
+            Err(e) => return harness_error(e),
+        }
+    }
+    println!(
+        "sweep {name}: {ok} of {} kills as expected, {never} NEVER, in {time_s:.0} s",
+        cells.len()
+    );
+    if ok == cells.len() && !cells.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        Code::Failed.into()
     }
 }

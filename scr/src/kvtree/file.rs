@@ -375,13 +375,68 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), KvFileError> 
         f.write_all(bytes).map_err(io_err(&tmp, "write"))?;
         f.sync_all().map_err(io_err(&tmp, "fsync"))?;
         drop(f);
+        meta_point(Stage::Synced, &name).map_err(io_err(&tmp, "fsync"))?;
         fs::rename(&tmp, path).map_err(io_err(path, "rename"))?;
+        meta_point(Stage::Renamed, &name).map_err(io_err(path, "rename"))?;
         sync_dir(&dir)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Where [`write_bytes_atomic`] is when its injection point is reached.
+#[derive(Clone, Copy)]
+enum Stage {
+    /// The temporary file is written and fsynced, not yet renamed.
+    Synced,
+    /// Renamed into place; the directory is not yet fsynced.
+    Renamed,
+}
+
+/// The injection point of a metadata write, named by the kind of file
+/// (`meta.<kind>.synced`, `meta.<kind>.renamed`), so a crash-point sweep
+/// can kill at each step of each kind of metadata update: the cache's
+/// filemaps, the prefix's summary, rank2file maps and index, the flush
+/// file, the halt file, the nodes file, and the rest (`meta.other`).
+fn meta_point(stage: Stage, name: &str) -> Result<(), io::Error> {
+    let kind = if name.starts_with("filemap") {
+        "filemap"
+    } else if name.starts_with("rank2file") {
+        "rank2file"
+    } else {
+        match name {
+            "summary.scr" => "summary",
+            "index.scr" => "index",
+            "flush.scr" => "flush",
+            "halt.scr" => "halt",
+            "nodes.scr" => "nodes",
+            "transfer.scr" => "transfer",
+            _ => "other",
+        }
+    };
+    let hit = match (stage, kind) {
+        (Stage::Synced, "filemap") => crate::fault_point!("meta.filemap.synced"),
+        (Stage::Renamed, "filemap") => crate::fault_point!("meta.filemap.renamed"),
+        (Stage::Synced, "rank2file") => crate::fault_point!("meta.rank2file.synced"),
+        (Stage::Renamed, "rank2file") => crate::fault_point!("meta.rank2file.renamed"),
+        (Stage::Synced, "summary") => crate::fault_point!("meta.summary.synced"),
+        (Stage::Renamed, "summary") => crate::fault_point!("meta.summary.renamed"),
+        (Stage::Synced, "index") => crate::fault_point!("meta.index.synced"),
+        (Stage::Renamed, "index") => crate::fault_point!("meta.index.renamed"),
+        (Stage::Synced, "flush") => crate::fault_point!("meta.flush.synced"),
+        (Stage::Renamed, "flush") => crate::fault_point!("meta.flush.renamed"),
+        (Stage::Synced, "halt") => crate::fault_point!("meta.halt.synced"),
+        (Stage::Renamed, "halt") => crate::fault_point!("meta.halt.renamed"),
+        (Stage::Synced, "nodes") => crate::fault_point!("meta.nodes.synced"),
+        (Stage::Renamed, "nodes") => crate::fault_point!("meta.nodes.renamed"),
+        (Stage::Synced, "transfer") => crate::fault_point!("meta.transfer.synced"),
+        (Stage::Renamed, "transfer") => crate::fault_point!("meta.transfer.renamed"),
+        (Stage::Synced, _) => crate::fault_point!("meta.other.synced"),
+        (Stage::Renamed, _) => crate::fault_point!("meta.other.renamed"),
+    };
+    hit.map_err(io::Error::from)
 }
 
 /// fsync a directory so a rename or creation inside it is durable.

@@ -176,6 +176,9 @@ impl RedWriter {
             self.chunk
         );
         self.file.sync_all().map_err(ctx.io_err(&self.path, None))?;
+        // The parity file (XOR, RS) is durable, not yet in the filemap.
+        crate::fault_point!("redundancy.parity.synced")
+            .map_err(|e| ctx.io_err(&self.path, None)(e.into()))?;
         for h in &self.rows {
             self.header_crc.combine(h);
         }

@@ -1,0 +1,20 @@
+# The crash-point sweep (docs/fault-injection.md, "Crash-point sweep"): one
+# rank is SIGKILLed at one hit of every injection point a small job passes
+# (checkpoint, flush, summary/rank2file/index/filemap updates, fetch,
+# scavenge), for a cache dataset (XOR) and a bypass dataset; each relaunch
+# must restart from the checkpoint range the trace allows, every byte
+# verified. The full sweep (every hit) runs by hand:
+#   target/debug/scr-harness sweep --full --app target/fault-injection/debug/scr_app \
+#     --scr target/fault-injection/debug/scr --jobs 2 --out results
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. ci/env.sh
+cargo build --quiet -p testing --bin scr_app -p scr --bin scr --features scr/fault-injection \
+  --target-dir target/fault-injection
+cargo build --quiet -p harness --bin scr-harness
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+start=$(date +%s)
+target/debug/scr-harness sweep --app target/fault-injection/debug/scr_app \
+  --scr target/fault-injection/debug/scr --jobs 2 --out "$out" --work target/scr-harness
+echo "sweep: $(( $(date +%s) - start )) s"

@@ -1,0 +1,814 @@
+//! The crash-point sweep (`scr-harness sweep`): kill a rank at every
+//! injection point a job passes, one run per point, then let the run loop
+//! relaunch and check the restart.
+//!
+//! A sweep has two phases, each in two modes (a cache dataset, and a bypass
+//! dataset written straight to the prefix, `SCR_CACHE_BYPASS=1`):
+//!
+//! - `checkpoint`: the first launch writes three checkpoints, each flushed
+//!   (`SCR_FLUSH=1`), so it passes every point of Start/Complete_output, the
+//!   redundancy encode, the flush and the prefix's summary, rank2file and
+//!   index updates, and the filemap writes in cache;
+//! - `fetch`: the first launch ends with both nodes lost, so the second
+//!   fetches the newest checkpoint from the prefix on spare nodes; the kill
+//!   is in that second launch, before its first checkpoint.
+//!
+//! A clean run of each (phase, mode) first records every point reached, with
+//! its hit count and rank (`SCR_FAULT_TRACE`, see `faultrt`). Each cell then
+//! kills one rank at one (point, hit) of that trace and judges:
+//!
+//! - the fault fired, and the run loop ended `completed`;
+//! - nothing that must never happen (wrong or missing bytes: the test
+//!   application verifies every byte it restores);
+//! - the launch after the kill restarted from a checkpoint in the range the
+//!   trace allows: no older than the last one every rank had finished when
+//!   the killed rank died (its `app.compute` point, after the barrier that
+//!   follows Complete_output), no newer than the one it had started (its
+//!   `app.file.write`). For the fetch phase that is exactly the newest
+//!   checkpoint of the first launch.
+//!
+//! The CI subset (`quick`) kills at one hit of each distinct point (the
+//! first that falls in the second checkpoint or later, so an older one
+//! exists to fall back to); `--full` kills at every hit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use scr::CopyType;
+use serde::{Deserialize, Serialize};
+
+use crate::campaign::{cell_loop, unmount_below, Cell, Settings};
+use crate::outcome::{Class, End};
+use crate::runloop::RunResult;
+use crate::scenario::Scenario;
+
+/// Where the dataset lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// In cache, with the scheme's redundancy, flushed to the prefix.
+    Cache,
+    /// Written straight to the prefix (`SCR_CACHE_BYPASS=1`).
+    Bypass,
+}
+
+/// What the first launch does before the kill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Kills in the first launch, while it checkpoints and flushes.
+    Checkpoint,
+    /// Kills in the second launch, while it fetches from the prefix.
+    Fetch,
+    /// Kills a node's processes during `scr postrun` (the scavenge) after
+    /// the only launch failed; a new allocation then restarts.
+    Scavenge,
+}
+
+impl Mode {
+    /// Both modes.
+    pub const ALL: [Mode; 2] = [Mode::Cache, Mode::Bypass];
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Cache => "cache",
+            Mode::Bypass => "bypass",
+        }
+    }
+}
+
+impl Phase {
+    /// Every phase.
+    pub const ALL: [Phase; 3] = [Phase::Checkpoint, Phase::Fetch, Phase::Scavenge];
+
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Checkpoint => "checkpoint",
+            Phase::Fetch => "fetch",
+            Phase::Scavenge => "scavenge",
+        }
+    }
+
+    /// The launch (1-based) whose points are swept; 0 for `scr postrun`.
+    fn launch(self) -> u32 {
+        match self {
+            Phase::Checkpoint => 1,
+            Phase::Fetch => 2,
+            Phase::Scavenge => 0,
+        }
+    }
+}
+
+/// Checkpoints the first launch writes.
+const CHECKPOINTS: u64 = 3;
+
+/// One line of a trace (`SCR_FAULT_TRACE`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct TraceHit {
+    /// The point.
+    pub point: String,
+    /// Its hit count in its process, for its rank.
+    pub hit: u64,
+    /// The rank.
+    pub rank: Option<u32>,
+    /// The node (`SCR_NODE_NAME`).
+    #[serde(default)]
+    pub node: Option<String>,
+    /// The process.
+    #[serde(default)]
+    pub pid: u32,
+    /// The job keys (`SCR_FAULT_JOB=<dir>-<launch>,...`).
+    #[serde(default)]
+    pub job: Option<String>,
+}
+
+impl TraceHit {
+    /// The run loop's launch this hit was in (from `SCR_FAULT_JOB`), 0
+    /// for `scr postrun`.
+    pub fn launch(&self) -> Option<u32> {
+        let job = self.job.as_deref()?;
+        let key = job
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("SCR_FAULT_JOB="))?;
+        match key.rsplit('-').next()? {
+            "postrun" => Some(0),
+            n => n.parse().ok(),
+        }
+    }
+}
+
+/// Read a trace; lines that do not parse (a process killed mid-line) are
+/// skipped.
+pub fn read_trace(path: &Path) -> Vec<TraceHit> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// One place to kill, and what the restart after it may be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    /// The point.
+    pub point: String,
+    /// The hit (counted per process and rank).
+    pub hit: u64,
+    /// The rank killed (launches).
+    pub rank: u32,
+    /// The node whose processes are killed (`scr postrun`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The oldest checkpoint the next launch may restart from (0: none).
+    pub lo: u64,
+    /// The newest.
+    pub hi: u64,
+}
+
+/// Where to kill in launch `launch` (0: `scr postrun`), from a clean
+/// run's trace: one target per (point, hit), on the lowest rank (postrun:
+/// node) that reached it. `quick` keeps one hit per point: the first in
+/// checkpoint 2 or later, else the first. `fixed` is the range of every
+/// target when the kills cannot change it (fetch: the checkpoint the swept
+/// launch restarted from; scavenge: the flushed one to the newest); then a
+/// launch's targets end at its first checkpoint write.
+pub fn targets(
+    trace: &[TraceHit],
+    launch: u32,
+    quick: bool,
+    fixed: Option<(u64, u64)>,
+) -> Vec<Target> {
+    // Per rank (postrun: node), in the order it passed them: each rank is
+    // one process, whose lines are appended in order; each node's `scr
+    // copy` likewise.
+    let mut by_who: BTreeMap<(Option<u32>, Option<String>), Vec<&TraceHit>> = BTreeMap::new();
+    for h in trace.iter().filter(|h| h.launch() == Some(launch)) {
+        let who = if launch == 0 {
+            match &h.node {
+                Some(n) => (None, Some(n.clone())),
+                None => continue,
+            }
+        } else {
+            match h.rank {
+                Some(r) => (Some(r), None),
+                None => continue,
+            }
+        };
+        by_who.entry(who).or_default().push(h);
+    }
+    let mut found: BTreeMap<(String, u64), Target> = BTreeMap::new();
+    for ((rank, node), hits) in &by_who {
+        let (mut started, mut committed) = (0u64, 0u64);
+        for h in hits {
+            if fixed.is_some() && h.point == "app.file.write" {
+                break;
+            }
+            let (lo, hi) = fixed.unwrap_or((committed, started));
+            found
+                .entry((h.point.clone(), h.hit))
+                .or_insert_with(|| Target {
+                    point: h.point.clone(),
+                    hit: h.hit,
+                    rank: rank.unwrap_or(0),
+                    node: node.clone(),
+                    lo,
+                    hi,
+                });
+            match h.point.as_str() {
+                "app.file.write" => started += 1,
+                "app.compute" => committed += 1,
+                _ => {}
+            }
+        }
+    }
+    let mut all: Vec<Target> = found.into_values().collect();
+    if quick {
+        let mut one: BTreeMap<String, Target> = BTreeMap::new();
+        for t in all {
+            let later = t.hi >= 2;
+            match one.get(&t.point) {
+                None => {
+                    one.insert(t.point.clone(), t);
+                }
+                Some(have) if fixed.is_none() && later && have.hi < 2 => {
+                    one.insert(t.point.clone(), t);
+                }
+                Some(_) => {}
+            }
+        }
+        all = one.into_values().collect();
+    }
+    all.sort_by(|a, b| (a.lo, a.hi, &a.point, a.hit).cmp(&(b.lo, b.hi, &b.point, b.hit)));
+    all
+}
+
+/// The sweep's job: 2 nodes of 2 ranks, 2 spares, 3 checkpoints of small
+/// files, in `mode`, for `phase`; `kill` adds the kill of one target.
+pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>) -> Scenario {
+    let mut env = BTreeMap::new();
+    match mode {
+        Mode::Cache => {
+            env.insert("SCR_FLUSH".into(), "1".into());
+        }
+        Mode::Bypass => {
+            env.insert("SCR_CACHE_BYPASS".into(), "1".into());
+        }
+    }
+    let mut faults = Vec::new();
+    if phase == Phase::Scavenge {
+        // Checkpoint 2 is flushed, 3 stays in cache; a rank dies after 3 and
+        // the only launch fails, so `scr postrun` scavenges ckpt.3.
+        env.insert("SCR_FLUSH".into(), "2".into());
+        faults.push(fault(
+            r#"what = { kind = "kill-rank", rank = 1 }
+               when = { at = "between-checkpoints", after = 3 }"#,
+        ));
+    }
+    if phase == Phase::Fetch {
+        // Both nodes are lost: n0 dies after checkpoint 3 (the launch
+        // fails), n1 after the launch; the relaunch runs on the spares and
+        // must fetch.
+        faults.push(fault(
+            r#"what = { kind = "kill-node", node = "n0" }
+               when = { at = "between-checkpoints", after = 3 }"#,
+        ));
+        faults.push(fault(
+            r#"what = { kind = "kill-node", node = "n1" }
+               when = { at = "after-run", run = 1 }"#,
+        ));
+    }
+    match kill {
+        Some(t) if phase == Phase::Scavenge => faults.push(fault(&format!(
+            "what = {{ kind = \"kill-node\", node = \"{}\", then = \"keep\" }}\nwhen = {{ at = \"postrun\", point = \"{}\", hit = {} }}",
+            t.node.as_deref().unwrap_or("n0"),
+            t.point,
+            t.hit
+        ))),
+        Some(t) => faults.push(fault(&format!(
+            "what = {{ kind = \"kill-rank\", rank = {} }}\nwhen = {{ at = \"point\", point = \"{}\", hit = {} }}\nrun = {}",
+            t.rank,
+            t.point,
+            t.hit,
+            phase.launch()
+        ))),
+        None => {}
+    }
+    let name = match kill {
+        Some(t) => cell_name(mode, phase, t),
+        None => format!("sweep-{}-{}-trace", mode.name(), phase.name()),
+    };
+    Scenario {
+        name,
+        about: "crash-point sweep".into(),
+        quick: false,
+        tags: vec!["sweep".into()],
+        nodes: 2,
+        ranks_per_node: 2,
+        spares: 2,
+        checkpoints: CHECKPOINTS,
+        relaunch_checkpoints: 1,
+        launches: if phase == Phase::Scavenge { 1 } else { 3 },
+        mean_bytes: 16 * 1024,
+        app_args: Vec::new(),
+        env,
+        schemes: None,
+        faults,
+        halts: Vec::new(),
+        timeout_s: 60,
+        needs: Vec::new(),
+        cache_tmpfs_bytes: None,
+        next_allocation: phase == Phase::Scavenge,
+        expect: BTreeMap::new(),
+    }
+}
+
+fn fault(text: &str) -> faultsim::plan::Fault {
+    // The texts are this module's own: a failure is a bug here.
+    toml::from_str(text).unwrap_or_else(|e| panic!("sweep fault {text}: {e}"))
+}
+
+/// A cell's name: `sweep-<mode>-<phase>-<point>#<hit>@<rank>`.
+pub fn cell_name(mode: Mode, phase: Phase, t: &Target) -> String {
+    let who = match &t.node {
+        Some(n) => n.clone(),
+        None => t.rank.to_string(),
+    };
+    format!(
+        "sweep-{}-{}-{}#{}@{who}",
+        mode.name(),
+        phase.name(),
+        t.point,
+        t.hit,
+    )
+}
+
+/// Run the clean job of (mode, phase) with a trace; the trace and the
+/// run's result.
+pub fn trace_run(
+    mode: Mode,
+    phase: Phase,
+    scheme: CopyType,
+    settings: &Settings,
+) -> Result<(Vec<TraceHit>, RunResult), String> {
+    let sc = scenario(mode, phase, None);
+    let dir = settings.work.join(&sc.name);
+    let mut rl = cell_loop(&sc, scheme, settings.seed, settings, &dir)?;
+    let trace = dir.join("trace.jsonl");
+    rl.env.insert(
+        faultsim::runtime::ENV_TRACE.into(),
+        trace.to_string_lossy().into_owned(),
+    );
+    let result = rl.run();
+    unmount_below(&dir);
+    let hits = read_trace(&trace);
+    let want = match phase {
+        Phase::Checkpoint | Phase::Fetch => End::Completed,
+        // The only launch fails on purpose.
+        Phase::Scavenge => End::Retries,
+    };
+    if result.outcome.end != want || hits.is_empty() {
+        return Err(format!(
+            "the clean run of the {} {} sweep did not end as it must ({}; {} trace lines; files in {})",
+            mode.name(),
+            phase.name(),
+            result.outcome,
+            hits.len(),
+            dir.display()
+        ));
+    }
+    if !settings.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok((hits, result))
+}
+
+/// Judge one killed run against its target: `Ok(())` or why not.
+pub fn judge(phase: Phase, t: &Target, r: &RunResult) -> Result<(), String> {
+    if let Some(never) = r
+        .outcome
+        .launches
+        .iter()
+        .chain(r.outcome.next.as_ref())
+        .find(|x| x.class.never())
+    {
+        return Err(format!("{} in the outcome", never.class.name()));
+    }
+    if phase == Phase::Scavenge {
+        let post = r.postrun.as_ref().ok_or("scr postrun never ran")?;
+        if !post.fired.iter().any(|f| f.point == t.point) {
+            return Err(format!(
+                "the kill at {}#{} never fired in scr postrun",
+                t.point, t.hit
+            ));
+        }
+        let next = r.outcome.next.as_ref().ok_or("no next allocation")?;
+        return in_range(next.class, next.ckpt, t, "the next allocation");
+    }
+    let k = (phase.launch() - 1) as usize;
+    let killed = r.launches.get(k).ok_or("the killed launch never ran")?;
+    if !killed.fired.iter().any(|f| f.point == t.point) {
+        return Err(format!(
+            "the kill at {}#{} never fired in launch {}",
+            t.point,
+            t.hit,
+            k + 1
+        ));
+    }
+    if r.outcome.end != End::Completed {
+        return Err(format!(
+            "the run loop ended {:?}, not completed",
+            r.outcome.end
+        ));
+    }
+    let next = r
+        .outcome
+        .launches
+        .get(k + 1)
+        .ok_or("no launch after the kill")?;
+    in_range(next.class, next.ckpt, t, "the launch after the kill")
+}
+
+/// The restart `class`/`ckpt` of `what` is in the target's range.
+fn in_range(class: Class, ckpt: Option<u64>, t: &Target, what: &str) -> Result<(), String> {
+    let got = match (class, ckpt) {
+        (c, Some(n)) if c.restarted() => n,
+        // No checkpoint: with or without the library reporting the ones it
+        // dropped (an incomplete one is dropped too).
+        (Class::Scratch | Class::Loss, _) => 0,
+        (c, _) => return Err(format!("{what} was {}", c.name())),
+    };
+    if got < t.lo || got > t.hi {
+        return Err(format!(
+            "{what} restarted from {} but must from {}",
+            if got == 0 {
+                "nothing".to_string()
+            } else {
+                format!("ckpt.{got}")
+            },
+            if t.lo == t.hi {
+                format!("ckpt.{}", t.lo)
+            } else {
+                format!("ckpt.{}..ckpt.{}", t.lo, t.hi)
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// Run one cell: kill at `t`, judge, keep the files of a failure.
+pub fn run_cell(
+    mode: Mode,
+    phase: Phase,
+    t: &Target,
+    scheme: CopyType,
+    settings: &Settings,
+) -> Cell {
+    let sc = scenario(mode, phase, Some(t));
+    let dir = settings.work.join(sc.name.replace(['#', '@'], "-"));
+    let expected = if t.lo == t.hi {
+        format!("restart from {}", restart_name(t.lo))
+    } else {
+        format!(
+            "restart from {}..{}",
+            restart_name(t.lo),
+            restart_name(t.hi)
+        )
+    };
+    let mut cell = Cell {
+        scenario: sc.name.clone(),
+        scheme,
+        seed: settings.seed,
+        expected,
+        outcome: String::new(),
+        class: String::new(),
+        verdict: String::new(),
+        why: String::new(),
+        time_s: 0.0,
+        launches: 0,
+        replay: format!("{} --only '{}'", settings.replay, sc.name),
+        kept: None,
+    };
+    let start = Instant::now();
+    let rl = match cell_loop(&sc, scheme, settings.seed, settings, &dir) {
+        Ok(rl) => rl,
+        Err(e) => {
+            cell.verdict = "unexpected".into();
+            cell.class = "harness-error".into();
+            cell.why = e;
+            return cell;
+        }
+    };
+    let result = rl.run();
+    unmount_below(&dir);
+    cell.time_s = start.elapsed().as_secs_f64();
+    cell.launches = result.launches.len();
+    cell.outcome = result.outcome.to_string();
+    cell.class = result.outcome.headline().name().to_string();
+    let never = result.outcome.headline().never();
+    match judge(phase, t, &result) {
+        Ok(()) if result.harness_errors.is_empty() => cell.verdict = "expected".into(),
+        Ok(()) => {
+            cell.verdict = "unexpected".into();
+            cell.why = format!("harness: {}", result.harness_errors.join("; "));
+        }
+        Err(why) => {
+            cell.verdict = if never { "NEVER" } else { "unexpected" }.into();
+            cell.why = why;
+        }
+    }
+    if cell.ok() && !settings.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        let _ = std::fs::write(
+            dir.join("result.json"),
+            serde_json::to_string_pretty(&result).unwrap_or_default(),
+        );
+        cell.kept = Some(dir);
+    }
+    cell
+}
+
+fn restart_name(n: u64) -> String {
+    if n == 0 {
+        "scratch".into()
+    } else {
+        format!("ckpt.{n}")
+    }
+}
+
+/// A sweep's plan: the cells to run, per (mode, phase).
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// Mode.
+    pub mode: Mode,
+    /// Phase.
+    pub phase: Phase,
+    /// The target.
+    pub target: Target,
+}
+
+/// Trace every (mode, phase) and list the cells.
+pub fn plan(
+    modes: &[Mode],
+    phases: &[Phase],
+    scheme: CopyType,
+    quick: bool,
+    settings: &Settings,
+) -> Result<Vec<Planned>, String> {
+    let mut out = Vec::new();
+    for &mode in modes {
+        for &phase in phases {
+            let (trace, result) = trace_run(mode, phase, scheme, settings)?;
+            let fixed = match phase {
+                Phase::Checkpoint => None,
+                // ckpt.2 was flushed; ckpt.3 comes too if the scavenge
+                // saved it.
+                Phase::Scavenge => match result.outcome.next.as_ref() {
+                    Some(t) if t.class == Class::Fetched && t.ckpt == Some(CHECKPOINTS) => {
+                        Some((2, CHECKPOINTS))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "the clean {} scavenge run's next allocation did not fetch ckpt.{CHECKPOINTS}: {}",
+                            mode.name(),
+                            result.outcome
+                        ))
+                    }
+                },
+                Phase::Fetch => {
+                    let t = result.outcome.launches.get(1).ok_or_else(|| {
+                        format!("the clean {} fetch run has no second launch", mode.name())
+                    })?;
+                    match (t.class, t.ckpt) {
+                        (Class::Fetched, Some(n)) => Some((n, n)),
+                        _ => {
+                            return Err(format!(
+                                "the clean {} fetch run's second launch did not fetch: {}",
+                                mode.name(),
+                                result.outcome
+                            ))
+                        }
+                    }
+                }
+            };
+            out.extend(
+                targets(&trace, phase.launch(), quick, fixed)
+                    .into_iter()
+                    .map(|target| Planned {
+                        mode,
+                        phase,
+                        target,
+                    }),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Counts per (mode, phase) for the results table.
+pub fn counts_table(cells: &[(Planned, Cell)]) -> String {
+    let mut rows: BTreeMap<(Mode, Phase), (usize, usize, usize)> = BTreeMap::new();
+    for (p, c) in cells {
+        let e = rows.entry((p.mode, p.phase)).or_default();
+        e.0 += 1;
+        if c.ok() {
+            e.1 += 1;
+        }
+        if c.verdict == "NEVER" {
+            e.2 += 1;
+        }
+    }
+    let mut s = String::from(
+        "| mode | phase | kills | as expected | NEVER (wrong bytes, hang) |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for ((m, p), (n, ok, never)) in rows {
+        s.push_str(&format!(
+            "| {} | {} | {n} | {ok} | {never} |\n",
+            m.name(),
+            p.name()
+        ));
+    }
+    s
+}
+
+/// Write `<dir>/sweep-<name>.md` and `.json`: the counts per (mode,
+/// phase), then every cell.
+pub fn write_results(
+    dir: &Path,
+    name: &str,
+    command: &str,
+    scheme: CopyType,
+    cells: &[(Planned, Cell)],
+    time_s: f64,
+) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let base = dir.join(format!("sweep-{name}"));
+    let (md, json) = (base.with_extension("md"), base.with_extension("json"));
+    let ok = cells.iter().filter(|(_, c)| c.ok()).count();
+    let mut s = format!(
+        "# Crash-point sweep `{name}` ({scheme})\n\nCommand: `{command}`\n\n\
+         {ok} of {} kills as expected in {time_s:.0} s. Each kill is one rank \
+         SIGKILLed at one hit of one injection point; the run loop relaunches and \
+         the next launch must restart from the checkpoint range the trace allows, \
+         every byte verified (harness/src/sweep.rs).\n\n",
+        cells.len()
+    );
+    s.push_str(&counts_table(cells));
+    s.push_str(
+        "\n| cell | expected | outcome | verdict | why |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for (_, c) in cells {
+        s.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            c.scenario,
+            c.expected,
+            c.outcome.replace('|', "\\|"),
+            c.verdict,
+            c.why.replace('|', "\\|")
+        ));
+    }
+    std::fs::write(&md, s).map_err(|e| format!("{}: {e}", md.display()))?;
+    let rows: Vec<serde_json::Value> = cells
+        .iter()
+        .map(|(p, c)| {
+            serde_json::json!({
+                "mode": p.mode, "phase": p.phase, "point": p.target.point,
+                "hit": p.target.hit, "rank": p.target.rank, "lo": p.target.lo,
+                "hi": p.target.hi, "cell": c,
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "sweep": name, "scheme": scheme.as_str(), "command": command,
+        "time_s": time_s, "kills": cells.len(), "expected": ok, "cells": rows,
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    std::fs::write(&json, text + "\n").map_err(|e| format!("{}: {e}", json.display()))?;
+    Ok(vec![md, json])
+}
+
+/// Where the sweep's files go by default.
+pub fn default_work() -> PathBuf {
+    PathBuf::from("target/scr-harness/sweep")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(point: &str, n: u64, rank: u32, launch: u32) -> TraceHit {
+        TraceHit {
+            point: point.into(),
+            hit: n,
+            rank: Some(rank),
+            node: None,
+            pid: 1,
+            job: Some(format!("SCR_FAULT_JOB=/tmp/x-y-{launch},PMIX_NAMESPACE=z")),
+        }
+    }
+
+    /// Rank 0 writes two checkpoints with an index update in each; rank 1
+    /// only the files.
+    fn trace() -> Vec<TraceHit> {
+        let mut t = Vec::new();
+        for rank in [0, 1] {
+            t.push(hit("meta.filemap.synced", 1, rank, 1));
+            for c in 1..=2 {
+                t.push(hit("app.file.write", c, rank, 1));
+                t.push(hit("api.complete_output", c, rank, 1));
+                if rank == 0 {
+                    t.push(hit("meta.index.synced", c, rank, 1));
+                }
+                t.push(hit("app.compute", c, rank, 1));
+            }
+        }
+        t.push(hit("fetch.file", 1, 0, 2));
+        t.push(hit("app.file.write", 1, 0, 2));
+        t.push(hit("fetch.file", 2, 0, 2));
+        t
+    }
+
+    #[test]
+    fn the_launch_is_read_from_the_job_key() {
+        assert_eq!(hit("p", 1, 0, 7).launch(), Some(7));
+        let mut h = hit("p", 1, 0, 1);
+        h.job = None;
+        assert_eq!(h.launch(), None);
+    }
+
+    #[test]
+    fn every_hit_is_a_target_with_the_range_its_rank_had_reached() {
+        let t = targets(&trace(), 1, false, None);
+        let get = |p: &str, n: u64| {
+            t.iter()
+                .find(|x| x.point == p && x.hit == n)
+                .map(|x| (x.rank, x.lo, x.hi))
+        };
+        assert_eq!(get("meta.filemap.synced", 1), Some((0, 0, 0)));
+        // Inside checkpoint 2's Complete_output: 1 is committed, 2 started.
+        assert_eq!(get("meta.index.synced", 2), Some((0, 1, 2)));
+        assert_eq!(get("app.compute", 2), Some((0, 1, 2)));
+        // Each (point, hit) once, on the lowest rank.
+        assert_eq!(t.iter().filter(|x| x.point == "app.file.write").count(), 2);
+        assert!(t.iter().all(|x| x.rank == 0));
+        assert!(
+            t.iter().all(|x| !x.point.starts_with("fetch")),
+            "launch 1 only"
+        );
+    }
+
+    #[test]
+    fn quick_keeps_one_hit_per_point_in_a_later_checkpoint() {
+        let t = targets(&trace(), 1, true, None);
+        let points: Vec<(&str, u64)> = t.iter().map(|x| (x.point.as_str(), x.hit)).collect();
+        assert!(points.contains(&("meta.index.synced", 2)), "{points:?}");
+        assert!(points.contains(&("meta.filemap.synced", 1)), "{points:?}");
+        assert_eq!(t.len(), 5, "{points:?}");
+    }
+
+    #[test]
+    fn postrun_targets_are_per_node_and_skip_hits_without_one() {
+        let post = |point: &str, n: u64, node: Option<&str>| TraceHit {
+            point: point.into(),
+            hit: n,
+            rank: None,
+            node: node.map(str::to_string),
+            pid: 2,
+            job: Some("SCR_FAULT_JOB=/tmp/x-postrun".into()),
+        };
+        let trace = vec![
+            post("meta.index.synced", 1, None),
+            post("scavenge.file", 1, Some("n1")),
+            post("scavenge.file", 1, Some("n0")),
+            post("scavenge.file", 2, Some("n1")),
+        ];
+        assert_eq!(trace[0].launch(), Some(0));
+        let t = targets(&trace, 0, false, Some((2, 3)));
+        let got: Vec<(u64, Option<&str>, u64, u64)> = t
+            .iter()
+            .map(|x| (x.hit, x.node.as_deref(), x.lo, x.hi))
+            .collect();
+        assert_eq!(got, [(1, Some("n0"), 2, 3), (2, Some("n1"), 2, 3)]);
+        assert_eq!(
+            cell_name(Mode::Cache, Phase::Scavenge, &t[0]),
+            "sweep-cache-scavenge-scavenge.file#1@n0"
+        );
+    }
+
+    #[test]
+    fn the_fetch_phase_stops_at_the_first_write_and_expects_the_fetched_one() {
+        let t = targets(&trace(), 2, false, Some((2, 2)));
+        assert_eq!(
+            t,
+            [Target {
+                point: "fetch.file".into(),
+                hit: 1,
+                rank: 0,
+                node: None,
+                lo: 2,
+                hi: 2
+            }]
+        );
+    }
+}
