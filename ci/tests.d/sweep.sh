@@ -18,3 +18,10 @@ start=$(date +%s)
 target/debug/scr-harness sweep --app target/fault-injection/debug/scr_app \
   --scr target/fault-injection/debug/scr --jobs 2 --out "$out" --work target/scr-harness
 echo "sweep: $(( $(date +%s) - start )) s"
+# Power loss of every node at each point of a cache checkpoint (files keep
+# only what was fsynced; faultrt::durable).
+start=$(date +%s)
+target/debug/scr-harness sweep --power-loss --mode cache --phase checkpoint \
+  --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
+  --jobs 2 --out "$out" --work target/scr-harness
+echo "power-loss sweep: $(( $(date +%s) - start )) s"

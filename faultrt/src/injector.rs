@@ -10,7 +10,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::log::{await_co_timed, report, trace, trace_path};
 use crate::plan::{parse_plan, Action, ErrorKind, FaultPlan, FaultSpec};
-use crate::procfs::{kill_self, node_peers, sigkill};
+use crate::procfs::{job_peers, kill_self, node_peers, sigkill, sigstop};
 use crate::{ENV_NODE_NAME, ENV_PLAN, EXIT_BAD_PLAN};
 
 /// An `error` fault that fired: the point should fail with this error.
@@ -32,6 +32,8 @@ pub struct Injector {
     hits: Mutex<HashMap<(String, Option<u32>), u64>>,
     /// Where every hit is traced ([`crate::ENV_TRACE`]), if anywhere.
     trace: Option<std::path::PathBuf>,
+    /// When this runtime started: a power loss reverts files changed since.
+    started: std::time::SystemTime,
 }
 
 impl Injector {
@@ -44,6 +46,7 @@ impl Injector {
             node,
             hits: Mutex::new(HashMap::new()),
             trace: None,
+            started: std::time::SystemTime::now(),
         }
     }
 
@@ -109,6 +112,27 @@ impl Injector {
                 if let Some(node) = &self.node {
                     node_peers(node).into_iter().for_each(sigkill);
                 }
+                kill_self()
+            }
+            Action::PowerLoss => {
+                // The instant of the loss: nothing of the job runs on.
+                let peers = job_peers();
+                peers.iter().copied().for_each(sigstop);
+                if let Some(dir) = crate::durable::dir() {
+                    let r = crate::durable::power_loss(
+                        &dir,
+                        &crate::durable::roots(),
+                        self.started,
+                        crate::log::job_key().as_deref(),
+                    );
+                    eprintln!(
+                        "scr fault: power loss: {} file(s) back to their last fsync, {} never synced emptied, {} rename(s) undone",
+                        r.restored.len(),
+                        r.emptied.len(),
+                        r.unrenamed.len()
+                    );
+                }
+                peers.into_iter().for_each(sigkill);
                 kill_self()
             }
             Action::Exit { code } => std::process::exit(code),

@@ -59,6 +59,7 @@
 //! not fire would pass for the wrong reason.
 #![deny(missing_docs)]
 
+pub mod durable;
 pub mod injector;
 pub mod log;
 pub mod plan;

@@ -69,6 +69,10 @@ pub enum Action {
     Kill,
     /// SIGKILL every process of this job on this simulated node, this one last.
     KillNode,
+    /// Every node of the job loses power at once: every process of the job
+    /// is stopped, every file below `SCR_FAULT_DURABLE_ROOTS` loses what
+    /// was written after its last fsync (`durable`), then all die.
+    PowerLoss,
     /// Exit with this code, without finalizing.
     Exit {
         /// The exit code.
@@ -93,6 +97,7 @@ impl fmt::Display for Action {
         match self {
             Action::Kill => f.write_str("kill"),
             Action::KillNode => f.write_str("kill-node"),
+            Action::PowerLoss => f.write_str("power-loss"),
             Action::Exit { code } => write!(f, "exit:{code}"),
             Action::Error { kind } => write!(f, "error:{}", kind.name()),
             Action::Delay { ms } => write!(f, "delay:{ms}"),
@@ -452,6 +457,7 @@ fn parse_action(text: &str) -> Result<Action, EntryError> {
     match (name, arg) {
         ("kill", None) => Ok(Action::Kill),
         ("kill-node", None) => Ok(Action::KillNode),
+        ("power-loss", None) => Ok(Action::PowerLoss),
         ("exit", _) => {
             let code = number("CODE")?;
             let code = i32::try_from(code)
@@ -513,6 +519,9 @@ mod tests {
             (Some(7), Action::Exit { code: 3 })
         );
         assert_eq!(f[4].action, Action::KillNode);
+        let p = parse_plan("meta.index.synced#2@rank:1=power-loss").expect("power-loss");
+        assert_eq!(p.faults[0].action, Action::PowerLoss);
+        assert_eq!(p.faults[0].action.to_string(), "power-loss");
         assert_eq!(
             f[5].action,
             Action::Error {

@@ -71,6 +71,34 @@ pub fn node_peers(node: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Every other process of this job on any node: with a node name
+/// (`SCR_NODE_NAME`: the launcher and its daemons are not on a node) and
+/// the same value of the first of [`JOB_KEYS`] set in this process (none
+/// without a job key).
+pub fn job_peers() -> Vec<i32> {
+    let Some((k, v)) = JOB_KEYS
+        .iter()
+        .find_map(|k| Some((*k, std::env::var(k).ok()?)))
+    else {
+        return Vec::new();
+    };
+    other_pids()
+        .into_iter()
+        .filter(|&pid| {
+            environ_of(pid).is_some_and(|env| {
+                env.iter().any(|(ek, ev)| ek == k && *ev == v)
+                    && env.iter().any(|(ek, _)| ek == ENV_NODE_NAME)
+            })
+        })
+        .collect()
+}
+
+/// Stop process `pid` (SIGSTOP); it does nothing more until killed.
+pub fn sigstop(pid: i32) {
+    // SAFETY: kill(2) with a pid read from /proc; no memory involved.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+}
+
 /// SIGKILL process `pid` (a vanished process is not an error here: the
 /// fault's aim, that it is gone, is met).
 pub fn sigkill(pid: i32) {

@@ -100,6 +100,18 @@ impl Phase {
     }
 }
 
+/// How the job is hit at a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kill {
+    /// SIGKILL of the rank (what it wrote stays).
+    Rank,
+    /// Every node loses power: the job stops, every file below the nodes'
+    /// trees and the prefix loses what was written after its last fsync
+    /// (`faultrt::durable`), then the job dies.
+    Power,
+}
+
 /// Checkpoints the first launch writes.
 const CHECKPOINTS: u64 = 3;
 
@@ -245,7 +257,7 @@ pub fn targets(
 
 /// The sweep's job: 2 nodes of 2 ranks, 2 spares, 3 checkpoints of small
 /// files, in `mode`, for `phase`; `kill` adds the kill of one target.
-pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>) -> Scenario {
+pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>, how: Kill) -> Scenario {
     let mut env = BTreeMap::new();
     match mode {
         Mode::Cache => {
@@ -286,7 +298,11 @@ pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>) -> Scenario {
             t.hit
         ))),
         Some(t) => faults.push(fault(&format!(
-            "what = {{ kind = \"kill-rank\", rank = {} }}\nwhen = {{ at = \"point\", point = \"{}\", hit = {} }}\nrun = {}",
+            "what = {{ kind = \"{}\", rank = {} }}\nwhen = {{ at = \"point\", point = \"{}\", hit = {} }}\nrun = {}",
+            match how {
+                Kill::Rank => "kill-rank",
+                Kill::Power => "power-loss",
+            },
             t.rank,
             t.point,
             t.hit,
@@ -295,7 +311,7 @@ pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>) -> Scenario {
         None => {}
     }
     let name = match kill {
-        Some(t) => cell_name(mode, phase, t),
+        Some(t) => cell_name(mode, phase, t, how),
         None => format!("sweep-{}-{}-trace", mode.name(), phase.name()),
     };
     Scenario {
@@ -329,13 +345,17 @@ fn fault(text: &str) -> faultsim::plan::Fault {
 }
 
 /// A cell's name: `sweep-<mode>-<phase>-<point>#<hit>@<rank>`.
-pub fn cell_name(mode: Mode, phase: Phase, t: &Target) -> String {
+pub fn cell_name(mode: Mode, phase: Phase, t: &Target, how: Kill) -> String {
     let who = match &t.node {
         Some(n) => n.clone(),
         None => t.rank.to_string(),
     };
     format!(
-        "sweep-{}-{}-{}#{}@{who}",
+        "sweep-{}{}-{}-{}#{}@{who}",
+        match how {
+            Kill::Rank => "",
+            Kill::Power => "power-",
+        },
         mode.name(),
         phase.name(),
         t.point,
@@ -351,7 +371,7 @@ pub fn trace_run(
     scheme: CopyType,
     settings: &Settings,
 ) -> Result<(Vec<TraceHit>, RunResult), String> {
-    let sc = scenario(mode, phase, None);
+    let sc = scenario(mode, phase, None, Kill::Rank);
     let dir = settings.work.join(&sc.name);
     let mut rl = cell_loop(&sc, scheme, settings.seed, settings, &dir)?;
     let trace = dir.join("trace.jsonl");
@@ -384,7 +404,7 @@ pub fn trace_run(
 }
 
 /// Judge one killed run against its target: `Ok(())` or why not.
-pub fn judge(phase: Phase, t: &Target, r: &RunResult) -> Result<(), String> {
+pub fn judge(phase: Phase, t: &Target, how: Kill, r: &RunResult) -> Result<(), String> {
     if let Some(never) = r
         .outcome
         .launches
@@ -426,7 +446,21 @@ pub fn judge(phase: Phase, t: &Target, r: &RunResult) -> Result<(), String> {
         .launches
         .get(k + 1)
         .ok_or("no launch after the kill")?;
-    in_range(next.class, next.ckpt, t, "the launch after the kill")
+    match how {
+        Kill::Rank => in_range(next.class, next.ckpt, t, "the launch after the kill"),
+        // What the cache held may be gone (files never synced): any older
+        // checkpoint, or none, is a correct restart; every byte is still
+        // verified, and nothing newer than the one started can come back.
+        Kill::Power => {
+            let relaxed = Target { lo: 0, ..t.clone() };
+            in_range(
+                next.class,
+                next.ckpt,
+                &relaxed,
+                "the launch after the power loss",
+            )
+        }
+    }
 }
 
 /// The restart `class`/`ckpt` of `what` is in the target's range.
@@ -461,12 +495,15 @@ pub fn run_cell(
     mode: Mode,
     phase: Phase,
     t: &Target,
+    how: Kill,
     scheme: CopyType,
     settings: &Settings,
 ) -> Cell {
-    let sc = scenario(mode, phase, Some(t));
+    let sc = scenario(mode, phase, Some(t), how);
     let dir = settings.work.join(sc.name.replace(['#', '@'], "-"));
-    let expected = if t.lo == t.hi {
+    let expected = if how == Kill::Power {
+        format!("restart from scratch..{}", restart_name(t.hi))
+    } else if t.lo == t.hi {
         format!("restart from {}", restart_name(t.lo))
     } else {
         format!(
@@ -491,7 +528,12 @@ pub fn run_cell(
     };
     let start = Instant::now();
     let rl = match cell_loop(&sc, scheme, settings.seed, settings, &dir) {
-        Ok(rl) => rl,
+        Ok(mut rl) => {
+            if how == Kill::Power {
+                power_env(&mut rl, &dir);
+            }
+            rl
+        }
         Err(e) => {
             cell.verdict = "unexpected".into();
             cell.class = "harness-error".into();
@@ -506,7 +548,7 @@ pub fn run_cell(
     cell.outcome = result.outcome.to_string();
     cell.class = result.outcome.headline().name().to_string();
     let never = result.outcome.headline().never();
-    match judge(phase, t, &result) {
+    match judge(phase, t, how, &result) {
         Ok(()) if result.harness_errors.is_empty() => cell.verdict = "expected".into(),
         Ok(()) => {
             cell.verdict = "unexpected".into();
@@ -529,6 +571,23 @@ pub fn run_cell(
     cell
 }
 
+/// The power-loss model's variables: the journal in the cell's directory,
+/// and the files it may revert, the nodes' trees and the prefix.
+fn power_env(rl: &mut crate::runloop::RunLoop, dir: &Path) {
+    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    rl.env.insert(
+        faultsim::runtime::durable::ENV_DURABLE.into(),
+        abs(dir.join("durable")).to_string_lossy().into_owned(),
+    );
+    let roots = [abs(dir.join("nodes")), abs(rl.alloc.prefix())];
+    if let Ok(v) = std::env::join_paths(roots) {
+        rl.env.insert(
+            faultsim::runtime::durable::ENV_DURABLE_ROOTS.into(),
+            v.to_string_lossy().into_owned(),
+        );
+    }
+}
+
 fn restart_name(n: u64) -> String {
     if n == 0 {
         "scratch".into()
@@ -546,6 +605,8 @@ pub struct Planned {
     pub phase: Phase,
     /// The target.
     pub target: Target,
+    /// How it is hit.
+    pub how: Kill,
 }
 
 /// Trace every (mode, phase) and list the cells.
@@ -554,6 +615,7 @@ pub fn plan(
     phases: &[Phase],
     scheme: CopyType,
     quick: bool,
+    how: Kill,
     settings: &Settings,
 ) -> Result<Vec<Planned>, String> {
     let mut out = Vec::new();
@@ -599,6 +661,7 @@ pub fn plan(
                         mode,
                         phase,
                         target,
+                        how,
                     }),
             );
         }
@@ -791,7 +854,7 @@ mod tests {
             .collect();
         assert_eq!(got, [(1, Some("n0"), 2, 3), (2, Some("n1"), 2, 3)]);
         assert_eq!(
-            cell_name(Mode::Cache, Phase::Scavenge, &t[0]),
+            cell_name(Mode::Cache, Phase::Scavenge, &t[0], Kill::Rank),
             "sweep-cache-scavenge-scavenge.file#1@n0"
         );
     }

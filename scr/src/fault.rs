@@ -95,6 +95,40 @@ pub fn hit(point: &'static str, rank: Option<u32>) -> Result<(), Injected> {
     })
 }
 
+/// `path` was just fsynced (the power-loss model of `faultrt::durable`
+/// keeps a copy of it as synced). Without the feature: nothing.
+#[cfg(feature = "fault-injection")]
+pub fn synced(path: &std::path::Path) {
+    faultrt::durable::synced(path)
+}
+
+/// `from` is about to be renamed over `to` (power-loss model).
+#[cfg(feature = "fault-injection")]
+pub fn renaming(from: &std::path::Path, to: &std::path::Path) {
+    faultrt::durable::renaming(from, to)
+}
+
+/// Directory `path` was just fsynced (power-loss model).
+#[cfg(feature = "fault-injection")]
+pub fn dir_synced(path: &std::path::Path) {
+    faultrt::durable::dir_synced(path)
+}
+
+/// Without the feature: nothing.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn synced(_path: &std::path::Path) {}
+
+/// Without the feature: nothing.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn renaming(_from: &std::path::Path, _to: &std::path::Path) {}
+
+/// Without the feature: nothing.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn dir_synced(_path: &std::path::Path) {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

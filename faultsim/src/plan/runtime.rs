@@ -15,6 +15,7 @@ impl Plan {
             .or_else(|| f.when.as_postrun_point().map(|(p, h, r)| (p, h, r, None)))?;
         let (action, rank, node) = match &f.what {
             What::KillRank { rank } => (Action::Kill, Some(*rank), None),
+            What::PowerLoss { rank } => (Action::PowerLoss, Some(*rank), None),
             What::ExitRank { rank, code } => (Action::Exit { code: *code }, Some(*rank), None),
             What::KillNode { node, .. } => (Action::KillNode, when_rank, Some(node.clone())),
             What::SlowIo { delay_ms } => (Action::Delay { ms: *delay_ms }, when_rank, None),

@@ -393,3 +393,20 @@ when = { at = "point", point = "scavenge.file", hit = 2 }
     let e = late.validate(&topo()).unwrap_err().to_string();
     assert!(e.contains("leave `run` out"), "{e}");
 }
+
+#[test]
+fn a_power_loss_is_a_rank_moment_in_process_and_reaches_the_runtime() {
+    let t = topo();
+    let plan = one_fault(What::PowerLoss { rank: 1 }, point("meta.index.synced"));
+    assert_eq!(plan.validate(&t), Ok(vec![]));
+    assert!(plan.faults[0].what.in_process());
+    assert_eq!(
+        plan.to_env(1).as_deref(),
+        Some("meta.index.synced#1@rank:1=power-loss")
+    );
+    // No rank runs between launches or during postrun.
+    let between = one_fault(What::PowerLoss { rank: 1 }, When::AfterRun { run: 1 });
+    assert!(between.validate(&t).is_err());
+    let out_of_range = one_fault(What::PowerLoss { rank: 8 }, point("fetch.file"));
+    assert!(out_of_range.validate(&t).is_err());
+}

@@ -369,7 +369,7 @@ impl Check<'_> {
         }
         if matches!(
             self.fault.what,
-            What::KillRank { .. } | What::ExitRank { .. }
+            What::KillRank { .. } | What::ExitRank { .. } | What::PowerLoss { .. }
         ) {
             return Err(self.bad_moment(
                 "no rank runs during postrun; use kill-node (with a point: that node's `scr copy` dies)",
@@ -389,7 +389,9 @@ impl Check<'_> {
             _ => None,
         };
         match &self.fault.what {
-            What::KillRank { rank } => self.rank_fault(*rank, None, between_runs, when_rank),
+            What::KillRank { rank } | What::PowerLoss { rank } => {
+                self.rank_fault(*rank, None, between_runs, when_rank)
+            }
             What::ExitRank { rank, code } => {
                 self.rank_fault(*rank, Some(*code), between_runs, when_rank)
             }

@@ -25,6 +25,15 @@ pub enum What {
         #[serde(default, skip_serializing_if = "is_default")]
         then: NodeAftermath,
     },
+    /// Every node of the job loses power at once when `rank` reaches the
+    /// moment: every process of the job stops, every file below
+    /// `SCR_FAULT_DURABLE_ROOTS` loses what was written after its last
+    /// fsync (`faultrt::durable`, with the library's journal in
+    /// `SCR_FAULT_DURABLE`), then the job dies.
+    PowerLoss {
+        /// The rank whose moment it is.
+        rank: u32,
+    },
     /// A rank exits with a code, without finalizing.
     ExitRank {
         /// The rank.
@@ -130,6 +139,7 @@ impl What {
         matches!(
             self,
             What::KillRank { .. }
+                | What::PowerLoss { .. }
                 | What::KillNode { .. }
                 | What::ExitRank { .. }
                 | What::SlowIo { .. }

@@ -199,6 +199,10 @@ struct SweepArgs {
     /// Every hit of every point (default: one hit of each point).
     #[arg(long)]
     full: bool,
+    /// Power loss of every node instead of a rank's kill: files lose what
+    /// was written after their last fsync (checkpoint and fetch phases).
+    #[arg(long)]
+    power_loss: bool,
     /// Only these cells, by name (repeatable).
     #[arg(long)]
     only: Vec<String>,
@@ -889,13 +893,31 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
                     .any(|x| *x == format!("{p:?}").to_lowercase())
         })
         .collect();
-    let name = if a.full { "full" } else { "quick" };
+    let how = if a.power_loss {
+        sweep::Kill::Power
+    } else {
+        sweep::Kill::Rank
+    };
+    // A power loss hits ranks; the scavenge has none.
+    let phases: Vec<Phase> = phases
+        .into_iter()
+        .filter(|p| how == sweep::Kill::Rank || *p != Phase::Scavenge)
+        .collect();
+    let name = match (a.full, a.power_loss) {
+        (true, false) => "full",
+        (false, false) => "quick",
+        (true, true) => "power-full",
+        (false, true) => "power-quick",
+    };
     let mut replay = format!(
         "scr-harness sweep --scheme {} --seed {}{}",
         a.scheme,
         a.seed,
         if a.full { " --full" } else { "" }
     );
+    if a.power_loss {
+        replay.push_str(" --power-loss");
+    }
     for m in &a.mode {
         replay.push_str(&format!(" --mode {m}"));
     }
@@ -912,7 +934,7 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
         replay,
     };
     let start = Instant::now();
-    let planned = match sweep::plan(&modes, &phases, a.scheme, !a.full, &settings) {
+    let planned = match sweep::plan(&modes, &phases, a.scheme, !a.full, how, &settings) {
         Ok(p) => p,
         Err(e) => return harness_error(e),
     };
@@ -921,7 +943,7 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
         .filter(|p| {
             a.only.is_empty()
                 || a.only
-                    .contains(&sweep::cell_name(p.mode, p.phase, &p.target))
+                    .contains(&sweep::cell_name(p.mode, p.phase, &p.target, p.how))
         })
         .collect();
     eprintln!(
@@ -948,7 +970,7 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
                 let Some(p) = planned.get(i) else {
                     break;
                 };
-                let cell = sweep::run_cell(p.mode, p.phase, &p.target, a.scheme, &settings);
+                let cell = sweep::run_cell(p.mode, p.phase, &p.target, p.how, a.scheme, &settings);
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 eprintln!(
                     "[{n}/{}] {}: {} ({}{}) {:.1} s",

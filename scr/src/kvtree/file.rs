@@ -375,7 +375,9 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), KvFileError> 
         f.write_all(bytes).map_err(io_err(&tmp, "write"))?;
         f.sync_all().map_err(io_err(&tmp, "fsync"))?;
         drop(f);
+        crate::fault::synced(&tmp);
         meta_point(Stage::Synced, &name).map_err(io_err(&tmp, "fsync"))?;
+        crate::fault::renaming(&tmp, path);
         fs::rename(&tmp, path).map_err(io_err(path, "rename"))?;
         meta_point(Stage::Renamed, &name).map_err(io_err(path, "rename"))?;
         sync_dir(&dir)
@@ -442,7 +444,9 @@ fn meta_point(stage: Stage, name: &str) -> Result<(), io::Error> {
 /// fsync a directory so a rename or creation inside it is durable.
 pub fn sync_dir(dir: &Path) -> Result<(), KvFileError> {
     let d = File::open(dir).map_err(io_err(dir, "open directory"))?;
-    d.sync_all().map_err(io_err(dir, "fsync directory"))
+    d.sync_all().map_err(io_err(dir, "fsync directory"))?;
+    crate::fault::dir_synced(dir);
+    Ok(())
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

@@ -164,6 +164,7 @@ pub(crate) fn create_containers(base: &Path, rels: &[String]) -> Result<(), Copy
         let f = fs::File::create(&p).map_err(|e| io_fail("create container", &p, e))?;
         f.sync_all()
             .map_err(|e| io_fail("fsync container", &p, e))?;
+        crate::fault::synced(&p);
     }
     Ok(())
 }
@@ -319,6 +320,7 @@ pub(crate) fn write_segments(
                 // reports it.
                 f.sync_all()
                     .map_err(|e| seg_err(s, "fsync", e.to_string()))?;
+                crate::fault::synced(&s.path);
                 return Ok((total, h.finalize()));
             }
             h.update(&buf[..n]);
@@ -333,6 +335,7 @@ pub(crate) fn write_segments(
         }
         f.sync_all()
             .map_err(|e| seg_err(s, "fsync", e.to_string()))?;
+        crate::fault::synced(&s.path);
     }
     // Bytes beyond the recorded size: count them so the size check fails.
     let extra = src

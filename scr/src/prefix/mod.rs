@@ -215,6 +215,7 @@ pub(crate) fn copy_file(
                 dst.write_all(b).map_err(|e| io_fail("write", &item.dst, e))
             })?;
             dst.sync_all().map_err(|e| io_fail("fsync", &item.dst, e))?;
+            crate::fault::synced(&item.dst);
             (total, h.finalize())
         }
         None => plain_copy(item, crc, &mut pace, watch, buf)?,
@@ -309,6 +310,7 @@ fn plain_copy(
         }
     }
     dst.sync_all().map_err(|e| io_fail("fsync", &item.dst, e))?;
+    crate::fault::synced(&item.dst);
     Ok((total, h.finalize()))
 }
 

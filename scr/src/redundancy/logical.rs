@@ -171,6 +171,7 @@ impl LogicalFile {
     pub fn sync_all(&self) -> Result<(), RedundancyError> {
         for part in &self.parts {
             part.file.sync_all().map_err(io_error(&part.path))?;
+            crate::fault::synced(&part.path);
             // A file written by redundancy (a partner's copy at encode, a
             // rebuilt file at restart) is durable, not yet in the filemap.
             crate::fault_point!("redundancy.file.synced")

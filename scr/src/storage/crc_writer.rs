@@ -81,7 +81,9 @@ impl CrcWriter {
 
     /// fsync the file (data and metadata) before closing it.
     pub fn sync_all(&self) -> io::Result<()> {
-        self.file.sync_all()
+        self.file.sync_all()?;
+        crate::fault::synced(&self.path);
+        Ok(())
     }
 
     /// Close the file and return what was written.

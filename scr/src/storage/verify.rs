@@ -109,5 +109,7 @@ pub fn verify_file(real: &Path, meta: &Meta) -> Result<(), VerifyError> {
 pub fn write_synced(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let mut f = fs::File::create(path)?;
     f.write_all(data)?;
-    f.sync_all()
+    f.sync_all()?;
+    crate::fault::synced(path);
+    Ok(())
 }

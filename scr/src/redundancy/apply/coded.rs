@@ -176,6 +176,7 @@ impl RedWriter {
             self.chunk
         );
         self.file.sync_all().map_err(ctx.io_err(&self.path, None))?;
+        crate::fault::synced(&self.path);
         // The parity file (XOR, RS) is durable, not yet in the filemap.
         crate::fault_point!("redundancy.parity.synced")
             .map_err(|e| ctx.io_err(&self.path, None)(e.into()))?;
