@@ -290,6 +290,14 @@ pub fn data_seed(cell_seed: u64, ranks: u32, ckpts: u64, mean_bytes: u64) -> u64
         .unwrap_or_else(|| s.derive("data.0"))
 }
 
+/// The data seed of scenario `sc`'s cell seeded `cell_seed`: every
+/// checkpoint any launch may write ([`data_seed`]).
+pub fn cell_data_seed(sc: &Scenario, cell_seed: u64) -> u64 {
+    let ranks = u32::try_from(sc.nodes * sc.ranks_per_node).unwrap_or(u32::MAX);
+    let total_ckpts = sc.checkpoints + sc.relaunch_checkpoints * u64::from(sc.launches);
+    data_seed(cell_seed, ranks, total_ckpts, sc.mean_bytes)
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() == 0 }
@@ -362,9 +370,7 @@ pub fn cell_loop(
             faultsim::inject::mount_tmpfs(&at, bytes).map_err(|e| e.to_string())?;
         }
     }
-    let ranks = u32::try_from(sc.nodes * sc.ranks_per_node).unwrap_or(u32::MAX);
-    let total_ckpts = sc.checkpoints + sc.relaunch_checkpoints * u64::from(sc.launches);
-    let data = data_seed(seed, ranks, total_ckpts, sc.mean_bytes);
+    let data = cell_data_seed(sc, seed);
     let app = AppSpec::scr_app(
         settings.app.clone(),
         data,
@@ -438,13 +444,20 @@ pub fn run_cell(sc: &Scenario, scheme: CopyType, settings: &Settings) -> (Cell, 
     };
     let result = rl.run();
     unmount_below(&dir);
+    // A random scenario's expectation comes from what its faults really
+    // hit (the fault log, the files damaged), not from the plan alone.
+    let observed = crate::random::observed_expectation(settings.seed, sc, result.launches.first());
+    if let Some(o) = &observed {
+        cell.expected = o.to_string();
+    }
+    let expected = observed.as_ref().or_else(|| sc.expected(scheme));
     cell.time_s = start.elapsed().as_secs_f64();
     cell.launches = result.launches.len();
     cell.outcome = result.outcome.to_string();
     cell.class = result.outcome.headline().name().to_string();
     let reports: Vec<AppReport> = result.launches.iter().map(|l| l.report.clone()).collect();
     let next_report = result.next.as_ref().map(|l| &l.report);
-    let (verdict, mut why) = match sc.expected(scheme) {
+    let (verdict, mut why) = match expected {
         Some(exp) => judge(&result.outcome, exp, &reports, next_report),
         None => (Verdict::Unexpected, "no expectation".into()),
     };

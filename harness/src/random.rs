@@ -12,11 +12,12 @@
 //! - checkpoints complete in launch 1: all before the one the crash
 //!   interrupts (or up to the one after which it computes);
 //! - the cache keeps the newest `SCR_CACHE_SIZE` = 2; Start_output of
-//!   checkpoint c first evicts the oldest, so a crash inside checkpoint c
-//!   leaves only c − 1;
+//!   checkpoint c evicts the oldest after the point `api.start_output`, so
+//!   a crash at that point still finds c − 2 and c − 1, and a crash while
+//!   c is written or completed leaves only c − 1;
 //! - a rank's files of a dataset are lost when its node is lost or one of
-//!   its files there is damaged; a lost node also loses the redundancy data
-//!   it held;
+//!   its files there is damaged (a rank that wrote no file of it has none
+//!   to damage); a lost node also loses the redundancy data it held;
 //! - SINGLE recovers nothing; PARTNER recovers rank r when the node holding
 //!   its copy (the next node in its ring) is not lost; XOR recovers a set
 //!   with at most one lost member, RS with at most SET_FAILURES;
@@ -25,6 +26,13 @@
 //!   loss if the surviving nodes still held a dataset (a complete one, or
 //!   the one a crash inside Write or Complete interrupted), scratch
 //!   otherwise.
+//!
+//! The facts come from what the faults really hit ([`Hit`]): before a
+//! campaign runs, from the plan and the cell's data plan (which ranks
+//! write files); after the first launch, from its record — the crash's
+//! firing in the fault log gives the checkpoint in progress and the
+//! phase, the harness's damage records the (rank, dataset) it damaged —
+//! and the campaign judges the cell by that ([`observed_expectation`]).
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -37,6 +45,7 @@ use faultsim::seed::Seeded;
 use rand::Rng;
 
 use crate::outcome::{Class, End, Outcome, Token};
+use crate::runloop::{Firing, LaunchRecord};
 use crate::scenario::Scenario;
 use scr::CopyType;
 
@@ -163,19 +172,130 @@ impl Crash {
     }
 }
 
-/// The expected outcome of a draw.
+/// What the crash and the damage of launch 1 actually hit: the oracle's
+/// facts besides the draw. [`Hit::planned`] is what the plan and the data
+/// plan promise (the expectation a campaign lists before it runs);
+/// [`Hit::observed`] reads the launch's record after it ran (the crash's
+/// firing in the fault log, the files the harness damaged), and a campaign
+/// judges a random cell by that ([`observed_expectation`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    /// The crash's moment, from its firing: the phase and the checkpoint
+    /// whose Start, Write or Complete it interrupted (or after which it
+    /// computed). `None` when it never fired: the draw's moment is kept
+    /// (the cell fails as "never fired" anyway).
+    pub crash: Option<(u64, Phase)>,
+    /// (rank, dataset) of which a file was really damaged. A rank that
+    /// wrote no file of that dataset has nothing to damage.
+    pub damaged: Vec<(u32, u64)>,
+}
+
+impl Hit {
+    /// The draw taken at its word: the crash at its planned moment, every
+    /// planned damage hitting a file.
+    pub fn of_draw(d: &Draw) -> Hit {
+        Hit {
+            crash: Some((d.crash.0, d.crash.1)),
+            damaged: d.damaged.clone(),
+        }
+    }
+
+    /// What the plan promises for data seed `data` (the cell's,
+    /// [`crate::campaign::data_seed`]): the crash at its planned moment; a
+    /// damage only where the rank writes a file of that dataset.
+    pub fn planned(d: &Draw, data: u64, mean_bytes: u64) -> Hit {
+        let damaged = d
+            .damaged
+            .iter()
+            .copied()
+            .filter(|&(r, ds)| !testing::data::file_plan(data, r, ds, mean_bytes).is_empty())
+            .collect();
+        Hit {
+            crash: Some((d.crash.0, d.crash.1)),
+            damaged,
+        }
+    }
+
+    /// What launch 1 really hit: the moment of the crash from its firing in
+    /// the fault log (`fired`), the damage from what the harness did
+    /// (`external`: each damaged file names its rank and dataset).
+    pub fn observed(fired: &[Firing], external: &[String]) -> Hit {
+        let crash = fired.iter().find_map(crash_moment);
+        let mut damaged: Vec<(u32, u64)> =
+            external.iter().filter_map(|e| damaged_file(e)).collect();
+        damaged.sort_unstable();
+        damaged.dedup();
+        Hit { crash, damaged }
+    }
+}
+
+/// The phase and checkpoint of a crash firing (the points the random
+/// scenarios' moments map to, docs/fault-injection.md); `None` for a
+/// delay (the harness's own sleep) or another point.
+pub fn crash_moment(f: &Firing) -> Option<(u64, Phase)> {
+    if f.action.starts_with("delay") || f.action.starts_with("error") {
+        return None;
+    }
+    let phase = match f.point.as_str() {
+        "app.compute" => Phase::Compute,
+        "api.start_output" => Phase::Start,
+        "app.file.write" => Phase::Write,
+        "api.complete_output" => Phase::Complete,
+        _ => return None,
+    };
+    Some((f.hit, phase))
+}
+
+/// (rank, dataset) of a damaged application file, from the harness's
+/// record of a bit flip (`BitFlips { path: ".../scr.dataset.D/.../rank_R.ckptC.partI", .. }`).
+pub fn damaged_file(record: &str) -> Option<(u32, u64)> {
+    let rest = record.strip_prefix("BitFlips { path: \"")?;
+    let path = std::path::Path::new(&rest[..rest.find('"')?]);
+    let rank = path
+        .file_name()?
+        .to_str()?
+        .strip_prefix("rank_")?
+        .split('.')
+        .next()?
+        .parse()
+        .ok()?;
+    let dataset = path
+        .components()
+        .filter_map(|c| {
+            c.as_os_str()
+                .to_str()?
+                .strip_prefix("scr.dataset.")?
+                .parse()
+                .ok()
+        })
+        .next()?;
+    Some((rank, dataset))
+}
+
+/// The expected outcome of a draw taken at its word ([`Hit::of_draw`]).
 pub fn expect(d: &Draw) -> Outcome {
-    let (c, phase, crash) = &d.crash;
+    oracle(d, &Hit::of_draw(d))
+}
+
+/// The expected outcome of a draw, given what its faults hit.
+pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
+    let (c, phase) = hit.crash.unwrap_or((d.crash.0, d.crash.1));
+    let crash = &d.crash.2;
+    // Complete checkpoints in cache at the crash, newest first. The cache
+    // keeps SCR_CACHE_SIZE = 2. Start_output of c evicts the oldest, but
+    // after the point `api.start_output` (docs/fault-injection.md): a crash
+    // there still finds c − 2 and c − 1. A crash while c is written or
+    // completed comes after the eviction: only c − 1 is left (with c
+    // incomplete). After c completed: c − 1 and c.
     let newest = match phase {
-        Phase::Compute => *c,
+        Phase::Compute => c,
         _ => c - 1,
     };
-    // Cached candidates, newest first.
-    let candidates: Vec<u64> = match phase {
-        Phase::Compute => (newest.saturating_sub(1).max(1)..=newest).rev().collect(),
-        _ if newest == 0 => Vec::new(),
-        _ => vec![newest],
+    let kept = match phase {
+        Phase::Compute | Phase::Start => 2,
+        Phase::Write | Phase::Complete => 1,
     };
+    let candidates: Vec<u64> = (1..=newest).rev().take(kept).collect();
     let mut lost_nodes: BTreeSet<usize> = d.lost_after.iter().copied().collect();
     if let Some(n) = crash.node() {
         lost_nodes.insert(n);
@@ -218,7 +338,7 @@ pub fn expect(d: &Draw) -> Outcome {
         let mut lost: BTreeSet<usize> = (0..ranks)
             .filter(|&r| lost_nodes.contains(&node_of(r)))
             .collect();
-        for &(r, dd) in &d.damaged {
+        for &(r, dd) in &hit.damaged {
             if dd == ds {
                 lost.insert(r as usize);
             }
@@ -249,6 +369,34 @@ pub fn expect(d: &Draw) -> Outcome {
     });
     Outcome::of(vec![Token::of(Class::Scratch), second], End::Completed)
 }
+
+/// The index of a random scenario's name (`random-<index>`).
+pub fn index_of(name: &str) -> Option<u32> {
+    name.strip_prefix("random-")?.parse().ok()
+}
+
+/// The expectation of a random scenario of campaign seed `seed` given what
+/// its first launch really hit ([`Hit::observed`]); `None` when `sc` is not
+/// that campaign's random scenario (a catalogue scenario keeps its own) or
+/// its first launch did not run.
+pub fn observed_expectation(
+    seed: u64,
+    sc: &Scenario,
+    launch1: Option<&LaunchRecord>,
+) -> Option<Outcome> {
+    let index = index_of(&sc.name)?;
+    if !sc.tags.iter().any(|t| t == "random") || scenario(seed, index) != *sc {
+        return None;
+    }
+    let l = launch1?;
+    Some(oracle(
+        &draw(seed, index),
+        &Hit::observed(&l.fired, &l.external),
+    ))
+}
+
+/// Mean file size of the random scenarios' checkpoints.
+pub const MEAN_BYTES: u64 = 32768;
 
 /// The scenario of a draw: faults as a plan, the oracle's expectation.
 pub fn scenario(seed: u64, index: u32) -> Scenario {
@@ -307,13 +455,12 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
     let mut env = BTreeMap::new();
     env.insert("SCR_SET_SIZE".to_string(), d.set_size.to_string());
     env.insert("SCR_SET_FAILURES".to_string(), d.failures.to_string());
-    let expect = expect(&d);
     let about = format!(
         "{} nodes × {} ranks + {} spares, {} (set {}, failures {}), {} checkpoints; crash {:?} at {:?} of checkpoint {c}; nodes lost after: {:?}; damaged (rank, dataset): {:?}",
         d.nodes, d.ranks_per_node, d.spares, d.scheme, d.set_size, d.failures, d.checkpoints,
         crash, phase, d.lost_after, d.damaged
     );
-    Scenario {
+    let mut sc = Scenario {
         name: format!("random-{index}"),
         about,
         quick: false,
@@ -324,7 +471,7 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
         checkpoints: d.checkpoints,
         relaunch_checkpoints: 1,
         launches: 2,
-        mean_bytes: 32768,
+        mean_bytes: MEAN_BYTES,
         app_args: Vec::new(),
         env,
         schemes: Some(vec![d.scheme]),
@@ -334,10 +481,15 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
         needs: Vec::new(),
         cache_tmpfs_bytes: None,
         next_allocation: false,
-        expect: [(d.scheme.as_str().to_string(), expect)]
-            .into_iter()
-            .collect(),
-    }
+        expect: BTreeMap::new(),
+    };
+    // The cell's data plan says which ranks write files to damage.
+    let name = sc.name.clone();
+    let data =
+        crate::campaign::cell_data_seed(&sc, crate::campaign::cell_seed(seed, &name, d.scheme));
+    let expect = oracle(&d, &Hit::planned(&d, data, sc.mean_bytes));
+    sc.expect.insert(d.scheme.as_str().to_string(), expect);
+    sc
 }
 
 /// `n` random scenarios of a campaign seeded `seed`.
@@ -431,6 +583,219 @@ mod tests {
         assert_eq!(expect(&dmg), o("scratch, loss"));
         dmg.scheme = CopyType::Xor;
         assert_eq!(expect(&dmg), o("scratch, rebuilt:3"));
+    }
+
+    /// A fault log line as `faultrt` writes it.
+    fn firing(line: &str) -> Firing {
+        serde_json::from_str(line).unwrap()
+    }
+
+    /// The harness's record of a bit flip, formatted as the run loop keeps
+    /// it in `LaunchRecord::external`.
+    fn flipped(node: &str, ds: u64, file: &str) -> String {
+        format!(
+            "{:?}",
+            faultsim::inject::Record::BitFlips {
+                path: format!(
+                    "/w/nodes/{node}/dev/shm/uid0/scr.4242/scr.dataset.{ds}/ckpt.{ds}/{file}"
+                )
+                .into(),
+                bit_offsets: vec![1, 2],
+                len_bytes: 100,
+            }
+        )
+    }
+
+    #[test]
+    fn damage_records_and_crash_firings_are_read_back() {
+        assert_eq!(
+            damaged_file(&flipped("n1", 3, "rank_13.ckpt3.part1")),
+            Some((13, 3))
+        );
+        assert_eq!(damaged_file("fault 3: no file matched Target { .. }"), None);
+        assert_eq!(damaged_file("node n4 dies between launches"), None);
+        let f = |p: &str, a: &str| {
+            firing(&format!(
+                r#"{{"point":"{p}","hit":3,"rank":1,"node":"n0","action":"{a}","pid":7,"job":null}}"#
+            ))
+        };
+        assert_eq!(
+            crash_moment(&f("api.start_output", "kill")),
+            Some((3, Phase::Start))
+        );
+        assert_eq!(
+            crash_moment(&f("app.file.write", "exit:42")),
+            Some((3, Phase::Write))
+        );
+        assert_eq!(
+            crash_moment(&f("api.complete_output", "kill-node")),
+            Some((3, Phase::Complete))
+        );
+        assert_eq!(
+            crash_moment(&f("app.compute", "kill")),
+            Some((3, Phase::Compute))
+        );
+        // The harness's own sleep at app.compute is not a crash.
+        assert_eq!(crash_moment(&f("app.compute", "delay:1500")), None);
+    }
+
+    /// Seed 11, random-7 (RS): rank 0 killed at `api.start_output` of
+    /// checkpoint 4, node n4 lost after, ranks 0 and 1 damaged in ckpt.3.
+    /// Start_output had not evicted ckpt.2 when the point fired, so the
+    /// library rebuilt ckpt.2; the oracle assumed it gone and expected a
+    /// loss.
+    #[test]
+    fn oracle_start_output_point_precedes_eviction() {
+        let d = Draw {
+            scheme: CopyType::Rs,
+            nodes: 6,
+            ranks_per_node: 1,
+            spares: 2,
+            set_size: 4,
+            failures: 1,
+            checkpoints: 4,
+            crash: (4, Phase::Start, Crash::KillRank(0)),
+            lost_after: vec![4],
+            damaged: vec![(0, 3), (1, 3)],
+        };
+        let log = firing(
+            r#"{"point":"api.start_output","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":"SCR_FAULT_JOB=a"}"#,
+        );
+        let external = vec![
+            "node n4 dies between launches".to_string(),
+            flipped("n0", 3, "rank_0.ckpt3.part0"),
+            flipped("n1", 3, "rank_1.ckpt3.part1"),
+        ];
+        let hit = Hit::observed(&[log], &external);
+        assert_eq!(hit.crash, Some((4, Phase::Start)));
+        assert_eq!(hit.damaged, vec![(0, 3), (1, 3)]);
+        assert_eq!(oracle(&d, &hit), o("scratch, rebuilt:2"));
+        // Inside Write of checkpoint 4 the eviction has happened: ckpt.2
+        // is gone and ckpt.3 cannot be rebuilt.
+        let later = Hit {
+            crash: Some((4, Phase::Write)),
+            ..hit
+        };
+        assert_eq!(oracle(&d, &later), o("scratch, loss"));
+    }
+
+    /// Seed 11, random-258 (SINGLE): rank 6 exits after checkpoint 4,
+    /// then one of rank 0's files of ckpt.4 is to be damaged, but rank 0
+    /// wrote none in ckpt.4 (the cell's data plan): the damage found no
+    /// file, the library restarted from ckpt.4 in cache; the oracle counted
+    /// rank 0 as having lost its files and expected ckpt.3.
+    #[test]
+    fn oracle_damage_to_a_rank_that_wrote_no_files_loses_nothing() {
+        let d = Draw {
+            scheme: CopyType::Single,
+            nodes: 5,
+            ranks_per_node: 2,
+            spares: 2,
+            set_size: 4,
+            failures: 2,
+            checkpoints: 4,
+            crash: (4, Phase::Compute, Crash::ExitRank(6)),
+            lost_after: Vec::new(),
+            damaged: vec![(0, 4)],
+        };
+        let log = firing(
+            r#"{"point":"app.compute","hit":4,"rank":6,"node":"n3","action":"exit:42","pid":9,"job":null}"#,
+        );
+        let external = vec![
+            r#"fault 1: no file matched Target { area: Cache, node: Some("n0"), dataset: Some(4), select: Glob("**/rank_0.*"), files: Some(1) }"#
+                .to_string(),
+        ];
+        let hit = Hit::observed(&[log], &external);
+        assert_eq!(hit.damaged, Vec::new());
+        assert_eq!(oracle(&d, &hit), o("scratch, cache:4"));
+        // Had the damage hit a file, SINGLE would fall back to ckpt.3.
+        let flipped = Hit::observed(&[], &[flipped("n0", 4, "rank_0.ckpt4.part0")]);
+        assert_eq!(oracle(&d, &flipped), o("scratch, cache:3"));
+        // Before the run, the data plan tells the same: which data seeds
+        // leave rank 0 without a file of ckpt.4.
+        let no_files = (0u64..)
+            .find(|&s| testing::data::file_plan(s, 0, 4, MEAN_BYTES).is_empty())
+            .unwrap();
+        let files = (0u64..)
+            .find(|&s| !testing::data::file_plan(s, 0, 4, MEAN_BYTES).is_empty())
+            .unwrap();
+        assert_eq!(
+            oracle(&d, &Hit::planned(&d, no_files, MEAN_BYTES)),
+            o("scratch, cache:4")
+        );
+        assert_eq!(
+            oracle(&d, &Hit::planned(&d, files, MEAN_BYTES)),
+            o("scratch, cache:3")
+        );
+    }
+
+    fn launch1(fired: Vec<Firing>, external: Vec<String>) -> LaunchRecord {
+        LaunchRecord {
+            launch: 1,
+            nodes: Vec::new(),
+            newly_down: Vec::new(),
+            exit_code: Some(42),
+            launcher_stuck: false,
+            elapsed_s: 1.0,
+            fault_plan: None,
+            fired,
+            unfired: Vec::new(),
+            external,
+            report: Default::default(),
+            completed: Vec::new(),
+            token: "scratch".into(),
+            why: None,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_campaign_judges_random_cells_by_what_their_faults_hit() {
+        // Seed 11's random-7 and random-258 (the two cases above) as the
+        // campaign generates them: the listed expectation already follows
+        // the corrected model and the data plan.
+        let sc7 = scenario(11, 7);
+        assert_eq!(sc7.expected(CopyType::Rs), Some(&o("scratch, rebuilt:2")));
+        let sc258 = scenario(11, 258);
+        assert_eq!(
+            sc258.expected(CopyType::Single),
+            Some(&o("scratch, cache:4"))
+        );
+        // After the run, the launch's record decides: the crash fired at
+        // api.start_output of checkpoint 4 and both damages hit a file.
+        let l = launch1(
+            vec![firing(
+                r#"{"point":"api.start_output","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":null}"#,
+            )],
+            vec![
+                flipped("n0", 3, "rank_0.ckpt3.part0"),
+                flipped("n1", 3, "rank_1.ckpt3.part1"),
+            ],
+        );
+        assert_eq!(
+            observed_expectation(11, &sc7, Some(&l)),
+            Some(o("scratch, rebuilt:2"))
+        );
+        // Had the crash come once Start_output evicted ckpt.2 (inside the
+        // write of checkpoint 4), the same damage would be a loss.
+        let l = launch1(
+            vec![firing(
+                r#"{"point":"app.file.write","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":null}"#,
+            )],
+            l.external.clone(),
+        );
+        assert_eq!(
+            observed_expectation(11, &sc7, Some(&l)),
+            Some(o("scratch, loss"))
+        );
+        // Not this campaign's random scenario (another seed, a catalogue
+        // name), or no launch: the scenario keeps its own expectation.
+        assert_eq!(observed_expectation(12, &sc7, Some(&l)), None);
+        let mut named = sc7.clone();
+        named.name = "kill-node-encode".into();
+        assert_eq!(observed_expectation(11, &named, Some(&l)), None);
+        assert_eq!(observed_expectation(11, &sc7, None), None);
     }
 
     #[test]
