@@ -143,6 +143,18 @@ pub enum FlushError {
         /// The dataset.
         dset: DatasetId,
     },
+    /// Bypass mode: an application file in the prefix (or its directory)
+    /// could not be fsynced at Complete_output, so it cannot be recorded
+    /// as durable.
+    #[error("rank {rank}: {}: fsync: {source}", path.display())]
+    Sync {
+        /// This rank.
+        rank: i64,
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// SCR_USE_CONTAINERS=1: the container files could not be made.
     #[error("rank {rank}: creating the containers: {source}")]
     Containers {

@@ -77,11 +77,44 @@ pub fn start(job: &Job, dset: DatasetId, ds: &Dataset) -> ScrResult<()> {
     Ok(())
 }
 
+/// fsync `path` (a file, or a directory: a new file's name is durable once
+/// its directory is synced). The application wrote the file straight to
+/// the prefix and may not have synced it; the index is about to call it
+/// complete, so its bytes must survive a power loss (the crash-point
+/// sweep's `--power-loss` found committed bypass checkpoints lost without
+/// this).
+fn sync_path(job: &Job, path: &std::path::Path, dir: bool) -> Result<(), FlushError> {
+    let synced = std::fs::File::open(path).and_then(|f| f.sync_all());
+    synced.map_err(|source| FlushError::Sync {
+        rank: job.rank().as_i64(),
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if dir {
+        crate::fault::dir_synced(path);
+    } else {
+        crate::fault::synced(path);
+    }
+    Ok(())
+}
+
 /// This rank's files of bypass dataset `dset` as rank2file entries (keys
-/// relative to the prefix), from the sizes and CRC32s recorded at complete.
+/// relative to the prefix), from the sizes and CRC32s recorded at complete;
+/// each file, and each directory holding one, is fsynced first.
 fn my_files(job: &Job, dset: DatasetId) -> Result<RankFiles, FlushError> {
     let pl = Placement::scr31(dset.get());
     let mut mine = RankFiles::default();
+    let mut dirs = std::collections::BTreeSet::new();
+    for (key, _) in job.app_files(dset) {
+        let path = std::path::Path::new(&key);
+        sync_path(job, path, false)?;
+        if let Some(d) = path.parent() {
+            dirs.insert(d.to_path_buf());
+        }
+    }
+    for d in &dirs {
+        sync_path(job, d, true)?;
+    }
     for (key, meta) in job.app_files(dset) {
         let Some(rel) = pl.rel_of(&job.prefix, &meta) else {
             return Err(FlushError::OutsideDir {
