@@ -294,3 +294,28 @@ fn purge_refuses_to_delete_through_a_symlink() {
         );
     }
 }
+
+#[test]
+fn delete_refuses_to_remove_through_a_symlink() {
+    let cl = Cluster::new();
+    let out = outside(&cl);
+    flushed_then_linked(&cl, &out);
+    let res = ThreadComm::run(2, |comm| {
+        let opts = cl.opts(cl.node(comm.rank()), &with(&[]));
+        let world = comm.split(Some(0), comm.rank() as i64).unwrap().unwrap();
+        let mut scr = Scr::init_with(world, opts).unwrap();
+        let r = scr.delete("ckpt.1").map_err(|e| e.to_string());
+        scr.finalize().unwrap();
+        r
+    })
+    .unwrap();
+    let e = res[0].as_ref().unwrap_err();
+    assert!(e.contains("symbolic link") && e.contains("ckpt.1"), "{e}");
+    for r in 0..2 {
+        assert_eq!(
+            std::fs::read(out.join(format!("ckpt.1/rank{r}"))).unwrap(),
+            data(5, r, 1, 0),
+            "the file outside the prefix is kept"
+        );
+    }
+}
