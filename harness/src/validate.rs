@@ -55,6 +55,9 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub hostfile: Option<PathBuf>,
     /// Command that kills a node on a real cluster; `{node}` is replaced.
+    /// Run as an argument vector, never through a shell: words are split
+    /// at blanks (single or double quotes keep blanks in a word), and the
+    /// node must be one of `--nodes` with a plain host name.
     #[arg(long)]
     pub kill_command: Option<String>,
     /// Node-local directories to check, `PATH[:MIN_BYTES]` (repeatable;
@@ -199,12 +202,10 @@ impl Ctx {
                 Ok(format!("{r:?}; {gone:?}"))
             }
             (_, Some(cmd)) => {
-                let line = cmd.replace("{node}", node);
-                let out = run_argv(
-                    &["sh".into(), "-c".into(), line.clone().into()],
-                    self.timeout,
-                )
-                .map_err(|e| format!("{line}: {e}"))?;
+                let argv = kill_argv(cmd, node, &self.nodes)?;
+                let line = argv.join(" ");
+                let os: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+                let out = run_argv(&os, self.timeout).map_err(|e| format!("{line}: {e}"))?;
                 Ok(format!("`{line}` exited {}", out.code()))
             }
             (_, None) => Err("not run: give --kill-command to kill a real node".into()),
@@ -705,5 +706,136 @@ pub fn check_node_main(storage: &[String]) -> ExitCode {
             println!("{} {why}", scr::runloop::probe::DOWN_MARK);
             Code::Unexpected.into()
         }
+    }
+}
+
+/// The argument vector of `--kill-command` for `node`: the template split
+/// into words (blanks separate them; single or double quotes group, with
+/// no other shell syntax), `{node}` replaced inside each word. No shell
+/// ever sees it, and `node` must be one of the allocation's `nodes` and a
+/// plain host name (letters, digits, `.`, `-`, `_`), so a node name cannot
+/// smuggle in a command.
+pub fn kill_argv(template: &str, node: &str, nodes: &[String]) -> Result<Vec<String>, String> {
+    let plain = !node.is_empty()
+        && !node.starts_with('-')
+        && node
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if !plain {
+        return Err(format!(
+            "--kill-command: node name {node:?} is not a plain host name; refusing to run it"
+        ));
+    }
+    if !nodes.iter().any(|n| n == node) {
+        return Err(format!(
+            "--kill-command: {node:?} is not one of the allocation's nodes ({}); refusing to run it",
+            nodes.join(",")
+        ));
+    }
+    let words = split_words(template)?;
+    if words.is_empty() {
+        return Err("--kill-command is empty".into());
+    }
+    Ok(words.iter().map(|w| w.replace("{node}", node)).collect())
+}
+
+/// Split `text` into words at blanks; `'...'` and `"..."` keep blanks
+/// (no escapes, variables or other shell syntax).
+fn split_words(text: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in text.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.get_or_insert_with(String::new).push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                cur.get_or_insert_with(String::new);
+            }
+            (None, c) if c.is_whitespace() => {
+                if let Some(w) = cur.take() {
+                    words.push(w);
+                }
+            }
+            (None, c) => cur.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if let Some(q) = quote {
+        return Err(format!(
+            "--kill-command: unterminated {q} quote in {text:?}"
+        ));
+    }
+    words.extend(cur);
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes() -> Vec<String> {
+        ["n1", "n2", "node-3.cluster"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn kill_command_is_an_argv_with_the_node_substituted() {
+        assert_eq!(
+            kill_argv("ssh {node} sudo systemctl poweroff", "n2", &nodes()).unwrap(),
+            ["ssh", "n2", "sudo", "systemctl", "poweroff"]
+        );
+        assert_eq!(
+            kill_argv(
+                "ipmi --host={node}-bmc 'power off'",
+                "node-3.cluster",
+                &nodes()
+            )
+            .unwrap(),
+            ["ipmi", "--host=node-3.cluster-bmc", "power off"]
+        );
+        // Shell syntax in the template stays literal words: no shell runs.
+        assert_eq!(
+            kill_argv("echo {node}; rm -rf /tmp/x", "n1", &nodes()).unwrap(),
+            ["echo", "n1;", "rm", "-rf", "/tmp/x"]
+        );
+    }
+
+    /// Hardening issue: `{node}` was substituted unquoted into `sh -c`, so
+    /// a node name such as `n1;touch /tmp/pwned` ran a second command.
+    #[test]
+    fn a_node_name_cannot_inject_a_command() {
+        let mut list = nodes();
+        for bad in [
+            "n1;touch /tmp/pwned",
+            "$(reboot)",
+            "n1 n2",
+            "`id`",
+            "-oProxyCommand=x",
+            "",
+        ] {
+            list.push(bad.to_string());
+            let e = kill_argv("ssh {node} poweroff", bad, &list).unwrap_err();
+            assert!(e.contains("not a plain host name"), "{bad:?}: {e}");
+        }
+        let e = kill_argv("ssh {node} poweroff", "n9", &nodes()).unwrap_err();
+        assert!(e.contains("not one of the allocation's nodes"), "{e}");
+        assert!(kill_argv("ssh '{node}", "n1", &nodes())
+            .unwrap_err()
+            .contains("unterminated"));
+        assert!(kill_argv("   ", "n1", &nodes()).is_err());
+    }
+
+    /// The command really runs without a shell: a `;` in the template is
+    /// an argument of `echo`, not a second command.
+    #[test]
+    fn kill_command_runs_without_a_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("pwned");
+        let template = format!("echo {{node}} ; touch {}", marker.display());
+        let argv = kill_argv(&template, "n1", &nodes()).unwrap();
+        let os: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+        let out = run_argv(&os, Duration::from_secs(10)).unwrap();
+        assert_eq!(out.code(), 0);
+        assert!(!marker.exists(), "no shell ran the second command");
     }
 }

@@ -859,3 +859,37 @@ fn a_damaged_summary_is_rebuilt_from_the_rank_filemaps() {
     assert!(scr::records::Summary::read_file(&summary).unwrap().complete);
     assert_fetched(&cl, 1);
 }
+
+/// Hardening issue: with `<prefix>/ckpt.1` a link to a directory outside
+/// the prefix, `scr copy` (and so postrun) wrote the scavenged files
+/// through it. The copy is refused, naming the link; nothing lands outside.
+#[test]
+fn scavenge_refuses_to_copy_through_a_symlink_in_the_prefix() {
+    let cl = Cluster::new(31, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "SINGLE")], 1);
+    let out = cl.root.join("OUT");
+    fs::create_dir(&out).unwrap();
+    std::os::unix::fs::symlink(&out, cl.prefix.join("ckpt.1")).unwrap();
+    let opts = CopyOptions {
+        cntl_dir: PathBuf::from(CNTL),
+        node: cl.node(0),
+        dataset: 1,
+        prefix: cl.prefix.clone(),
+        placement: None,
+        partner: false,
+        ranks: None,
+        crc: true,
+    };
+    let shown = match copy_dataset(&opts, &NoProgress) {
+        Ok(r) => {
+            assert!(!r.is_complete(), "{r:#?}");
+            format!("{r:?}")
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(shown.contains("symbolic link"), "{shown}");
+    assert!(
+        fs::read_dir(&out).unwrap().next().is_none(),
+        "nothing written outside the prefix"
+    );
+}

@@ -478,6 +478,9 @@ pub(super) fn delete_copy(prefix: &Path, layout: Layout, id: i64, key: &str) -> 
             for files in map.rank.values() {
                 for rel in files.files.keys() {
                     let f = placement.stored_path(prefix, rel);
+                    // Never remove a file outside the prefix through a link
+                    // (or a `..` key in a hostile map).
+                    crate::storage::beneath::check(prefix, &f)?;
                     let _ = std::fs::remove_file(&f);
                     if let Some(parent) = f.parent() {
                         dirs.push(parent.to_path_buf());
@@ -488,6 +491,7 @@ pub(super) fn delete_copy(prefix: &Path, layout: Layout, id: i64, key: &str) -> 
         Err(e) if e.is_not_found() => {}
         Err(e) => return Err(ScrError::from(e)),
     }
+    crate::storage::beneath::check(prefix, &meta_dir)?;
     if meta_dir.is_dir() {
         std::fs::remove_dir_all(&meta_dir)
             .map_err(crate::error::io_err(&meta_dir, "remove directory"))?;

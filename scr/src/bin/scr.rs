@@ -295,8 +295,17 @@ fn config(key: Option<&str>, json: bool) -> Result<(), CliError> {
     }
     match key {
         Some(k) => match cfg.apply_scr_config(k)? {
-            Some(v) if json => println!("{}", serde_json::json!({ "name": k, "value": v })),
-            Some(v) => println!("{v}"),
+            Some(v) => {
+                // A secret (SCR_LOG_DB_PASS, a password in a URL) is never
+                // printed: the query says it is set, as `***`.
+                let name = k.split_whitespace().last().unwrap_or(k);
+                let v = scr::config::secret::shown_value(name, &v);
+                if json {
+                    println!("{}", serde_json::json!({ "name": k, "value": v }));
+                } else {
+                    println!("{v}");
+                }
+            }
             None => return Err(CliError::NotSet { key: k.to_string() }),
         },
         None => {
@@ -380,7 +389,7 @@ fn interval(args: IntervalArgs) -> Result<(), CliError> {
     }
     for path in &args.dbs {
         let shown = path.to_string_lossy();
-        let recs = if scr::log::server::is_server_url(&shown) {
+        let recs = if scr::log::server::is_server(&shown) {
             let user = std::env::var("USER").ok();
             scr::log::server::ServerSettings::parse(&shown, None, None, None, user.as_deref())
                 .and_then(|s| scr::log::server::read_records(&s))

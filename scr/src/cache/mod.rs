@@ -167,8 +167,13 @@ impl Job {
             created = create_node_dirs(&node, &cntl_base, &stores, &user, &jobid);
         }
         if world.rank() == 0 {
-            let scr_dir = prefix.join(".scr");
-            if let Err(e) = fs::create_dir_all(&scr_dir) {
+            let scr_dir = prefix.join(crate::records::PREFIX_META_DIR);
+            // Everything SCR keeps in the prefix (index, flush and halt
+            // files, logs, app.conf) is below `.scr`: a link there would
+            // send it all out of the prefix, so the run does not start.
+            if let Err(e) = crate::storage::beneath::check(&prefix, &scr_dir) {
+                created = created.and(Err(e.into()));
+            } else if let Err(e) = fs::create_dir_all(&scr_dir) {
                 created = created.and(Err(io_err(&scr_dir, "create prefix .scr")(e)));
             }
         }

@@ -180,6 +180,20 @@ pub enum ConfigError {
         /// What is accepted.
         expected: String,
     },
+    /// A value that becomes one component of a directory path (a user
+    /// name, a job id) but could leave or alias its parent: `/`, `.`, `..`,
+    /// empty, a NUL byte or a control character.
+    #[error("{at}: {key}={value:?} cannot name a directory: {why}; use a plain name")]
+    BadPathComponent {
+        /// Where.
+        at: Location,
+        /// The parameter.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A key a descriptor line does not know.
     #[error("{at}: {descriptor} descriptors have no key {key}; allowed keys: {allowed}")]
     UnknownDescriptorKey {

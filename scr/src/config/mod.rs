@@ -47,6 +47,7 @@ pub mod params;
 mod parse;
 pub mod refused;
 pub mod report;
+pub mod secret;
 mod serial;
 pub mod settings;
 

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::desc::Descriptors;
 use super::error::{ConfigError, ConfigWarning};
 use super::params::PARAMS;
+use super::secret;
 use super::{Config, Effective};
 
 /// The whole report, serialisable as JSON.
@@ -37,7 +38,16 @@ impl Report {
     /// Build the report for `cfg`.
     pub fn new(cfg: &Config) -> Result<Report, ConfigError> {
         Ok(Report {
-            params: cfg.all(),
+            // Secrets are masked here, so neither the table nor the JSON
+            // can show one.
+            params: cfg
+                .all()
+                .into_iter()
+                .map(|mut e| {
+                    e.value = secret::shown_value(&e.name, &e.value);
+                    e
+                })
+                .collect(),
             unset: PARAMS
                 .iter()
                 .filter(|p| cfg.get(p.name).is_none())

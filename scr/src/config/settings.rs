@@ -39,6 +39,7 @@ use super::desc::CopyType;
 use super::error::{ConfigError, Location};
 use super::params::{self, ValueKind};
 use super::{Config, Effective};
+use crate::storage::path as spath;
 
 /// Table parameters that [`Settings`] deliberately does not read, each with
 /// the reason. The table-walk test fails when one of these is read after
@@ -343,8 +344,8 @@ impl Settings {
             debug: r.count("SCR_DEBUG")?,
             job: JobSettings {
                 prefix: r.text("SCR_PREFIX").map(PathBuf::from),
-                user_name: r.text("SCR_USER_NAME"),
-                job_id: r.required_text("SCR_JOB_ID")?,
+                user_name: r.component("SCR_USER_NAME")?,
+                job_id: r.required_component("SCR_JOB_ID")?,
                 job_name: r.text("SCR_JOB_NAME"),
                 cluster_name: r.text("SCR_CLUSTER_NAME"),
             },
@@ -517,6 +518,40 @@ impl<'a> Reader<'a> {
         self.text(name)
             .or_else(|| row.default.map(str::to_string))
             .ok_or_else(|| no_default(row))
+    }
+
+    /// Text that becomes one directory name (`<base>/<user>/scr.<jobid>`):
+    /// `None` when unset or empty, an error when it could name another
+    /// directory ([`spath::component_problem`]).
+    fn component(&mut self, name: &'static str) -> Result<Option<String>, ConfigError> {
+        let Some(v) = self.text(name) else {
+            return Ok(None);
+        };
+        self.checked_component(name, v).map(Some)
+    }
+
+    /// [`Reader::required_text`] that becomes one directory name.
+    fn required_component(&mut self, name: &'static str) -> Result<String, ConfigError> {
+        let v = self.required_text(name)?;
+        self.checked_component(name, v)
+    }
+
+    fn checked_component(&mut self, name: &'static str, v: String) -> Result<String, ConfigError> {
+        let Some(why) = spath::component_problem(&v) else {
+            return Ok(v);
+        };
+        let at = match self.effective(name) {
+            Some(e) => Location::of(&e.name, &e.value, &e.source),
+            None => Location::Builtin {
+                name: name.to_string(),
+            },
+        };
+        Err(ConfigError::BadPathComponent {
+            at,
+            key: name.to_string(),
+            value: v,
+            why: why.to_string(),
+        })
     }
 
     fn effective(&mut self, name: &'static str) -> Option<Effective> {

@@ -19,9 +19,10 @@ use crate::ids::DatasetId;
 use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::meta::{FileType, Meta};
-use crate::storage::dirs;
+use crate::records::PREFIX_META_DIR as META_DIR;
 use crate::storage::node::LogicalPath;
 use crate::storage::path as spath;
+use crate::storage::{beneath, dirs};
 
 /// Allocate the next dataset id (and checkpoint id when `is_ckpt`) and
 /// choose the redundancy descriptor (`scr_reddesc_for_checkpoint`; output
@@ -163,6 +164,17 @@ pub fn route_keyed(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<(Strin
         });
     }
     let rel = abs.strip_prefix(&job.prefix).unwrap_or(&abs).to_path_buf();
+    if rel
+        .components()
+        .next()
+        .is_some_and(|c| c.as_os_str() == META_DIR)
+    {
+        return Err(ScrError::RoutesMetadata {
+            path: abs,
+            meta: job.prefix.join(META_DIR),
+        });
+    }
+    beneath::check(&job.prefix, &abs)?;
     let logical = ds.dir.join(&rel);
     // A bypass dataset's keys are the files' paths in the prefix.
     let logical_s = if ds.bypass {

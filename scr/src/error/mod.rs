@@ -16,6 +16,7 @@ use crate::config::ConfigError;
 use crate::ids::DatasetId;
 use crate::records::RecordError;
 use crate::redundancy::RedundancyError;
+use crate::storage::beneath::BeneathError;
 use crate::storage::dirs::DirError;
 
 mod dataset;
@@ -133,6 +134,19 @@ pub enum ScrError {
         /// The prefix.
         prefix: PathBuf,
     },
+    /// A routed path inside SCR's own metadata directory (`<prefix>/.scr`):
+    /// writing there would overwrite the index, summaries and maps.
+    #[error("{path}: is inside SCR's metadata directory {meta}; route application files elsewhere under the prefix")]
+    RoutesMetadata {
+        /// The path as resolved.
+        path: PathBuf,
+        /// The metadata directory.
+        meta: PathBuf,
+    },
+    /// A path below the prefix directory passes through a symbolic link:
+    /// refused rather than followed out of the prefix.
+    #[error("{0}")]
+    Beneath(#[from] BeneathError),
     /// During a restart, a routed file does not exist or is not readable.
     #[error("{name}: not part of the loaded checkpoint, or not readable in cache ({why})")]
     NoSuchRestartFile {

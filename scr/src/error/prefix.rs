@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use crate::ids::DatasetId;
 use crate::kvtree::UnpackError;
 use crate::records::RecordError;
+use crate::storage::beneath::BeneathError;
 use crate::storage::dirs::DirError;
 
 /// Why copying one file between cache and the prefix failed.
@@ -80,6 +81,10 @@ pub enum CopyError {
     /// The copy was cancelled after the watchdog abandoned it.
     #[error("cancelled: the watchdog abandoned this flush")]
     Cancelled,
+    /// The prefix side of the copy passes through a symbolic link inside
+    /// the prefix directory: refused, not followed.
+    #[error("{0}")]
+    Beneath(#[from] BeneathError),
     /// An injected fault (testbed builds only).
     #[error("injected fault: {0}")]
     Injected(std::io::Error),

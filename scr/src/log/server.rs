@@ -65,6 +65,14 @@ impl std::fmt::Debug for ServerSettings {
 
 /// True when `s` names a server URL rather than a file (`scr interval
 /// --db`).
+/// Whether `s` names a log database server rather than an SQLite file: a
+/// PostgreSQL URL, or a libpq keyword string (`host=h password=p ...`),
+/// which is never taken for a file name (nor echoed with its password).
+pub fn is_server(s: &str) -> bool {
+    is_server_url(s) || crate::config::secret::looks_like_conninfo(s)
+}
+
+/// Whether `s` is a PostgreSQL URL (`postgresql://` or `postgres://`).
 pub fn is_server_url(s: &str) -> bool {
     let l = s.to_ascii_lowercase();
     l.starts_with("postgresql://") || l.starts_with("postgres://")
@@ -77,34 +85,9 @@ fn bad_host(host: &str, why: impl Into<String>) -> DbError {
     }
 }
 
-/// `host` for messages: a URL's password (`user:PASSWORD@`, `password=`
-/// parameters) replaced by `***`.
+/// `host` for messages: its password (URL or libpq string) masked.
 fn redact(host: &str) -> String {
-    let Some((scheme, rest)) = host.split_once("://") else {
-        return host.to_string();
-    };
-    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, hosts)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{user}:***@{hosts}"),
-            None => authority.to_string(),
-        },
-        None => authority.to_string(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let q: Vec<String> = query
-                .split('&')
-                .map(|kv| match kv.split_once('=') {
-                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                    _ => kv.to_string(),
-                })
-                .collect();
-            format!("{path}?{}", q.join("&"))
-        }
-        None => tail.to_string(),
-    };
-    format!("{scheme}://{authority}{tail}")
+    crate::config::secret::redact(host)
 }
 
 impl ServerSettings {
@@ -118,7 +101,10 @@ impl ServerSettings {
         default_user: Option<&str>,
     ) -> Result<ServerSettings, DbError> {
         let host = host.trim();
-        let mut config = if let Some((scheme, _)) = host.split_once("://") {
+        let mut config = if crate::config::secret::looks_like_conninfo(host) {
+            host.parse::<postgres::Config>()
+                .map_err(|e| bad_host(host, format!("not a PostgreSQL connection string: {e}")))?
+        } else if let Some((scheme, _)) = host.split_once("://") {
             if !is_server_url(host) {
                 return Err(bad_host(
                     host,

@@ -535,6 +535,7 @@ fn fetch_item(
         crc: e.crc32,
         attrs: None,
         packing: None,
+        within: Some(prefix.to_path_buf()),
     };
     if e.segments.is_empty() {
         return Ok(item);

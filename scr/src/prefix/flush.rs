@@ -172,6 +172,7 @@ fn copy_items(
             crc: meta.crc32,
             attrs: None,
             packing: None,
+            within: Some(job.prefix.clone()),
         });
     }
     Ok(items)
@@ -295,6 +296,7 @@ fn book_flush_start(job: &Job, dset: DatasetId, pl: &Placement, ds: &Dataset) ->
         })?;
         if pl.layout() == Layout::Scr31 {
             let meta = pl.meta_dir(&prefix);
+            crate::storage::beneath::check(&prefix, &meta)?;
             if meta.exists() {
                 std::fs::remove_dir_all(&meta)
                     .map_err(crate::error::io_err(&meta, "remove directory"))?;

@@ -25,7 +25,7 @@ pub use crate::records::index::Layout;
 
 /// The hidden metadata directory: `<prefix>/.scr`, and in the old layout
 /// also inside each dataset directory.
-pub const META_DIR: &str = ".scr";
+pub const META_DIR: &str = crate::records::PREFIX_META_DIR;
 
 /// `<prefix>/.scr/scr.dataset.<id>`: a dataset's metadata in SCR 3.1's
 /// layout.

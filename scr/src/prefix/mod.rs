@@ -23,6 +23,7 @@ use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::index::index_path;
 use crate::records::{Index, Record};
 use crate::storage::attrs as storage_attrs;
+use crate::storage::beneath;
 
 pub mod bypass;
 pub mod container;
@@ -87,6 +88,7 @@ pub(crate) fn write_nodes_file(prefix: &Path, nodes: u64) -> ScrResult<()> {
 
 fn ensure_meta_dir(prefix: &Path) -> ScrResult<()> {
     let d = prefix.join(layout::META_DIR);
+    beneath::check(prefix, &d)?;
     fs::create_dir_all(&d).map_err(io_err(&d, "create directory"))
 }
 
@@ -110,6 +112,11 @@ pub(crate) struct CopyItem {
     /// SCR_USE_CONTAINERS: the prefix side of the copy is these container
     /// segments instead of `dst` (flush) or `src` (fetch).
     pub packing: Option<container::Packing>,
+    /// The prefix directory: the prefix side of the copy (`dst` of a
+    /// flush, `src` of a fetch, container files) must stay inside it
+    /// without passing through a symbolic link ([`beneath`]). `None` only
+    /// for copies with no prefix side (tests).
+    pub within: Option<PathBuf>,
 }
 
 /// What a copy checks and carries besides the bytes.
@@ -186,6 +193,18 @@ pub(crate) fn copy_file(
     watch: Option<&watchdog::Progress>,
     buf: &mut Vec<u8>,
 ) -> Result<Copied, CopyError> {
+    if let Some(base) = &item.within {
+        let segs = match &item.packing {
+            Some(container::Packing::Into(s) | container::Packing::From(s)) => s.as_slice(),
+            None => &[],
+        };
+        let paths = [&item.src, &item.dst]
+            .into_iter()
+            .chain(segs.iter().map(|s| &s.path));
+        for p in paths.filter(|p| p.starts_with(base)) {
+            beneath::check(base, p)?;
+        }
+    }
     // Before the first read: reading moves the source's atime.
     let attrs = match (checks.attrs, item.attrs, &item.packing) {
         // A fetch from containers has no source file to stat.
@@ -269,7 +288,7 @@ fn create_dst(dst: &Path) -> Result<fs::File, CopyError> {
     if let Some(parent) = dst.parent() {
         fs::create_dir_all(parent).map_err(|e| io_fail("create directory", parent, e))?;
     }
-    fs::File::create(dst).map_err(|e| io_fail("create", dst, e))
+    beneath::create_nofollow(dst).map_err(|e| io_fail("create", dst, e))
 }
 
 /// Copy `item.src` to `item.dst` and fsync it. Returns the bytes copied
@@ -281,7 +300,7 @@ fn plain_copy(
     watch: Option<&watchdog::Progress>,
     buf: &mut Vec<u8>,
 ) -> Result<(u64, u32), CopyError> {
-    let mut src = fs::File::open(&item.src).map_err(|e| io_fail("open", &item.src, e))?;
+    let mut src = beneath::open_nofollow(&item.src).map_err(|e| io_fail("open", &item.src, e))?;
     let mut dst = create_dst(&item.dst)?;
     buf.resize(CHUNK, 0);
     let mut h = crc32fast::Hasher::new();

@@ -28,6 +28,7 @@ pub(super) fn items(dir: &Path, sizes: &[usize]) -> Vec<CopyItem> {
                 crc: None,
                 attrs: None,
                 packing: None,
+                within: None,
             }
         })
         .collect()

@@ -19,6 +19,10 @@ use crate::kvtree::file::{self as kvfile, KvFileError, HEADER_LEN, MAX_FILE_LEN}
 use crate::kvtree::KvTree;
 
 pub mod attrs;
+
+/// The hidden metadata directory of a prefix: `<prefix>/.scr` (index,
+/// flush file, summaries, maps). Applications may not route files there.
+pub const PREFIX_META_DIR: &str = ".scr";
 pub mod dataset;
 pub mod filemap;
 pub mod flush;

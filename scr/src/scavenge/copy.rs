@@ -280,6 +280,7 @@ impl Copier<'_> {
             crc: meta.crc32,
             attrs: None,
             packing: None,
+            within: Some(self.opts.prefix.clone()),
         };
         let checks = CopyChecks {
             crc: self.opts.crc,

@@ -111,6 +111,7 @@ pub fn pack_dataset(
             crc: e.crc32,
             attrs: None,
             packing: Some(Packing::Into(container::resolve(&base, segs))),
+            within: Some(prefix.to_path_buf()),
         };
         let checks = crate::prefix::CopyChecks {
             crc: true,

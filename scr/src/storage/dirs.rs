@@ -60,6 +60,20 @@ pub enum DirError {
         /// Our effective uid.
         me: u32,
     },
+    /// A user name or job id that would not be one plain directory name
+    /// below the base (`../victim`, `a/b`, `.`, empty, NUL, control
+    /// characters): refused before anything is created.
+    #[error("{what} {value:?} cannot name a directory below {base}: {why}")]
+    BadComponent {
+        /// `user name` or `job id`.
+        what: &'static str,
+        /// The value.
+        value: String,
+        /// The base it would have been created below.
+        base: PathBuf,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// The operating system refused an operation.
     #[error("{path}: {op}: {source}")]
     Io {
@@ -196,6 +210,16 @@ pub fn ensure_private_dir(path: &Path) -> Result<(), DirError> {
 /// Create `<base>/<user>/scr.<jobid>` safely and return it. The base must
 /// already exist (it is the node's storage, not ours to create).
 pub fn create_job_dir(base: &Path, user: &str, jobid: &str) -> Result<PathBuf, DirError> {
+    for (what, value) in [("user name", user), ("job id", jobid)] {
+        if let Some(why) = super::path::component_problem(value) {
+            return Err(DirError::BadComponent {
+                what,
+                value: value.to_string(),
+                base: base.to_path_buf(),
+                why,
+            });
+        }
+    }
     match fs::metadata(base) {
         Ok(md) if md.is_dir() => {}
         _ => {
@@ -321,6 +345,43 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("uid 54321"));
+    }
+
+    /// Hardening issue: `SCR_USER_NAME=../victim` chmodded a directory
+    /// beside the base to 0700 and created `scr.<jobid>` in it.
+    #[test]
+    fn user_or_jobid_that_leaves_the_base_is_refused() {
+        let top = tempfile::tempdir().unwrap();
+        let base = top.path().join("shm");
+        let victim = top.path().join("victim");
+        fs::create_dir(&base).unwrap();
+        fs::create_dir(&victim).unwrap();
+        fs::set_permissions(&victim, fs::Permissions::from_mode(0o755)).unwrap();
+        for (user, jobid) in [
+            ("../victim", "1"),
+            ("..", "1"),
+            (".", "1"),
+            ("", "1"),
+            ("a/b", "1"),
+            ("a\0b", "1"),
+            ("a\nb", "1"),
+            ("alice", "../../victim"),
+            ("alice", "1/x"),
+            ("alice", ""),
+        ] {
+            let e = create_job_dir(&base, user, jobid).unwrap_err();
+            assert!(
+                matches!(e, DirError::BadComponent { .. }),
+                "{user:?} {jobid:?}: {e}"
+            );
+        }
+        assert_eq!(
+            fs::metadata(&victim).unwrap().mode() & 0o777,
+            0o755,
+            "victim untouched"
+        );
+        assert!(fs::read_dir(&victim).unwrap().next().is_none());
+        assert!(fs::read_dir(&base).unwrap().next().is_none());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! path handling, whole-file integrity checks, and a writer that CRCs as it writes.
 
 pub mod attrs;
+pub mod beneath;
 pub mod crc_writer;
 pub mod dirs;
 pub mod mapped;

@@ -34,6 +34,27 @@ pub fn reduce(path: &Path) -> PathBuf {
     out
 }
 
+/// Why `name` cannot be one component of a path SCR builds (a user name,
+/// a job id, a directory named after a configured value), or `None` when
+/// it can: it must not be empty, `.` or `..`, and must not contain `/`, a
+/// NUL byte or a control character. Checked before a configured value
+/// becomes a directory, so `SCR_USER_NAME=../victim` cannot leave the base.
+pub fn component_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it is empty")
+    } else if name == "." || name == ".." {
+        Some("`.` and `..` name no new directory")
+    } else if name.contains('/') {
+        Some("it contains `/`")
+    } else if name.contains('\0') {
+        Some("it contains a NUL byte")
+    } else if name.chars().any(char::is_control) {
+        Some("it contains a control character")
+    } else {
+        None
+    }
+}
+
 /// Make `name` absolute against `cwd` (when relative) and reduce it.
 pub fn absolute(name: &Path, cwd: &Path) -> PathBuf {
     if name.is_absolute() {
@@ -72,6 +93,18 @@ pub fn relative(src: &Path, dst: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn component_problem_refuses_what_leaves_or_aliases_a_directory() {
+        for bad in [
+            "", ".", "..", "../x", "a/b", "/", "a\0b", "a\tb", "a\u{7f}b",
+        ] {
+            assert!(component_problem(bad).is_some(), "{bad:?}");
+        }
+        for good in ["alice", "a.b", "...", "1234.5", "job-1_x", "ü"] {
+            assert_eq!(component_problem(good), None, "{good:?}");
+        }
+    }
 
     #[test]
     fn reduce_matches_the_guide() {

@@ -182,3 +182,13 @@ pub fn run_with_system(
     })
     .unwrap()
 }
+
+/// Remove every simulated node's tree (a new allocation: no cache left).
+pub fn wipe_all_caches(cl: &Cluster) {
+    for e in std::fs::read_dir(&cl.root).unwrap().flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with('n') && n[1..].chars().all(|c| c.is_ascii_digit()) {
+            std::fs::remove_dir_all(e.path()).unwrap();
+        }
+    }
+}

@@ -456,3 +456,51 @@ fn every_parameter_acts_or_is_refused() {
     let msg = refusals(&all)[0].to_string();
     assert!(msg.starts_with("not supported: SCR_"), "{msg}");
 }
+
+/// Hardening issue: a user name or job id is one directory name in
+/// `<base>/<user>/scr.<jobid>`; `../victim`, `a/b`, `.`, `..`, NUL and
+/// control characters are refused at init, naming the parameter and value.
+#[test]
+fn user_name_and_job_id_must_be_plain_directory_names() {
+    for (key, bad) in [
+        ("SCR_USER_NAME", "../victim"),
+        ("SCR_USER_NAME", ".."),
+        ("SCR_USER_NAME", "."),
+        ("SCR_USER_NAME", "a/b"),
+        ("SCR_USER_NAME", "a\u{1}b"),
+        ("SCR_JOB_ID", "../../etc"),
+        ("SCR_JOB_ID", "1\n2"),
+        ("SCR_JOB_ID", "x/y"),
+    ] {
+        let (_d, cfg) = load(&[(key, bad)], "");
+        let e = Settings::from_config(&cfg).unwrap_err();
+        match &e {
+            ConfigError::BadPathComponent {
+                key: k, value, at, ..
+            } => {
+                assert_eq!(k, key);
+                assert_eq!(value, bad);
+                assert_eq!(*at, Location::Env { name: key.into() });
+            }
+            other => panic!("{key}={bad:?}: {other}"),
+        }
+        let msg = e.to_string();
+        assert!(
+            msg.contains(key) && msg.contains(&format!("{bad:?}")),
+            "{msg}"
+        );
+    }
+    // A user name from $USER goes through the same check.
+    let (_d, cfg) = load(&[("USER", "../victim")], "");
+    assert!(matches!(
+        Settings::from_config(&cfg),
+        Err(ConfigError::BadPathComponent { .. })
+    ));
+    let (_d, cfg) = load(
+        &[("SCR_USER_NAME", "alice.b-1"), ("SCR_JOB_ID", "123.4")],
+        "",
+    );
+    let s = Settings::from_config(&cfg).unwrap();
+    assert_eq!(s.job.user_name.as_deref(), Some("alice.b-1"));
+    assert_eq!(s.job.job_id, "123.4");
+}
