@@ -243,7 +243,7 @@ fn oversized_config_file_is_refused_without_reading_it() {
         .load()
         .unwrap_err();
     assert!(
-        matches!(&err, ConfigError::Io { message, .. } if message.contains("larger than")),
+        matches!(&err, ConfigError::TooLarge { limit, .. } if *limit == MAX_FILE_BYTES),
         "{err:?}"
     );
 }
@@ -1235,3 +1235,5 @@ fn report_of_a_fixed_configuration() {
     insta::assert_snapshot!("report_table", r.to_table());
     insta::assert_snapshot!("report_json", r.to_json());
 }
+
+mod input;
