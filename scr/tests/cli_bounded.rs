@@ -75,13 +75,21 @@ fn damaged_log(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("log");
     let mut f = std::fs::File::create(&p).unwrap();
     writeln!(f, "2026-11-22T00:00:00Z: jobid=1, event=RUN_START").unwrap();
-    writeln!(f, "2026-11-22T00:01:00Z: jobid=1, xfer=WRITE, dset=1, secs=30").unwrap();
+    writeln!(
+        f,
+        "2026-11-22T00:01:00Z: jobid=1, xfer=WRITE, dset=1, secs=30"
+    )
+    .unwrap();
     f.write_all(&vec![0u8; 1 << 20]).unwrap();
     f.write_all(b"\n").unwrap();
     for i in 0..50 {
         writeln!(f, "garbage line {i} {}", "x".repeat(5000)).unwrap();
     }
-    writeln!(f, "2026-11-22T05:00:00Z: jobid=1, event=RUN_END, note=failed").unwrap();
+    writeln!(
+        f,
+        "2026-11-22T05:00:00Z: jobid=1, event=RUN_END, note=failed"
+    )
+    .unwrap();
     p
 }
 
@@ -102,7 +110,11 @@ fn interval_reports_a_long_line_once_and_caps_its_warnings() {
         err.contains("43 more malformed lines skipped (51 in all; the first 8 shown)"),
         "{err}"
     );
-    assert!(err.len() < 4096, "no line echoed whole: {} bytes", err.len());
+    assert!(
+        err.len() < 4096,
+        "no line echoed whole: {} bytes",
+        err.len()
+    );
     assert!(out.contains("51 malformed lines skipped"), "{out}");
     // --strict stops at the long line, naming it, without echoing it.
     let (code, _, err) = scr(&["interval", "--log", s(&log), "--cost", "30", "--strict"]);
@@ -131,7 +143,10 @@ fn print_refuses_a_fifo_instead_of_blocking() {
     assert!(made.success());
     let (code, _, err) = scr(&["print", s(&fifo)]);
     assert_eq!(code, 6, "{err}");
-    assert!(err.contains("is a named pipe (FIFO), not a regular file"), "{err}");
+    assert!(
+        err.contains("is a named pipe (FIFO), not a regular file"),
+        "{err}"
+    );
 }
 
 /// A 2 GiB sparse file starting with `head`.
@@ -180,7 +195,7 @@ fn halt_refuses_a_halt_file_over_its_kinds_limit() {
     // A valid kvtree of 100,000 keys (about 2 MB): not a halt file.
     let mut t = KvTree::new();
     for i in 0..100_000 {
-        t.set_kv("X", &format!("key-{i:08}"));
+        t.set_kv("X", format!("key-{i:08}"));
     }
     file::write(&path, &t).unwrap();
     let len = std::fs::metadata(&path).unwrap().len();

@@ -930,7 +930,9 @@ fn an_index_rebuild_checks_sizes_and_crcs_of_the_listed_files() {
     let d = &rb.datasets[0];
     assert!(!d.complete, "{rb:#?}");
     assert!(
-        d.problems.iter().any(|p| p.contains("rank0.c1.f0") && p.contains("CRC32")),
+        d.problems
+            .iter()
+            .any(|p| p.contains("rank0.c1.f0") && p.contains("CRC32")),
         "{d:#?}"
     );
     assert!(
@@ -971,7 +973,11 @@ fn an_index_rebuild_that_drops_an_entry_keeps_the_old_index_aside() {
         "{rb:#?}"
     );
     let kept = rb.old_kept_as.clone().expect("the old index kept aside");
-    assert_eq!(fs::read(&kept).unwrap(), old_index, "the old bytes, as they were");
+    assert_eq!(
+        fs::read(&kept).unwrap(),
+        old_index,
+        "the old bytes, as they were"
+    );
     assert!(kept
         .file_name()
         .unwrap()

@@ -212,8 +212,13 @@ fn binary_at(bytes: &[u8], path: &Path) -> Option<ConfigError> {
     };
     let before = &bytes[..at];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let column = std::str::from_utf8(&bytes[line_start..at]).map_or(at - line_start, |t| t.chars().count()) + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = std::str::from_utf8(&bytes[line_start..at])
+        .map_or(at - line_start, |t| t.chars().count())
+        + 1;
     Some(ConfigError::Syntax {
         at: Location::File {
             path: path.to_path_buf(),
@@ -277,9 +282,9 @@ impl Config {
         };
         // A file named on purpose that is not there is worth a warning
         // (the default `<prefix>/.scrconf` is optional).
-        let missing_user_file = nonempty("SCR_CONF_FILE")
-            .map(PathBuf::from)
-            .filter(|p| matches!(std::fs::metadata(p), Err(e) if e.kind() == std::io::ErrorKind::NotFound));
+        let missing_user_file = nonempty("SCR_CONF_FILE").map(PathBuf::from).filter(
+            |p| matches!(std::fs::metadata(p), Err(e) if e.kind() == std::io::ErrorKind::NotFound),
+        );
         let system_path = opts
             .system_file
             .clone()

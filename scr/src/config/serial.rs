@@ -324,8 +324,8 @@ pub(super) fn read_app_conf(path: &Path) -> Result<Layer, ConfigError> {
         // The OS refused: permissions, a directory in its place.
         kvtree::file::KvFileError::Io { .. } | kvtree::file::KvFileError::NotRegular { .. } => {
             ConfigError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
+                path: path.to_path_buf(),
+                message: e.to_string(),
             }
         }
         // The bytes are wrong: permissions have nothing to do with it.

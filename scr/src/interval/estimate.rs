@@ -716,7 +716,11 @@ mod tests {
                 2 => writeln!(text, "{}: jobid={}, xfer=FETCH, secs=1", t + 1.0, job + 1).unwrap(),
                 _ => {}
             }
-            let note = if rng.gen_bool(0.5) { "failed" } else { "finished" };
+            let note = if rng.gen_bool(0.5) {
+                "failed"
+            } else {
+                "finished"
+            };
             writeln!(text, "{}: jobid={job}, event=RUN_END, note={note}", t + dur).unwrap();
             t += dur + 10.0;
         }
@@ -737,7 +741,10 @@ mod tests {
                     && (b.start_s..=end).contains(&r.time_s)
             }));
         }
-        assert!(relaunched > 50 && fetched > 10, "seed 5: {relaunched} {fetched}");
+        assert!(
+            relaunched > 50 && fetched > 10,
+            "seed 5: {relaunched} {fetched}"
+        );
         let want = (fetched as f64 + 1.0) / (relaunched as f64 + 2.0);
         assert_eq!(prefix_restart_fraction(records, &rs), Some(want));
     }

@@ -679,7 +679,7 @@ mod tests {
         let p = dir.path().join("halt.scr");
         let mut t = KvTree::new();
         for i in 0..200 {
-            t.set_kv("K", &format!("{i:04}"));
+            t.set_kv("K", format!("{i:04}"));
         }
         write(&p, &t).unwrap();
         let len = fs::metadata(&p).unwrap().len();
@@ -705,7 +705,13 @@ mod tests {
             read_with_payload("/dev/zero").unwrap_err(),
         ] {
             assert!(
-                matches!(e, KvFileError::NotRegular { what: "character device", .. }),
+                matches!(
+                    e,
+                    KvFileError::NotRegular {
+                        what: "character device",
+                        ..
+                    }
+                ),
                 "{e:?}"
             );
         }
@@ -717,16 +723,26 @@ mod tests {
         // No writer: a blocking open would never return.
         let e = read(&fifo).unwrap_err();
         assert!(
-            matches!(e, KvFileError::NotRegular { what: "named pipe (FIFO)", .. }),
+            matches!(
+                e,
+                KvFileError::NotRegular {
+                    what: "named pipe (FIFO)",
+                    ..
+                }
+            ),
             "{e:?}"
         );
         assert!(
-            e.to_string().ends_with("is a named pipe (FIFO), not a regular file: not read"),
+            e.to_string()
+                .ends_with("is a named pipe (FIFO), not a regular file: not read"),
             "{e}"
         );
         assert!(matches!(
             read(dir.path()),
-            Err(KvFileError::NotRegular { what: "directory", .. })
+            Err(KvFileError::NotRegular {
+                what: "directory",
+                ..
+            })
         ));
     }
 

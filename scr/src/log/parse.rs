@@ -521,9 +521,8 @@ mod tests {
     #[test]
     fn a_line_over_the_limit_is_reported_once_with_its_number_and_skipped() {
         let long = "x".repeat(MAX_LINE_BYTES + 1000);
-        let text = format!(
-            "2026-11-22T10:11:12: event=START\n{long}\n2026-11-22T10:11:13: event=HALT\n"
-        );
+        let text =
+            format!("2026-11-22T10:11:12: event=START\n{long}\n2026-11-22T10:11:13: event=HALT\n");
         let p = parse_text(Path::new("x/log"), &text, false).unwrap();
         assert_eq!((p.records.len(), p.skipped), (2, 1));
         let e = &p.first_errors[0];
@@ -533,9 +532,15 @@ mod tests {
             "{e:?}"
         );
         let shown = e.to_string();
-        assert!(shown.starts_with("x/log:2: line of") && shown.len() < 200, "{shown}");
+        assert!(
+            shown.starts_with("x/log:2: line of") && shown.len() < 200,
+            "{shown}"
+        );
         let strict = parse_text(Path::new("x/log"), &text, true).unwrap_err();
-        assert!(matches!(strict, LogError::Line { line: 2, .. }), "{strict:?}");
+        assert!(
+            matches!(strict, LogError::Line { line: 2, .. }),
+            "{strict:?}"
+        );
     }
 
     #[test]
@@ -561,7 +566,10 @@ mod tests {
         let e = parse_line(&line).unwrap_err();
         assert!(matches!(e, LineError::BadField(_)), "{e:?}");
         let shown = e.to_string();
-        assert!(shown.len() < 200 && shown.contains("bytes in all"), "{shown}");
+        assert!(
+            shown.len() < 200 && shown.contains("bytes in all"),
+            "{shown}"
+        );
         let stamp = format!("{}: event=START", "9".repeat(5000) + "x");
         let shown = parse_line(&stamp).unwrap_err().to_string();
         assert!(shown.len() < 300, "{shown}");
@@ -580,14 +588,27 @@ mod tests {
     fn a_device_is_refused_before_it_is_read() {
         let e = read_log(Path::new("/dev/zero"), false).unwrap_err();
         assert!(
-            matches!(e, LogError::NotAFile { kind: "character device", .. }),
+            matches!(
+                e,
+                LogError::NotAFile {
+                    kind: "character device",
+                    ..
+                }
+            ),
             "{e:?}"
         );
-        assert!(e.to_string().starts_with("/dev/zero: is a character device"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("/dev/zero: is a character device"),
+            "{e}"
+        );
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
             read_log(dir.path(), false),
-            Err(LogError::NotAFile { kind: "directory", .. })
+            Err(LogError::NotAFile {
+                kind: "directory",
+                ..
+            })
         ));
     }
 

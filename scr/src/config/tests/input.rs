@@ -45,7 +45,9 @@ fn an_app_conf_with_a_bad_crc_is_damaged_not_a_permission_problem() {
     );
     let shown = err.to_string();
     assert!(
-        shown.contains("is damaged") && shown.contains("remove it") && !shown.contains("permission"),
+        shown.contains("is damaged")
+            && shown.contains("remove it")
+            && !shown.contains("permission"),
         "{shown}"
     );
     // A directory in its place is still the operating system's refusal.
@@ -75,7 +77,14 @@ fn a_binary_config_file_is_reported_at_the_line_of_its_first_binary_byte() {
     // Invalid UTF-8 too, after a multi-byte character on the same line.
     let g = Fixture::new();
     let q = g.path("latin1.conf");
-    std::fs::write(&q, "SCR_FLUSH=4\nSCR_PREFIX=/é/".bytes().chain([0xe9, b'\n']).collect::<Vec<u8>>()).unwrap();
+    std::fs::write(
+        &q,
+        "SCR_FLUSH=4\nSCR_PREFIX=/é/"
+            .bytes()
+            .chain([0xe9, b'\n'])
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
     let err = g
         .var("SCR_CONF_FILE", q.to_str().unwrap())
         .load()
@@ -97,8 +106,7 @@ fn a_missing_scr_conf_file_is_a_warning() {
     // The default user file (<prefix>/.scrconf) is optional: no warning.
     let cfg = Fixture::new().load().unwrap();
     assert!(
-        !cfg
-            .warnings()
+        !cfg.warnings()
             .iter()
             .any(|w| matches!(w, ConfigWarning::MissingUserFile { .. })),
         "{:?}",

@@ -29,7 +29,11 @@ pub(super) fn check_files(prefix: &Path, t: &Target, summary: &Summary) -> Vec<S
         Some(m) => m.clone(),
         None => match pl.read_map(prefix) {
             Ok(m) => m,
-            Err(e) => return vec![format!("the summary says complete, but its rank2file map cannot be read: {e}")],
+            Err(e) => {
+                return vec![format!(
+                    "the summary says complete, but its rank2file map cannot be read: {e}"
+                )]
+            }
         },
     };
     if map.ranks == 0 {
