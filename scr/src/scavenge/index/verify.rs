@@ -64,7 +64,7 @@ pub(super) fn check_files(prefix: &Path, t: &Target, summary: &Summary) -> Vec<S
                 continue;
             }
             if e.segments.is_empty() {
-                if let Err(why) = check_one(&pl.stored_path(prefix, rel), e.size_bytes, e.crc32) {
+                if let Some(why) = problem_of(&pl.stored_path(prefix, rel), e.size_bytes, e.crc32) {
                     note(format!("rank {rank}: {why}"));
                 }
                 continue;
@@ -94,26 +94,28 @@ pub(super) fn check_files(prefix: &Path, t: &Target, summary: &Summary) -> Vec<S
     problems
 }
 
-/// Whether `path` is a file of `size` bytes whose CRC32 is `crc` (each when
-/// recorded).
-fn check_one(path: &Path, size: Option<u64>, crc: Option<u32>) -> Result<(), String> {
+/// What is wrong with `path` against the map: not a file of `size` bytes
+/// whose CRC32 is `crc` (each when recorded); `None` when nothing is.
+fn problem_of(path: &Path, size: Option<u64>, crc: Option<u32>) -> Option<String> {
     let shown = path.display();
-    let md = fs::metadata(path).map_err(|e| format!("{shown}: {e}"))?;
+    let md = match fs::metadata(path) {
+        Ok(md) => md,
+        Err(e) => return Some(format!("{shown}: {e}")),
+    };
     if !md.is_file() {
-        return Err(format!("{shown}: not a file"));
+        return Some(format!("{shown}: not a file"));
     }
     if let Some(s) = size.filter(|&s| s != md.len()) {
-        return Err(format!("{shown}: {} bytes, the map records {s}", md.len()));
+        return Some(format!("{shown}: {} bytes, the map records {s}", md.len()));
     }
-    if let Some(want) = crc {
-        let (got, _) = crc_of_file(path).map_err(|e| format!("{shown}: {e}"))?;
-        if got != want {
-            return Err(format!(
-                "{shown}: CRC32 {got:#010x}, the map records {want:#010x}"
-            ));
-        }
+    let want = crc?;
+    match crc_of_file(path) {
+        Err(e) => Some(format!("{shown}: {e}")),
+        Ok((got, _)) if got != want => Some(format!(
+            "{shown}: CRC32 {got:#010x}, the map records {want:#010x}"
+        )),
+        Ok(_) => None,
     }
-    Ok(())
 }
 
 /// What the new index drops or demotes of the old one: entries gone,
