@@ -252,6 +252,7 @@ impl HasExitCode for LogError {
     fn exit_code(&self) -> Code {
         match self {
             LogError::Line { .. } => Code::Damaged,
+            LogError::NotAFile { .. } => Code::Usage,
             _ => Code::Failed,
         }
     }

@@ -893,3 +893,131 @@ fn scavenge_refuses_to_copy_through_a_symlink_in_the_prefix() {
         "nothing written outside the prefix"
     );
 }
+
+// ------------------------------------------- the rebuild checks what it indexes
+
+/// Files of dataset `ckpt` in the prefix: its data under the routed
+/// directory and, in SCR 3.1's layout, its metadata directory.
+fn meta_dir_of(cl: &Cluster, ckpt: u64) -> PathBuf {
+    cl.prefix.join(format!(".scr/scr.dataset.{ckpt}"))
+}
+
+#[test]
+fn an_index_rebuild_does_not_call_a_dataset_without_files_complete() {
+    let cl = Cluster::new(53, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    assert!(cl.postrun(&[]).datasets[0].complete);
+    let old_index = fs::read(index_path(&cl.prefix)).unwrap();
+    // Every rank's file and the whole map gone; the summary left saying COMPLETE.
+    fs::remove_dir_all(cl.prefix.join("ckpt.1")).unwrap();
+    for e in fs::read_dir(meta_dir_of(&cl, 1)).unwrap().flatten() {
+        if e.file_name() != "summary.scr" {
+            let p = e.path();
+            if p.is_dir() {
+                fs::remove_dir_all(&p).unwrap();
+            } else {
+                fs::remove_file(&p).unwrap();
+            }
+        }
+    }
+    let prefix = cl.prefix.to_string_lossy().into_owned();
+    let (code, out, err) = scr_cli(&["index", "--prefix", &prefix, "--rebuild"]);
+    assert_eq!(code, 3, "INCOMPLETE, not success: {out}\n{err}");
+    assert!(
+        out.contains("INCOMPLETE") && !out.contains(": COMPLETE"),
+        "{out}"
+    );
+    assert!(out.contains("rank2file map cannot be read"), "{out}");
+    let idx = cl.index();
+    assert_eq!(idx.datasets[&1]["ckpt.1"].complete, Some(false));
+    assert_eq!(idx.current, None, "no data: not CURRENT");
+    // The old index (complete, CURRENT) was kept aside, and the output says where.
+    let line = out
+        .lines()
+        .find(|l| l.contains("the old index said otherwise"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("no longer complete"), "{line}");
+    let kept = line.rsplit("kept as ").next().unwrap();
+    assert_eq!(fs::read(kept).unwrap(), old_index);
+}
+
+#[test]
+fn an_index_rebuild_checks_sizes_and_crcs_of_the_listed_files() {
+    let cl = Cluster::new(59, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    assert!(cl.postrun(&[]).datasets[0].complete);
+    // Same size, one byte changed: only the CRC32 can tell.
+    let victim = cl.prefix.join("ckpt.1/rank0.c1.f0");
+    let mut b = fs::read(&victim).unwrap();
+    b[0] ^= 0x5a;
+    fs::write(&victim, &b).unwrap();
+    // And another rank's file cut short.
+    let short = cl.prefix.join("ckpt.1/rank1.c1.f0");
+    let len = fs::metadata(&short).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&short)
+        .unwrap()
+        .set_len(len - 1)
+        .unwrap();
+    let rb = index::rebuild_index(&cl.prefix).unwrap();
+    let d = &rb.datasets[0];
+    assert!(!d.complete, "{rb:#?}");
+    assert!(
+        d.problems
+            .iter()
+            .any(|p| p.contains("rank0.c1.f0") && p.contains("CRC32")),
+        "{d:#?}"
+    );
+    assert!(
+        d.problems
+            .iter()
+            .any(|p| p.contains("rank1.c1.f0") && p.contains(&format!("{} bytes", len - 1))),
+        "{d:#?}"
+    );
+    assert_eq!(cl.index().datasets[&1]["ckpt.1"].complete, Some(false));
+    assert!(rb.old_kept_as.is_some(), "{rb:#?}");
+}
+
+#[test]
+fn an_index_rebuild_that_drops_an_entry_keeps_the_old_index_aside() {
+    let cl = Cluster::new(61, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    assert!(cl.postrun(&[]).datasets[0].complete);
+    let old_index = fs::read(index_path(&cl.prefix)).unwrap();
+    // A damaged summary and no rank filemaps to rebuild it from.
+    let meta = meta_dir_of(&cl, 1);
+    let summary = meta.join("summary.scr");
+    let len = fs::metadata(&summary).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&summary)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    for e in fs::read_dir(&meta).unwrap().flatten() {
+        if e.file_name().to_string_lossy().ends_with(".scrfilemap") {
+            fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let rb = index::rebuild_index(&cl.prefix).unwrap();
+    assert!(rb.datasets.is_empty() && rb.skipped.len() == 1, "{rb:#?}");
+    assert!(
+        rb.changes.iter().any(|c| c.contains("no longer indexed")),
+        "{rb:#?}"
+    );
+    let kept = rb.old_kept_as.clone().expect("the old index kept aside");
+    assert_eq!(
+        fs::read(&kept).unwrap(),
+        old_index,
+        "the old bytes, as they were"
+    );
+    assert!(kept
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("index.scr.bak."));
+    // A second rebuild that changes nothing keeps nothing more.
+    let again = index::rebuild_index(&cl.prefix).unwrap();
+    assert_eq!((again.old_kept_as, again.changes.len()), (None, 0));
+}

@@ -384,6 +384,16 @@ fn interval(args: IntervalArgs) -> Result<(), CliError> {
         for e in &parsed.first_errors {
             eprintln!("scr interval: skipped: {e}");
         }
+        // Warnings are bounded: the first few, then a count.
+        if parsed.skipped > parsed.first_errors.len() {
+            eprintln!(
+                "scr interval: {}: {} more malformed lines skipped ({} in all; the first {} shown)",
+                path.display(),
+                parsed.skipped - parsed.first_errors.len(),
+                parsed.skipped,
+                parsed.first_errors.len()
+            );
+        }
         skipped += parsed.skipped;
         records.extend(parsed.records);
     }
@@ -453,6 +463,10 @@ fn interval(args: IntervalArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Jobs whose own MTBF the text output lists (a log of a million runs has
+/// hundreds of thousands of jobs).
+const JOBS_SHOWN: usize = 20;
+
 fn print_estimates(e: &estimate::LogEstimates, skipped: usize) {
     println!(
         "from the logs ({} runs, {skipped} malformed lines skipped):",
@@ -484,7 +498,7 @@ fn print_estimates(e: &estimate::LogEstimates, skipped: usize) {
         None => println!("  MTBF                   no runs"),
     }
     if e.per_job.len() > 1 {
-        for (job, m) in &e.per_job {
+        for (job, m) in e.per_job.iter().take(JOBS_SHOWN) {
             println!(
                 "    job {job:<18} {} failures in {:.0} s, MTBF {}",
                 m.failures,
@@ -493,6 +507,12 @@ fn print_estimates(e: &estimate::LogEstimates, skipped: usize) {
                     .map_or(format!("> {:.0} s (95 %)", m.mtbf_ci_s.0), |v| format!(
                         "{v:.0} s"
                     ))
+            );
+        }
+        if e.per_job.len() > JOBS_SHOWN {
+            println!(
+                "    … and {} more jobs (--json lists every one)",
+                e.per_job.len() - JOBS_SHOWN
             );
         }
     }

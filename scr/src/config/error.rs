@@ -144,6 +144,23 @@ pub enum ConfigError {
         /// The operating system's message.
         message: String,
     },
+    /// A config file larger than any configuration (a wrong path): not read.
+    #[error("config file {path} is larger than the {limit}-byte limit for config files: not read (check that SCR_CONF_FILE/SCR_CONFIG_FILE name a config file)")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit.
+        limit: u64,
+    },
+    /// A file the library writes (`<prefix>/.scr/app.conf`) whose contents
+    /// are damaged: bad CRC32, truncated, not a kvtree file.
+    #[error("{path} is damaged: {message}; remove it (SCR_Config writes it again) or restore a good copy")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong (with the offset).
+        message: String,
+    },
     /// A line that is not `KEY=VALUE` (or a descriptor line).
     #[error("{at}: {message}")]
     Syntax {
@@ -305,6 +322,12 @@ pub enum ConfigWarning {
         /// Where it was set.
         source: Source,
     },
+    /// `SCR_CONF_FILE` names a file that does not exist: no user config
+    /// file is read (SCR ignores this silently).
+    MissingUserFile {
+        /// The path `SCR_CONF_FILE` gives.
+        path: PathBuf,
+    },
     /// A table parameter this library does not implement, set to something
     /// other than its no-op default ([`super::refused::REFUSED`]): it has
     /// no effect.
@@ -330,6 +353,11 @@ impl fmt::Display for ConfigWarning {
             ConfigWarning::UnknownParameter { name, source } => {
                 write!(f, "unknown parameter {name} ({source}); check its spelling")
             }
+            ConfigWarning::MissingUserFile { path } => write!(
+                f,
+                "SCR_CONF_FILE={}: no such file; no user config file is read",
+                path.display()
+            ),
             ConfigWarning::NotSupported {
                 name,
                 value,

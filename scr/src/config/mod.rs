@@ -185,26 +185,52 @@ fn read_layer(path: &Path, env: &dyn Environment) -> Result<Layer, ConfigError> 
     // One byte past the limit tells "too large" from "exactly the limit".
     let read = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes);
     match read.map(|n| n as u64) {
-        Ok(n) if n > MAX_FILE_BYTES => Err(ConfigError::Io {
+        Ok(n) if n > MAX_FILE_BYTES => Err(ConfigError::TooLarge {
             path: path.to_path_buf(),
-            message: format!("larger than {MAX_FILE_BYTES} bytes, not a config file"),
+            limit: MAX_FILE_BYTES,
         }),
         Err(e) => Err(io(e)),
         Ok(_) => {
-            let text = String::from_utf8(bytes).map_err(|e| ConfigError::Syntax {
-                at: Location::File {
-                    path: path.to_path_buf(),
-                    line: 0,
-                    column: 0,
-                },
-                message: format!(
-                    "not UTF-8 text (byte {}); save it as UTF-8",
-                    e.utf8_error().valid_up_to()
-                ),
-            })?;
-            parse_text(&text, path, env)
+            if let Some(e) = binary_at(&bytes, path) {
+                return Err(e);
+            }
+            // Valid UTF-8 now: the lossy form borrows, replaces nothing.
+            parse_text(&String::from_utf8_lossy(&bytes), path, env)
         }
     }
+}
+
+/// The first byte of `bytes` that is not text (a NUL, or not UTF-8), as a
+/// syntax error at its line and column (1-based), if there is one.
+fn binary_at(bytes: &[u8], path: &Path) -> Option<ConfigError> {
+    let utf8_end = std::str::from_utf8(bytes).err().map(|e| e.valid_up_to());
+    let nul = bytes.iter().position(|&b| b == 0);
+    let at = match (utf8_end, nul) {
+        (Some(u), Some(n)) => u.min(n),
+        (Some(u), None) => u,
+        (None, Some(n)) => n,
+        (None, None) => return None,
+    };
+    let before = &bytes[..at];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let column = std::str::from_utf8(&bytes[line_start..at])
+        .map_or(at - line_start, |t| t.chars().count())
+        + 1;
+    Some(ConfigError::Syntax {
+        at: Location::File {
+            path: path.to_path_buf(),
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            column: u32::try_from(column).unwrap_or(u32::MAX),
+        },
+        message: format!(
+            "byte {:#04x} at offset {at} is not text (a binary file?); a config file is UTF-8 text",
+            bytes[at]
+        ),
+    })
 }
 
 impl Config {
@@ -255,6 +281,11 @@ impl Config {
             Some(p) => read_layer(p, env)?,
             None => Layer::default(),
         };
+        // A file named on purpose that is not there is worth a warning
+        // (the default `<prefix>/.scrconf` is optional).
+        let missing_user_file = nonempty("SCR_CONF_FILE").map(PathBuf::from).filter(
+            |p| matches!(std::fs::metadata(p), Err(e) if e.kind() == std::io::ErrorKind::NotFound),
+        );
         let system_path = opts
             .system_file
             .clone()
@@ -288,6 +319,10 @@ impl Config {
         }
         cfg.check_env()?;
         cfg.collect_warnings();
+        if let Some(path) = missing_user_file {
+            cfg.warnings
+                .insert(0, ConfigWarning::MissingUserFile { path });
+        }
         cfg.descriptors()?;
         Ok(cfg)
     }

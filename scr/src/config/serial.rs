@@ -320,9 +320,19 @@ pub(super) fn app_from_scr_hash(t: &KvTree, path: &Path) -> Result<Layer, Config
 }
 
 pub(super) fn read_app_conf(path: &Path) -> Result<Layer, ConfigError> {
-    let tree = kvtree::file::read_or_empty(path).map_err(|e| ConfigError::Io {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+    let tree = kvtree::file::read_or_empty(path).map_err(|e| match e {
+        // The OS refused: permissions, a directory in its place.
+        kvtree::file::KvFileError::Io { .. } | kvtree::file::KvFileError::NotRegular { .. } => {
+            ConfigError::Io {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }
+        }
+        // The bytes are wrong: permissions have nothing to do with it.
+        _ => ConfigError::Damaged {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        },
     })?;
     app_from_scr_hash(&tree, path)
 }

@@ -230,24 +230,6 @@ fn missing_files_are_not_errors_but_unreadable_ones_are() {
     assert!(err.to_string().contains("SCR_CONF_FILE"), "{err}");
 }
 
-#[test]
-fn oversized_config_file_is_refused_without_reading_it() {
-    let f = Fixture::new();
-    let p = f.path("huge.conf");
-    std::fs::File::create(&p)
-        .unwrap()
-        .set_len(MAX_FILE_BYTES + 1)
-        .unwrap();
-    let err = f
-        .var("SCR_CONF_FILE", p.to_str().unwrap())
-        .load()
-        .unwrap_err();
-    assert!(
-        matches!(&err, ConfigError::Io { message, .. } if message.contains("larger than")),
-        "{err:?}"
-    );
-}
-
 // ------------------------------------------------------- refused, warnings
 
 #[test]
@@ -1235,3 +1217,5 @@ fn report_of_a_fixed_configuration() {
     insta::assert_snapshot!("report_table", r.to_table());
     insta::assert_snapshot!("report_json", r.to_json());
 }
+
+mod input;

@@ -203,9 +203,19 @@ pub struct MtbfEstimate {
 /// Likelihood-ratio interval for the rate of a Poisson process with `r`
 /// events in exposure `t` (the censored exponential likelihood).
 pub fn rate_interval_per_s(failures: u64, exposure_s: f64, level: f64) -> (f64, f64) {
-    let crit = ChiSquared::new(1.0)
+    rate_interval_crit(failures, exposure_s, chi2_1(level))
+}
+
+/// The `level` quantile of χ²₁ (3.841 for 0.95): computed once per
+/// estimate, not once per job (it is an iterative inversion).
+fn chi2_1(level: f64) -> f64 {
+    ChiSquared::new(1.0)
         .map(|c| c.inverse_cdf(level))
-        .unwrap_or(3.841);
+        .unwrap_or(3.841)
+}
+
+/// [`rate_interval_per_s`] with the χ²₁ quantile given.
+fn rate_interval_crit(failures: u64, exposure_s: f64, crit: f64) -> (f64, f64) {
     let r = failures as f64;
     // Deviance D(λ) = 2(λT − r − r ln(λT/r)), with D = 2λT for r = 0.
     let dev = |lam: f64| {
@@ -220,6 +230,10 @@ pub fn rate_interval_per_s(failures: u64, exposure_s: f64, level: f64) -> (f64, 
     let solve = |mut inside: f64, mut outside: f64| {
         for _ in 0..200 {
             let mid = 0.5 * (inside + outside);
+            if mid == inside || mid == outside {
+                // Adjacent floats: no later step changes either end.
+                break;
+            }
             if dev(mid) <= crit {
                 inside = mid;
             } else {
@@ -241,12 +255,17 @@ pub fn rate_interval_per_s(failures: u64, exposure_s: f64, level: f64) -> (f64, 
 
 /// MTBF from runs, with a `level` confidence interval.
 pub fn mtbf(runs: &[Run], level: f64) -> Option<MtbfEstimate> {
+    mtbf_crit(runs, level, chi2_1(level))
+}
+
+/// [`mtbf`] with the χ²₁ quantile of `level` given.
+fn mtbf_crit(runs: &[Run], level: f64, crit: f64) -> Option<MtbfEstimate> {
     let exposure: f64 = runs.iter().map(|r| r.duration_s).sum();
     if runs.is_empty() || exposure <= 0.0 {
         return None;
     }
     let failures = runs.iter().filter(|r| r.end == RunEnd::Failed).count() as u64;
-    let (lo, hi) = rate_interval_per_s(failures, exposure, level);
+    let (lo, hi) = rate_interval_crit(failures, exposure, crit);
     Some(MtbfEstimate {
         failures,
         censored: runs.len() as u64 - failures,
@@ -292,11 +311,13 @@ pub fn weibull(runs: &[Run]) -> Option<WeibullFit> {
     let xs: Vec<(f64, bool)> = times.iter().map(|&(t, f)| (t / tmax, f)).collect();
     let mean_log_fail = xs.iter().filter(|x| x.1).map(|x| x.0.ln()).sum::<f64>() / r;
     // Profile score g(k) = Σ x^k ln x / Σ x^k − 1/k − mean ln x_fail: increasing in k.
+    // ln x once per run, not once per step of the search.
+    let logs: Vec<f64> = xs.iter().map(|x| x.0.ln()).collect();
     let g = |k: f64| {
         let (mut a, mut b) = (0.0, 0.0);
-        for &(x, _) in &xs {
-            let p = x.powf(k);
-            a += p * x.ln();
+        for &lx in &logs {
+            let p = (k * lx).exp();
+            a += p * lx;
             b += p;
         }
         a / b - 1.0 / k - mean_log_fail
@@ -307,6 +328,9 @@ pub fn weibull(runs: &[Run]) -> Option<WeibullFit> {
     }
     for _ in 0..200 {
         let mid = (lo * hi).sqrt();
+        if mid == lo || mid == hi {
+            break;
+        }
         if g(mid) < 0.0 {
             lo = mid;
         } else {
@@ -353,7 +377,28 @@ pub struct LogEstimates {
 }
 
 /// Fraction of failed runs whose relaunch (same job) fetched from the prefix.
+///
+/// Linear in the records (plus a sort): the `FETCH` times of each job are
+/// collected once and sorted, and each relaunch asks for one inside its run
+/// with a binary search (scanning every record per relaunch made a log of
+/// 40,000 runs take half a minute).
 pub fn prefix_restart_fraction(records: &[Record], runs: &[Run]) -> Option<f64> {
+    let mut fetches: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.is_transfer("FETCH")) {
+        fetches
+            .entry(r.jobid.as_deref().unwrap_or_default())
+            .or_default()
+            .push(r.time_s);
+    }
+    for times in fetches.values_mut() {
+        times.sort_by(f64::total_cmp);
+    }
+    let fetched_in = |job: &str, start: f64, end: f64| {
+        fetches.get(job).is_some_and(|times| {
+            let i = times.partition_point(|&t| t < start);
+            times.get(i).is_some_and(|&t| t <= end)
+        })
+    };
     let mut relaunched = 0usize;
     let mut fetched = 0usize;
     for pair in runs.windows(2) {
@@ -362,12 +407,7 @@ pub fn prefix_restart_fraction(records: &[Record], runs: &[Run]) -> Option<f64> 
             continue;
         }
         relaunched += 1;
-        let end = b.start_s + b.duration_s;
-        if records.iter().any(|r| {
-            r.is_transfer("FETCH")
-                && r.jobid.as_deref().unwrap_or_default() == b.jobid
-                && (b.start_s..=end).contains(&r.time_s)
-        }) {
+        if fetched_in(&b.jobid, b.start_s, b.start_s + b.duration_s) {
             fetched += 1;
         }
     }
@@ -427,13 +467,10 @@ pub fn estimate(records: &[Record], level: f64) -> LogEstimates {
         weibull: weibull(&runs),
         prefix_restart_fraction: prefix_restart_fraction(records, &runs),
         per_job: {
-            let mut by_job: BTreeMap<String, Vec<Run>> = BTreeMap::new();
-            for r in &runs {
-                by_job.entry(r.jobid.clone()).or_default().push(r.clone());
-            }
-            by_job
-                .into_iter()
-                .filter_map(|(j, rs)| mtbf(&rs, level).map(|m| (j, m)))
+            // Runs come out of `runs` grouped by job: one slice per job.
+            let crit = chi2_1(level);
+            runs.chunk_by(|a, b| a.jobid == b.jobid)
+                .filter_map(|rs| mtbf_crit(rs, level, crit).map(|m| (rs[0].jobid.clone(), m)))
                 .collect()
         },
     }
@@ -660,6 +697,56 @@ mod tests {
         let w = weibull(&rs).expect("seed 11: fit");
         assert!((w.shape / shape - 1.0).abs() < 0.1, "seed 11: {w:?}");
         assert!((w.scale_s / scale - 1.0).abs() < 0.15, "seed 11: {w:?}");
+    }
+
+    /// The sorted-search fraction equals a scan of every record per
+    /// relaunch (the old quadratic form), fetches on run boundaries included.
+    #[test]
+    fn prefix_restart_fraction_matches_a_scan_of_every_record() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut text = String::new();
+        let mut t = 1.0e9;
+        for run in 0..400 {
+            let job = run / 7 + usize::from(rng.gen_bool(0.1));
+            writeln!(text, "{t}: jobid={job}, event=RUN_START").unwrap();
+            let dur = rng.gen_range(100.0..1000.0_f64).round();
+            match rng.gen_range(0..4) {
+                0 => writeln!(text, "{t}: jobid={job}, xfer=FETCH, secs=1").unwrap(),
+                1 => writeln!(text, "{}: jobid={job}, xfer=FETCH, secs=1", t + dur).unwrap(),
+                2 => writeln!(text, "{}: jobid={}, xfer=FETCH, secs=1", t + 1.0, job + 1).unwrap(),
+                _ => {}
+            }
+            let note = if rng.gen_bool(0.5) {
+                "failed"
+            } else {
+                "finished"
+            };
+            writeln!(text, "{}: jobid={job}, event=RUN_END, note={note}", t + dur).unwrap();
+            t += dur + 10.0;
+        }
+        let parsed = parse_text(Path::new("synthetic"), &text, true).unwrap();
+        let records = &parsed.records;
+        let rs = runs(records);
+        let (mut relaunched, mut fetched) = (0usize, 0usize);
+        for pair in rs.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if a.end != RunEnd::Failed || a.jobid != b.jobid {
+                continue;
+            }
+            relaunched += 1;
+            let end = b.start_s + b.duration_s;
+            fetched += usize::from(records.iter().any(|r| {
+                r.is_transfer("FETCH")
+                    && r.jobid.as_deref().unwrap_or_default() == b.jobid
+                    && (b.start_s..=end).contains(&r.time_s)
+            }));
+        }
+        assert!(
+            relaunched > 50 && fetched > 10,
+            "seed 5: {relaunched} {fetched}"
+        );
+        let want = (fetched as f64 + 1.0) / (relaunched as f64 + 2.0);
+        assert_eq!(prefix_restart_fraction(records, &rs), Some(want));
     }
 
     #[test]

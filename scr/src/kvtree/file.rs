@@ -64,13 +64,28 @@ pub enum KvFileError {
         /// Its length.
         len: u64,
     },
-    /// Larger than any metadata file can legitimately be.
-    #[error("{path}: {len} bytes is larger than the {MAX_FILE_LEN}-byte limit for kvtree files")]
+    /// Larger than any file of its kind can legitimately be (its size, or
+    /// the size its header records); not read.
+    #[error("{path}: {len} bytes is larger than the {limit}-byte limit for {kind}s: not read (a damaged file or another file in its place; move it aside)")]
     TooLarge {
         /// The file.
         path: PathBuf,
-        /// Its length.
+        /// Its length (or the length its header records).
         len: u64,
+        /// The limit for its kind.
+        limit: u64,
+        /// The kind of file expected ("halt file", "kvtree file", …).
+        kind: &'static str,
+    },
+    /// Not a regular file (a pipe, a device, a directory): kvtree files are
+    /// regular files, and reading a pipe or `/dev/zero` would block or
+    /// never end.
+    #[error("{path}: is a {what}, not a regular file: not read")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
     },
     /// The first four bytes are not the kvtree magic number.
     #[error(
@@ -141,6 +156,7 @@ impl KvFileError {
             KvFileError::Io { path, .. }
             | KvFileError::TooShort { path, .. }
             | KvFileError::TooLarge { path, .. }
+            | KvFileError::NotRegular { path, .. }
             | KvFileError::BadMagic { path, .. }
             | KvFileError::UnsupportedType { path, .. }
             | KvFileError::SizeMismatch { path, .. }
@@ -154,7 +170,9 @@ impl KvFileError {
     /// about the file's contents (`None` for I/O errors and oversized files).
     pub fn offset(&self) -> Option<u64> {
         match self {
-            KvFileError::Io { .. } | KvFileError::TooLarge { .. } => None,
+            KvFileError::Io { .. }
+            | KvFileError::TooLarge { .. }
+            | KvFileError::NotRegular { .. } => None,
             KvFileError::TooShort { len, .. } => Some(*len),
             KvFileError::BadMagic { .. } => Some(0),
             KvFileError::UnsupportedType { .. } => Some(4),
@@ -267,22 +285,128 @@ pub fn decode(bytes: &[u8], path: &Path) -> Result<KvTree, KvFileError> {
     })
 }
 
-/// Read a kvtree file (`scr_hash_read`).
-pub fn read(path: impl AsRef<Path>) -> Result<KvTree, KvFileError> {
-    let path = path.as_ref();
-    let mut f = File::open(path).map_err(io_err(path, "open"))?;
-    let len = f.metadata().map_err(io_err(path, "stat"))?.len();
-    if len > MAX_FILE_LEN {
+/// What a non-regular file is, for [`KvFileError::NotRegular`].
+fn file_kind(ft: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_dir() {
+        "directory"
+    } else if ft.is_fifo() {
+        "named pipe (FIFO)"
+    } else if ft.is_char_device() {
+        "character device"
+    } else if ft.is_block_device() {
+        "block device"
+    } else if ft.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+/// Open `path` for reading, refusing anything but a regular file before a
+/// byte is read. The open does not block: a FIFO is opened non-blocking,
+/// then refused. Returns the file and its length.
+fn open_regular(path: &Path) -> Result<(File, u64), KvFileError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io_err(path, "open"))?;
+    let md = f.metadata().map_err(io_err(path, "stat"))?;
+    if !md.is_file() {
+        return Err(KvFileError::NotRegular {
+            path: path.to_path_buf(),
+            what: file_kind(md.file_type()),
+        });
+    }
+    Ok((f, md.len()))
+}
+
+/// Check the fixed header's magic number, type and version, and the size it
+/// records against `limit`: the first 20 bytes decide whether the rest is
+/// read at all.
+fn check_head(
+    head: &[u8; HEADER_LEN],
+    path: &Path,
+    limit: u64,
+    kind: &'static str,
+) -> Result<u64, KvFileError> {
+    let magic = u32::from_be_bytes(head[0..4].try_into().expect("4 bytes"));
+    if magic != MAGIC {
+        return Err(KvFileError::BadMagic {
+            path: path.to_path_buf(),
+            found: magic,
+        });
+    }
+    let file_type = u16::from_be_bytes(head[4..6].try_into().expect("2 bytes"));
+    let version = u16::from_be_bytes(head[6..8].try_into().expect("2 bytes"));
+    if file_type != FILE_TYPE_HASH || version != FILE_VERSION {
+        return Err(KvFileError::UnsupportedType {
+            path: path.to_path_buf(),
+            file_type,
+            version,
+        });
+    }
+    let recorded = u64::from_be_bytes(head[8..16].try_into().expect("8 bytes"));
+    if recorded > limit {
         return Err(KvFileError::TooLarge {
+            path: path.to_path_buf(),
+            len: recorded,
+            limit,
+            kind,
+        });
+    }
+    Ok(recorded)
+}
+
+/// Read a kvtree file (`scr_hash_read`), of at most [`MAX_FILE_LEN`] bytes.
+pub fn read(path: impl AsRef<Path>) -> Result<KvTree, KvFileError> {
+    read_capped(path, MAX_FILE_LEN, "kvtree file")
+}
+
+/// Read a kvtree file of a kind whose files are at most `limit` bytes
+/// (`kind` names it in errors). Only a regular file is opened; its header
+/// is checked (magic, type, version, recorded size within `limit`) before
+/// the rest is read, and no more than the recorded size is ever read.
+pub fn read_capped(
+    path: impl AsRef<Path>,
+    limit: u64,
+    kind: &'static str,
+) -> Result<KvTree, KvFileError> {
+    let path = path.as_ref();
+    let limit = limit.min(MAX_FILE_LEN);
+    let (mut f, len) = open_regular(path)?;
+    if len < HEADER_LEN as u64 {
+        return Err(KvFileError::TooShort {
             path: path.to_path_buf(),
             len,
         });
     }
+    let mut head = [0u8; HEADER_LEN];
+    f.read_exact(&mut head).map_err(io_err(path, "read"))?;
+    let recorded = check_head(&head, path, limit, kind)?;
+    if len > limit {
+        return Err(KvFileError::TooLarge {
+            path: path.to_path_buf(),
+            len,
+            limit,
+            kind,
+        });
+    }
+    if recorded != len {
+        return Err(KvFileError::SizeMismatch {
+            path: path.to_path_buf(),
+            recorded,
+            actual: len,
+        });
+    }
     let mut bytes = Vec::with_capacity(len as usize);
-    // Read at most one byte past the limit: a file growing under us is
-    // caught by the size check, never by an unbounded read.
+    bytes.extend_from_slice(&head);
+    // Read at most one byte past the size: a file growing under us is
+    // caught by the size check in decode, never by an unbounded read.
     Read::by_ref(&mut f)
-        .take(MAX_FILE_LEN + 1)
+        .take(len + 1 - HEADER_LEN as u64)
         .read_to_end(&mut bytes)
         .map_err(io_err(path, "read"))?;
     decode(&bytes, path)
@@ -302,11 +426,12 @@ pub struct WithPayload {
 
 /// Read the kvtree at the front of a file, stopping at the size its header
 /// records; whatever follows is payload, counted but not read. A file
-/// shorter than its size field is damaged, as in [`read`].
+/// shorter than its size field is damaged, as in [`read`]. Only a regular
+/// file is opened, and its header (magic first) is checked before more is
+/// read.
 pub fn read_with_payload(path: impl AsRef<Path>) -> Result<WithPayload, KvFileError> {
     let path = path.as_ref();
-    let mut f = File::open(path).map_err(io_err(path, "open"))?;
-    let len = f.metadata().map_err(io_err(path, "stat"))?.len();
+    let (mut f, len) = open_regular(path)?;
     let mut head = [0u8; HEADER_LEN];
     if len < HEADER_LEN as u64 {
         return Err(KvFileError::TooShort {
@@ -315,18 +440,12 @@ pub fn read_with_payload(path: impl AsRef<Path>) -> Result<WithPayload, KvFileEr
         });
     }
     f.read_exact(&mut head).map_err(io_err(path, "read"))?;
-    let recorded = u64::from_be_bytes(head[8..16].try_into().expect("8 bytes"));
+    let recorded = check_head(&head, path, MAX_FILE_LEN, "kvtree file")?;
     if recorded > len || recorded < HEADER_LEN as u64 {
         return Err(KvFileError::SizeMismatch {
             path: path.to_path_buf(),
             recorded,
             actual: len,
-        });
-    }
-    if recorded > MAX_FILE_LEN {
-        return Err(KvFileError::TooLarge {
-            path: path.to_path_buf(),
-            len: recorded,
         });
     }
     let mut bytes = head.to_vec();
@@ -343,7 +462,16 @@ pub fn read_with_payload(path: impl AsRef<Path>) -> Result<WithPayload, KvFileEr
 
 /// Read a kvtree file; a missing file reads as an empty tree.
 pub fn read_or_empty(path: impl AsRef<Path>) -> Result<KvTree, KvFileError> {
-    match read(path) {
+    read_or_empty_capped(path, MAX_FILE_LEN, "kvtree file")
+}
+
+/// [`read_or_empty`] for a kind of file of at most `limit` bytes.
+pub fn read_or_empty_capped(
+    path: impl AsRef<Path>,
+    limit: u64,
+    kind: &'static str,
+) -> Result<KvTree, KvFileError> {
+    match read_capped(path, limit, kind) {
         Err(e) if e.is_not_found() => Ok(KvTree::new()),
         other => other,
     }
@@ -510,9 +638,22 @@ pub fn update_locked<R, E>(
 where
     E: From<KvFileError>,
 {
+    update_locked_capped(path, (MAX_FILE_LEN, "kvtree file"), f)
+}
+
+/// [`update_locked`] for a kind of file of at most `limit.0` bytes
+/// (`limit.1` names the kind in errors).
+pub fn update_locked_capped<R, E>(
+    path: impl AsRef<Path>,
+    limit: (u64, &'static str),
+    f: impl FnOnce(&mut KvTree) -> Result<R, E>,
+) -> Result<R, E>
+where
+    E: From<KvFileError>,
+{
     let path = path.as_ref();
     let _lock = FileLock::acquire(path)?;
-    let mut tree = read_or_empty(path)?;
+    let mut tree = read_or_empty_capped(path, limit.0, limit.1)?;
     let r = f(&mut tree)?;
     write(path, &tree)?;
     Ok(r)
@@ -562,6 +703,106 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("index.scr")]);
+    }
+
+    /// A sparse 2 GiB file starting with `head`.
+    fn sparse(path: &Path, head: &[u8]) {
+        let mut f = File::create(path).unwrap();
+        f.write_all(head).unwrap();
+        f.set_len(2 << 30).unwrap();
+    }
+
+    #[test]
+    fn the_header_is_checked_before_the_rest_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big");
+        sparse(&p, b"definitely not a kvtree");
+        for e in [read(&p).unwrap_err(), read_with_payload(&p).unwrap_err()] {
+            assert!(matches!(e, KvFileError::BadMagic { .. }), "{e:?}");
+        }
+        // A good header recording 2 GiB: too large, from the header alone.
+        let mut head = encode(&KvTree::new(), false);
+        head[8..16].copy_from_slice(&(2u64 << 30).to_be_bytes());
+        sparse(&p, &head);
+        for e in [read(&p).unwrap_err(), read_with_payload(&p).unwrap_err()] {
+            assert!(
+                matches!(e, KvFileError::TooLarge { len, limit: MAX_FILE_LEN, kind: "kvtree file", .. } if len == 2 << 30),
+                "{e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_kind_has_its_limit_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("halt.scr");
+        let mut t = KvTree::new();
+        for i in 0..200 {
+            t.set_kv("K", format!("{i:04}"));
+        }
+        write(&p, &t).unwrap();
+        let len = fs::metadata(&p).unwrap().len();
+        assert_eq!(read_capped(&p, len, "halt file").unwrap(), t);
+        let e = read_capped(&p, len - 1, "halt file").unwrap_err();
+        assert!(
+            matches!(&e, KvFileError::TooLarge { len: l, limit, kind: "halt file", .. } if *l == len && *limit == len - 1),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("limit for halt files"), "{e}");
+        // update_locked_capped refuses it too, and writes nothing.
+        let r = update_locked_capped(&p, (len - 1, "halt file"), |_t: &mut KvTree| {
+            Ok::<(), KvFileError>(())
+        });
+        assert!(matches!(r, Err(KvFileError::TooLarge { .. })), "{r:?}");
+        assert_eq!(read(&p).unwrap(), t);
+    }
+
+    #[test]
+    fn devices_and_fifos_are_refused_without_blocking() {
+        for e in [
+            read("/dev/zero").unwrap_err(),
+            read_with_payload("/dev/zero").unwrap_err(),
+        ] {
+            assert!(
+                matches!(
+                    e,
+                    KvFileError::NotRegular {
+                        what: "character device",
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates a node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // No writer: a blocking open would never return.
+        let e = read(&fifo).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                KvFileError::NotRegular {
+                    what: "named pipe (FIFO)",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .ends_with("is a named pipe (FIFO), not a regular file: not read"),
+            "{e}"
+        );
+        assert!(matches!(
+            read(dir.path()),
+            Err(KvFileError::NotRegular {
+                what: "directory",
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! [`read_log`] either stops at the first (strict) or skips and counts them.
 
 use std::collections::BTreeMap;
+use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 
 use super::event::{Entry, EntryKind, Record};
@@ -49,6 +50,28 @@ pub enum LineError {
         /// Its text.
         value: String,
     },
+    /// The line is longer than [`MAX_LINE_BYTES`]; its text is not kept.
+    #[error("line of {bytes} bytes is longer than the {MAX_LINE_BYTES}-byte limit for log lines (not read)")]
+    TooLong {
+        /// Its length in bytes (without the newline).
+        bytes: u64,
+    },
+}
+
+/// Longest log line read; SCR's own lines are a few hundred bytes, so a
+/// longer one is damage (a block of zeros, a binary file), not an entry.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Most characters of a bad line's text an error quotes.
+pub const EXCERPT_CHARS: usize = 80;
+
+/// `text`, cut to [`EXCERPT_CHARS`] characters with a note of how long it
+/// was, so an error never echoes a whole (possibly huge) line.
+fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
+    }
 }
 
 /// Errors reading a log file.
@@ -62,6 +85,15 @@ pub enum LogError {
         path: PathBuf,
         /// The cause.
         source: std::io::Error,
+    },
+    /// The path is a device, a directory or a socket: only regular files and
+    /// pipes are read as logs (`/dev/zero` would never end).
+    #[error("{path}: is a {kind}, not a log file (give a regular file or a pipe)")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
     },
     /// A line could not be parsed (strict mode).
     #[error("{path}:{line}: {error}")]
@@ -96,7 +128,7 @@ fn num(s: &str, lo: i64, hi: i64) -> Option<i64> {
 
 /// Parse a timestamp into seconds since the epoch.
 pub fn parse_timestamp(text: &str) -> Result<f64, LineError> {
-    let bad = || LineError::BadTimestamp(text.to_string());
+    let bad = || LineError::BadTimestamp(excerpt(text));
     let s = text.trim();
     if let Ok(v) = s.parse::<f64>() {
         return if v.is_finite() { Ok(v) } else { Err(bad()) };
@@ -163,10 +195,10 @@ fn fields(text: &str) -> Result<Vec<(String, String)>, LineError> {
     while !rest.is_empty() {
         let eq = rest
             .find('=')
-            .ok_or_else(|| LineError::BadField(rest.to_string()))?;
+            .ok_or_else(|| LineError::BadField(excerpt(rest)))?;
         let key = rest[..eq].trim();
         if key.is_empty() || key.contains(',') || key.contains(char::is_whitespace) {
-            return Err(LineError::BadField(rest.to_string()));
+            return Err(LineError::BadField(excerpt(rest)));
         }
         let after = rest[eq + 1..].trim_start();
         let (value, tail) = if let Some(q) = after.strip_prefix('"') {
@@ -187,7 +219,7 @@ fn fields(text: &str) -> Result<Vec<(String, String)>, LineError> {
                     _ => val.push(c),
                 }
             }
-            let end = end.ok_or_else(|| LineError::UnterminatedQuote(rest.to_string()))?;
+            let end = end.ok_or_else(|| LineError::UnterminatedQuote(excerpt(rest)))?;
             (val, &q[end..])
         } else {
             let end = after.find(',').unwrap_or(after.len());
@@ -198,7 +230,7 @@ fn fields(text: &str) -> Result<Vec<(String, String)>, LineError> {
         rest = match tail.strip_prefix(',') {
             Some(t) => t.trim_start(),
             None if tail.is_empty() => "",
-            None => return Err(LineError::BadField(tail.to_string())),
+            None => return Err(LineError::BadField(excerpt(tail))),
         };
     }
     Ok(out)
@@ -208,16 +240,16 @@ fn number(key: &str, value: &str) -> Result<f64, LineError> {
     match value.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
         _ => Err(LineError::BadNumber {
-            key: key.to_string(),
-            value: value.to_string(),
+            key: excerpt(key),
+            value: excerpt(value),
         }),
     }
 }
 
 fn count(key: &str, value: &str) -> Result<u64, LineError> {
     value.parse::<u64>().map_err(|_| LineError::BadNumber {
-        key: key.to_string(),
-        value: value.to_string(),
+        key: excerpt(key),
+        value: excerpt(value),
     })
 }
 
@@ -267,17 +299,71 @@ pub const KEPT_ERRORS: usize = 8;
 /// Parse log text. `strict`: the first bad line is an error; otherwise bad
 /// lines (and blank ones, silently) are skipped and counted.
 pub fn parse_text(path: &Path, text: &str, strict: bool) -> Result<Parsed, LogError> {
-    let mut parsed = Parsed::default();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+    parse_reader(path, text.as_bytes(), strict)
+}
+
+/// The next line of `r` into `buf` (without its newline), keeping at most
+/// `max` bytes: `None` at the end, `Some(len)` with the line's whole length
+/// otherwise (longer than `max` when it was cut). Memory stays bounded by
+/// `max` whatever the input.
+fn next_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Option<u64>> {
+    buf.clear();
+    let mut len = 0u64;
+    let mut any = false;
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(any.then_some(len));
         }
-        match parse_line(line) {
-            Ok(r) => parsed.records.push(r),
+        any = true;
+        let (take, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, true),
+            None => (avail.len(), false),
+        };
+        let room = max.saturating_sub(buf.len()).min(take);
+        buf.extend_from_slice(&avail[..room]);
+        len += take as u64;
+        r.consume(take + usize::from(done));
+        if done {
+            return Ok(Some(len));
+        }
+    }
+}
+
+/// Parse a log read from `r` line by line (streamed: memory holds one line
+/// of at most [`MAX_LINE_BYTES`] and the records). A longer line is one
+/// [`LineError::TooLong`] with its line number. `strict`: the first bad
+/// line is an error; otherwise bad lines are skipped and counted, the
+/// first [`KEPT_ERRORS`] kept for a warning.
+pub fn parse_reader(path: &Path, mut r: impl BufRead, strict: bool) -> Result<Parsed, LogError> {
+    let mut parsed = Parsed::default();
+    let mut buf = Vec::with_capacity(1024);
+    let mut number = 0usize;
+    let io = |source| LogError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    while let Some(len) = next_line(&mut r, &mut buf, MAX_LINE_BYTES).map_err(io)? {
+        number += 1;
+        let result = if len > MAX_LINE_BYTES as u64 {
+            Err(LineError::TooLong { bytes: len })
+        } else {
+            let line = String::from_utf8_lossy(&buf);
+            if line.trim().is_empty() {
+                continue;
+            }
+            parse_line(&line)
+        };
+        match result {
+            Ok(rec) => parsed.records.push(rec),
             Err(error) => {
                 let e = LogError::Line {
                     path: path.to_path_buf(),
-                    line: i + 1,
+                    line: number,
                     error,
                 };
                 if strict {
@@ -293,13 +379,41 @@ pub fn parse_text(path: &Path, text: &str, strict: bool) -> Result<Parsed, LogEr
     Ok(parsed)
 }
 
-/// Read and parse a log file (invalid UTF-8 is replaced, not fatal).
+/// What kind of file `ft` is, when it is not one a log is read from.
+fn not_a_log(ft: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_file() || ft.is_fifo() {
+        None
+    } else if ft.is_dir() {
+        Some("directory")
+    } else if ft.is_char_device() {
+        Some("character device")
+    } else if ft.is_block_device() {
+        Some("block device")
+    } else if ft.is_socket() {
+        Some("socket")
+    } else {
+        Some("special file")
+    }
+}
+
+/// Read and parse a log file, streamed (invalid UTF-8 is replaced, not
+/// fatal). Regular files and pipes only: a device is refused before it is
+/// read.
 pub fn read_log(path: &Path, strict: bool) -> Result<Parsed, LogError> {
-    let bytes = std::fs::read(path).map_err(|source| LogError::Io {
+    let io = |source| LogError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    parse_text(path, &String::from_utf8_lossy(&bytes), strict)
+    };
+    let md = std::fs::metadata(path).map_err(io)?;
+    if let Some(kind) = not_a_log(md.file_type()) {
+        return Err(LogError::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
+    let f = std::fs::File::open(path).map_err(io)?;
+    parse_reader(path, std::io::BufReader::with_capacity(1 << 16, f), strict)
 }
 
 #[cfg(test)]
@@ -401,6 +515,100 @@ mod tests {
         assert!(matches!(
             read_log(Path::new("/nonexistent/log"), false),
             Err(LogError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_reported_once_with_its_number_and_skipped() {
+        let long = "x".repeat(MAX_LINE_BYTES + 1000);
+        let text =
+            format!("2026-11-22T10:11:12: event=START\n{long}\n2026-11-22T10:11:13: event=HALT\n");
+        let p = parse_text(Path::new("x/log"), &text, false).unwrap();
+        assert_eq!((p.records.len(), p.skipped), (2, 1));
+        let e = &p.first_errors[0];
+        assert!(
+            matches!(e, LogError::Line { line: 2, error: LineError::TooLong { bytes }, .. }
+                if *bytes == long.len() as u64),
+            "{e:?}"
+        );
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with("x/log:2: line of") && shown.len() < 200,
+            "{shown}"
+        );
+        let strict = parse_text(Path::new("x/log"), &text, true).unwrap_err();
+        assert!(
+            matches!(strict, LogError::Line { line: 2, .. }),
+            "{strict:?}"
+        );
+    }
+
+    #[test]
+    fn a_block_of_zero_bytes_is_skipped_as_long_lines_not_kept() {
+        // 300 KiB of NUL bytes without a newline (a crash left them), then a line.
+        let mut bytes = vec![0u8; 300 * 1024];
+        bytes.extend_from_slice(b"\n2026-11-22T10:11:13: event=HALT\n");
+        let p = parse_reader(Path::new("z"), &bytes[..], false).unwrap();
+        assert_eq!((p.records.len(), p.skipped), (1, 1));
+        assert!(matches!(
+            p.first_errors[0],
+            LogError::Line {
+                line: 1,
+                error: LineError::TooLong { bytes: 307_200 },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn errors_quote_an_excerpt_never_the_whole_line() {
+        let line = format!("2026-11-22T10:11:12: {}", "garbage ".repeat(2000));
+        let e = parse_line(&line).unwrap_err();
+        assert!(matches!(e, LineError::BadField(_)), "{e:?}");
+        let shown = e.to_string();
+        assert!(
+            shown.len() < 200 && shown.contains("bytes in all"),
+            "{shown}"
+        );
+        let stamp = format!("{}: event=START", "9".repeat(5000) + "x");
+        let shown = parse_line(&stamp).unwrap_err().to_string();
+        assert!(shown.len() < 300, "{shown}");
+    }
+
+    #[test]
+    fn warnings_are_capped_and_every_bad_line_counted() {
+        let text = "not a log line\n".repeat(1000);
+        let p = parse_text(Path::new("x"), &text, false).unwrap();
+        assert_eq!(p.skipped, 1000);
+        assert_eq!(p.first_errors.len(), KEPT_ERRORS);
+        assert!(matches!(p.first_errors[7], LogError::Line { line: 8, .. }));
+    }
+
+    #[test]
+    fn a_device_is_refused_before_it_is_read() {
+        let e = read_log(Path::new("/dev/zero"), false).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LogError::NotAFile {
+                    kind: "character device",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("/dev/zero: is a character device"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            read_log(dir.path(), false),
+            Err(LogError::NotAFile {
+                kind: "directory",
+                ..
+            })
         ));
     }
 

@@ -68,6 +68,10 @@ impl Halt {
 
 impl Record for Halt {
     const RECORD: &'static str = "halt file";
+    /// A halt file holds five conditions and a few unknown keys: 1 MiB is
+    /// thousands of times that, and keeps a damaged or planted file (2 M
+    /// keys took 988 MB to read) from costing more than a few MB.
+    const MAX_FILE_BYTES: u64 = 1 << 20;
 
     fn to_tree(&self) -> KvTree {
         let mut t = self.extra.clone();

@@ -149,6 +149,10 @@ pub trait Record: Sized {
     /// Name of the record in error messages, e.g. "halt file".
     const RECORD: &'static str;
 
+    /// Largest file of this kind read: a larger one is refused before it
+    /// is read (its header is checked first), with a message saying so.
+    const MAX_FILE_BYTES: u64 = MAX_FILE_LEN;
+
     /// The record as a kvtree, keys and nesting as in the developer guide.
     fn to_tree(&self) -> KvTree;
 
@@ -159,7 +163,7 @@ pub trait Record: Sized {
     /// record's getters). Errors name the file.
     fn read_file(path: impl AsRef<Path>) -> Result<Self, RecordError> {
         let path = path.as_ref();
-        let tree = kvfile::read(path)?;
+        let tree = kvfile::read_capped(path, Self::MAX_FILE_BYTES, Self::RECORD)?;
         Self::from_tree(&tree).map_err(|e| e.in_file(path))
     }
 
@@ -183,7 +187,8 @@ pub trait Record: Sized {
         Self: Default,
     {
         let path = path.as_ref();
-        kvfile::update_locked(path, |tree: &mut KvTree| {
+        let limit = (Self::MAX_FILE_BYTES, Self::RECORD);
+        kvfile::update_locked_capped(path, limit, |tree: &mut KvTree| {
             let mut rec = if tree.is_empty() {
                 Self::default()
             } else {

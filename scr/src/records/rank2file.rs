@@ -580,6 +580,8 @@ fn read_level_with(
         return Err(KvFileError::TooLarge {
             path: path.to_path_buf(),
             len,
+            limit: MAX_FILE_LEN,
+            kind: "rank2file file",
         }
         .into());
     }

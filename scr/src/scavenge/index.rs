@@ -49,6 +49,7 @@ use crate::records::{
 use crate::scheme::CopyType;
 
 mod rebuild;
+mod verify;
 use rebuild::{plan_rebuild, run_set};
 
 /// Directories visited at most when looking for dataset directories.
@@ -918,6 +919,11 @@ pub struct RebuildIndexReport {
     pub skipped: Vec<(String, String)>,
     /// CURRENT in the new index.
     pub current: Option<String>,
+    /// What the new index drops or demotes of the old (readable) one.
+    pub changes: Vec<String>,
+    /// Where the old index was copied before it was replaced, when the
+    /// rebuild changed its mind about some entry.
+    pub old_kept_as: Option<PathBuf>,
 }
 
 /// Dataset directories below `prefix` (relative): directories holding
@@ -996,6 +1002,8 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
         datasets: Vec::new(),
         skipped: Vec::new(),
         current: None,
+        changes: Vec::new(),
+        old_kept_as: None,
     };
     let old = match Index::read_file(&path) {
         Ok(i) => Some(i),
@@ -1028,7 +1036,16 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
             continue;
         }
         match summarize(prefix, &t) {
-            Ok(b) => {
+            Ok(mut b) => {
+                // A complete summary is checked against the files.
+                if b.summary.complete {
+                    let problems = verify::check_files(prefix, &t, &b.summary);
+                    if !problems.is_empty() {
+                        b.summary.complete = false;
+                        b.report.complete = false;
+                        b.report.problems.extend(problems);
+                    }
+                }
                 let ds = b.summary.dataset.clone();
                 let key = t.index_key(&ds);
                 new.set_dataset(ds.id, &key, ds.clone(), b.summary.complete);
@@ -1051,9 +1068,14 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
             Err(e) => report.skipped.push((t.label(), e.to_string())),
         }
     }
+    // The old CURRENT stays only while it is indexed as complete.
     new.current = old
-        .and_then(|o| o.current)
-        .filter(|c| new.dataset_id_by_dir(c).is_some())
+        .as_ref()
+        .and_then(|o| o.current.clone())
+        .filter(|c| {
+            new.entries()
+                .any(|(_, k, e)| k == c.as_str() && e.complete == Some(true))
+        })
         .or_else(|| {
             new.datasets.iter().rev().find_map(|(_, dirs)| {
                 dirs.iter()
@@ -1068,6 +1090,14 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
             })
         });
     report.current = new.current.clone();
+    if let Some(o) = &old {
+        report.changes = verify::changes(o, &new);
+        if !report.changes.is_empty() {
+            let aside = verify::keep_aside(prefix, SystemClock.unix_secs())
+                .map_err(io_err(&path, "keep the old index aside"))?;
+            report.old_kept_as = Some(aside);
+        }
+    }
     update_index(prefix, |idx| *idx = new)?;
     Ok(report)
 }

@@ -533,6 +533,13 @@ pub fn index(a: IndexArgs) -> Result<(), CliError> {
         for (dir, why) in &r.skipped {
             println!("{dir}: not indexed: {why}");
         }
+        if let Some(kept) = &r.old_kept_as {
+            println!(
+                "the old index said otherwise ({}); kept as {}",
+                r.changes.join("; "),
+                kept.display()
+            );
+        }
         println!(
             "index rebuilt: {} datasets, CURRENT {}",
             r.datasets.len(),
