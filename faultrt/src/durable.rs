@@ -380,7 +380,7 @@ mod tests {
                 job: None,
             },
         );
-        let r = power_loss(&journal, &[data.clone()], since, None);
+        let r = power_loss(&journal, std::slice::from_ref(&data), since, None);
         let read = |p: &Path| std::fs::read(p).unwrap_or_else(|_| b"<absent>".to_vec());
         assert_eq!(read(&before), b"from an earlier launch");
         assert_eq!(read(&a), b"synced");
