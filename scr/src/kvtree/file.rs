@@ -329,6 +329,7 @@ fn open_regular(path: &Path) -> Result<(File, u64), KvFileError> {
 fn check_head(
     head: &[u8; HEADER_LEN],
     path: &Path,
+    len: u64,
     limit: u64,
     kind: &'static str,
 ) -> Result<u64, KvFileError> {
@@ -349,6 +350,14 @@ fn check_head(
         });
     }
     let recorded = u64::from_be_bytes(head[8..16].try_into().expect("8 bytes"));
+    if recorded > limit && len <= limit {
+        // A file of a plausible size whose size field is damaged.
+        return Err(KvFileError::SizeMismatch {
+            path: path.to_path_buf(),
+            recorded,
+            actual: len,
+        });
+    }
     if recorded > limit {
         return Err(KvFileError::TooLarge {
             path: path.to_path_buf(),
@@ -385,7 +394,7 @@ pub fn read_capped(
     }
     let mut head = [0u8; HEADER_LEN];
     f.read_exact(&mut head).map_err(io_err(path, "read"))?;
-    let recorded = check_head(&head, path, limit, kind)?;
+    let recorded = check_head(&head, path, len, limit, kind)?;
     if len > limit {
         return Err(KvFileError::TooLarge {
             path: path.to_path_buf(),
@@ -440,7 +449,7 @@ pub fn read_with_payload(path: impl AsRef<Path>) -> Result<WithPayload, KvFileEr
         });
     }
     f.read_exact(&mut head).map_err(io_err(path, "read"))?;
-    let recorded = check_head(&head, path, MAX_FILE_LEN, "kvtree file")?;
+    let recorded = check_head(&head, path, len, MAX_FILE_LEN, "kvtree file")?;
     if recorded > len || recorded < HEADER_LEN as u64 {
         return Err(KvFileError::SizeMismatch {
             path: path.to_path_buf(),
