@@ -92,6 +92,9 @@ impl Dataset {
 
 impl Record for Dataset {
     const RECORD: &'static str = "dataset descriptor";
+    /// A dataset descriptor is a dozen keys; a larger file is damage or a
+    /// planted file, refused before it is read.
+    const MAX_FILE_BYTES: u64 = 1 << 20;
 
     fn to_tree(&self) -> KvTree {
         let mut t = self.extra.clone();

@@ -149,6 +149,10 @@ impl FlushFile {
 
 impl Record for FlushFile {
     const RECORD: &'static str = "flush file";
+    /// A flush-file entry is a few locations per dataset: 64 MiB is far beyond
+    /// any cache; a larger file is damage or a planted file, refused before it
+    /// is read.
+    const MAX_FILE_BYTES: u64 = 64 << 20;
 
     fn to_tree(&self) -> KvTree {
         let mut t = KvTree::new();

@@ -378,6 +378,9 @@ impl Index {
 
 impl Record for Index {
     const RECORD: &'static str = "index file";
+    /// An index entry is a few hundred bytes: 64 MiB is over 100,000 datasets;
+    /// a larger file is damage or a planted file, refused before it is read.
+    const MAX_FILE_BYTES: u64 = 64 << 20;
 
     fn to_tree(&self) -> KvTree {
         let mut t = KvTree::new();
@@ -421,6 +424,38 @@ pub(crate) mod tests {
     use super::*;
     use crate::kvtree::print::to_indented;
     use crate::records::testutil::{tempdir, tree_from_indented};
+
+    /// Hardening issue: every kind of metadata file has its own limit,
+    /// checked from the header before the rest is read. An index whose
+    /// header claims (and whose sparse file has) 65 MiB is refused as an
+    /// index file over its 64 MiB limit, not read as one 1 GiB kvtree.
+    #[test]
+    fn an_index_larger_than_its_kinds_limit_is_refused_from_its_header() {
+        use crate::kvtree::file::{FILE_TYPE_HASH, FILE_VERSION, MAGIC};
+        let dir = tempdir();
+        let path = dir.path().join("index.scr");
+        let len: u64 = 65 << 20;
+        let mut head = Vec::new();
+        head.extend_from_slice(&MAGIC.to_be_bytes());
+        head.extend_from_slice(&FILE_TYPE_HASH.to_be_bytes());
+        head.extend_from_slice(&FILE_VERSION.to_be_bytes());
+        head.extend_from_slice(&len.to_be_bytes());
+        head.extend_from_slice(&[0; 4]);
+        std::fs::write(&path, &head).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len)
+            .unwrap();
+        let e = Index::read_file(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("index file") && e.contains(&(64u64 << 20).to_string()),
+            "{e}"
+        );
+        assert!(Index::MAX_FILE_BYTES < crate::kvtree::file::MAX_FILE_LEN);
+        assert!(crate::records::Nodes::MAX_FILE_BYTES <= 1 << 16);
+    }
 
     /// The guide's example index file.
     const SPEC: &str = "

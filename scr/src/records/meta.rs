@@ -123,6 +123,9 @@ impl Meta {
 
 impl Record for Meta {
     const RECORD: &'static str = "file meta data";
+    /// One file's meta data is a dozen keys; a larger file is damage or a
+    /// planted file, refused before it is read.
+    const MAX_FILE_BYTES: u64 = 1 << 20;
 
     fn to_tree(&self) -> KvTree {
         let mut t = self.extra.clone();

@@ -18,6 +18,9 @@ pub struct Nodes {
 
 impl Record for Nodes {
     const RECORD: &'static str = "nodes file";
+    /// A nodes file holds one count; a larger file is damage or a planted file,
+    /// refused before it is read.
+    const MAX_FILE_BYTES: u64 = 1 << 16;
 
     fn to_tree(&self) -> KvTree {
         let mut t = KvTree::new();

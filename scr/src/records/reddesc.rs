@@ -162,6 +162,9 @@ impl RedDesc {
 
 impl Record for RedDesc {
     const RECORD: &'static str = "redundancy descriptor";
+    /// A redundancy descriptor is a dozen keys; a larger file is damage or a
+    /// planted file, refused before it is read.
+    const MAX_FILE_BYTES: u64 = 1 << 20;
 
     fn to_tree(&self) -> KvTree {
         let mut t = self.extra.clone();

@@ -76,6 +76,9 @@ impl Transfer {
 
 impl Record for Transfer {
     const RECORD: &'static str = "transfer file";
+    /// A transfer file lists the files of one background flush; a larger file
+    /// is damage or a planted file, refused before it is read.
+    const MAX_FILE_BYTES: u64 = 16 << 20;
 
     fn to_tree(&self) -> KvTree {
         let mut t = KvTree::new();
