@@ -453,8 +453,10 @@ pub(crate) mod tests {
             e.contains("index file") && e.contains(&(64u64 << 20).to_string()),
             "{e}"
         );
-        assert!(Index::MAX_FILE_BYTES < crate::kvtree::file::MAX_FILE_LEN);
-        assert!(crate::records::Nodes::MAX_FILE_BYTES <= 1 << 16);
+        const {
+            assert!(Index::MAX_FILE_BYTES < crate::kvtree::file::MAX_FILE_LEN);
+            assert!(crate::records::Nodes::MAX_FILE_BYTES <= 1 << 16);
+        }
     }
 
     /// The guide's example index file.
