@@ -2,8 +2,8 @@
 //! injection point a job passes, one run per point, then let the run loop
 //! relaunch and check the restart.
 //!
-//! A sweep has two phases, each in two modes (a cache dataset, and a bypass
-//! dataset written straight to the prefix, `SCR_CACHE_BYPASS=1`):
+//! A sweep has three phases, each in two modes (a cache dataset, and a
+//! bypass dataset written straight to the prefix, `SCR_CACHE_BYPASS=1`):
 //!
 //! - `checkpoint`: the first launch writes three checkpoints, each flushed
 //!   (`SCR_FLUSH=1`), so it passes every point of Start/Complete_output, the
@@ -11,7 +11,14 @@
 //!   index updates, and the filemap writes in cache;
 //! - `fetch`: the first launch ends with both nodes lost, so the second
 //!   fetches the newest checkpoint from the prefix on spare nodes; the kill
-//!   is in that second launch, before its first checkpoint.
+//!   is in that second launch, before its first checkpoint;
+//! - `scavenge`: ckpt.2 is flushed, the only launch fails after ckpt.3,
+//!   and the kill is of a node's `scr copy` during `scr postrun`; a new
+//!   allocation restarts from ckpt.2 or ckpt.3.
+//!
+//! With `--power-loss` ([`Kill::Power`]) every node loses power at the
+//! point instead (checkpoint and fetch phases): files keep only what was
+//! fsynced (`faultrt::durable`), and the restart range is the same.
 //!
 //! A clean run of each (phase, mode) first records every point reached, with
 //! its hit count and rank (`SCR_FAULT_TRACE`, see `faultrt`). Each cell then
