@@ -337,6 +337,34 @@ pub fn unmount_below(dir: &Path) {
     }
 }
 
+/// Run `f(i)` for every `i` in `0..count` on up to `jobs` threads (cells
+/// are independent: own directories, fault logs and job keys). The results
+/// keep the order of `i`.
+pub fn in_parallel<T: Send>(count: usize, jobs: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<T>>> =
+        (0..count).map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, 16) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= count {
+                    break;
+                }
+                let r = f(i);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .filter_map(|m| m.into_inner().ok().flatten())
+        .collect()
+}
+
 /// Build the run loop of one cell.
 pub fn cell_loop(
     sc: &Scenario,

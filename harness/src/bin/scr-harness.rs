@@ -771,50 +771,34 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     }
     // Cells are independent (own directories, fault logs and job keys), so
     // up to --jobs run at once; the report keeps the catalogue's order.
-    let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<campaign::Cell>>> =
-        cells.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..a.jobs.clamp(1, 16) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some((sc, scheme)) = cells.get(i) else {
-                    break;
-                };
-                bar.set_message(format!("{} {scheme}", sc.name));
-                let (cell, _) = campaign::run_cell(sc, *scheme, &settings);
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                let line = format!(
-                    "[{n}/{}] {} {}: {} ({}{}) {:.1} s",
-                    cells.len(),
-                    cell.scenario,
-                    cell.scheme,
-                    cell.outcome,
-                    cell.verdict,
-                    if cell.ok() {
-                        String::new()
-                    } else {
-                        format!(": {}; replay: {}", cell.why, cell.replay)
-                    },
-                    cell.time_s
-                );
-                if tty {
-                    bar.println(line);
-                } else {
-                    eprintln!("{line}");
-                }
-                bar.inc(1);
-                if let Ok(mut slot) = slots[i].lock() {
-                    *slot = Some(cell);
-                }
-            });
+    let results: Vec<campaign::Cell> = campaign::in_parallel(cells.len(), a.jobs, |i| {
+        let (sc, scheme) = cells[i];
+        bar.set_message(format!("{} {scheme}", sc.name));
+        let (cell, _) = campaign::run_cell(sc, scheme, &settings);
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let line = format!(
+            "[{n}/{}] {} {}: {} ({}{}) {:.1} s",
+            cells.len(),
+            cell.scenario,
+            cell.scheme,
+            cell.outcome,
+            cell.verdict,
+            if cell.ok() {
+                String::new()
+            } else {
+                format!(": {}; replay: {}", cell.why, cell.replay)
+            },
+            cell.time_s
+        );
+        if tty {
+            bar.println(line);
+        } else {
+            eprintln!("{line}");
         }
+        bar.inc(1);
+        cell
     });
-    let results: Vec<campaign::Cell> = slots
-        .into_iter()
-        .filter_map(|m| m.into_inner().ok().flatten())
-        .collect();
     bar.finish_and_clear();
     let report = Report {
         campaign: name,
@@ -957,48 +941,30 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
             "one hit per point"
         }
     );
-    let next = std::sync::atomic::AtomicUsize::new(0);
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<campaign::Cell>>> = planned
-        .iter()
-        .map(|_| std::sync::Mutex::new(None))
-        .collect();
-    std::thread::scope(|scope| {
-        for _ in 0..a.jobs.clamp(1, 16) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(p) = planned.get(i) else {
-                    break;
-                };
-                let cell = sweep::run_cell(p.mode, p.phase, &p.target, p.how, a.scheme, &settings);
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                eprintln!(
-                    "[{n}/{}] {}: {} ({}{}) {:.1} s",
-                    planned.len(),
-                    cell.scenario,
-                    cell.outcome,
-                    cell.verdict,
-                    if cell.ok() {
-                        String::new()
-                    } else {
-                        format!(
-                            ": {}; expected {}; replay: {}",
-                            cell.why, cell.expected, cell.replay
-                        )
-                    },
-                    cell.time_s
-                );
-                if let Ok(mut slot) = slots[i].lock() {
-                    *slot = Some(cell);
-                }
-            });
-        }
+    let run: Vec<campaign::Cell> = campaign::in_parallel(planned.len(), a.jobs, |i| {
+        let p = &planned[i];
+        let cell = sweep::run_cell(p.mode, p.phase, &p.target, p.how, a.scheme, &settings);
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        eprintln!(
+            "[{n}/{}] {}: {} ({}{}) {:.1} s",
+            planned.len(),
+            cell.scenario,
+            cell.outcome,
+            cell.verdict,
+            if cell.ok() {
+                String::new()
+            } else {
+                format!(
+                    ": {}; expected {}; replay: {}",
+                    cell.why, cell.expected, cell.replay
+                )
+            },
+            cell.time_s
+        );
+        cell
     });
-    let cells: Vec<(sweep::Planned, campaign::Cell)> = planned
-        .into_iter()
-        .zip(slots)
-        .filter_map(|(p, s)| Some((p, s.into_inner().ok()??)))
-        .collect();
+    let cells: Vec<(sweep::Planned, campaign::Cell)> = planned.into_iter().zip(run).collect();
     let time_s = start.elapsed().as_secs_f64();
     let ok = cells.iter().filter(|(_, c)| c.ok()).count();
     let never = cells.iter().filter(|(_, c)| c.verdict == "NEVER").count();
