@@ -60,11 +60,18 @@ install_module() {
 check "pip install mpi4py and ./python into a venv" install_module
 grep -h "venv + pip install" "$(last_log)"
 export SCR_LIBRARY="$INSTALL/lib/libscr.so"
+if [ "$failed" -ne 0 ] || [ ! -f "$SCR_LIBRARY" ]; then
+  [ -f "$SCR_LIBRARY" ] || { echo "FAIL no $SCR_LIBRARY (make INSTALL with ci/install-capi)"; failed=$((failed + 1)); }
+  echo "python: $passed passed, $failed failed"
+  exit 1
+fi
 
 # unit tests need no mpirun (the phase tests start singleton MPI processes).
 unit_tests() {
   # From WORK, so that the installed package is the one imported.
-  (cd "$WORK" && "$py" -m unittest discover -s "$WORK/python-src/tests" -v)
+  (cd "$WORK" && "$py" -m unittest discover -s "$WORK/python-src/tests" -v) || return 1
+  # With the library and mpi4py at hand, every test must have run.
+  ! grep -E "skipped" "$(last_log)"
 }
 check "unit tests (python -m unittest discover -s python/tests)" unit_tests
 grep -E "^Ran [0-9]+ tests|^OK|^FAILED" "$(last_log)" | sed 's/^/    /'
