@@ -80,20 +80,24 @@ example="$REPO/python/examples/checkpoint_restart.py"
 prefix="$WORK/prefix"
 nodes="$WORK/nodes"
 mkdir -p "$prefix" "$nodes"
-export SCR_PREFIX="$prefix" SCR_JOB_ID="python-user" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 \
+export SCR_JOB_ID="python-user" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 \
   SCR_CACHE_SIZE=2 SCR_FLUSH=0
 
-# run ARGS...: the example on 4 ranks, rank i on simulated node n<i>, in the prefix.
-run() {
+# run_py SCRIPT ARGS...: a Python program on 4 ranks, rank i on simulated
+# node n<i> ($nodes/n<i>), in the prefix directory $prefix.
+run_py() {
   local ctx=() i
   for i in 0 1 2 3; do
     [ "$i" -gt 0 ] && ctx+=(:)
-    ctx+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$nodes/n$i" "$py" "$example" "$@")
+    ctx+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$nodes/n$i" "$py" "$@")
   done
-  (cd "$prefix" && timeout 120 mpirun --oversubscribe \
+  mkdir -p "$prefix" "$nodes"
+  (cd "$prefix" && SCR_PREFIX="$prefix" timeout 120 mpirun --oversubscribe \
     -x SCR_LIBRARY -x SCR_PREFIX -x SCR_JOB_ID -x SCR_COPY_TYPE -x SCR_SET_SIZE \
     -x SCR_CACHE_SIZE -x SCR_FLUSH "${ctx[@]}")
 }
+# run ARGS...: the example.
+run() { run_py "$example" "$@"; }
 
 # no_flush: with SCR_FLUSH=0 the prefix holds no dataset, only SCR's metadata.
 no_flush() {
@@ -136,6 +140,18 @@ wrong_data() {
     "rank [0-3]: ckpt.14: ckpt.14/rank_[0-3].dat: byte 0 is 0x[0-9a-f]{2}, expected 0x[0-9a-f]{2}"
 }
 check "a restart that reads other bytes fails, naming the byte" wrong_data
+
+# One rank raises inside a checkpoint block: every rank still completes
+# the phase (a hang would hit mpirun's timeout), and the restart in a new
+# launch comes from the checkpoint before it.
+prefix="$WORK/raises/prefix"
+nodes="$WORK/raises/nodes"
+raises() {
+  run_py "$WORK/python-src/tests/mpi_rank_raises.py" "$1" || return 1
+  expect "$(last_log)" "^mpi_rank_raises $1: ok$"
+}
+check "an exception on rank 1 in a checkpoint block: all ranks complete, all_valid False" raises write
+check "the next launch restarts from the checkpoint before it" raises read
 
 # docs/guide/python.md quotes the example whole: the quote is the file.
 doc_quotes_example() {
