@@ -9,7 +9,8 @@
 # REPO/python (pip builds in the source tree; REPO stays clean), runs the
 # module's unit tests, then python/examples/checkpoint_restart.py under
 # mpirun -np 4 on four simulated nodes with XOR and no flush, losing a node
-# before each of two restarts that must come back bit-exact from the cache.
+# before each of two restarts that must come back bit-exact from the cache
+# (and once with PARTNER), and one rank raising inside a checkpoint block.
 # Ends with "python: N passed, M failed"; exits non-zero when any failed.
 set -uo pipefail
 : "${INSTALL:?set INSTALL to an install prefix (ci/install-capi PREFIX)}"
@@ -140,6 +141,13 @@ wrong_data() {
     "rank [0-3]: ckpt.14: ckpt.14/rank_[0-3].dat: byte 0 is 0x[0-9a-f]{2}, expected 0x[0-9a-f]{2}"
 }
 check "a restart that reads other bytes fails, naming the byte" wrong_data
+
+# The same with PARTNER copies: a lost node's files come from its partner.
+prefix="$WORK/partner/prefix"
+nodes="$WORK/partner/nodes"
+SCR_COPY_TYPE=PARTNER check "PARTNER: first run" first_run
+rm -rf "$nodes/n3"
+SCR_COPY_TYPE=PARTNER check "PARTNER: restart after losing n3, bit-exact" restart_1
 
 # One rank raises inside a checkpoint block: every rank still completes
 # the phase (a hang would hit mpirun's timeout), and the restart in a new
