@@ -20,7 +20,10 @@ pub fn has_fault_injection(program: &Path) -> bool {
 }
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate_dir
+        .parent()
+        .map_or_else(|| crate_dir.join(".."), Path::to_path_buf)
 }
 
 fn beside_me(name: &str) -> Option<PathBuf> {
