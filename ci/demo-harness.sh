@@ -6,23 +6,28 @@
 #    survivors plus spare n4, SCR rebuilds n1's files, and scr_app verifies
 #    every byte it restarts from;
 # 2. a small campaign across SINGLE, PARTNER, XOR and RS whose table and
-#    matrix plot go to results/campaign-demo.{md,json,png}.
+#    matrix plot go to $DEMO_OUT/campaign-demo.{md,json,png} (default
+#    target/demo/results; `ci/demo --out results` for the committed ones).
 # Exits non-zero unless every outcome is the expected one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh
 profile=${PROFILE:-release}
 flag=$([ "$profile" = release ] && echo --release || true)
-cargo build --quiet $flag -p testing --bin scr_app --features scr/fault-injection \
+out=${DEMO_OUT:-target/demo/results}
+mkdir -p "$out"
+echo "== building scr_app and scr with injection points (target/fault-injection, $profile)"
+cargo build $flag -p testing --bin scr_app -p scr --bin scr --features scr/fault-injection \
   --target-dir target/fault-injection
-cargo build --quiet $flag -p harness --bin scr-harness -p scr --bin scr
+echo "== building scr-harness and scr ($profile)"
+cargo build $flag -p harness --bin scr-harness -p scr --bin scr
 harness="target/$profile/scr-harness"
 app="target/fault-injection/$profile/scr_app"
 echo "== one scenario, step by step: node n1 dies after checkpoint 2 (XOR)"
 "$harness" run --app "$app" --scenario kill-node-compute --scheme XOR --work target/demo/harness
 echo
 echo "== a small campaign across the four schemes"
-"$harness" campaign --app "$app" --name demo --out results --work target/demo/harness \
+"$harness" campaign --app "$app" --name demo --out "$out" --work target/demo/harness \
   --only kill-node-compute --only lose-two-neighbours --only lose-two-apart \
   --only bitflip-app-file --only fetch-after-losing-every-node
-echo "tables: results/campaign-demo.md, results/campaign-demo.json; plot: results/campaign-demo.png"
+echo "tables: $out/campaign-demo.md, $out/campaign-demo.json; plot: $out/campaign-demo.png"

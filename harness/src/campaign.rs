@@ -160,10 +160,8 @@ impl Report {
     /// of the quick campaign holds (it changes only when behaviour does).
     pub fn outcome_table(&self) -> String {
         let schemes = self.schemes();
-        let mut rows: BTreeMap<&str, BTreeMap<CopyType, &Cell>> = BTreeMap::new();
-        for c in &self.cells {
-            rows.entry(&c.scenario).or_default().insert(c.scheme, c);
-        }
+        // Natural order, as the plot: random-2 before random-10.
+        let rows = crate::plot::rows(self);
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -245,7 +243,8 @@ impl Report {
         s
     }
 
-    /// Write `<dir>/<campaign>.md`, `.json` and `.png`.
+    /// Write `<dir>/<campaign>.md`, `.json` and `.png` (with further
+    /// `-p2.png`, ... pages for a large campaign: [`crate::plot::matrix`]).
     pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let base = dir.join(format!("campaign-{}", self.campaign));
@@ -255,8 +254,9 @@ impl Report {
         std::fs::write(&md, self.markdown()).map_err(|e| format!("{}: {e}", md.display()))?;
         let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
         std::fs::write(&json, text + "\n").map_err(|e| format!("{}: {e}", json.display()))?;
-        crate::plot::matrix(self, &png)?;
-        Ok(vec![md, json, png])
+        let mut files = vec![md, json];
+        files.extend(crate::plot::matrix(self, &png)?);
+        Ok(files)
     }
 }
 
@@ -664,6 +664,84 @@ mod tests {
         assert!(std::fs::read_to_string(&files[0])
             .unwrap()
             .contains("| a-flip | XOR | NEVER"));
+    }
+
+    /// A large campaign: `n` scenarios `random-0` ... with one XOR cell
+    /// each, the one of `random-<bad>` not as expected.
+    fn many(n: usize, bad: usize) -> Report {
+        let mut r = report();
+        let model = r.cells[0].clone();
+        r.cells = (0..n)
+            .map(|i| {
+                let mut c = model.clone();
+                c.scenario = format!("random-{i}");
+                c.scheme = CopyType::Xor;
+                c.verdict = if i == bad { "unexpected" } else { "expected" }.into();
+                c.why = if i == bad {
+                    "restarted from ckpt.2, expected ckpt.3".into()
+                } else {
+                    String::new()
+                };
+                c.class = "cache".into();
+                c
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn a_large_campaign_is_plotted_in_readable_pages_in_natural_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let r = many(120, 7);
+        let files = r.write(tmp.path()).unwrap();
+        let pngs: Vec<String> = files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|x| x == "png"))
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            pngs,
+            [
+                "campaign-test.png",
+                "campaign-test-p2.png",
+                "campaign-test-p3.png"
+            ]
+        );
+        // No page is taller than 50 rows' worth.
+        let (_, _, h) = crate::plot::page_pixels(&r, 0).unwrap();
+        assert!(h < 1400, "{h} px");
+        // Natural order in the table as in the plot.
+        let table = r.outcome_table();
+        let at = |n: &str| table.find(&format!("| {n} |")).unwrap();
+        assert!(at("random-2") < at("random-10") && at("random-10") < at("random-100"));
+        // A smaller campaign later removes the stale pages.
+        let files = many(10, 99).write(tmp.path()).unwrap();
+        assert_eq!(files.len(), 3);
+        assert!(!tmp.path().join("campaign-test-p2.png").exists());
+    }
+
+    #[test]
+    fn a_cell_not_as_expected_is_marked_in_red_and_listed() {
+        let r = many(12, 7);
+        // Natural order: random-7 is row 7.
+        let (buf, w, _) = crate::plot::page_pixels(&r, 0).unwrap();
+        let red_in = |((x0, y0), (x1, y1)): ((i32, i32), (i32, i32))| {
+            let mut n = 0;
+            for y in y0..y1 {
+                for x in x0..x1 {
+                    let i = ((y as u32 * w + x as u32) * 3) as usize;
+                    let px = crate::plot::FAIL_RED;
+                    if buf[i] == px.0 && buf[i + 1] == px.1 && buf[i + 2] == px.2 {
+                        n += 1;
+                    }
+                }
+            }
+            n
+        };
+        let bad = red_in(crate::plot::cell_box(&r, 7, 0));
+        let good = red_in(crate::plot::cell_box(&r, 6, 0));
+        assert!(bad > 100, "{bad} red pixels in the failed cell");
+        assert_eq!(good, 0);
     }
 
     #[test]

@@ -13,4 +13,5 @@ pub mod runlog;
 pub mod runloop;
 pub mod scenario;
 pub mod sweep;
+pub mod tools;
 pub mod validate;

@@ -246,11 +246,45 @@ pub fn crash_moment(f: &Firing) -> Option<(u64, Phase)> {
     Some((f.hit, phase))
 }
 
+/// The crash of a draw in words, for the scenario's description.
+fn crash_words(c: &Crash) -> String {
+    match c {
+        Crash::KillRank(r) => format!("rank {r} killed"),
+        Crash::ExitRank(r) => format!("rank {r} exits without finalizing"),
+        Crash::KillNode(n) => format!("node n{n} dies"),
+    }
+}
+
+/// When in a checkpoint the crash happens, in words.
+fn phase_words(p: Phase) -> &'static str {
+    match p {
+        Phase::Compute => "while computing after the completion",
+        Phase::Start => "inside Start_output",
+        Phase::Write => "while the application writes the files",
+        Phase::Complete => "inside Complete_output",
+    }
+}
+
+/// Items joined by commas, or "none".
+fn listed(items: impl Iterator<Item = String>) -> String {
+    let v: Vec<String> = items.collect();
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.join(", ")
+    }
+}
+
 /// (rank, dataset) of a damaged application file, from the harness's
-/// record of a bit flip (`BitFlips { path: ".../scr.dataset.D/.../rank_R.ckptC.partI", .. }`).
+/// record of a bit flip, as [`faultsim::inject::Record`]'s Display words it
+/// (`flipped N bit(s) of .../scr.dataset.D/.../rank_R.ckptC.partI (L bytes) at ...`).
 pub fn damaged_file(record: &str) -> Option<(u32, u64)> {
-    let rest = record.strip_prefix("BitFlips { path: \"")?;
-    let path = std::path::Path::new(&rest[..rest.find('"')?]);
+    let rest = record
+        .strip_prefix("flipped ")?
+        .split_once(" bit(s) of ")?
+        .1;
+    let upto = &rest[..rest.rfind(" bytes) at bit offset")?];
+    let path = std::path::Path::new(&upto[..upto.rfind(" (")?]);
     let rank = path
         .file_name()?
         .to_str()?
@@ -456,9 +490,10 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
     env.insert("SCR_SET_SIZE".to_string(), d.set_size.to_string());
     env.insert("SCR_SET_FAILURES".to_string(), d.failures.to_string());
     let about = format!(
-        "{} nodes × {} ranks + {} spares, {} (set {}, failures {}), {} checkpoints; crash {:?} at {:?} of checkpoint {c}; nodes lost after: {:?}; damaged (rank, dataset): {:?}",
+        "{} nodes × {} ranks + {} spares, {} (set {}, failures {}), {} checkpoints; {} {} of checkpoint {c}; nodes lost after: {}; damaged (rank, dataset): {}",
         d.nodes, d.ranks_per_node, d.spares, d.scheme, d.set_size, d.failures, d.checkpoints,
-        crash, phase, d.lost_after, d.damaged
+        crash_words(&crash), phase_words(phase), listed(d.lost_after.iter().map(|n| node(*n))),
+        listed(d.damaged.iter().map(|(r, ds)| format!("rank {r} of dataset {ds}")))
     );
     let mut sc = Scenario {
         name: format!("random-{index}"),
@@ -593,17 +628,15 @@ mod tests {
     /// The harness's record of a bit flip, formatted as the run loop keeps
     /// it in `LaunchRecord::external`.
     fn flipped(node: &str, ds: u64, file: &str) -> String {
-        format!(
-            "{:?}",
-            faultsim::inject::Record::BitFlips {
-                path: format!(
-                    "/w/nodes/{node}/dev/shm/uid0/scr.4242/scr.dataset.{ds}/ckpt.{ds}/{file}"
-                )
-                .into(),
-                bit_offsets: vec![1, 2],
-                len_bytes: 100,
-            }
-        )
+        faultsim::inject::Record::BitFlips {
+            path: format!(
+                "/w/nodes/{node}/dev/shm/uid0/scr.4242/scr.dataset.{ds}/ckpt.{ds}/{file}"
+            )
+            .into(),
+            bit_offsets: vec![1, 2],
+            len_bytes: 100,
+        }
+        .to_string()
     }
 
     #[test]

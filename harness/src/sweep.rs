@@ -444,7 +444,7 @@ pub fn judge(phase: Phase, t: &Target, how: Kill, r: &RunResult) -> Result<(), S
     }
     if r.outcome.end != End::Completed {
         return Err(format!(
-            "the run loop ended {:?}, not completed",
+            "the run loop ended {}, not completed",
             r.outcome.end
         ));
     }

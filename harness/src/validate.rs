@@ -199,7 +199,7 @@ impl Ctx {
                 let r = faultsim::inject::kill_node(node, within).map_err(|e| e.to_string())?;
                 let gone = faultsim::inject::remove_dir_tree(&root.join(node))
                     .map_err(|e| e.to_string())?;
-                Ok(format!("{r:?}; {gone:?}"))
+                Ok(format!("{r}; {gone}"))
             }
             (_, Some(cmd)) => {
                 let argv = kill_argv(cmd, node, &self.nodes)?;
@@ -445,7 +445,8 @@ fn survives_node_kill(ctx: &Ctx, nodes: &[String], victim: &str) -> Check {
                             "killed {victim} ({how}); the job ended (exit {}) and the job script ran its next command",
                             out.code()
                         )),
-                        other => Err(format!("the job script cannot run commands after the kill: {other:?}")),
+                        Ok(n) => Err(format!("the job script cannot run commands after the kill: `echo` printed {:?} (exit {})", n.stdout.trim(), n.code())),
+                        Err(e) => Err(format!("the job script cannot run commands after the kill: {e}")),
                     }
                 }
                 Ok(Err(LaunchError::Timeout { .. })) => Err(format!(
@@ -509,9 +510,16 @@ fn steers_away(ctx: &Ctx, previous: &[String]) -> Check {
             want.sort();
             let bad: Vec<&String> = seen.iter().filter(|n| ctx.down.is_down(n)).collect();
             if !bad.is_empty() {
-                Err(format!("ranks ran on down nodes {bad:?}"))
+                Err(format!(
+                    "ranks ran on down nodes {}",
+                    bad.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(",")
+                ))
             } else if seen != want {
-                Err(format!("ranks ran on {seen:?}, expected {want:?}"))
+                Err(format!(
+                    "ranks ran on {}, expected {}",
+                    seen.join(","),
+                    want.join(",")
+                ))
             } else {
                 Ok(format!(
                     "a second job ran in the broken allocation on {}",
@@ -611,16 +619,21 @@ fn health_check_catches(ctx: &Ctx) -> Vec<Check> {
     let _ = std::fs::create_dir_all(&probe);
     let r = match health::check_node(Some(&probe), &sc(0)) {
         Err(why @ health::DownReason::StorageInaccessible { .. }) => Ok(format!("caught: {why}")),
-        other => Err(format!("a missing storage directory gave {other:?}")),
+        other => Err(format!(
+            "a missing storage directory gave {}",
+            verdict(&other)
+        )),
     };
     out.push(check("health check: missing storage", start, r));
     let _ = std::fs::create_dir_all(probe.join("dev/shm"));
     // Capacity.
     let start = Instant::now();
-    let r = match health::check_node(Some(&probe), &sc(u64::MAX / 2)) {
+    // 1 PiB: more than any test machine has, and a number a person can read.
+    let r = match health::check_node(Some(&probe), &sc(1 << 50)) {
         Err(why @ health::DownReason::Capacity { .. }) => Ok(format!("caught: {why}")),
         other => Err(format!(
-            "a file system smaller than configured gave {other:?}"
+            "a file system smaller than configured gave {}",
+            verdict(&other)
         )),
     };
     out.push(check("health check: capacity", start, r));
@@ -635,7 +648,7 @@ fn health_check_catches(ctx: &Ctx) -> Vec<Check> {
                 (Ok(_), Err(why @ health::DownReason::TouchFailed { .. })) => {
                     Ok(format!("caught: {why}"))
                 }
-                (Ok(_), other) => Err(format!("a full file system gave {other:?}")),
+                (Ok(_), other) => Err(format!("a full file system gave {}", verdict(&other))),
                 (Err(e), _) => Err(format!("could not fill the tmpfs: {e}")),
             };
             let _ = mounted.undo();
@@ -686,10 +699,19 @@ pub fn main(a: ValidateArgs) -> ExitCode {
     }
 }
 
+/// A health check's answer in words: "healthy" or why the node is down.
+fn verdict(r: &Result<(), health::DownReason>) -> String {
+    match r {
+        Ok(()) => "healthy".to_string(),
+        Err(why) => format!("down: {why}"),
+    }
+}
+
 /// `scr-harness check-node --storage PATH[:MIN_BYTES]...`: `scr_check_node`
 /// on this node. Exit SUCCESS when healthy, UNEXPECTED with the reason
-/// otherwise, USAGE for a bad `--storage`.
-pub fn check_node_main(storage: &[String]) -> ExitCode {
+/// otherwise, USAGE for a bad `--storage`; `--json` prints one object
+/// (`healthy`, `why`, `storage`) instead of the text line.
+pub fn check_node_main(storage: &[String], json: bool) -> ExitCode {
     let s = match parse_storage(storage) {
         Ok(s) => s,
         Err(e) => {
@@ -697,13 +719,35 @@ pub fn check_node_main(storage: &[String]) -> ExitCode {
             return Code::Usage.into();
         }
     };
-    match health::check_node(None, &s) {
+    let checked = health::check_node(None, &s);
+    if json {
+        // One JSON document: what was checked, and the verdict with its reason.
+        let storage: Vec<_> = s
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "path": c.path.to_string_lossy(),
+                    "min_bytes": c.min_capacity_bytes,
+                })
+            })
+            .collect();
+        let why = checked.as_ref().err().map(ToString::to_string);
+        println!(
+            "{}",
+            serde_json::json!({ "healthy": checked.is_ok(), "why": why, "storage": storage })
+        );
+    }
+    match checked {
         Ok(()) => {
-            println!("healthy");
+            if !json {
+                println!("healthy");
+            }
             Code::Success.into()
         }
         Err(why) => {
-            println!("{} {why}", scr::runloop::probe::DOWN_MARK);
+            if !json {
+                println!("{} {why}", scr::runloop::probe::DOWN_MARK);
+            }
             Code::Unexpected.into()
         }
     }

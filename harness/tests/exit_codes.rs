@@ -74,3 +74,101 @@ fn campaign_list_into_a_closed_pipe_ends_quietly() {
     assert_eq!(stderr(&o), "", "no panic, no message");
     assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{:?}", o.status);
 }
+
+/// A fake program: with the plan variable's name inside it counts as built
+/// with injection points (that is what the harness looks for).
+fn fake_program(dir: &std::path::Path, name: &str, injection: bool) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let body: &[u8] = if injection {
+        b"#!/bin/sh\n# SCR_FAULT_PLAN\nexit 0\n"
+    } else {
+        b"#!/bin/sh\nexit 0\n"
+    };
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+/// The README's campaign with a `scr` built without injection points gave
+/// false failures (its scavenge faults never fired); now it is refused
+/// before any cell runs, with the command that builds the right one.
+#[test]
+fn campaign_refuses_a_scr_without_injection_points() {
+    let d = tempfile::tempdir().unwrap();
+    let app = fake_program(d.path(), "scr_app", true);
+    let plain = fake_program(d.path(), "scr", false);
+    let o = harness(&[
+        "campaign",
+        "--quick",
+        "--no-results",
+        "--app",
+        app.to_str().unwrap(),
+        "--scr",
+        plain.to_str().unwrap(),
+        "--work",
+        d.path().join("work").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(Code::Failed), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("without injection points"), "{err}");
+    assert!(
+        err.contains("-p scr --bin scr --features scr/fault-injection"),
+        "{err}"
+    );
+    assert!(err.starts_with("scr-harness: error: "), "{err}");
+    assert!(!d.path().join("work").exists(), "no cell ran");
+    // The sweep checks the same.
+    let o = harness(&[
+        "sweep",
+        "--no-results",
+        "--app",
+        app.to_str().unwrap(),
+        "--scr",
+        plain.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), Some(Code::Failed), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("without injection points"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn check_node_prints_json_when_asked() {
+    let d = tempfile::tempdir().unwrap();
+    let ok = d.path().to_str().unwrap().to_string();
+    let o = harness(&["check-node", "--json", "--storage", &ok]);
+    assert_eq!(code(&o), Some(Code::Success), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(v["healthy"], true);
+    assert_eq!(v["storage"][0]["path"], ok.as_str());
+    let gone = d.path().join("gone");
+    let o = harness(&["check-node", "--json", "--storage", gone.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(Code::Unexpected), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(v["healthy"], false);
+    assert!(v["why"].as_str().is_some_and(|w| w.contains("gone")), "{v}");
+}
+
+/// `scr-harness plot --from X.json` draws a committed campaign's matrix
+/// again; a file that is no report is a CONFIG error naming its line.
+#[test]
+fn plot_redraws_a_campaign_from_its_json() {
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("campaign-demo.json");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    std::fs::copy(repo.join("results/campaign-demo.json"), &json).unwrap();
+    let o = harness(&["plot", "--from", json.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(Code::Success), "{}", stderr(&o));
+    let png = d.path().join("campaign-demo.png");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        png.to_str().unwrap()
+    );
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+    let bad = d.path().join("bad.json");
+    std::fs::write(&bad, "{\n  \"campaign\": 3\n}\n").unwrap();
+    let o = harness(&["plot", "--from", bad.to_str().unwrap()]);
+    assert_eq!(code(&o), Some(Code::Config), "{}", stderr(&o));
+    assert!(stderr(&o).contains("bad.json: line 2"), "{}", stderr(&o));
+}

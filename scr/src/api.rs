@@ -9,8 +9,22 @@
 //! Calls that SCR makes collective are collective here, and every rank gets
 //! the same answer.
 //!
+//! An error reaches the user through its Display and its causes
+//! ([`crate::exit::error_report`]), not through `main() -> Result`, which
+//! prints the Debug form (`Error: Config(BadValue { .. })`):
+//!
 //! ```no_run
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! fn main() -> std::process::ExitCode {
+//!     match run() {
+//!         Ok(()) => std::process::ExitCode::SUCCESS,
+//!         Err(e) => {
+//!             eprintln!("{}", scr::exit::error_report("app", &*e));
+//!             std::process::ExitCode::FAILURE
+//!         }
+//!     }
+//! }
+//!
+//! fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let _mpi = scr::comm::mpi::MpiEnv::init(); // MPI_Init (the application's)
 //! scr::comm::mpi::install_abort_on_panic();
 //! let world = scr::comm::mpi::MpiComm::world()?; // a duplicate of MPI_COMM_WORLD
@@ -27,7 +41,8 @@
 //! std::fs::write(&path, b"state")?;
 //! out.complete(true)?;
 //! scr.finalize()?;
-//! # Ok(()) }
+//! Ok(())
+//! }
 //! ```
 
 use std::fs;

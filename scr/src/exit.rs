@@ -215,6 +215,33 @@ pub fn default_sigpipe() {
     }
 }
 
+/// The lines a command prints on standard error for `err`: its Display as
+/// `TOOL: error: ...`, then each cause in its chain as `TOOL: caused by:
+/// ...` — never a Debug form. A cause whose text the lines above already
+/// hold (a message that quotes its source) is not repeated.
+pub fn error_report(tool: &str, err: &dyn std::error::Error) -> String {
+    let first = err.to_string();
+    let mut out = format!("{tool}: error: {first}");
+    let mut said = first;
+    let mut cause = err.source();
+    // Bounded: error chains are short, and a cycle would be a bug; stop at 16.
+    let mut left = 16;
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !text.is_empty() && !said.contains(&text) {
+            let _ = write!(out, "\n{tool}: caused by: {text}");
+            said.push('\n');
+            said.push_str(&text);
+        }
+        left -= 1;
+        if left == 0 {
+            break;
+        }
+        cause = c.source();
+    }
+    out
+}
+
 /// An error that says which exit code a command ends with.
 pub trait HasExitCode {
     /// The code of the table for this error.
@@ -267,6 +294,52 @@ impl HasExitCode for DbError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading {path}")]
+    struct Outer {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading {path}: {source}")]
+    struct Quoting {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    }
+
+    fn denied() -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied")
+    }
+
+    #[test]
+    fn error_report_prints_the_chain_with_display_once() {
+        let e = Outer {
+            path: "/etc/scr.conf".into(),
+            source: denied(),
+        };
+        assert_eq!(
+            error_report("scr", &e),
+            "scr: error: reading /etc/scr.conf\nscr: caused by: permission denied"
+        );
+        // A message that quotes its cause is not followed by the cause again.
+        let q = Quoting {
+            path: "/etc/scr.conf".into(),
+            source: denied(),
+        };
+        let text = error_report("scr-harness", &q);
+        assert_eq!(
+            text,
+            "scr-harness: error: reading /etc/scr.conf: permission denied"
+        );
+        assert!(
+            !text.contains("Custom {") && !text.contains("kind:"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn codes_are_distinct_and_in_order() {

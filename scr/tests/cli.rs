@@ -124,7 +124,10 @@ fn print_of_a_corrupted_file_exits_damaged_naming_file_and_offset() {
     assert_eq!(out.status.code(), Some(6), "DAMAGED");
     assert_eq!(text(&out.stdout), "", "nothing printed from a bad file");
     let trailer = bytes.len() - 4;
-    let want = format!("scr: {}: offset {trailer}: CRC32 mismatch", path.display());
+    let want = format!(
+        "scr: error: {}: offset {trailer}: CRC32 mismatch",
+        path.display()
+    );
     let err = text(&out.stderr);
     assert!(
         err.starts_with(&want),
@@ -140,7 +143,7 @@ fn print_of_a_truncated_file_exits_damaged_naming_file_and_offset() {
     let out = scr(&["print", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(6), "DAMAGED");
     let err = text(&out.stderr);
-    let want = format!("scr: {}: offset 3: truncated", path.display());
+    let want = format!("scr: error: {}: offset 3: truncated", path.display());
     assert!(
         err.starts_with(&want),
         "stderr {err:?} should start {want:?}"

@@ -138,3 +138,65 @@ fn a_reader_that_goes_away_ends_the_command_quietly() {
     assert_eq!(stderr(&o), "", "no panic, no message");
     assert_eq!(o.status.signal(), Some(libc::SIGPIPE), "{:?}", o.status);
 }
+
+/// A prefix that is not there is a usage error, not an empty index.
+#[test]
+fn index_of_a_missing_prefix_is_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let gone = d.path().join("nonexistent");
+    let o = scr(&["index", "--prefix", path(&gone), "--list"], &[]);
+    assert_eq!(code(&o), Some(Code::Usage), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    assert!(stderr(&o).contains(path(&gone)), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "no \"no datasets\" line");
+    // An existing prefix without an index still lists nothing, successfully.
+    let o = scr(&["index", "--prefix", path(d.path()), "--list"], &[]);
+    assert_eq!(code(&o), Some(Code::Success), "{}", stderr(&o));
+}
+
+/// `scr config NAME` of no parameter names it and suggests the nearest;
+/// a known parameter without a value still answers NO.
+#[test]
+fn config_of_an_unknown_parameter_names_it() {
+    let o = scr(&["config", "SCR_FLUHS"], &[]);
+    assert_eq!(code(&o), Some(Code::Usage), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("SCR_FLUHS: no such SCR parameter"), "{err}");
+    assert!(err.contains("did you mean SCR_FLUSH?"), "{err}");
+    let o = scr(&["config", "NOPE"], &[]);
+    assert_eq!(code(&o), Some(Code::Usage), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("NOPE: no such SCR parameter"),
+        "{}",
+        stderr(&o)
+    );
+    // A name of the user's own that is set is printed as before.
+    let d = tempfile::tempdir().unwrap();
+    let conf = d.path().join("user.conf");
+    std::fs::write(&conf, "MY_TOOL_OPT=7\n").unwrap();
+    let o = scr(
+        &["config", "MY_TOOL_OPT"],
+        &[("SCR_CONF_FILE", path(&conf))],
+    );
+    assert_eq!(code(&o), Some(Code::Success), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "7");
+}
+
+/// Errors print as `scr: error: ...` (Display), with causes on
+/// `scr: caused by:` lines, never a Debug form.
+#[test]
+fn errors_print_their_display_with_the_error_prefix() {
+    let d = tempfile::tempdir().unwrap();
+    let garbage = d.path().join("garbage.scr");
+    std::fs::write(&garbage, b"no kvtree here, no magic").unwrap();
+    let o = scr(&["print", path(&garbage)], &[]);
+    let err = stderr(&o);
+    assert!(err.starts_with("scr: error: "), "{err}");
+    assert!(
+        err.lines()
+            .skip(1)
+            .all(|l| l.starts_with("scr: caused by: ")),
+        "{err}"
+    );
+    assert!(!err.contains(" { ") && !err.contains("Error:"), "{err}");
+}

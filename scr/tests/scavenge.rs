@@ -760,7 +760,7 @@ fn cli_copy_and_index_exit_codes_say_what_happened() {
     let (code, out, err) = scr_cli(&["index", "--prefix", &prefix, "--add", &cl.add_arg(1).0]);
     assert_eq!(code, 3, "{out}\n{err}");
     assert!(
-        out.contains("INCOMPLETE") && out.contains("[2, 3]"),
+        out.contains("INCOMPLETE") && out.contains("ranks missing after the copy: 2, 3"),
         "{out}"
     );
     let (code, out, _) = scr_cli(&["index", "--prefix", &prefix, "--list", "--json"]);

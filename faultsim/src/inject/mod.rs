@@ -220,6 +220,107 @@ pub enum Record {
     },
 }
 
+/// What a fault did, in words for a report or a log line (the Debug form
+/// is for programmers: `DirRemoved { path: … }` is no message).
+impl std::fmt::Display for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Record::BitFlips {
+                path,
+                bit_offsets,
+                len_bytes,
+            } => {
+                let shown: Vec<String> = bit_offsets.iter().take(8).map(u64::to_string).collect();
+                let more = bit_offsets.len().saturating_sub(shown.len());
+                write!(
+                    f,
+                    "flipped {} bit(s) of {} ({len_bytes} bytes) at bit offset(s) {}{}",
+                    bit_offsets.len(),
+                    path.display(),
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            Record::Truncated {
+                path,
+                from_bytes,
+                to_bytes,
+            } => write!(
+                f,
+                "truncated {} from {from_bytes} to {to_bytes} bytes",
+                path.display()
+            ),
+            Record::Deleted { path, len_bytes } => {
+                write!(f, "deleted {} ({len_bytes} bytes)", path.display())
+            }
+            Record::ZeroedHeader { path, original } => write!(
+                f,
+                "zeroed the {}-byte header of {}",
+                original.len(),
+                path.display()
+            ),
+            Record::DirRemoved { path } => write!(f, "removed directory {}", path.display()),
+            Record::Unreachable {
+                path,
+                method,
+                moved_to,
+                ..
+            } => {
+                let how = match method {
+                    OutageMethod::Chmod => "by mode 0500".to_string(),
+                    OutageMethod::ReplaceWithFile | OutageMethod::Auto => match moved_to {
+                        Some(to) => format!("by a file in its place (moved to {})", to.display()),
+                        None => "by a file in its place".to_string(),
+                    },
+                };
+                write!(f, "made {} unreachable {how}", path.display())
+            }
+            Record::Signalled { pids, signal } => {
+                let name = match *signal {
+                    libc::SIGKILL => "SIGKILL".to_string(),
+                    libc::SIGTERM => "SIGTERM".to_string(),
+                    libc::SIGSTOP => "SIGSTOP".to_string(),
+                    libc::SIGCONT => "SIGCONT".to_string(),
+                    libc::SIGINT => "SIGINT".to_string(),
+                    other => format!("signal {other}"),
+                };
+                let who: Vec<String> = pids
+                    .iter()
+                    .map(|p| {
+                        if *p < 0 {
+                            format!("process group {}", p.unsigned_abs())
+                        } else {
+                            format!("pid {p}")
+                        }
+                    })
+                    .collect();
+                let who = if who.is_empty() {
+                    "no process".to_string()
+                } else {
+                    who.join(", ")
+                };
+                write!(f, "sent {name} to {who}")
+            }
+            Record::Filled {
+                filler,
+                bytes,
+                free_after_bytes,
+            } => write!(
+                f,
+                "filled {} with {bytes} bytes ({free_after_bytes} bytes free after)",
+                filler.display()
+            ),
+            Record::TmpfsMounted { path, size_bytes } => {
+                write!(f, "mounted a {size_bytes}-byte tmpfs on {}", path.display())
+            }
+        }
+    }
+}
+
 impl Record {
     /// True when [`Record::undo`] can restore the state before the fault.
     pub fn undoable(&self) -> bool {

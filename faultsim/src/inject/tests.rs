@@ -409,3 +409,45 @@ fn kill_a_child_a_group_and_a_node() {
     other.wait().expect("wait");
     assert!(matches!(kill_pid(1), Err(InjectError::Refused { .. })));
 }
+
+/// What a fault did reaches reports and the run loop's text output: it
+/// reads as words, never as the Debug form of the record.
+#[test]
+fn records_display_as_words_not_debug_forms() {
+    let cases = [
+        (
+            Record::DirRemoved {
+                path: PathBuf::from("/sim/n1"),
+            },
+            "removed directory /sim/n1",
+        ),
+        (
+            Record::Signalled {
+                pids: vec![-4242, 17],
+                signal: libc::SIGKILL,
+            },
+            "sent SIGKILL to process group 4242, pid 17",
+        ),
+        (
+            Record::BitFlips {
+                path: PathBuf::from("/sim/n0/f"),
+                bit_offsets: vec![3, 9],
+                len_bytes: 64,
+            },
+            "flipped 2 bit(s) of /sim/n0/f (64 bytes) at bit offset(s) 3, 9",
+        ),
+        (
+            Record::Truncated {
+                path: PathBuf::from("/p/x"),
+                from_bytes: 10,
+                to_bytes: 4,
+            },
+            "truncated /p/x from 10 to 4 bytes",
+        ),
+    ];
+    for (rec, want) in cases {
+        let text = rec.to_string();
+        assert_eq!(text, want);
+        assert!(!text.contains('{') && !text.contains('['), "{text}");
+    }
+}

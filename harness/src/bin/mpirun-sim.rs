@@ -70,7 +70,13 @@ fn main() -> ExitCode {
     }
     if a.verbose {
         match job.argv() {
-            Ok(v) => eprintln!("mpirun-sim: {v:?}"),
+            Ok(v) => eprintln!(
+                "mpirun-sim: {}",
+                v.iter()
+                    .map(|a| a.to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
             Err(e) => eprintln!("mpirun-sim: {e}"),
         }
     }

@@ -27,6 +27,7 @@ use harness::campaign::{self, Report, Settings};
 use harness::outcome::{Outcome, Verdict};
 use harness::runloop::{default_storage, Allocation, AppSpec, LaunchRecord, RunLoop, RunResult};
 use harness::scenario::{self, Catalogue, Scenario};
+use harness::tools::{find_app, find_scr, has_fault_injection};
 use scr::exit::Code;
 use scr::CopyType;
 
@@ -54,11 +55,24 @@ enum Cmd {
     /// The developer guide's checklist for a new system (node kill, launcher,
     /// down-node detection, steering, full cycle, health checks).
     Validate(harness::validate::ValidateArgs),
+    /// Draw a campaign's matrix again from its JSON (`results/campaign-X.json`
+    /// gives `results/campaign-X.png`, and `-p2.png`, ... for a large one).
+    Plot {
+        /// The campaign's JSON report.
+        #[arg(long = "from", value_name = "JSON")]
+        from: PathBuf,
+        /// The first PNG page (default: the JSON's path with `.png`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// scr_check_node on this node: storage reachable, writable, capacity, touch+rm.
     CheckNode {
         /// PATH[:MIN_BYTES] (repeatable; default /dev/shm).
         #[arg(long = "storage", value_name = "PATH[:MIN_BYTES]")]
         storage: Vec<String>,
+        /// Print one JSON object (healthy, why, storage checked) instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -231,77 +245,77 @@ fn main() -> ExitCode {
         Cmd::Campaign(a) => campaign_cmd(a),
         Cmd::Sweep(a) => sweep_cmd(a),
         Cmd::Validate(a) => harness::validate::main(a),
-        Cmd::CheckNode { storage } => harness::validate::check_node_main(&storage),
+        Cmd::Plot { from, out } => plot_cmd(&from, out),
+        Cmd::CheckNode { storage, json } => harness::validate::check_node_main(&storage, json),
+    }
+}
+
+/// `scr-harness plot --from X.json`: the campaign's PNG pages again.
+fn plot_cmd(from: &Path, out: Option<PathBuf>) -> ExitCode {
+    let text = match std::fs::read_to_string(from) {
+        Ok(t) => t,
+        Err(e) => return harness_error(format!("{}: {e}", from.display())),
+    };
+    let report: Report = match serde_json::from_str(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            return config_message(format!(
+                "{}: line {}, column {}: not a campaign report: {e}",
+                from.display(),
+                e.line(),
+                e.column()
+            ))
+        }
+    };
+    let png = out.unwrap_or_else(|| from.with_extension("png"));
+    match harness::plot::matrix(&report, &png) {
+        Ok(files) => {
+            for f in files {
+                println!("{}", f.display());
+            }
+            Code::Success.into()
+        }
+        Err(e) => harness_error(e),
     }
 }
 
 /// The harness could not do its job: exit FAILED.
 fn harness_error(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("scr-harness: {msg}");
+    eprintln!("scr-harness: error: {msg}");
     Code::Failed.into()
 }
 
-/// A catalogue or fault plan is invalid: exit CONFIG.
-fn config_error(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("scr-harness: {msg}");
+/// A catalogue or fault plan is invalid: exit CONFIG, with the error's
+/// chain of causes (Display, never Debug).
+fn config_error(e: &dyn std::error::Error) -> ExitCode {
+    eprintln!("{}", scr::exit::error_report("scr-harness", e));
     Code::Config.into()
 }
 
-/// scr_app: `--app`/`SCR_APP_BIN`, else the fault-injection build in the
-/// workspace's target directory, else beside this binary.
-fn find_app(given: Option<&PathBuf>) -> Result<PathBuf, String> {
-    let from_env = std::env::var_os("SCR_APP_BIN").map(PathBuf::from);
-    if let Some(p) = given.or(from_env.as_ref()) {
-        return if p.is_file() {
-            Ok(p.clone())
-        } else {
-            Err(format!("{}: no such application", p.display()))
-        };
-    }
-    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut tried = Vec::new();
-    for p in [
-        ws.join("target/fault-injection/debug/scr_app"),
-        ws.join("target/fault-injection/release/scr_app"),
-    ] {
-        if p.is_file() {
-            return Ok(p);
-        }
-        tried.push(p);
-    }
-    if let Some(p) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join("scr_app")))
-    {
-        if p.is_file() {
-            return Ok(p);
-        }
-        tried.push(p);
-    }
-    Err(format!(
-        "scr_app not found (tried {}); build it with `cargo build -p testing --bin scr_app --features scr/fault-injection --target-dir target/fault-injection` or pass --app",
-        tried
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
+/// An input is unusable, said in one message: exit CONFIG.
+fn config_message(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("scr-harness: error: {msg}");
+    Code::Config.into()
 }
 
-/// True when the binary was built with injection points (the plan variable
-/// is compiled in only then).
-fn has_fault_injection(app: &Path) -> bool {
-    std::fs::read(app).is_ok_and(|b| b.windows(14).any(|w| w == b"SCR_FAULT_PLAN"))
-}
-
-fn find_scr(given: Option<&PathBuf>) -> Option<PathBuf> {
-    if let Some(p) = given {
-        return Some(p.clone());
+/// `scr` for a run: the one with injection points when there is one, else
+/// (with a warning) the plain one beside this binary: a single run without
+/// faults planned inside `scr postrun` does not need them.
+fn scr_for_run(given: Option<&PathBuf>, app: Option<&Path>) -> Result<Option<PathBuf>, String> {
+    match find_scr(given, app) {
+        Ok(p) => Ok(Some(p)),
+        Err(e) if given.is_some() => Err(e),
+        Err(e) => {
+            let plain = std::env::current_exe()
+                .ok()
+                .and_then(|x| x.parent().map(|d| d.join("scr")))
+                .filter(|p| p.is_file());
+            if plain.is_some() {
+                eprintln!("scr-harness: warning: {e}; `scr postrun` runs without injection points");
+            }
+            Ok(plain)
+        }
     }
-    std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(|d| d.join("scr")))
-        .filter(|p| p.is_file())
 }
 
 fn mpirun_argv(s: &str) -> Vec<String> {
@@ -346,8 +360,15 @@ fn print_launch(l: &LaunchRecord, what: &str) {
             .filter(|x| x.starts_with("SCR_APP "))
             .peekable();
         if app_lines.peek().is_none() {
-            // Nothing from the application: show why the launch ended.
-            let tail: Vec<&str> = l.stderr.lines().rev().take(6).collect();
+            // Nothing from the application: show why the launch ended (its
+            // last words, without the launcher's blank and rule lines).
+            let tail: Vec<&str> = l
+                .stderr
+                .lines()
+                .filter(|x| !x.trim().trim_matches('-').is_empty())
+                .rev()
+                .take(8)
+                .collect();
             for line in tail.into_iter().rev() {
                 println!("  stderr: {line}");
             }
@@ -459,12 +480,11 @@ fn print_result(r: &RunResult) {
 
 fn run_cmd(a: RunArgs) -> ExitCode {
     let catalogue_dir = a.catalogue.clone().unwrap_or_else(scenario::default_dir);
-    let scr_command = find_scr(a.common.scr.as_ref());
     let work = a.common.work.join("run");
     let (rl, expect) = if let Some(name) = &a.scenario {
         let cat = match Catalogue::load(&catalogue_dir) {
             Ok(c) => c,
-            Err(e) => return config_error(e),
+            Err(e) => return config_error(&e),
         };
         let Some(sc) = cat.get(name) else {
             eprintln!(
@@ -474,6 +494,10 @@ fn run_cmd(a: RunArgs) -> ExitCode {
             return Code::Usage.into();
         };
         let app = match find_app(a.common.app.as_ref()) {
+            Ok(p) => p,
+            Err(e) => return harness_error(e),
+        };
+        let scr_command = match scr_for_run(a.common.scr.as_ref(), Some(&app)) {
             Ok(p) => p,
             Err(e) => return harness_error(e),
         };
@@ -499,7 +523,7 @@ fn run_cmd(a: RunArgs) -> ExitCode {
         let plan = match &a.plan {
             Some(p) => match Plan::read(p) {
                 Ok(p) => p,
-                Err(e) => return config_error(e),
+                Err(e) => return config_error(&e),
             },
             None => Plan::default(),
         };
@@ -531,16 +555,17 @@ fn run_cmd(a: RunArgs) -> ExitCode {
                     eprintln!("scr-harness: warning: {w}");
                 }
             }
-            Err(e) => return config_error(e),
+            Err(e) => return config_error(&e),
         }
         let app = if let Some((prog, args)) = a.program.split_first() {
-            AppSpec {
-                program: PathBuf::from(prog),
-                args: args.to_vec(),
-                first_args: Vec::new(),
-                later_args: Vec::new(),
-                data: None,
+            if plan.faults.iter().any(|f| f.what.in_process())
+                && !has_fault_injection(Path::new(prog))
+            {
+                return harness_error(format!(
+                    "{prog} was built without injection points; the plan's in-process faults would never fire"
+                ));
             }
+            AppSpec::other_in_prefix(prog, args)
         } else {
             let app = match find_app(a.common.app.as_ref()) {
                 Ok(p) => p,
@@ -561,12 +586,19 @@ fn run_cmd(a: RunArgs) -> ExitCode {
                 a.relaunch_checkpoints,
             )
         };
-        if plan.faults.iter().any(|f| f.what.in_process()) && !has_fault_injection(&app.program) {
+        if app.data.is_some()
+            && plan.faults.iter().any(|f| f.what.in_process())
+            && !has_fault_injection(&app.program)
+        {
             return harness_error(format!(
                 "{} was built without injection points; the plan's in-process faults would never fire",
                 app.program.display()
             ));
         }
+        let scr_command = match scr_for_run(a.common.scr.as_ref(), Some(&app.program)) {
+            Ok(p) => p,
+            Err(e) => return harness_error(e),
+        };
         let mut plan = plan;
         plan.seed = Some(a.seed);
         (
@@ -681,7 +713,7 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     } else {
         let cat = match Catalogue::load(&dir) {
             Ok(c) => c,
-            Err(e) => return config_error(e),
+            Err(e) => return config_error(&e),
         };
         if a.list {
             for (_, s) in &cat.scenarios {
@@ -727,10 +759,16 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     };
     if !has_fault_injection(&app) {
         return harness_error(format!(
-            "{} was built without injection points: build it with `cargo build -p testing --bin scr_app --features scr/fault-injection --target-dir target/fault-injection`",
-            app.display()
+            "{} was built without injection points: build it with `{}`",
+            app.display(),
+            harness::tools::BUILD_BOTH
         ));
     }
+    // Its `scr postrun` must fire the planned scavenge faults too.
+    let scr_command = match find_scr(a.common.scr.as_ref(), Some(&app)) {
+        Ok(p) => p,
+        Err(e) => return harness_error(e),
+    };
     let cells: Vec<(&Scenario, CopyType)> = scenarios_owned
         .iter()
         .flat_map(|s| {
@@ -747,7 +785,7 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     };
     let settings = Settings {
         app,
-        scr_command: find_scr(a.common.scr.as_ref()),
+        scr_command: Some(scr_command),
         mpirun: mpirun_argv(&a.common.mpirun),
         work: a.common.work.join(format!("campaign-{name}")),
         keep: a.common.keep,
@@ -854,14 +892,19 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
     use harness::sweep::{self, Mode, Phase};
     let app = match find_app(a.common.app.as_ref()) {
         Ok(p) => p,
-        Err(e) => return config_error(e),
+        Err(e) => return config_message(e),
     };
     if !has_fault_injection(&app) {
-        return config_error(format!(
-            "{} was built without injection points: build it with `cargo build -p testing --bin scr_app --features scr/fault-injection --target-dir target/fault-injection`",
-            app.display()
+        return config_message(format!(
+            "{} was built without injection points: build it with `{}`",
+            app.display(),
+            harness::tools::BUILD_BOTH
         ));
     }
+    let scr_command = match find_scr(a.common.scr.as_ref(), Some(&app)) {
+        Ok(p) => p,
+        Err(e) => return harness_error(e),
+    };
     let modes: Vec<Mode> = Mode::ALL
         .into_iter()
         .filter(|m| {
@@ -910,7 +953,7 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
     }
     let settings = Settings {
         app,
-        scr_command: find_scr(a.common.scr.as_ref()),
+        scr_command: Some(scr_command),
         mpirun: mpirun_argv(&a.common.mpirun),
         work: a.common.work.join(format!("sweep-{name}")),
         keep: a.common.keep,

@@ -87,7 +87,7 @@ impl RunLoop {
             }
             let recs = inject::corrupt_target(root, target, how, &seeded, &format!("{stream}.{i}"))
                 .map_err(|e| e.to_string())?;
-            done.extend(recs.iter().map(|r| format!("{r:?}")));
+            done.extend(recs.iter().map(ToString::to_string));
         }
         if done.is_empty() {
             done.push(format!("fault {index}: no file matched {target:?}"));
@@ -135,7 +135,7 @@ impl RunLoop {
             }
             What::PfsOutage { method } => {
                 let r = inject::pfs_outage(&self.alloc.prefix(), *method).map_err(err)?;
-                done.push(format!("{r:?}"));
+                done.push(r.to_string());
                 transient.push(r);
             }
             What::CacheFull {
@@ -149,7 +149,7 @@ impl RunLoop {
                 for n in targets {
                     let dir = self.node_area(&n, Area::Cache);
                     let r = inject::fill_dir(&dir, *leave_free_bytes, 1 << 30).map_err(err)?;
-                    done.push(format!("{r:?}"));
+                    done.push(r.to_string());
                     transient.push(r);
                 }
             }
@@ -161,9 +161,11 @@ impl RunLoop {
                 done.extend(self.aftermath(node, *then)?);
             }
             other => {
+                // The plan's own words for it (its JSON form), not a Debug form.
+                let said = serde_json::to_string(other).unwrap_or_else(|_| "it".into());
                 return Err(format!(
-                    "fault {index}: {other:?} happens inside the library, not from outside"
-                ))
+                    "fault {index}: {said} happens inside the library, not from outside"
+                ));
             }
         }
         Ok(done)
@@ -183,7 +185,7 @@ impl RunLoop {
             }
         }
         .map_err(|e| e.to_string())?;
-        Ok(vec![format!("{r:?}")])
+        Ok(vec![r.to_string()])
     }
 
     pub(super) fn due_at(&self, launch: u32, pick: impl Fn(&When) -> bool) -> Vec<Due<'_>> {
@@ -250,7 +252,7 @@ fn halt_run(h: &HaltEvent) -> u32 {
 pub(super) fn undo_all(transient: &mut Vec<Record>, errors: &mut Vec<String>) {
     while let Some(r) = transient.pop() {
         if let Err(e) = r.undo() {
-            errors.push(format!("undo {r:?}: {e}"));
+            errors.push(format!("undo of \"{r}\": {e}"));
         }
     }
 }

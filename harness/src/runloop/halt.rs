@@ -111,7 +111,14 @@ pub fn set_halt(prefix: &Path, set: &HaltSet, scr: Option<&Path>) -> Result<Stri
         HaltSet::CheckpointsLeft { left } => h.checkpoints_left = Some(*left),
     })
     .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(format!("halt file: {set:?}"))
+    let what = match set {
+        HaltSet::Reason { reason } => format!("exit reason \"{reason}\""),
+        HaltSet::ExitBefore { in_s, margin_s } => {
+            format!("exit before now + {in_s} s, halt seconds {margin_s}")
+        }
+        HaltSet::CheckpointsLeft { left } => format!("{left} checkpoint(s) left"),
+    };
+    Ok(format!("halt file: {what}"))
 }
 
 /// True when `scr` has the subcommand `name` (`scr NAME --help` succeeds).

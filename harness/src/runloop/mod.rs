@@ -136,6 +136,37 @@ impl AppSpec {
         }
     }
 
+    /// Another application (`scr-harness run -- PROGRAM ARGS...`), run with
+    /// its working directory in the prefix directory, as a job script does
+    /// (`cd $SCR_PREFIX`): SCR keeps routed files inside the prefix, so a
+    /// program that names its files relative to where it runs would
+    /// otherwise die with "resolves outside the prefix directory". Every
+    /// rank runs `sh -c 'cd "$SCR_PREFIX" && exec "$0" "$@"' PROGRAM ARGS...`;
+    /// a program named by a path is made absolute first (the directory
+    /// changes), one named bare is found in `PATH` as before.
+    pub fn other_in_prefix(program: &str, args: &[String]) -> AppSpec {
+        let prog = if program.contains('/') {
+            std::path::absolute(program)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| program.to_string())
+        } else {
+            program.to_string()
+        };
+        let mut all = vec![
+            "-c".to_string(),
+            r#"cd "$SCR_PREFIX" && exec "$0" "$@""#.to_string(),
+            prog,
+        ];
+        all.extend(args.iter().cloned());
+        AppSpec {
+            program: PathBuf::from("/bin/sh"),
+            args: all,
+            first_args: Vec::new(),
+            later_args: Vec::new(),
+            data: None,
+        }
+    }
+
     /// The arguments of launch `launch`.
     pub fn args_for(&self, launch: u32) -> Vec<String> {
         let mut a = self.args.clone();
@@ -397,6 +428,36 @@ mod tests {
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// `scr-harness run -- PROGRAM`: the program runs in the prefix (where
+    /// SCR keeps the files it routes), with a relative program path still
+    /// found and its arguments passed through unchanged.
+    #[test]
+    fn another_program_runs_with_its_working_directory_in_the_prefix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let prefix = tmp.path().join("prefix");
+        fs::create_dir_all(&prefix).unwrap();
+        let script = tmp.path().join("where.sh");
+        fs::write(&script, "#!/bin/sh\npwd; printf '%s|' \"$@\"\n").unwrap();
+        fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let app = AppSpec::other_in_prefix(script.to_str().unwrap(), &names(&["a b", "--flag"]));
+        assert_eq!(app.program, PathBuf::from("/bin/sh"));
+        assert!(app.data.is_none());
+        let out = std::process::Command::new(&app.program)
+            .args(app.args_for(1))
+            .env("SCR_PREFIX", &prefix)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next().map(PathBuf::from),
+            Some(prefix.canonicalize().unwrap())
+        );
+        assert_eq!(lines.next(), Some("a b|--flag|"));
     }
 
     #[test]

@@ -208,7 +208,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // A plain "no" (scr flush-file --needflush) says nothing.
             if !matches!(e, CliError::No) {
-                eprintln!("scr: {e}");
+                eprintln!("{}", scr::exit::error_report("scr", &e));
             }
             e.code().into()
         }
@@ -306,7 +306,22 @@ fn config(key: Option<&str>, json: bool) -> Result<(), CliError> {
                     println!("{v}");
                 }
             }
-            None => return Err(CliError::NotSet { key: k.to_string() }),
+            None => {
+                let name = k.split_whitespace().last().unwrap_or(k);
+                let known = scr::config::params::info(name).is_some()
+                    || scr::config::params::DESCRIPTOR_KEYS.contains(&name)
+                    || scr::config::params::STORE_KEYS.contains(&name)
+                    || scr::config::params::CKPT_KEYS.contains(&name);
+                // A name of no parameter that nobody set is a typo, not "not
+                // set"; a name of the user's own that is set was printed above.
+                if !known && !k.contains(char::is_whitespace) {
+                    return Err(CliError::UnknownParam {
+                        key: k.to_string(),
+                        nearest: nearest_param(k),
+                    });
+                }
+                return Err(CliError::NotSet { key: k.to_string() });
+            }
         },
         None => {
             let report = Report::new(&cfg)?;
@@ -318,6 +333,34 @@ fn config(key: Option<&str>, json: bool) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// The SCR parameter whose name is nearest to `name` (edit distance,
+/// case-insensitive), when it is near enough to be a typo of it.
+fn nearest_param(name: &str) -> Option<String> {
+    let want = name.to_ascii_uppercase();
+    scr::config::params::PARAMS
+        .iter()
+        .map(|p| (edit_distance(&want, p.name), p.name))
+        .min()
+        .filter(|(d, known)| *d <= (known.len() / 3).max(2))
+        .map(|(_, known)| known.to_string())
+}
+
+/// Levenshtein distance of two ASCII-ish names (one row of the table).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let up = row[j + 1];
+            row[j + 1] = (up + 1).min(row[j] + 1).min(diag + usize::from(ca != *cb));
+            diag = up;
+        }
+    }
+    row[b.len()]
 }
 
 struct IntervalArgs {
@@ -570,9 +613,14 @@ fn print_advice(a: &scr::interval::Advice) {
         }
         println!("  expected efficiency {:.2} %", 100.0 * m.efficiency);
         println!(
-            "  first order (Benoit et al. 2017): every {:.0} s, counts {:?}, efficiency {:.2} %",
+            "  first order (Benoit et al. 2017): every {:.0} s, counts {} (level 1 first), efficiency {:.2} %",
             m.first_order_pattern.interval_s,
-            m.first_order_pattern.counts,
+            m.first_order_pattern
+                .counts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
             100.0 * m.first_order_efficiency
         );
     }

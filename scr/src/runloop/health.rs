@@ -111,8 +111,10 @@ impl std::fmt::Display for DownReason {
                 want_bytes,
             } => write!(
                 f,
-                "{role} directory {} has {total_bytes} bytes of capacity, {want_bytes} configured",
-                path.display()
+                "{role} directory {} has {} of capacity, {} configured",
+                path.display(),
+                capacity_text(*total_bytes),
+                capacity_text(*want_bytes)
             ),
             DownReason::TouchFailed { role, path, detail } => write!(
                 f,
@@ -121,6 +123,27 @@ impl std::fmt::Display for DownReason {
             ),
             DownReason::Reported { detail } => f.write_str(detail),
         }
+    }
+}
+
+/// A byte count for a person: binary units with the exact count, and
+/// "unlimited" for the values that stand for no bound (2^63 - 1 and up, as
+/// a signed or unsigned "maximum" prints).
+fn capacity_text(n: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if n >= i64::MAX.unsigned_abs() {
+        return "unlimited".to_string();
+    }
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {} ({n} bytes)", UNITS[u])
     }
 }
 
@@ -465,6 +488,23 @@ mod tests {
             }
             other => panic!("expected Capacity, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn capacity_messages_say_unlimited_not_a_maximum_integer() {
+        let why = DownReason::Capacity {
+            role: "cache".into(),
+            path: PathBuf::from("/dev/shm"),
+            total_bytes: 3 << 30,
+            want_bytes: u64::MAX / 2,
+        };
+        let text = why.to_string();
+        assert_eq!(
+            text,
+            "cache directory /dev/shm has 3.0 GiB (3221225472 bytes) of capacity, unlimited configured"
+        );
+        assert!(!text.contains("9223372036854775807"), "{text}");
+        assert_eq!(capacity_text(512), "512 bytes");
     }
 
     #[test]

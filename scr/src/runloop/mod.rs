@@ -139,6 +139,25 @@ pub enum LaunchEnd {
     NotStarted(String),
 }
 
+/// How a launch ended, in words (`scr run`'s progress lines).
+impl std::fmt::Display for LaunchEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LaunchEnd::Exited(code) if *code > 128 => {
+                write!(f, "exit code {code} (killed by signal {})", code - 128)
+            }
+            LaunchEnd::Exited(code) => write!(f, "exit code {code}"),
+            LaunchEnd::Killed(after) => write!(
+                f,
+                "killed by the watchdog after {:.0} s (SCR_WATCHDOG_TIMEOUT)",
+                after.as_secs_f64()
+            ),
+            LaunchEnd::Stuck => f.write_str("killed: the launcher outlived its ranks"),
+            LaunchEnd::NotStarted(why) => write!(f, "not started: {why}"),
+        }
+    }
+}
+
 /// One launch as the loop saw it.
 #[derive(Debug, Clone)]
 pub struct Launched {

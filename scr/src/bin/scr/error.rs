@@ -41,6 +41,15 @@ pub enum CliError {
         /// The key asked about.
         key: String,
     },
+    /// `scr config NAME` for a name that is no SCR parameter and is not set
+    /// either (a typo: "not set" would hide it).
+    #[error("{key}: no such SCR parameter{}", nearest.as_ref().map_or(String::new(), |n| format!(" (did you mean {n}?)")))]
+    UnknownParam {
+        /// The name asked about.
+        key: String,
+        /// The known parameter nearest to it, when one is close.
+        nearest: Option<String>,
+    },
     /// The prefix directory given does not exist.
     #[error("prefix directory {} does not exist (give the job's SCR_PREFIX)", path.display())]
     NoPrefix {
@@ -126,6 +135,7 @@ impl CliError {
         match self {
             CliError::Usage(_)
             | CliError::NoPrefix { .. }
+            | CliError::UnknownParam { .. }
             | CliError::Level(_)
             | CliError::Input(_)
             | CliError::Model(_) => Code::Usage,

@@ -472,7 +472,7 @@ fn report(r: &LoopResult) {
             eprintln!("scr run: node {n} down: {why}");
         }
         eprintln!(
-            "scr run: launch {} on {} ended: {:?} after {:.1} s",
+            "scr run: launch {} on {} ended: {} after {:.1} s",
             l.launch,
             l.nodes.join(","),
             l.end,

@@ -278,6 +278,19 @@ impl Progress for BarProgress {
     }
 }
 
+/// A list for a person: items joined by commas, "none" when empty (not
+/// the Debug form `[1, 2]`).
+fn joined<T: std::fmt::Display>(items: &[T]) -> String {
+    if items.is_empty() {
+        return "none".to_string();
+    }
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = n as f64;
@@ -400,7 +413,10 @@ fn print_add(r: &AddReport) {
         if r.complete { "COMPLETE" } else { "INCOMPLETE" }
     );
     if !r.missing_before.is_empty() {
-        println!("  ranks missing after the copy: {:?}", r.missing_before);
+        println!(
+            "  ranks missing after the copy: {}",
+            joined(&r.missing_before)
+        );
     }
     print_repairs(r);
 }
@@ -408,10 +424,10 @@ fn print_add(r: &AddReport) {
 /// What the index step rebuilt, what is still missing, and why.
 fn print_repairs(r: &AddReport) {
     if !r.rebuilt.is_empty() {
-        println!("  rebuilt from parity: ranks {:?}", r.rebuilt);
+        println!("  rebuilt from parity: ranks {}", joined(&r.rebuilt));
     }
     if !r.missing.is_empty() {
-        println!("  still missing: ranks {:?}", r.missing);
+        println!("  still missing: ranks {}", joined(&r.missing));
     }
     for p in &r.problems {
         println!("  {p}");
@@ -421,6 +437,11 @@ fn print_repairs(r: &AddReport) {
 /// `scr index`.
 pub fn index(a: IndexArgs) -> Result<(), CliError> {
     let prefix = prefix_or_default(a.prefix, None)?;
+    // A prefix that is not there is a wrong name, not an empty index: saying
+    // "no datasets" and exiting SUCCESS hides the typo.
+    if !prefix.is_dir() {
+        return Err(CliError::NoPrefix { path: prefix });
+    }
     if a.list {
         let listing = index::list(&prefix).map_err(fail)?;
         if a.json {
@@ -559,8 +580,9 @@ fn print_postrun(r: &PostrunReport) {
         return;
     }
     println!(
-        "scr postrun: nodes up {:?}, down {:?}",
-        r.up_nodes, r.down_nodes
+        "scr postrun: nodes up {}, down {}",
+        joined(&r.up_nodes),
+        joined(&r.down_nodes)
     );
     if let Some(ix) = &r.index_rebuilt {
         println!(
