@@ -7,7 +7,7 @@
 //! | form | meaning |
 //! | --- | --- |
 //! | `@1795426800`, `1795426800` (9 digits or more) | seconds since the epoch |
-//! | `now`, `now+90s`, `+15m`, `+2h`, `+1d`, `+1h30m`, `+1:30`, `+0:00:45`, `+90` (seconds) | relative to now |
+//! | `now`, `now+90s`, `+15m`, `+2h`, `+1d`, `+1h30m`, `+1h 30m`, `+1.5h`, `+1:30`, `+0:00:45`, `+90` (seconds) | relative to now |
 //! | `2026-11-22 14:00`, `2026-11-22T14:00:30`, `2026-11-22T14:00Z`, `…+01:00` | ISO date and time |
 //! | `2026-11-22`, `11/22`, `11/22/2026`, `Nov 22`, `22 November 2026`, `Nov 22nd` | a date (time 00:00) |
 //! | `14:00`, `14:00:30`, `2pm`, `2:30 pm`, `1400`, `14`, `noon`, `midnight` | a time of day |
