@@ -61,7 +61,7 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub kill_command: Option<String>,
     /// Node-local directories to check, `PATH[:MIN_BYTES]` (repeatable;
-    /// default /dev/shm).
+    /// default /dev/shm); MIN_BYTES takes units (1GB, 512MB, 1G).
     #[arg(long = "storage", value_name = "PATH[:MIN_BYTES]")]
     pub storage: Vec<String>,
     /// The test application for the full cycle (scr_app).
@@ -70,8 +70,8 @@ pub struct ValidateArgs {
     /// Work directory (simulated nodes live here).
     #[arg(long, default_value = "target/scr-harness/validate")]
     pub work: PathBuf,
-    /// Bound on every job, seconds.
-    #[arg(long, default_value_t = 60)]
+    /// Bound on every job, seconds or with units (90, 5m).
+    #[arg(long, default_value_t = 60, value_parser = scr::units::seconds_u64)]
     pub timeout_s: u64,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -119,8 +119,7 @@ fn parse_storage(specs: &[String]) -> Result<Vec<StorageCheck>, String> {
             let (path, bytes) = match s.rsplit_once(':') {
                 Some((p, b)) => (
                     p,
-                    b.parse::<u64>()
-                        .map_err(|_| format!("--storage {s:?}: {b:?} is not a byte count"))?,
+                    scr::units::bytes(b).map_err(|e| format!("--storage {s:?}: {e}"))?,
                 ),
                 None => (s.as_str(), 0),
             };
@@ -820,6 +819,28 @@ mod tests {
 
     fn nodes() -> Vec<String> {
         ["n1", "n2", "node-3.cluster"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn storage_sizes_take_units_as_scrconf_does() {
+        let specs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let got = parse_storage(&specs(&["/x:1G", "/y:512MB", "/z:4096", "/w"])).unwrap();
+        let sizes: Vec<u64> = got.iter().map(|c| c.min_capacity_bytes).collect();
+        assert_eq!(
+            sizes,
+            [
+                scr::config::params::parse_bytes("1GB").unwrap(),
+                512 << 20,
+                4096,
+                0
+            ]
+        );
+        assert_eq!(got[0].path, PathBuf::from("/x"));
+        let e = parse_storage(&specs(&["/x:lots"])).unwrap_err();
+        assert!(
+            e.contains("/x:lots") && e.contains("not a byte count"),
+            "{e}"
+        );
     }
 
     #[test]

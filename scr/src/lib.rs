@@ -41,6 +41,7 @@
 
 pub mod api;
 pub mod cache;
+pub mod civil;
 pub mod clock;
 pub mod comm;
 pub mod config;
@@ -61,6 +62,7 @@ pub mod runloop;
 pub mod scavenge;
 pub mod scheme;
 pub mod storage;
+pub mod units;
 
 pub use api::{
     Flags, InitOptions, OutputPhase, RestartPhase, RoutedWriter, Scr, MAX_FILENAME, VERSION,

@@ -67,7 +67,8 @@ enum Cmd {
     },
     /// scr_check_node on this node: storage reachable, writable, capacity, touch+rm.
     CheckNode {
-        /// PATH[:MIN_BYTES] (repeatable; default /dev/shm).
+        /// PATH[:MIN_BYTES] (repeatable; default /dev/shm); MIN_BYTES takes
+        /// units as .scrconf does (1GB, 512MB, 1G).
         #[arg(long = "storage", value_name = "PATH[:MIN_BYTES]")]
         storage: Vec<String>,
         /// Print one JSON object (healthy, why, storage checked) instead of text.
@@ -133,14 +134,14 @@ struct RunArgs {
     /// Checkpoints of each relaunch.
     #[arg(long, default_value_t = 1)]
     relaunch_checkpoints: u64,
-    /// Mean file size in bytes.
-    #[arg(long, default_value_t = 65536)]
+    /// Mean file size in bytes (units accepted: 64KB, 1MB).
+    #[arg(long, default_value_t = 65536, value_parser = scr::units::bytes)]
     mean_bytes: u64,
     /// Most launches (SCR_RUNS).
     #[arg(long, default_value_t = 3)]
     launches: u32,
-    /// Bound on each launch, seconds.
-    #[arg(long, default_value_t = 60)]
+    /// Bound on each launch, seconds or with units (90, 5m).
+    #[arg(long, default_value_t = 60, value_parser = scr::units::seconds_u64)]
     timeout_s: u64,
     /// A variable for every rank, VAR=VALUE (repeatable; SCR parameters).
     #[arg(long = "env", value_name = "VAR=VALUE")]

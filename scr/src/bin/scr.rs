@@ -73,7 +73,7 @@ enum Command {
     /// LLNL's or ours; any jobs) or `--db` log databases
     /// (`<prefix>/.scr/log.db`), and/or figures that override them:
     /// `--cost`/`--mtbf`/`--restart` for one level, or `--level` repeated for
-    /// several, cheapest first. A level is `COST:MTBF[:RESTART]` in seconds,
+    /// several, cheapest first. A level is `COST:MTBF[:RESTART]`, each in seconds or with units (`15s:2h`),
     /// where MTBF is the mean time between failures that need this level
     /// (survived by it and higher levels, by no lower one); write
     /// `COST:rate=R[:RESTART]` to give the rate per second instead. RESTART
@@ -97,14 +97,17 @@ enum Command {
         /// PostgreSQL server as postgresql://USER[:PASS]@HOST[:PORT]/DBNAME.
         #[arg(long = "db", value_name = "FILE|URL", num_args = 1..)]
         dbs: Vec<PathBuf>,
-        /// Checkpoint cost in seconds (single level; overrides the logs).
-        #[arg(long, value_name = "SECONDS")]
+        /// Checkpoint cost, seconds or with units (90, 90s, 2m; single
+        /// level; overrides the logs).
+        #[arg(long, value_name = "DURATION", value_parser = scr::units::seconds_f64)]
         cost: Option<f64>,
-        /// Mean time between failures in seconds (overrides the logs).
-        #[arg(long, value_name = "SECONDS")]
+        /// Mean time between failures, seconds or with units (86400, 1h,
+        /// 2h30m, 1d; overrides the logs).
+        #[arg(long, value_name = "DURATION", value_parser = scr::units::seconds_f64)]
         mtbf: Option<f64>,
-        /// Restart cost in seconds (default: the logs' or the checkpoint cost).
-        #[arg(long, value_name = "SECONDS")]
+        /// Restart cost, seconds or with units (default: the logs' or the
+        /// checkpoint cost).
+        #[arg(long, value_name = "DURATION", value_parser = scr::units::seconds_f64)]
         restart: Option<f64>,
         /// A level COST:MTBF[:RESTART] or COST:rate=R[:RESTART]; repeat,
         /// cheapest first.
@@ -376,8 +379,8 @@ struct IntervalArgs {
 }
 
 fn positive(what: &'static str, text: &str) -> Result<f64, LevelError> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+    match scr::units::seconds_f64(text) {
+        Ok(v) if v > 0.0 => Ok(v),
         _ => Err(LevelError::NotPositive {
             what,
             value: text.to_string(),

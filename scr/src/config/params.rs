@@ -48,23 +48,8 @@ impl ValueKind {
     }
 }
 
-/// Parse a byte count with an optional binary suffix (`scr_abtoull`):
-/// `1048576`, `1MB`, `1 MB`, `2g`. `None` on anything else or on overflow.
-pub fn parse_bytes(value: &str) -> Option<u64> {
-    let v = value.trim();
-    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    let (num, suffix) = v.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let shift = match suffix.trim().to_ascii_uppercase().as_str() {
-        "" | "B" => 0,
-        "K" | "KB" => 10,
-        "M" | "MB" => 20,
-        "G" | "GB" => 30,
-        "T" | "TB" => 40,
-        _ => return None,
-    };
-    n.checked_mul(1u64 << shift)
-}
+/// Byte counts (`1048576`, `1MB`, `1G`): the one parser, in [`crate::units`].
+pub use crate::units::parse_bytes;
 
 /// One row of the parameter table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

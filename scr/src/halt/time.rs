@@ -7,7 +7,7 @@
 //! | form | meaning |
 //! | --- | --- |
 //! | `@1795426800`, `1795426800` (9 digits or more) | seconds since the epoch |
-//! | `now`, `now+90s`, `+15m`, `+2h`, `+1d`, `+1h30m`, `+1:30`, `+0:00:45`, `+90` (seconds) | relative to now |
+//! | `now`, `now+90s`, `+15m`, `+2h`, `+1d`, `+1h30m`, `+1h 30m`, `+1.5h`, `+1:30`, `+0:00:45`, `+90` (seconds) | relative to now |
 //! | `2026-11-22 14:00`, `2026-11-22T14:00:30`, `2026-11-22T14:00Z`, `…+01:00` | ISO date and time |
 //! | `2026-11-22`, `11/22`, `11/22/2026`, `Nov 22`, `22 November 2026`, `Nov 22nd` | a date (time 00:00) |
 //! | `14:00`, `14:00:30`, `2pm`, `2:30 pm`, `1400`, `14`, `noon`, `midnight` | a time of day |
@@ -22,125 +22,21 @@
 //! it is 1970 or later). Explicit dates may lie in the past: the job then
 //! halts at its next check.
 
-use crate::log::parse::days_from_civil;
-use crate::log::writer::civil_from_days;
+use jiff::civil::{Date, DateTime, Time};
+use jiff::fmt::temporal::Pieces;
+use jiff::tz::Offset;
+/// The zone TIMEs are read in (`TimeZone::system()` for this machine's).
+pub use jiff::tz::TimeZone;
+use jiff::{Timestamp, ToSpan};
 
-/// A local calendar date and time (month 1–12, day 1–31).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Civil {
-    /// Year, e.g. 2026.
-    pub year: i64,
-    /// Month, 1–12.
-    pub month: i64,
-    /// Day of the month, 1–31.
-    pub day: i64,
-    /// Hour, 0–23.
-    pub hour: i64,
-    /// Minute, 0–59.
-    pub minute: i64,
-    /// Second, 0–60.
-    pub second: i64,
-}
-
-impl Civil {
-    /// Days since 1970-01-01 of this date.
-    fn days(&self) -> i64 {
-        days_from_civil(self.year, self.month, self.day)
-    }
-
-    /// The same time of day `n` days later.
-    fn plus_days(&self, n: i64) -> Civil {
-        let (year, month, day) = civil_from_days(self.days() + n);
-        Civil {
-            year,
-            month,
-            day,
-            ..*self
-        }
-    }
-
-    /// Day of the week, 0 = Monday.
-    fn weekday(&self) -> i64 {
-        // 1970-01-01 was a Thursday.
-        (self.days() + 3).rem_euclid(7)
-    }
-}
-
-/// Days in `month` of `year`.
-fn days_in_month(year: i64, month: i64) -> i64 {
-    let (ny, nm) = if month == 12 {
-        (year + 1, 1)
-    } else {
-        (year, month + 1)
-    };
-    days_from_civil(ny, nm, 1) - days_from_civil(year, month, 1)
-}
-
-/// Conversion between seconds since the epoch and local civil time (a
-/// trait so tests can fix the zone).
-pub trait LocalZone {
-    /// Local civil time at `unix_s`.
-    fn civil(&self, unix_s: i64) -> Civil;
-    /// Seconds since the epoch of local civil time `c` (a valid date).
-    fn unix(&self, c: &Civil) -> i64;
-}
-
-/// A zone `0` seconds east of UTC (`FixedOffset(3600)` is UTC+01:00).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FixedOffset(pub i64);
-
-impl LocalZone for FixedOffset {
-    fn civil(&self, unix_s: i64) -> Civil {
-        let local = unix_s.saturating_add(self.0);
-        let (year, month, day) = civil_from_days(local.div_euclid(86_400));
-        let in_day = local.rem_euclid(86_400);
-        Civil {
-            year,
-            month,
-            day,
-            hour: in_day / 3600,
-            minute: in_day / 60 % 60,
-            second: in_day % 60,
-        }
-    }
-
-    fn unix(&self, c: &Civil) -> i64 {
-        c.days() * 86_400 + c.hour * 3600 + c.minute * 60 + c.second - self.0
-    }
-}
-
-/// This machine's zone (`localtime_r` and `mktime`, so daylight saving
-/// time follows the system's rules and `TZ`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemZone;
-
-impl LocalZone for SystemZone {
-    fn civil(&self, unix_s: i64) -> Civil {
-        let offset = crate::log::writer::local_offset_s(unix_s);
-        FixedOffset(offset).civil(unix_s)
-    }
-
-    fn unix(&self, c: &Civil) -> i64 {
-        // SAFETY: `tm` is a plain C struct for which all-zero is valid;
-        // mktime reads and normalises it and touches nothing else.
-        let t = unsafe {
-            let mut tm: libc::tm = std::mem::zeroed();
-            tm.tm_year = (c.year - 1900) as libc::c_int;
-            tm.tm_mon = (c.month - 1) as libc::c_int;
-            tm.tm_mday = c.day as libc::c_int;
-            tm.tm_hour = c.hour as libc::c_int;
-            tm.tm_min = c.minute as libc::c_int;
-            tm.tm_sec = c.second as libc::c_int;
-            tm.tm_isdst = -1;
-            libc::mktime(&mut tm)
-        };
-        if t == -1 {
-            // mktime could not represent it: fall back to the offset now.
-            let now = FixedOffset(0).unix(c);
-            return FixedOffset(crate::log::writer::local_offset_s(now)).unix(c);
-        }
-        t as i64
-    }
+/// The zone `east_s` seconds east of UTC (`fixed_zone(3600)` is UTC+01:00;
+/// UTC when out of range): tests fix the zone with it, `scr halt` uses
+/// [`TimeZone::system`].
+pub fn fixed_zone(east_s: i64) -> TimeZone {
+    i32::try_from(east_s)
+        .ok()
+        .and_then(|s| Offset::from_seconds(s).ok())
+        .map_or(TimeZone::UTC, TimeZone::fixed)
 }
 
 /// Why a TIME could not be understood.
@@ -229,24 +125,8 @@ fn clock(s: &str) -> Option<(i64, i64, i64)> {
     }
 }
 
-/// A zone suffix: `Z`, `+HH:MM`, `-HHMM`, `+HH`; returns (rest, seconds east).
-fn split_zone(s: &str) -> Option<(&str, i64)> {
-    if let Some(rest) = s.strip_suffix('z') {
-        return Some((rest, 0));
-    }
-    let at = s.rfind(['+', '-'])?;
-    let (rest, zone) = s.split_at(at);
-    let sign = if zone.starts_with('-') { -1 } else { 1 };
-    let z = zone[1..].replace(':', "");
-    let (h, m) = match z.len() {
-        2 => (ranged(&z, 0, 23)?, 0),
-        4 => (ranged(&z[..2], 0, 23)?, ranged(&z[2..], 0, 59)?),
-        _ => return None,
-    };
-    Some((rest, sign * (h * 3600 + m * 60)))
-}
-
-/// A duration after `+`: `90`, `90s`, `15m`, `2h`, `1d`, `1h30m`, `H:MM[:SS]`.
+/// A duration after `+`: `90`, `90s`, `15m`, `2h`, `1d`, `1h30m` (any
+/// form of [`crate::units::parse_duration`]), or `H:MM[:SS]`.
 fn duration_s(s: &str) -> Option<i64> {
     let s = s.trim();
     if s.contains(':') {
@@ -258,30 +138,8 @@ fn duration_s(s: &str) -> Option<i64> {
             _ => None,
         };
     }
-    if digits(s) {
-        return ranged(s, 0, i64::MAX / 2);
-    }
-    let mut total: i64 = 0;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let n_end = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let u_end = rest[n_end..]
-            .find(|c: char| c.is_ascii_digit())
-            .map_or(rest.len(), |i| n_end + i);
-        let n = ranged(&rest[..n_end], 0, 1_000_000_000)?;
-        let unit = match &rest[n_end..u_end] {
-            "s" | "sec" | "secs" | "second" | "seconds" => 1,
-            "m" | "min" | "mins" | "minute" | "minutes" => 60,
-            "h" | "hr" | "hrs" | "hour" | "hours" => 3600,
-            "d" | "day" | "days" => 86_400,
-            _ => return None,
-        };
-        total = total.checked_add(n.checked_mul(unit)?)?;
-        rest = &rest[u_end..];
-    }
-    Some(total)
+    let d = crate::units::parse_duration(s).ok()?;
+    i64::try_from(d.as_secs()).ok()
 }
 
 /// What the words of a TIME said.
@@ -301,7 +159,7 @@ struct Parts {
 }
 
 /// Seconds since the epoch that `text` names, `now_s` being now in `zone`.
-pub fn parse_time(text: &str, now_s: i64, zone: &dyn LocalZone) -> Result<i64, TimeError> {
+pub fn parse_time(text: &str, now_s: i64, zone: &TimeZone) -> Result<i64, TimeError> {
     let lower = text.trim().to_ascii_lowercase();
     if lower.is_empty() {
         return Err(TimeError::Empty);
@@ -374,31 +232,25 @@ fn read_word(text: &str, word: &str, p: &mut Parts) -> Result<(), TimeError> {
             } else if let Some(i) = name_index(word, &MONTHS) {
                 p.month = Some(i as i64 + 1);
             } else if word.len() >= 10 && word.as_bytes()[4] == b'-' && digits(&word[..4]) {
-                // ISO date, maybe with a time and a zone.
-                let (date, time) = match word.split_once('t') {
-                    Some((d, t)) => (d, Some(t)),
-                    None => (word, None),
-                };
-                let ymd: Vec<&str> = date.split('-').collect();
-                let [y, m, d] = ymd.as_slice() else {
-                    return Err(bad("an ISO date is YYYY-MM-DD"));
-                };
-                let (y, m) = (
-                    ranged(y, 1970, 9999).ok_or_else(|| bad("year out of range"))?,
-                    ranged(m, 1, 12).ok_or_else(|| bad("month out of range"))?,
-                );
-                let d = ranged(d, 1, 31).ok_or_else(|| bad("day out of range"))?;
-                p.date = Some((y, m, d));
-                if let Some(t) = time {
-                    let (t, zone) = match split_zone(t) {
-                        Some((rest, z)) if rest.contains(':') => (rest, Some(z)),
-                        _ => (t, None),
-                    };
-                    let c = clock(t).ok_or_else(|| bad("after 'T' give HH:MM[:SS]"))?;
-                    set_time(p, c)?;
-                    if zone.is_some() {
-                        p.zone_s = zone;
-                    }
+                // ISO date, maybe with a time and a zone: jiff's reader.
+                let pieces = Pieces::parse(word).map_err(|e| {
+                    bad(&format!(
+                        "not an ISO date YYYY-MM-DD[THH:MM[:SS]][zone]: {e}"
+                    ))
+                })?;
+                if pieces.time_zone_annotation().is_some() {
+                    return Err(bad("give the zone as an offset (Z, +01:00), not a name"));
+                }
+                let date = pieces.date();
+                if !(1970..=9999).contains(&date.year()) {
+                    return Err(bad("year out of range"));
+                }
+                p.date = Some((date.year().into(), date.month().into(), date.day().into()));
+                if let Some(t) = pieces.time() {
+                    set_time(p, (t.hour().into(), t.minute().into(), t.second().into()))?;
+                }
+                if let Some(o) = pieces.to_numeric_offset() {
+                    p.zone_s = Some(o.seconds().into());
                 }
             } else if word.contains('/') {
                 let parts: Vec<&str> = word.split('/').collect();
@@ -472,7 +324,7 @@ fn read_word(text: &str, word: &str, p: &mut Parts) -> Result<(), TimeError> {
 }
 
 /// Combine the parts into seconds since the epoch.
-fn resolve(text: &str, mut p: Parts, now_s: i64, zone: &dyn LocalZone) -> Result<i64, TimeError> {
+fn resolve(text: &str, mut p: Parts, now_s: i64, zone: &TimeZone) -> Result<i64, TimeError> {
     let invalid = |why: String| TimeError::Invalid {
         text: text.to_string(),
         why,
@@ -531,46 +383,54 @@ fn resolve(text: &str, mut p: Parts, now_s: i64, zone: &dyn LocalZone) -> Result
             (false, h) => h,
         };
     }
-    let now_c = zone.civil(now_s);
-    let today = Civil {
-        hour: h,
-        minute: mi,
-        second: s,
-        ..now_c
+    let now_ts = Timestamp::from_second(now_s)
+        .map_err(|_| invalid(format!("now ({now_s} s) is outside the calendar")))?;
+    let today = zone.to_datetime(now_ts).date();
+    // jiff has no second 60: a leap second is the second after :59.
+    let leap = i64::from(s == 60);
+    let time = Time::new(h as i8, mi as i8, s.min(59) as i8, 0)
+        .map_err(|_| invalid(format!("{h:02}:{mi:02}:{s:02} is not a time of day")))?;
+    let ymd = |y: i64, m: i64, d: i64| {
+        i16::try_from(y)
+            .ok()
+            .and_then(|y| Date::new(y, m as i8, d as i8).ok())
+            .ok_or_else(|| invalid(format!("{y:04}-{m:02} has no day {d}")))
     };
-    let mut at = today;
-    if let Some((y, m, d)) = p.date {
-        (at.year, at.month, at.day) = (y, m, d);
+    let later = |d: Date, n: i64| {
+        d.checked_add(n.days())
+            .map_err(|_| invalid("the date is outside the calendar".into()))
+    };
+    let date = if let Some((y, m, d)) = p.date {
+        ymd(y, m, d)?
     } else if let Some(m) = p.month {
-        (at.year, at.month, at.day) = (p.year.unwrap_or(now_c.year), m, p.day.unwrap_or(1));
+        ymd(
+            p.year.unwrap_or(i64::from(today.year())),
+            m,
+            p.day.unwrap_or(1),
+        )?
     } else if let Some(wd) = p.weekday {
-        at = today.plus_days((wd - today.weekday()).rem_euclid(7));
-    } else if let Some(off) = p.day_offset {
-        at = today.plus_days(off);
-    }
-    if at.day > days_in_month(at.year, at.month) {
-        return Err(invalid(format!(
-            "{:04}-{:02} has no day {}",
-            at.year, at.month, at.day
-        )));
-    }
-    let to_unix = |c: &Civil| match p.zone_s {
-        Some(z) => FixedOffset(z).unix(c),
-        None => zone.unix(c),
+        let from = i64::from(today.weekday().to_monday_zero_offset());
+        later(today, (wd - from).rem_euclid(7))?
+    } else {
+        later(today, p.day_offset.unwrap_or(0))?
     };
-    let mut t = to_unix(&at);
+    let tz = p.zone_s.map_or_else(|| zone.clone(), fixed_zone);
+    let to_unix = |d: Date| {
+        tz.to_ambiguous_timestamp(DateTime::from_parts(d, time))
+            .compatible()
+            .map(|t| t.as_second() + leap)
+            .map_err(|_| invalid("the time is outside the calendar".into()))
+    };
+    let mut t = to_unix(date)?;
     let only_time = kinds.iter().all(|k| !k);
     if t <= now_s {
         if only_time {
-            t = to_unix(&at.plus_days(1));
+            t = to_unix(later(date, 1)?)?;
         } else if p.weekday.is_some() {
-            t = to_unix(&at.plus_days(7));
+            t = to_unix(later(date, 7)?)?;
         } else if p.month.is_some() && p.year.is_none() {
-            at.year += 1;
-            if at.day > days_in_month(at.year, at.month) {
-                return Err(invalid(format!("{:04}-02 has no day 29", at.year)));
-            }
-            t = to_unix(&at);
+            let next = i64::from(date.year()) + 1;
+            t = to_unix(ymd(next, date.month().into(), date.day().into())?)?;
         }
     }
     Ok(t)
@@ -581,38 +441,36 @@ mod tests {
     use super::*;
 
     /// UTC+01:00, now = Sunday 2026-11-22 10:30:00 local.
-    const ZONE: FixedOffset = FixedOffset(3600);
+    fn zone() -> TimeZone {
+        fixed_zone(3600)
+    }
 
     fn now() -> i64 {
         at(2026, 11, 22, 10, 30, 0)
     }
 
-    fn at(y: i64, m: i64, d: i64, h: i64, mi: i64, s: i64) -> i64 {
-        ZONE.unix(&Civil {
-            year: y,
-            month: m,
-            day: d,
-            hour: h,
-            minute: mi,
-            second: s,
-        })
+    fn at(y: i16, m: i8, d: i8, h: i8, mi: i8, s: i8) -> i64 {
+        let dt = DateTime::new(y, m, d, h, mi, s, 0).unwrap();
+        zone().to_timestamp(dt).unwrap().as_second()
     }
 
     fn parse(t: &str) -> Result<i64, TimeError> {
-        parse_time(t, now(), &ZONE)
+        parse_time(t, now(), &zone())
     }
 
     #[test]
-    fn the_zone_round_trips_and_knows_weekdays() {
-        let c = ZONE.civil(now());
+    fn the_zone_is_fixed_and_leap_days_follow_the_calendar() {
+        let c = zone().to_datetime(Timestamp::from_second(now()).unwrap());
         assert_eq!(
-            (c.year, c.month, c.day, c.hour, c.minute),
+            (c.year(), c.month(), c.day(), c.hour(), c.minute()),
             (2026, 11, 22, 10, 30)
         );
-        assert_eq!(c.weekday(), 6, "2026-11-22 is a Sunday");
-        assert_eq!(ZONE.unix(&c), now());
-        assert_eq!(days_in_month(2028, 2), 29);
-        assert_eq!(days_in_month(2100, 2), 28);
+        assert_eq!(c.weekday(), jiff::civil::Weekday::Sunday);
+        assert_eq!(parse("feb 29 2028"), Ok(at(2028, 2, 29, 0, 0, 0)));
+        assert!(parse("feb 29 2100").is_err());
+        assert!(parse("2027-02-29").is_err());
+        // An offset out of range is UTC, not a panic.
+        assert_eq!(fixed_zone(100 * 3600), TimeZone::UTC);
     }
 
     #[test]
@@ -716,9 +574,27 @@ mod tests {
 
     #[test]
     fn the_system_zone_agrees_with_its_offset() {
-        let z = SystemZone;
-        for t in [0i64, 1_000_000_000, 1_795_426_800] {
-            assert_eq!(z.unix(&z.civil(t)), t);
-        }
+        let z = TimeZone::system();
+        let utc = parse_time("2026-11-22 14:00 utc", now(), &z).unwrap();
+        let local = parse_time("2026-11-22 14:00", now(), &z).unwrap();
+        assert_eq!(utc - local, crate::civil::local_offset_s(local));
+    }
+
+    #[test]
+    fn forms_newly_accepted_through_the_crates() {
+        // Fractions and spaces in durations (humantime).
+        assert_eq!(parse("+1.5h"), Ok(now() + 5400));
+        assert_eq!(parse("now + 1h 30m"), Ok(now() + 5400));
+        assert_eq!(parse("+2w"), Ok(now() + 14 * 86_400));
+        // ISO: an hour alone after T, a compact offset, fractional seconds (jiff).
+        assert_eq!(parse("2026-11-22T14"), Ok(at(2026, 11, 22, 14, 0, 0)));
+        assert_eq!(
+            parse("2026-11-22T14:00:00.5+0200"),
+            Ok(at(2026, 11, 22, 13, 0, 0))
+        );
+        assert!(parse("2026-11-22T14:00[europe/paris]").is_err());
+        // An hour past 23 given as a bare number is refused, not carried
+        // into the next day.
+        assert!(parse("25").is_err());
     }
 }

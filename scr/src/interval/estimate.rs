@@ -488,50 +488,7 @@ mod tests {
     fn stamp(t: f64) -> String {
         // Our style: Unix seconds are accepted as timestamps too, but write
         // ISO-8601 with a zone to exercise the full path.
-        let days = (t / 86400.0).floor() as i64;
-        let rem = t - days as f64 * 86400.0;
-        // 1970-01-01 + days, good enough for synthetic logs within one year.
-        let (mut y, mut d) = (1970i64, days);
-        loop {
-            let len = if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 {
-                366
-            } else {
-                365
-            };
-            if d < len {
-                break;
-            }
-            d -= len;
-            y += 1;
-        }
-        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-        let months = [
-            31,
-            if leap { 29 } else { 28 },
-            31,
-            30,
-            31,
-            30,
-            31,
-            31,
-            30,
-            31,
-            30,
-            31,
-        ];
-        let mut m = 0;
-        while d >= months[m] {
-            d -= months[m];
-            m += 1;
-        }
-        let h = (rem / 3600.0).floor();
-        let mi = ((rem - h * 3600.0) / 60.0).floor();
-        let s = rem - h * 3600.0 - mi * 60.0;
-        format!(
-            "{y:04}-{:02}-{:02}T{h:02}:{mi:02}:{s:06.3}+00:00",
-            m + 1,
-            d + 1
-        )
+        crate::civil::format_timestamp(t, 0)
     }
 
     /// A synthetic log of `n_runs` runs on a machine with exponential

@@ -16,7 +16,7 @@
 //! 1  store           Store, the small trait over SQLite and PostgreSQL; DbError
 //!    format, parse   the text line written and read back
 //! 0  event           Entry (the one event type), Record, Stamp, EventType, XferType
-//!    time            clock, zoned stamps, civil dates
+//!    time            clock, zoned stamps (over `civil`)
 //!    msg             SCR's stderr messages (SCR_DEBUG levels, WARNING, ERROR)
 //! ```
 

@@ -20,8 +20,6 @@ use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 
 use super::event::{Entry, EntryKind, Record};
-// `pub(crate)`: halt/time.rs reads dates through this path.
-pub(crate) use super::time::days_from_civil;
 
 /// What went wrong on one line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -118,74 +116,16 @@ pub struct Parsed {
     pub first_errors: Vec<LogError>,
 }
 
-fn num(s: &str, lo: i64, hi: i64) -> Option<i64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let v: i64 = s.parse().ok()?;
-    (lo..=hi).contains(&v).then_some(v)
-}
-
-/// Parse a timestamp into seconds since the epoch.
+/// Parse a timestamp into seconds since the epoch: Unix seconds, or an
+/// ISO stamp ([`crate::civil::parse_iso_stamp`]).
 pub fn parse_timestamp(text: &str) -> Result<f64, LineError> {
-    let bad = || LineError::BadTimestamp(excerpt(text));
     let s = text.trim();
     if let Ok(v) = s.parse::<f64>() {
-        return if v.is_finite() { Ok(v) } else { Err(bad()) };
-    }
-    let b = s.as_bytes();
-    if b.len() < 19
-        || !b[..19].is_ascii()
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !(b[10] == b'T' || b[10] == b' ')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return Err(bad());
-    }
-    let y = num(&s[0..4], 0, 9999).ok_or_else(bad)?;
-    let mo = num(&s[5..7], 1, 12).ok_or_else(bad)?;
-    let d = num(&s[8..10], 1, 31).ok_or_else(bad)?;
-    let h = num(&s[11..13], 0, 23).ok_or_else(bad)?;
-    let mi = num(&s[14..16], 0, 59).ok_or_else(bad)?;
-    let sec = num(&s[17..19], 0, 60).ok_or_else(bad)?;
-    let mut rest = &s[19..];
-    let mut frac = 0.0;
-    if let Some(r) = rest.strip_prefix(['.', ',']) {
-        let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
-        if end == 0 {
-            return Err(bad());
+        if v.is_finite() {
+            return Ok(v);
         }
-        frac = format!("0.{}", &r[..end])
-            .parse::<f64>()
-            .map_err(|_| bad())?;
-        rest = &r[end..];
     }
-    let offset_s = match rest {
-        "" | "Z" | "z" => 0,
-        _ => {
-            let sign = match rest.as_bytes()[0] {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return Err(bad()),
-            };
-            let digits: String = rest[1..].chars().filter(|&c| c != ':').collect();
-            if !digits.is_ascii() || (digits.len() != 4 && digits.len() != 2) {
-                return Err(bad());
-            }
-            let oh = num(&digits[0..2], 0, 23).ok_or_else(bad)?;
-            let om = if digits.len() == 4 {
-                num(&digits[2..4], 0, 59).ok_or_else(bad)?
-            } else {
-                0
-            };
-            sign * (oh * 3600 + om * 60)
-        }
-    };
-    let days = days_from_civil(y, mo, d);
-    let secs = days * 86400 + h * 3600 + mi * 60 + sec - offset_s;
-    Ok(secs as f64 + frac)
+    crate::civil::parse_iso_stamp(s).ok_or_else(|| LineError::BadTimestamp(excerpt(text)))
 }
 
 /// Split `key=value, key="quoted, value", ...` into pairs.

@@ -30,7 +30,6 @@ pub use super::event::{Entry, EntryKind, EventType, XferType};
 pub use super::format::format_line;
 pub use super::sink::LogWriteError;
 pub use super::text::{log_path, LOG_FILE};
-pub(crate) use super::time::civil_from_days;
 pub use super::time::{format_timestamp, local_offset_s};
 
 /// Which sinks logging uses (SCR_LOG_ENABLE, SCR_LOG_TXT_ENABLE,

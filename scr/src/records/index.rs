@@ -102,24 +102,7 @@ impl Default for Index {
 /// `YYYY-MM-DDTHH:MM:SS` (SCR uses local time; this crate writes UTC so
 /// files do not depend on the node's time zone).
 pub fn timestamp(unix_s: i64) -> String {
-    let days = unix_s.div_euclid(86_400);
-    let secs = unix_s.rem_euclid(86_400);
-    // Civil-from-days (H. Hinnant's algorithm), proleptic Gregorian.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    crate::civil::utc_timestamp(unix_s)
 }
 
 impl Index {

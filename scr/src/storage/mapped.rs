@@ -16,25 +16,18 @@
 //! is the one thing the callers rely on not happening.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 
 /// Files smaller than this are read rather than mapped: below it the
 /// mmap/munmap calls (and, in a multithreaded process, the TLB shootdown
 /// of the unmap) cost more than the copy they save.
 pub const MAP_MIN_BYTES: u64 = 1 << 20;
 
-/// A read-only shared mapping of a whole file (empty files map nothing).
+/// A read-only shared mapping of a whole file (empty files map nothing),
+/// made and unmapped by the `memmap2` crate.
 #[derive(Debug)]
 pub struct Mapped {
-    ptr: *mut libc::c_void,
-    len: usize,
+    map: Option<memmap2::Mmap>,
 }
-
-// SAFETY: the mapping is read-only and owned by this value; sharing the
-// pointer across threads is no different from sharing a `&[u8]`.
-unsafe impl Send for Mapped {}
-// SAFETY: as above, only shared reads go through it.
-unsafe impl Sync for Mapped {}
 
 impl Mapped {
     /// Maps the first `len` bytes of `file` (its length, checked by the
@@ -48,50 +41,22 @@ impl Mapped {
             )
         })?;
         if len == 0 {
-            return Ok(Mapped {
-                ptr: std::ptr::null_mut(),
-                len: 0,
-            });
+            return Ok(Mapped { map: None });
         }
-        // SAFETY: a fresh read-only mapping of `len` bytes of an open file;
-        // the kernel picks the address; the result is checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        // SAFETY: a read-only mapping of `len` bytes of an open file. The
+        // mapping is undefined behaviour only if the file is truncated or
+        // written while mapped; the module's callers map cache files only
+        // between the application's write and the next phase, when nothing
+        // may change them (see the module documentation).
+        let map = unsafe { memmap2::MmapOptions::new().len(len).populate().map(file)? };
         // Readahead hint only; failure changes nothing.
-        // SAFETY: `ptr`/`len` is exactly the mapping just created.
-        unsafe { libc::madvise(ptr, len, libc::MADV_SEQUENTIAL) };
-        Ok(Mapped { ptr, len })
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Ok(Mapped { map: Some(map) })
     }
 
     /// The mapped bytes.
     pub fn bytes(&self) -> &[u8] {
-        if self.len == 0 {
-            return &[];
-        }
-        // SAFETY: `ptr` is a live read-only mapping of `len` bytes owned by
-        // `self`, so the slice cannot outlive it.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
-    }
-}
-
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        if self.len > 0 {
-            // SAFETY: unmaps exactly the mapping created in `new`; no slice
-            // borrowed from it can outlive `self`.
-            unsafe { libc::munmap(self.ptr, self.len) };
-        }
+        self.map.as_deref().unwrap_or(&[])
     }
 }
 
@@ -113,5 +78,21 @@ mod tests {
         File::create(&e).unwrap();
         let m = Mapped::new(&File::open(&e).unwrap(), 0).unwrap();
         assert!(m.bytes().is_empty());
+    }
+
+    #[test]
+    fn the_crc_of_a_mapped_file_is_the_crc_of_its_bytes() {
+        // Past MAP_MIN_BYTES crc_of_file takes the mapping, not reads.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big");
+        let n = MAP_MIN_BYTES as usize + 4099;
+        let data: Vec<u8> = (0..n as u32).map(|i| (i * 7 + i / 977) as u8).collect();
+        File::create(&p).unwrap().write_all(&data).unwrap();
+        let m = Mapped::new(&File::open(&p).unwrap(), n as u64).unwrap();
+        assert_eq!(m.bytes(), &data[..]);
+        assert_eq!(
+            crate::storage::verify::crc_of_file(&p).unwrap(),
+            (crc32fast::hash(&data), n as u64)
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use scr::clock::{Clock, SystemClock};
 use scr::exit::Code;
-use scr::halt::time::{parse_time, SystemZone};
+use scr::halt::time::{parse_time, TimeZone};
 use scr::halt::{describe, halt_path, to_json, HaltEdit, REASON_JOB_HALTED};
 use scr::records::halt::Halt;
 use scr::records::Record;
@@ -41,7 +41,8 @@ pub struct HaltArgs {
     after: Option<String>,
     /// Set or reset the job's SCR_HALT_SECONDS (HaltSeconds): the margin
     /// before --before and before the end of the allocation.
-    #[arg(short = 's', long, value_name = "N")]
+    /// Seconds or with units (600, 10m, 1h).
+    #[arg(short = 's', long, value_name = "DURATION", value_parser = scr::units::seconds_u32)]
     seconds: Option<u32>,
     /// Halt the job at its next check (ExitReason JOB_HALTED).
     #[arg(short = 'i', long)]
@@ -101,9 +102,10 @@ fn usage(message: String) -> CliError {
 
 /// The edit the options ask for (usage errors: exit USAGE).
 fn edit_of(a: &HaltArgs, now: i64) -> Result<HaltEdit, CliError> {
+    let zone = TimeZone::system();
     let time = |opt: &str, t: &Option<String>| {
         t.as_deref()
-            .map(|t| parse_time(t, now, &SystemZone).map_err(|e| usage(format!("--{opt}: {e}"))))
+            .map(|t| parse_time(t, now, &zone).map_err(|e| usage(format!("--{opt}: {e}"))))
             .transpose()
     };
     let mut e = HaltEdit {

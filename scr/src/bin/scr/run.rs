@@ -38,11 +38,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     min_nodes: Option<usize>,
     /// Bound on each launch in seconds: a launch still running is killed and
-    /// counted as failed (default: SCR_WATCHDOG_TIMEOUT, else 86400).
-    #[arg(long, value_name = "SECONDS")]
+    /// counted as failed (default: SCR_WATCHDOG_TIMEOUT, else 86400; units
+    /// accepted: 2h, 1d).
+    #[arg(long, value_name = "DURATION", value_parser = scr::units::seconds_u64)]
     watchdog: Option<u64>,
     /// Bound on each node's health check in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    #[arg(long, value_name = "DURATION", default_value_t = 15, value_parser = scr::units::seconds_u64)]
     check_timeout: u64,
     /// The allocation's nodes from this hostfile (mpirun outside a resource
     /// manager's allocation).
@@ -69,8 +70,9 @@ pub struct CheckNodeArgs {
     /// SCR_CACHE_BASE, else /dev/shm).
     #[arg(long = "path", value_name = "DIR")]
     paths: Vec<PathBuf>,
-    /// Least total capacity each base must have, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    /// Least total capacity each base must have, in bytes (units
+    /// accepted: 512MB, 1GB, 1G).
+    #[arg(long, value_name = "BYTES", default_value_t = 0, value_parser = scr::units::bytes)]
     capacity: u64,
 }
 
@@ -84,7 +86,7 @@ pub struct ListDownArgs {
     #[arg(long)]
     reason: bool,
     /// Bound on each node's check in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    #[arg(long, value_name = "DURATION", default_value_t = 15, value_parser = scr::units::seconds_u64)]
     check_timeout: u64,
 }
 

@@ -142,7 +142,7 @@ pub struct PostrunArgs {
     #[arg(long, value_name = "PATH", requires = "launch")]
     scr_bin: Option<PathBuf>,
     /// Bound on each node's copy with --launch, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
+    #[arg(long, value_name = "DURATION", default_value_t = 1800, value_parser = scr::units::seconds_u64)]
     launch_timeout: u64,
     /// The job's control directory (default: <SCR_CNTL_BASE>/<user>/scr.<SCR_JOB_ID>).
     #[arg(long, value_name = "DIR")]
