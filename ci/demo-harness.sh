@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 . ci/env.sh
 profile=${PROFILE:-release}
 flag=$([ "$profile" = release ] && echo --release || true)
-cargo build --quiet $flag -p testing --bin scr_app --features scr/fault-injection \
+cargo build --quiet $flag -p testing --bin scr_app --features scr/fault-injection,scr/cli \
   --target-dir target/fault-injection
 cargo build --quiet $flag -p harness --bin scr-harness -p scr --bin scr
 harness="target/$profile/scr-harness"

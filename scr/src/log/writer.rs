@@ -353,13 +353,8 @@ mod tests {
         // Nothing listens on port 1, so opening fails at once, naming the
         // server and never the password.
         let s = DbSettings {
-            name: None,
-            host: Some("127.0.0.1:1".into()),
-            user: None,
-            pass: Some(Secret::new("hunter2")),
-            debug: false,
             username: Some("u".into()),
-            jobname: None,
+            ..db_settings(Some("127.0.0.1:1"))
         };
         let p = Path::new("/p");
         let e = open_database(&s, p, "1").unwrap_err();
