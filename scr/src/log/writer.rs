@@ -403,18 +403,19 @@ mod tests {
         let msg = e.to_string();
         assert!(msg.contains("SCR_LOG_DB_ENABLE=1"), "{msg}");
         assert!(msg.contains("`logdb-sqlite`"), "{msg}");
-        let env = crate::config::MapEnv::new([
-            ("SCR_LOG_ENABLE", "1"),
-            ("SCR_LOG_DB_ENABLE", "1"),
-            ("SCR_LOG_SYSLOG_ENABLE", "0"),
-        ]);
+        // SCR_LOG_DB_* are the site's: read from the system config file.
+        let system = tmp.path().join("scr.conf");
+        let site = "SCR_LOG_ENABLE=1\nSCR_LOG_DB_ENABLE=1\nSCR_LOG_SYSLOG_ENABLE=0\n";
+        std::fs::write(&system, site).unwrap();
+        let env = crate::config::MapEnv::new([("SCR_PREFIX", tmp.path().to_str().unwrap())]);
         let opts = crate::config::LoadOptions {
-            system_file: None,
+            system_file: Some(system),
             read_app_conf: false,
         };
         let cfg = Config::load(&env, &opts).unwrap();
         let settings = LogSettings::from_config(&cfg).unwrap().unwrap();
         assert!(settings.db.is_some(), "the setting is read, not dropped");
+        std::fs::create_dir_all(tmp.path().join(".scr")).unwrap();
         let log = Logger::open(tmp.path(), "n0", "1", settings).unwrap();
         assert_eq!(log.db_path(), None);
         assert_eq!(log.path(), Some(tmp.path().join(".scr/log").as_path()));
