@@ -40,7 +40,8 @@ cp "$REPO/Cargo.lock" "$app/Cargo.lock"
 log="$WORK/build.log"
 start=$(date +%s.%N)
 if (cd "$app" && CARGO_TARGET_DIR="$target" cargo build --offline \
-      --config 'profile.dev.opt-level=1' --config 'profile.dev.package."*".opt-level=2') >"$log" 2>&1; then
+      --config 'profile.dev.opt-level=1' --config 'profile.dev.package."*".opt-level=2' \
+      --config 'profile.dev.package.scr.opt-level=1') >"$log" 2>&1; then
   secs=$(echo "$(date +%s.%N) - $start" | bc)
   compiled=$(grep -c '^ *Compiling ' "$log")
   pass "build: fresh project, scr by path ($compiled crates compiled, ${secs%.*} s)"
