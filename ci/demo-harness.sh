@@ -17,7 +17,7 @@ flag=$([ "$profile" = release ] && echo --release || true)
 out=${DEMO_OUT:-target/demo/results}
 mkdir -p "$out"
 echo "== building scr_app and scr with injection points (target/fault-injection, $profile)"
-cargo build $flag -p testing --bin scr_app -p scr --bin scr --features scr/fault-injection \
+cargo build $flag -p testing --bin scr_app -p scr --bin scr --features scr/fault-injection,scr/cli \
   --target-dir target/fault-injection
 echo "== building scr-harness and scr ($profile)"
 cargo build $flag -p harness --bin scr-harness -p scr --bin scr

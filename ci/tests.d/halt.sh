@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app -p scr --bin scr
+cargo build --quiet -p testing --bin scr_app
+cargo build --quiet -p scr --bin scr --features cli
 export SCR_APP_BIN="$PWD/target/debug/scr_app"
 export SCR_BIN="$PWD/target/debug/scr"
 # Two jobs at a time: each is 4 ranks on 2 cores; the time conditions are

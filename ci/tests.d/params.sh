@@ -7,10 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app --features scr/fault-injection \
+cargo build --quiet -p testing --bin scr_app --features scr/fault-injection,scr/cli \
   --target-dir target/fault-injection
 # `scr postrun` for the containers scavenge test.
-cargo build --quiet -p scr --bin scr --features scr/fault-injection \
+cargo build --quiet -p scr --bin scr --features scr/fault-injection,scr/cli \
   --target-dir target/fault-injection
 SCR_APP_BIN="$PWD/target/fault-injection/debug/scr_app" \
   SCR_BIN="$PWD/target/fault-injection/debug/scr" \

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
 cargo build --quiet -p testing --bin scr_app
-cargo build --quiet -p scr --bin scr
+cargo build --quiet -p scr --bin scr --features cli
 export SCR_APP_BIN="$PWD/target/debug/scr_app"
 export SCR_BIN="$PWD/target/debug/scr"
 cargo test --quiet -p harness --test scavenge -- --ignored --test-threads 1

@@ -30,7 +30,7 @@ if [ -n "$why" ]; then
   exit 1
 fi
 cargo build --quiet -p testing --bin scr_app
-cargo build --quiet -p scr --bin scr
+cargo build --quiet -p scr --bin scr --features cli
 cargo build --quiet -p harness --bin scr-harness
 WORK=$(mktemp -d /var/tmp/scr-slurm-runloop.XXXXXX)   # every node sees /var/tmp
 # SCR_SLURM_KEEP=1 keeps the work directory (outputs, prefixes, logs).

@@ -18,7 +18,7 @@
 //! whole seconds, so this holds for every schedule.
 //!
 //! Run with `ci/tests.d/halt.sh` (builds `scr_app` and `scr`), or
-//! `cargo build -p testing --bin scr_app -p scr --bin scr && cargo test -p
+//! `cargo build -p testing --bin scr_app -p scr --bin scr --features scr/cli && cargo test -p
 //! harness --test halt -- --ignored`. `SCR_APP_BIN` and `SCR_BIN` override
 //! where the binaries are looked for. Without `mpirun` every test says so
 //! and returns.
@@ -54,7 +54,7 @@ impl Setup {
         for b in [&app, &scr] {
             assert!(
                 b.is_file(),
-                "{} is missing: cargo build -p testing --bin scr_app -p scr --bin scr (or set SCR_APP_BIN / SCR_BIN)",
+                "{} is missing: cargo build -p testing --bin scr_app -p scr --bin scr --features scr/cli (or set SCR_APP_BIN / SCR_BIN)",
                 b.display()
             );
         }

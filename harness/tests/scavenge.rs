@@ -9,7 +9,7 @@
 //! verifies every byte it restarts from.
 //!
 //! Run with `ci/tests.d/scavenge.sh` (builds `scr_app` and `scr` first), or
-//! `cargo build -p testing --bin scr_app && cargo build -p scr --bin scr &&
+//! `cargo build -p testing --bin scr_app && cargo build -p scr --bin scr --features cli &&
 //! cargo test -p harness --test scavenge -- --ignored`. `SCR_APP_BIN` and
 //! `SCR_BIN` override where the binaries are looked for. Without `mpirun`
 //! each test says so and returns.

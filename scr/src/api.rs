@@ -25,25 +25,32 @@
 //! }
 //!
 //! fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use scr::comm::Comm;
 //! let _mpi = scr::comm::mpi::MpiEnv::init(); // MPI_Init (the application's)
 //! scr::comm::mpi::install_abort_on_panic();
 //! let world = scr::comm::mpi::MpiComm::world()?; // a duplicate of MPI_COMM_WORLD
+//! // Each rank routes its own file: two ranks routing one name would
+//! // overwrite each other's data in the prefix.
+//! let file = format!("ckpt/rank_{}.dat", world.rank());
 //! let mut scr = scr::Scr::init(Box::new(world))?;
 //! if let Some(name) = scr.have_restart()? {
 //!     let mut r = scr.start_restart()?;
-//!     let path = r.route_file("ckpt/rank_0.dat")?;
-//!     let ok = std::fs::read(&path).is_ok();
+//!     let path = r.route_file(&file)?;
+//!     let ok = std::fs::read(&path).is_ok_and(|b| b == b"state");
 //!     r.complete(ok)?;
 //!     println!("restarted from {name}");
 //! }
 //! let mut out = scr.start_output(Some("step10"), scr::Flags::CHECKPOINT)?;
-//! let path = out.route_file("ckpt/rank_0.dat")?;
+//! let path = out.route_file(&file)?;
 //! std::fs::write(&path, b"state")?;
 //! out.complete(true)?;
 //! scr.finalize()?;
 //! Ok(())
 //! }
 //! ```
+//!
+//! `scr/examples/checkpoint_restart.rs` is the whole application: a loop of
+//! steps, SCR_Need_checkpoint, and a restart that checks every byte.
 
 use std::fs;
 use std::ops::BitOr;

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use crate::config::ConfigError;
 use crate::kvtree::file::KvFileError;
-use crate::log::db::DbError;
+use crate::log::store::DbError;
 use crate::log::LogError;
 use crate::records::RecordError;
 

@@ -12,8 +12,7 @@ use super::Scr;
 use crate::cache::Job;
 use crate::error::ScrResult;
 use crate::interval::adaptive::{decide, Decision, History, Inputs};
-use crate::log::db::{read_records, DbSettings};
-use crate::log::server::{self, ServerSettings};
+use crate::log::store::{DbError, DbSettings};
 use crate::log::writer::{log_path, Entry, EventType};
 use crate::log::{read_log, Record};
 
@@ -52,6 +51,32 @@ fn drop_this_run(records: &mut Vec<Record>, jobid: &str) {
     }
 }
 
+/// Every record of the server log database `s` names, and the server as
+/// shown in messages.
+#[cfg(feature = "logdb-postgres")]
+fn read_server(s: &DbSettings) -> Result<(String, Vec<Record>), DbError> {
+    use crate::log::server::{read_records, ServerSettings};
+    let srv = ServerSettings::from_db_settings(s)?;
+    let recs = read_records(&srv)?;
+    Ok((srv.shown().to_string(), recs))
+}
+
+#[cfg(not(feature = "logdb-postgres"))]
+fn read_server(s: &DbSettings) -> Result<(String, Vec<Record>), DbError> {
+    Err(DbError::postgres_not_built(s.host.as_deref().unwrap_or("")))
+}
+
+/// Every record of the SQLite log database at `path`.
+#[cfg(feature = "logdb-sqlite")]
+fn read_sqlite(path: &Path) -> Result<Vec<Record>, DbError> {
+    crate::log::db::read_records(path)
+}
+
+#[cfg(not(feature = "logdb-sqlite"))]
+fn read_sqlite(_: &Path) -> Result<Vec<Record>, DbError> {
+    Err(DbError::sqlite_not_built())
+}
+
 /// Earlier runs' records: the log database when SCR_LOG_DB_ENABLE=1 and it
 /// exists, else the text log; `None` when neither exists or is readable (a
 /// warning: the policy then works from this run and SCR_MTBF alone).
@@ -61,10 +86,7 @@ fn read_history(job: &Job) -> Option<History> {
         // The server holds every job of the site: this job's earlier runs
         // are those logged under its id and prefix (the history reads the
         // rest as other jobs, which is what they are).
-        let read = ServerSettings::from_db_settings(s).and_then(|srv| {
-            let recs = server::read_records(&srv)?;
-            Ok((srv.shown().to_string(), recs))
-        });
+        let read = read_server(s);
         return match read {
             Ok((shown, mut recs)) => {
                 if job.log.as_ref().is_some_and(|l| l.db_path().is_some()) {
@@ -78,7 +100,11 @@ fn read_history(job: &Job) -> Option<History> {
             }
         };
     }
-    let db = settings.map(|s| s.path(&job.prefix));
+    // Without SQLite in this build no database was written by it: the
+    // text log is the history (SCR_LOG_DB_ENABLE=1 was warned about at init).
+    let db = settings
+        .filter(|_| cfg!(feature = "logdb-sqlite"))
+        .map(|s| s.path(&job.prefix));
     let logged_to = |p: &Path, db: bool| {
         job.log.as_ref().is_some_and(|l| {
             if db {
@@ -96,7 +122,7 @@ fn read_history(job: &Job) -> Option<History> {
         return None;
     }
     let records = if is_db {
-        read_records(&path).map_err(|e| e.to_string())
+        read_sqlite(&path).map_err(|e| e.to_string())
     } else {
         read_log(&path, false)
             .map(|p| p.records)

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod database;
+#[cfg(feature = "logdb-sqlite")]
 pub mod db;
 pub mod event;
 pub mod format;
@@ -28,6 +29,7 @@ pub mod migrate;
 pub mod msg;
 pub mod parse;
 pub mod row;
+#[cfg(feature = "logdb-postgres")]
 pub mod server;
 pub mod sink;
 pub mod store;

@@ -22,6 +22,7 @@ pub const DB_FILE: &str = "log.db";
 #[non_exhaustive]
 pub enum DbError {
     /// SQLite refused an operation.
+    #[cfg(feature = "logdb-sqlite")]
     #[error("log database {path}: {what}: {source}")]
     Sqlite {
         /// The database file.
@@ -85,6 +86,7 @@ pub enum DbError {
         why: String,
     },
     /// The log database server refused an operation or could not be reached.
+    #[cfg(feature = "logdb-postgres")]
     #[error("log database {server}: {what}: {source}")]
     Server {
         /// `postgresql://user@host:port/dbname` (never the password).
@@ -97,6 +99,42 @@ pub enum DbError {
     /// A logging parameter has a bad value.
     #[error(transparent)]
     Config(Box<ConfigError>),
+    /// A setting asks for a log database that this build of the library
+    /// leaves out (its cargo feature is off): refused, never ignored.
+    #[error("{param} asks for the {what}, but this scr library was built without the cargo feature `{feature}`: enable it on the scr dependency (features = [\"{feature}\"]) or {instead}")]
+    NotBuilt {
+        /// The parameter and its value (`SCR_LOG_DB_ENABLE=1`).
+        param: String,
+        /// The database it asks for.
+        what: &'static str,
+        /// The cargo feature of `scr` that builds it.
+        feature: &'static str,
+        /// The other way out, for the message.
+        instead: &'static str,
+    },
+}
+
+impl DbError {
+    /// The SQLite log (SCR_LOG_DB_ENABLE=1 without a host) in a build
+    /// without `logdb-sqlite`.
+    pub fn sqlite_not_built() -> DbError {
+        DbError::NotBuilt {
+            param: "SCR_LOG_DB_ENABLE=1".into(),
+            what: "SQLite log database",
+            feature: "logdb-sqlite",
+            instead: "set SCR_LOG_DB_ENABLE=0",
+        }
+    }
+
+    /// The server log (SCR_LOG_DB_HOST) in a build without `logdb-postgres`.
+    pub fn postgres_not_built(host: &str) -> DbError {
+        DbError::NotBuilt {
+            param: format!("SCR_LOG_DB_HOST={}", crate::config::secret::redact(host)),
+            what: "PostgreSQL log database",
+            feature: "logdb-postgres",
+            instead: "unset SCR_LOG_DB_HOST",
+        }
+    }
 }
 
 impl From<ConfigError> for DbError {

@@ -71,11 +71,43 @@ pub fn open_database(
     prefix: &Path,
     jobid: &str,
 ) -> Result<Box<dyn LogSink>, DbError> {
-    Ok(if settings.host.is_some() {
-        Box::new(super::server::ServerLog::open(settings, prefix, jobid)?)
-    } else {
-        Box::new(super::db::SqliteLog::open(settings, prefix, jobid)?)
-    })
+    match &settings.host {
+        Some(host) => open_server(settings, host, prefix, jobid),
+        None => open_sqlite(settings, prefix, jobid),
+    }
+}
+
+#[cfg(feature = "logdb-postgres")]
+fn open_server(
+    settings: &DbSettings,
+    _host: &str,
+    prefix: &Path,
+    jobid: &str,
+) -> Result<Box<dyn LogSink>, DbError> {
+    Ok(Box::new(super::server::ServerLog::open(
+        settings, prefix, jobid,
+    )?))
+}
+
+#[cfg(not(feature = "logdb-postgres"))]
+fn open_server(_: &DbSettings, host: &str, _: &Path, _: &str) -> Result<Box<dyn LogSink>, DbError> {
+    Err(DbError::postgres_not_built(host))
+}
+
+#[cfg(feature = "logdb-sqlite")]
+fn open_sqlite(
+    settings: &DbSettings,
+    prefix: &Path,
+    jobid: &str,
+) -> Result<Box<dyn LogSink>, DbError> {
+    Ok(Box::new(super::db::SqliteLog::open(
+        settings, prefix, jobid,
+    )?))
+}
+
+#[cfg(not(feature = "logdb-sqlite"))]
+fn open_sqlite(_: &DbSettings, _: &Path, _: &str) -> Result<Box<dyn LogSink>, DbError> {
+    Err(DbError::sqlite_not_built())
 }
 
 /// What the logger does when a sink fails to write an entry.
@@ -315,17 +347,13 @@ mod tests {
     }
 
     #[test]
+    #[cfg(all(feature = "logdb-sqlite", feature = "logdb-postgres"))]
     fn a_host_opens_the_server_never_showing_the_password() {
         // Nothing listens on port 1, so opening fails at once, naming the
         // server and never the password.
         let s = DbSettings {
-            name: None,
-            host: Some("127.0.0.1:1".into()),
-            user: None,
-            pass: Some(Secret::new("hunter2")),
-            debug: false,
             username: Some("u".into()),
-            jobname: None,
+            ..db_settings(Some("127.0.0.1:1"))
         };
         let p = Path::new("/p");
         let e = open_database(&s, p, "1").unwrap_err();
@@ -348,5 +376,62 @@ mod tests {
             db.target(),
             Target::Database(tmp.path().join(".scr/log.db"))
         );
+    }
+
+    fn db_settings(host: Option<&str>) -> DbSettings {
+        DbSettings {
+            name: None,
+            host: host.map(String::from),
+            user: None,
+            pass: Some(Secret::new("hunter2")),
+            debug: false,
+            username: None,
+            jobname: None,
+        }
+    }
+
+    /// SCR_LOG_DB_ENABLE=1 in a build without SQLite: the database is
+    /// refused with an error naming the parameter and the feature (which
+    /// `Logger::open` prints as its warning), and the text log goes on.
+    #[test]
+    #[cfg(not(feature = "logdb-sqlite"))]
+    fn sqlite_log_is_refused_naming_the_parameter_and_the_feature() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = open_database(&db_settings(None), tmp.path(), "1").unwrap_err();
+        assert!(matches!(e, DbError::NotBuilt { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("SCR_LOG_DB_ENABLE=1"), "{msg}");
+        assert!(msg.contains("`logdb-sqlite`"), "{msg}");
+        // SCR_LOG_DB_* are the site's: read from the system config file.
+        let system = tmp.path().join("scr.conf");
+        let site = "SCR_LOG_ENABLE=1\nSCR_LOG_DB_ENABLE=1\nSCR_LOG_SYSLOG_ENABLE=0\n";
+        std::fs::write(&system, site).unwrap();
+        let env = crate::config::MapEnv::new([("SCR_PREFIX", tmp.path().to_str().unwrap())]);
+        let opts = crate::config::LoadOptions {
+            system_file: Some(system),
+            read_app_conf: false,
+        };
+        let cfg = Config::load(&env, &opts).unwrap();
+        let settings = LogSettings::from_config(&cfg).unwrap().unwrap();
+        assert!(settings.db.is_some(), "the setting is read, not dropped");
+        std::fs::create_dir_all(tmp.path().join(".scr")).unwrap();
+        let log = Logger::open(tmp.path(), "n0", "1", settings).unwrap();
+        assert_eq!(log.db_path(), None);
+        assert_eq!(log.path(), Some(tmp.path().join(".scr/log").as_path()));
+        assert!(!tmp.path().join(".scr/log.db").exists());
+    }
+
+    /// SCR_LOG_DB_HOST in a build without PostgreSQL: refused likewise,
+    /// never showing the password.
+    #[test]
+    #[cfg(not(feature = "logdb-postgres"))]
+    fn server_log_is_refused_naming_the_parameter_and_the_feature() {
+        let s = db_settings(Some("postgresql://u:hunter2@db/scr"));
+        let e = open_database(&s, Path::new("/p"), "1").unwrap_err();
+        assert!(matches!(e, DbError::NotBuilt { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("SCR_LOG_DB_HOST=postgresql://u:"), "{msg}");
+        assert!(msg.contains("`logdb-postgres`"), "{msg}");
+        assert!(!msg.contains("hunter2"), "{msg}");
     }
 }
