@@ -108,7 +108,11 @@ fn every_relative_link_names_a_file_of_the_repository() {
             }
             seen += 1;
             let path = resolve(&doc, &target);
-            let rel = doc.strip_prefix(&root).unwrap_or(&doc).display().to_string();
+            let rel = doc
+                .strip_prefix(&root)
+                .unwrap_or(&doc)
+                .display()
+                .to_string();
             if !path.starts_with(&root) {
                 bad.push(format!("{rel}:{line}: `{target}` leaves the repository"));
             } else if !path.exists() {
@@ -116,7 +120,10 @@ fn every_relative_link_names_a_file_of_the_repository() {
             }
         }
     }
-    assert!(seen > 20, "only {seen} relative links found: is the parser broken?");
+    assert!(
+        seen > 20,
+        "only {seen} relative links found: is the parser broken?"
+    );
     assert!(bad.is_empty(), "broken links:\n{}", bad.join("\n"));
 }
 
@@ -128,7 +135,11 @@ fn no_document_points_into_the_shared_directory_a_clone_lacks() {
         let text = fs::read_to_string(&doc).expect("a readable document");
         for (n, line) in text.lines().enumerate() {
             if line.contains("../shared") {
-                let rel = doc.strip_prefix(&root).unwrap_or(&doc).display().to_string();
+                let rel = doc
+                    .strip_prefix(&root)
+                    .unwrap_or(&doc)
+                    .display()
+                    .to_string();
                 bad.push(format!("{rel}:{}: {line}", n + 1));
             }
         }
@@ -172,7 +183,11 @@ fn the_guide_quotes_its_examples_as_they_are() {
     let mut bad = Vec::new();
     for doc in markdown_files() {
         let text = fs::read_to_string(&doc).expect("a readable document");
-        let rel = doc.strip_prefix(&root).unwrap_or(&doc).display().to_string();
+        let rel = doc
+            .strip_prefix(&root)
+            .unwrap_or(&doc)
+            .display()
+            .to_string();
         for (line, path, body) in quotes(&text) {
             checked += 1;
             match fs::read_to_string(root.join(&path)) {
@@ -194,5 +209,8 @@ fn the_link_parser_finds_links_and_skips_code() {
     let found: Vec<String> = links(text).into_iter().map(|(_, t)| t).collect();
     assert_eq!(found, vec!["x.md".to_string(), "../w.md#part".to_string()]);
     let q = quotes("<!-- quote: a/b.rs -->\n```rust\nfn main() {}\n```\n");
-    assert_eq!(q, vec![(1, "a/b.rs".to_string(), "fn main() {}".to_string())]);
+    assert_eq!(
+        q,
+        vec![(1, "a/b.rs".to_string(), "fn main() {}".to_string())]
+    );
 }
