@@ -36,12 +36,15 @@
 //! - [`interval`]: checkpoint interval models and their estimators.
 //! - [`error`]: the crate's error, [`ScrError`], carrying each layer's typed
 //!   error; [`ids`]: the [`DatasetId`] and [`Rank`] newtypes.
-//! - [`exit`]: the one exit-code table of the `scr` and `scr-harness` commands.
+//! - [`exit`]: the one exit-code table of the `scr` and `scr-harness` commands;
+//!   [`cli_docs`]: their man pages and shell completions, from their clap definitions.
 #![deny(missing_docs)]
 
 pub mod api;
 pub mod cache;
 pub mod civil;
+#[cfg(feature = "cli")]
+pub mod cli_docs;
 pub mod clock;
 pub mod comm;
 pub mod config;

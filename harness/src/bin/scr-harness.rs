@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use faultsim::plan::Plan;
 use harness::campaign::{self, Report, Settings};
 use harness::outcome::{Outcome, Verdict};
@@ -34,6 +34,7 @@ use scr::CopyType;
 #[derive(Parser)]
 #[command(
     name = "scr-harness",
+    version,
     about = "SCR run loop with fault injection, scenario campaigns, new-system validation",
     after_help = scr::exit::help_text()
 )]
@@ -239,6 +240,21 @@ fn main() -> ExitCode {
     // `scr-harness campaign --list | head -1` must end quietly, not panic
     // in println! on EPIPE.
     scr::exit::default_sigpipe();
+    // `scr-harness generate SHARE` (ci/install): the man pages and
+    // completions, written under SHARE (scr::cli_docs).
+    let args: Vec<_> = std::env::args_os().collect();
+    if let Some(share) = scr::cli_docs::asked("scr-harness", &args) {
+        let share = share.unwrap_or_else(|e| e.exit());
+        return match scr::cli_docs::generate(Cli::command(), &share) {
+            Ok(written) => {
+                for path in written {
+                    println!("{}", path.display());
+                }
+                Code::Success.into()
+            }
+            Err(e) => harness_error(e),
+        };
+    }
     // clap exits USAGE (2) on bad usage, SUCCESS on --help/--version.
     let cli = Cli::parse();
     match cli.cmd {

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use scr::exit::Code;
 use scr::interval::estimate;
 use scr::interval::model::Level;
@@ -205,8 +205,14 @@ fn main() -> ExitCode {
     // Output piped into `head` must end the tool quietly, as for any Unix
     // filter, instead of panicking in println! on EPIPE.
     scr::exit::default_sigpipe();
-    let cli = Cli::parse();
-    match run(cli) {
+    // `scr generate SHARE` (ci/install): the man pages and completions,
+    // written under SHARE (scr::cli_docs); one path per line.
+    let args: Vec<_> = std::env::args_os().collect();
+    let outcome = match scr::cli_docs::asked("scr", &args) {
+        Some(share) => generate(&share.unwrap_or_else(|e| e.exit())),
+        None => run(Cli::parse()),
+    };
+    match outcome {
         Ok(()) => Code::Success.into(),
         Err(e) => {
             // A plain "no" (scr flush-file --needflush) says nothing.
@@ -216,6 +222,13 @@ fn main() -> ExitCode {
             e.code().into()
         }
     }
+}
+
+fn generate(share: &std::path::Path) -> Result<(), CliError> {
+    for path in scr::cli_docs::generate(Cli::command(), share)? {
+        println!("{}", path.display());
+    }
+    Ok(())
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {

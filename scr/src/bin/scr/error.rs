@@ -121,6 +121,9 @@ pub enum CliError {
     /// JSON output could not be produced.
     #[error("JSON output: {0}")]
     Json(#[from] serde_json::Error),
+    /// `scr generate` could not write a man page or completion file.
+    #[error(transparent)]
+    CliDocs(#[from] scr::cli_docs::CliDocsError),
 }
 
 impl From<ConfigError> for CliError {
@@ -146,7 +149,10 @@ impl CliError {
             | CliError::RebuiltIncomplete
             | CliError::ScavengedIncomplete => Code::Incomplete,
             CliError::StrictLog(_) => Code::Damaged,
-            CliError::Io { .. } | CliError::Json(_) | CliError::RunLoop { .. } => Code::Failed,
+            CliError::Io { .. }
+            | CliError::Json(_)
+            | CliError::RunLoop { .. }
+            | CliError::CliDocs(_) => Code::Failed,
             CliError::Scavenge(e) => e.exit_code(),
             CliError::Record(e) => e.exit_code(),
             CliError::KvFile(e) => e.exit_code(),
