@@ -21,8 +21,8 @@
 # - It prints one line per step, "PASS what" or "FAIL what (exit N)" with
 #   the last lines of that step's output, then "<name>: N passed, M failed".
 # - It exits 0 when every step passed, non-zero otherwise. The whole part
-#   is bounded (600 s); it needs no network and nothing ci/setup does not
-#   install.
+#   is bounded (600 s); it needs nothing ci/setup does not install,
+#   besides packages from the registries (python.sh: mpi4py from PyPI).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo="$(pwd)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python module (python/, issue 18) as a user installs and runs it.
 # Environment:
-#   INSTALL  an install prefix made by ci/install-capi (or ci/install):
+#   INSTALL  an install prefix made by ci/install:
 #            INSTALL/lib/libscr.so, INSTALL/include/scr.h
 #   WORK     an empty scratch directory
 #   REPO     the repository root
@@ -13,7 +13,7 @@
 # (and once with PARTNER), and one rank raising inside a checkpoint block.
 # Ends with "python: N passed, M failed"; exits non-zero when any failed.
 set -uo pipefail
-: "${INSTALL:?set INSTALL to an install prefix (ci/install-capi PREFIX)}"
+: "${INSTALL:?set INSTALL to an install prefix (ci/install PREFIX)}"
 : "${WORK:?set WORK to an empty scratch directory}"
 : "${REPO:?set REPO to the repository root}"
 cd "$REPO" || exit 1
@@ -62,7 +62,7 @@ check "pip install mpi4py and ./python into a venv" install_module
 grep -h "venv + pip install" "$(last_log)"
 export SCR_LIBRARY="$INSTALL/lib/libscr.so"
 if [ "$failed" -ne 0 ] || [ ! -f "$SCR_LIBRARY" ]; then
-  [ -f "$SCR_LIBRARY" ] || { echo "FAIL no $SCR_LIBRARY (make INSTALL with ci/install-capi)"; failed=$((failed + 1)); }
+  [ -f "$SCR_LIBRARY" ] || { echo "FAIL no $SCR_LIBRARY (make INSTALL with ci/install)"; failed=$((failed + 1)); }
   echo "python: $passed passed, $failed failed"
   exit 1
 fi

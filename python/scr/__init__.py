@@ -1,7 +1,7 @@
 """Scalable Checkpoint/Restart for Python MPI applications (mpi4py).
 
 A binding of the SCR C library (scr.h, SCR 3.1 API; this project's libscr.so
-built by ``ci/install-capi PREFIX``) over ctypes, with the names of LLNL
+built by ``ci/install PREFIX``) over ctypes, with the names of LLNL
 SCR's Python bindings, plus context managers and exceptions::
 
     import scr

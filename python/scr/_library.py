@@ -4,7 +4,7 @@ Search order, first match wins:
 
 1. ``SCR_LIBRARY``: the path of the library file. When set, it is the only
    place tried: a wrong explicit choice is an error, not a silent fallback.
-2. ``SCR_PREFIX_INSTALL``: an install prefix (``ci/install-capi PREFIX``);
+2. ``SCR_PREFIX_INSTALL``: an install prefix (``ci/install PREFIX``);
    ``PREFIX/lib/libscr.so``, then ``PREFIX/lib64/libscr.so``.
 3. ``pkg-config --variable=libdir scr``: the ``scr.pc`` the install wrote,
    found through ``PKG_CONFIG_PATH``.

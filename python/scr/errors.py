@@ -53,7 +53,7 @@ class LibraryNotFoundError(ImportError):
         ]
         lines += [f"  {where}: {why}" for where, why in self.tried]
         lines.append(
-            "Install it with `ci/install-capi PREFIX` from the SCR repository and set "
+            "Install it with `ci/install PREFIX` from the SCR repository and set "
             "SCR_LIBRARY=PREFIX/lib/libscr.so (or SCR_PREFIX_INSTALL=PREFIX, or add "
             "PREFIX/lib/pkgconfig to PKG_CONFIG_PATH)."
         )
