@@ -38,13 +38,13 @@ cp "$REPO/scr/examples/checkpoint_restart.rs" "$app/src/main.rs"
 cp "$REPO/Cargo.lock" "$app/Cargo.lock"
 
 log="$WORK/build.log"
-start=$(date +%s.%N)
+start=$(date +%s)
 if (cd "$app" && CARGO_TARGET_DIR="$target" cargo build --offline \
       --config 'profile.dev.opt-level=1' --config 'profile.dev.package."*".opt-level=2' \
       --config 'profile.dev.package.scr.opt-level=1') >"$log" 2>&1; then
-  secs=$(echo "$(date +%s.%N) - $start" | bc)
+  secs=$(( $(date +%s) - start ))
   compiled=$(grep -c '^ *Compiling ' "$log")
-  pass "build: fresh project, scr by path ($compiled crates compiled, ${secs%.*} s)"
+  pass "build: fresh project, scr by path ($compiled crates compiled, $secs s)"
   grep '^ *Compiling ' "$log" | sed 's/^ *Compiling /    compiled: /'
 else
   fail "build: fresh project, scr by path" "$log"
