@@ -77,6 +77,7 @@ use crate::storage::path as spath;
 mod adaptive;
 mod flushing;
 mod notices;
+mod protecting;
 mod prune;
 mod restart_phase;
 
@@ -170,6 +171,8 @@ pub struct Scr {
     clock: SharedClock,
     /// The configuration's warnings at init (refused parameters included).
     config_warnings: Vec<crate::config::ConfigWarning>,
+    /// The checkpoint being protected in the background (SCR_ENCODE_ASYNC).
+    pending_protect: Option<protecting::Pending>,
 }
 
 /// The state of a phase kept inside [`Scr`] by the `*_dyn` calls, for
@@ -267,6 +270,7 @@ impl Scr {
             prefix: flushing::PrefixState::default(),
             clock,
             config_warnings: Vec::new(),
+            pending_protect: None,
         };
         if !enabled {
             return Ok(scr);
@@ -476,10 +480,16 @@ impl Scr {
         if !all_clear {
             return Err(ScrError::elsewhere("SCR_Start_output", None));
         }
+        // The previous checkpoint's background protection ends first.
+        self.settle_protection(false)?;
+        let job = self.job.as_mut().expect("initialised");
         let is_ckpt = flags.contains(Flags::CHECKPOINT);
         let (id, set) = output::next_ids(job, is_ckpt);
         let in_store = output::in_store(job, set)?;
-        let count = job.stores[job.sets[set].store].count.max(1) as usize;
+        // A checkpoint protected in the background needs the previous
+        // protected one kept meanwhile: the store holds one more.
+        let extra = usize::from(is_ckpt && job.sets[set].encode_async);
+        let count = job.stores[job.sets[set].store].count.max(1) as usize + extra;
         let evicted = self.make_room(in_store, count)?;
         let job = self.job.as_mut().expect("initialised");
         let start = output::StartFlags {
@@ -639,6 +649,7 @@ impl Scr {
         if let Some(job) = self.job("SCR_Current")? {
             same_everywhere(job.world.as_ref(), "SCR_Current", name)?;
         }
+        self.settle_protection(false)?;
         let in_prefix = self.prefix_current(name)?;
         let Some(d) = self.dataset_by_name(name)? else {
             if in_prefix {
@@ -662,6 +673,7 @@ impl Scr {
         if let Some(job) = self.job("SCR_Delete")? {
             same_everywhere(job.world.as_ref(), "SCR_Delete", name)?;
         }
+        self.settle_protection(false)?;
         if let Some(d) = self.dataset_by_name(name)? {
             let job = self.job.as_mut().expect("checked above");
             job.delete_dataset(d)?;
@@ -1062,7 +1074,7 @@ impl OutputPhase<'_> {
         // An injected error here makes this rank's files invalid, which the
         // collective validity vote turns into a failed output.
         let valid = valid && crate::fault_point!("api.complete_output", rank = me.0).is_ok();
-        let done = output::complete(job, ds, valid, started)?;
+        let mut done = output::complete(job, ds, valid, started)?;
         if !done.protected {
             if ds.bypass {
                 crate::prefix::bypass::abandon(job, ds.id)?;
@@ -1088,8 +1100,13 @@ impl OutputPhase<'_> {
                 ScrError::injected("api.complete_output.done", e)
             );
         }
+        let background = done.protecting.take();
         if is_ckpt {
-            self.scr.candidates.insert(0, dset);
+            // A checkpoint protected in the background becomes a restart
+            // candidate once it is settled.
+            if background.is_none() {
+                self.scr.candidates.insert(0, dset);
+            }
             let need = &mut self.scr.need;
             need.checkpoints += 1;
             let cost = self.scr.clock.elapsed(started).as_secs_f64();
@@ -1104,8 +1121,19 @@ impl OutputPhase<'_> {
             checkpoint: is_ckpt,
         };
         let halted = self.scr.halt_check(at)?;
-        self.scr
-            .after_complete(dset, is_ckpt, is_output, halted.is_some())?;
+        if let Some(protecting) = background {
+            self.scr.pending_protect = Some(protecting::Pending {
+                protecting,
+                output: is_output,
+            });
+            // A halt settles it now, so its flush covers this checkpoint.
+            if halted.is_some() {
+                self.scr.settle_protection(true)?;
+            }
+        } else {
+            self.scr
+                .after_complete(dset, is_ckpt, is_output, halted.is_some())?;
+        }
         if let Some(h) = halted {
             self.scr.halt_exit(at, &h)?;
         }

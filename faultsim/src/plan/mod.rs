@@ -84,6 +84,10 @@ pub const KNOWN_POINTS: &[&str] = &[
     "app.file.write",
     // Entry of the redundancy encode at Complete_output, every scheme.
     "redundancy.encode",
+    // SCR_ENCODE_ASYNC: entry of the background encode thread (every
+    // scheme), and once the dataset is recorded protected on disk.
+    "protect.background",
+    "protect.protected",
     "xor.encode.chunk",
     "partner.send.file",
     "rs.encode.chunk",

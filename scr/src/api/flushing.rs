@@ -309,6 +309,7 @@ impl Scr {
     /// checkpoint (when SCR_FLUSH > 0) and any output not yet in the prefix.
     /// Collective.
     pub(super) fn finalize_flush(&mut self) -> ScrResult<()> {
+        self.settle_protection(false)?;
         self.poll_async_flush(true)?;
         let Some(job) = self.job.as_ref() else {
             return Ok(());

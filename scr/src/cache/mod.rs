@@ -74,6 +74,10 @@ pub struct RedundancySet {
     /// The descriptor's BYPASS (default SCR_CACHE_BYPASS): datasets it
     /// takes are written straight to the prefix directory.
     pub bypass: bool,
+    /// The descriptor's ENCODE_ASYNC (default SCR_ENCODE_ASYNC), when the
+    /// communicators may be lent to a thread: its checkpoints are
+    /// protected in the background ([`crate::dataset::protect`]).
+    pub encode_async: bool,
 }
 
 /// Everything a process knows about its job (SCR's globals in `scr_globals.c`).
@@ -125,6 +129,10 @@ pub struct Job {
     pub clock: crate::clock::SharedClock,
     /// Messages on stderr in SCR's form, filtered by SCR_DEBUG.
     pub msg: crate::log::msg::Messages,
+    /// The dataset whose background encode holds a copy of the filemap
+    /// (SCR_ENCODE_ASYNC): until it is settled, [`Job::write_filemap`]
+    /// refuses, so no record of the encode is lost.
+    pub filemap_lent: Option<DatasetId>,
 }
 
 impl Job {
@@ -211,6 +219,7 @@ impl Job {
             log: None,
             clock: crate::clock::system(),
             msg,
+            filemap_lent: None,
         };
         let mut sets = Vec::new();
         for ckpt in descs_cfg.ckpts.iter().filter(|c| c.enabled) {
@@ -222,6 +231,7 @@ impl Job {
         if job.rank().is_root() {
             warn_single_member_sets(&sets);
         }
+        refuse_async_without_threads(job.world.as_ref(), &mut sets);
         job.sets = sets;
         Ok(job)
     }
@@ -370,6 +380,7 @@ impl Job {
             store,
             comm,
             bypass: ckpt.bypass,
+            encode_async: ckpt.encode_async && !ckpt.bypass,
         })
     }
 
@@ -467,6 +478,9 @@ impl Job {
     /// Persist this process's filemap, and on the node master the master
     /// filemap listing every local filemap file. Not collective.
     pub fn write_filemap(&self) -> ScrResult<()> {
+        if let Some(dset) = self.filemap_lent {
+            return Err(ScrError::FilemapLent { dset });
+        }
         self.filemap.write_file(&self.filemap_file)?;
         Ok(())
     }
@@ -657,3 +671,31 @@ fn agree_on_members(set: &dyn Comm, group_id: i64, members: &[i64]) -> ScrResult
 
 /// Dataset descriptors found for a set of datasets: id → descriptor.
 pub type DatasetMap = BTreeMap<i64, Dataset>;
+
+/// SCR_ENCODE_ASYNC (or a descriptor's ENCODE_ASYNC) lends set
+/// communicators to a background thread, which MPI allows only under
+/// `MPI_THREAD_MULTIPLE`: without it every set protects synchronously and
+/// rank 0 says why, naming the setting. Returns whether it refused.
+pub(crate) fn refuse_async_without_threads(world: &dyn Comm, sets: &mut [RedundancySet]) -> bool {
+    if !sets.iter().any(|s| s.encode_async) || world.thread_movable() {
+        return false;
+    }
+    if world.rank() == 0 {
+        let which: Vec<String> = sets
+            .iter()
+            .filter(|s| s.encode_async)
+            .map(|s| format!("CKPT={}", s.descriptor.index))
+            .collect();
+        eprintln!(
+            "SCR: warning: SCR_ENCODE_ASYNC refused for {}: MPI does not provide \
+             MPI_THREAD_MULTIPLE (initialise it with MPI_Init_thread and \
+             MPI_THREAD_MULTIPLE, or with OpenMPI set OMPI_MPI_THREAD_LEVEL=3); \
+             checkpoints are protected before SCR_Complete_output returns",
+            which.join(", ")
+        );
+    }
+    for s in sets.iter_mut() {
+        s.encode_async = false;
+    }
+    true
+}

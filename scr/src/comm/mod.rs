@@ -166,6 +166,50 @@ pub trait Comm {
         &self,
         sends: &BTreeMap<usize, Vec<u8>>,
     ) -> CommResult<BTreeMap<usize, Vec<u8>>>;
+
+    /// Whether this communicator may be handed to another thread of the
+    /// same process and used there while this thread goes on with other
+    /// communicators ([`Lent`]): true for the thread communicator, and for
+    /// MPI only when MPI provides `MPI_THREAD_MULTIPLE`. The default is
+    /// false: a communicator that does not say is kept on its thread.
+    fn thread_movable(&self) -> bool {
+        false
+    }
+}
+
+/// A communicator lent to another thread (the background encode of
+/// [`crate::dataset::protect`]): built only from one whose
+/// [`Comm::thread_movable`] is true, and used by one thread at a time,
+/// since it is moved, not shared.
+pub struct Lent(Box<dyn Comm>);
+
+// SAFETY: `Lent::new` admits only communicators that say they may be used
+// from another thread (the thread communicator's state is behind mutexes
+// and atomics; an MPI communicator only under MPI_THREAD_MULTIPLE), and a
+// `Lent` is moved, never shared (it is not `Sync`), so one thread at a time
+// uses it.
+unsafe impl Send for Lent {}
+
+impl Lent {
+    /// Lend `comm` when it may move to another thread; give it back
+    /// unchanged otherwise.
+    pub fn new(comm: Box<dyn Comm>) -> Result<Lent, Box<dyn Comm>> {
+        if comm.thread_movable() {
+            Ok(Lent(comm))
+        } else {
+            Err(comm)
+        }
+    }
+
+    /// The communicator.
+    pub fn get(&self) -> &dyn Comm {
+        self.0.as_ref()
+    }
+
+    /// Take it back.
+    pub fn into_inner(self) -> Box<dyn Comm> {
+        self.0
+    }
 }
 
 /// Broadcast a value's bytes from `root` using a closure pair, so records

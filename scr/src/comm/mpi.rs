@@ -78,10 +78,13 @@ pub struct MpiEnv {
 }
 
 impl MpiEnv {
-    /// Initialise MPI (`MPI_Init`) unless it already is.
+    /// Initialise MPI unless it already is, asking for
+    /// `MPI_THREAD_MULTIPLE` (`MPI_Init_thread`), which
+    /// SCR_ENCODE_ASYNC needs; an MPI that provides less still runs, and
+    /// SCR then protects checkpoints synchronously with a warning.
     pub fn init() -> MpiEnv {
         MpiEnv {
-            _universe: ::mpi::initialize(),
+            _universe: ::mpi::initialize_with_threading(::mpi::Threading::Multiple).map(|(u, _)| u),
         }
     }
 }
@@ -437,9 +440,26 @@ impl Drop for MpiComm {
     }
 }
 
+/// Whether MPI provides `MPI_THREAD_MULTIPLE` (so a communicator may be
+/// used from a second thread while the application calls MPI in its own).
+pub fn thread_multiple() -> bool {
+    if !mpi_is_active() {
+        return false;
+    }
+    let mut provided: c_int = 0;
+    // SAFETY: MPI is active; MPI_Query_thread only writes `provided`.
+    let rc = unsafe { ffi::MPI_Query_thread(&mut provided) };
+    // SAFETY: reading an immutable constant.
+    rc == 0 && provided == unsafe { ffi::RSMPI_THREAD_MULTIPLE }
+}
+
 impl Comm for MpiComm {
     fn rank(&self) -> usize {
         self.rank
+    }
+
+    fn thread_movable(&self) -> bool {
+        thread_multiple()
     }
 
     fn size(&self) -> usize {

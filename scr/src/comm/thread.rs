@@ -891,9 +891,21 @@ fn reduce_name(op: ReduceOp) -> &'static str {
     }
 }
 
+/// A rank's communicator may move to another thread of its rank (the
+/// background encode): every shared part is behind a mutex or an atomic,
+/// and each wait sleeps on the rank's [`Parker`], which wakes every sleeper.
+const _: () = {
+    const fn is_send<T: Send>() {}
+    is_send::<ThreadRankComm>();
+};
+
 impl Comm for ThreadRankComm {
     fn rank(&self) -> usize {
         self.rank
+    }
+
+    fn thread_movable(&self) -> bool {
+        true
     }
 
     fn size(&self) -> usize {

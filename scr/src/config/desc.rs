@@ -64,6 +64,9 @@ pub struct CkptDesc {
     pub bypass: bool,
     /// Whether it may be used (default 1).
     pub enabled: bool,
+    /// Protect its checkpoints in the background (default
+    /// `SCR_ENCODE_ASYNC`; this project only, see [`crate::dataset::protect`]).
+    pub encode_async: bool,
 }
 
 /// Every descriptor in effect, explicit or implicit.
@@ -192,6 +195,7 @@ impl Config {
             num("SCR_SET_SIZE")?,
             num("SCR_SET_FAILURES")?,
             flag("SCR_CACHE_BYPASS")?,
+            flag("SCR_ENCODE_ASYNC")?,
         );
         if let Some((which, l)) = self.desc_layer("CKPT") {
             let set_at = match (which, &l.path) {
@@ -233,6 +237,7 @@ impl Config {
                     output: get_flag("OUTPUT", false)?,
                     bypass: get_flag("BYPASS", defaults.4)?,
                     enabled: get_flag("ENABLED", true)?,
+                    encode_async: get_flag("ENCODE_ASYNC", defaults.5)?,
                 };
                 check_group(&c.group, at())?;
                 if !stores.iter().any(|s| s.path == c.store) {
@@ -269,6 +274,7 @@ impl Config {
                 output: false,
                 bypass: defaults.4,
                 enabled: true,
+                encode_async: defaults.5,
             };
             let at = self
                 .get("SCR_GROUP")
@@ -310,6 +316,7 @@ impl Config {
                     "OUTPUT" => flag(c.output),
                     "BYPASS" => flag(c.bypass),
                     "ENABLED" => flag(c.enabled),
+                    "ENCODE_ASYNC" => flag(c.encode_async),
                     _ => None,
                 }
             }

@@ -195,6 +195,14 @@ pub const PARAMS: &[ParamInfo] = &[
         "1 writes datasets straight to the prefix: no cache copy, no redundancy (this project: 0, see docs/decisions.md)",
     ),
     p(
+        "SCR_ENCODE_ASYNC",
+        Some("0"),
+        Bool,
+        true,
+        true,
+        "1 returns from SCR_Complete_output once files are durable in cache and computes CRC32s and redundancy in a background thread (needs MPI_THREAD_MULTIPLE; default of every CKPT descriptor's ENCODE_ASYNC; this project only, see docs/decisions.md)",
+    ),
+    p(
         "SCR_CACHE_PURGE",
         Some("0"),
         Bool,
@@ -652,6 +660,7 @@ pub const CKPT_KEYS: &[&str] = &[
     "OUTPUT",
     "BYPASS",
     "ENABLED",
+    "ENCODE_ASYNC",
 ];
 
 /// The row for `name` (`scr_param_get`'s knowledge of a name).
@@ -694,7 +703,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(PARAMS.len(), 65);
+        assert_eq!(PARAMS.len(), 66);
     }
 
     #[test]

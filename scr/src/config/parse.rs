@@ -271,7 +271,7 @@ pub(crate) fn check_desc_item(
     }
     let vk = match key {
         "COUNT" | "INTERVAL" | "SET_SIZE" | "SET_FAILURES" => ValueKind::Int,
-        "ENABLED" | "MKDIR" | "OUTPUT" | "BYPASS" => ValueKind::Bool,
+        "ENABLED" | "MKDIR" | "OUTPUT" | "BYPASS" | "ENCODE_ASYNC" => ValueKind::Bool,
         "VIEW" => ValueKind::Choice(&["LOCAL", "GLOBAL"]),
         "TYPE" if kind == "CKPT" => {
             if crate::scheme::CopyType::parse_ignore_case(value).is_some() {

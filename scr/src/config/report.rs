@@ -128,7 +128,7 @@ impl Report {
         }
         let _ = writeln!(out, "\nCKPT{}", implicit(d.implicit_ckpt));
         for c in &d.ckpts {
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "  CKPT={} INTERVAL={} GROUP={} STORE={} TYPE={} SET_SIZE={} SET_FAILURES={} OUTPUT={} BYPASS={} ENABLED={}",
                 c.index,
@@ -142,6 +142,11 @@ impl Report {
                 u8::from(c.bypass),
                 u8::from(c.enabled)
             );
+            // Shown only when on: it is this project's, not SCR 3.1's.
+            if c.encode_async {
+                out.push_str(" ENCODE_ASYNC=1");
+            }
+            out.push('\n');
         }
         out
     }

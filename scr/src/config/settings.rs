@@ -125,6 +125,9 @@ pub struct CacheSettings {
     pub bypass: bool,
     /// `SCR_CACHE_PURGE`: purge the cache at init.
     pub purge: bool,
+    /// `SCR_ENCODE_ASYNC`: protect checkpoints in the background (the
+    /// default of every CKPT descriptor's ENCODE_ASYNC, which is what acts).
+    pub encode_async: bool,
     /// `SCR_DISTRIBUTE`: rebuild and restart from the cache at init.
     pub distribute: bool,
     /// `SCR_MPI_BUF_SIZE`: piece size of MPI transfers, bytes.
@@ -398,6 +401,7 @@ fn read_cache(r: &mut Reader<'_>) -> Result<CacheSettings, ConfigError> {
         cache_size: r.count("SCR_CACHE_SIZE")?,
         bypass: r.flag("SCR_CACHE_BYPASS")?,
         purge: r.flag("SCR_CACHE_PURGE")?,
+        encode_async: r.flag("SCR_ENCODE_ASYNC")?,
         distribute: r.flag("SCR_DISTRIBUTE")?,
         mpi_buf_bytes: r.bytes("SCR_MPI_BUF_SIZE")?,
         file_buf_bytes: r.bytes("SCR_FILE_BUF_SIZE")?,

@@ -5,11 +5,12 @@
 
 use std::path::Path;
 
-use super::{logical_in, Books, RedundancySet, PARTNER_NODE_TAG};
+use super::{logical_in, Books, PARTNER_NODE_TAG};
 use crate::cache::Job;
 use crate::error::EncodeError;
 use crate::error::{ScrError, ScrResult};
 use crate::ids::DatasetId;
+use crate::records::filemap::Filemap;
 use crate::records::meta::Meta;
 use crate::records::reddesc::{CopyType, RedDesc};
 use crate::redundancy::apply::{self, ApplyError, FileEntry, MemberFiles, SetInfo};
@@ -72,104 +73,221 @@ pub(crate) fn tag_partner_node(job: &mut Job, dset: DatasetId, rd: &RedDesc) -> 
 /// (redundancy files were recorded on disk before they were created).
 /// Collective over the world.
 pub fn encode(job: &mut Job, dset: DatasetId) -> ScrResult<()> {
-    let fail = |source: EncodeError| ScrError::Encode { dset, source };
+    let (task, comm) = EncodeTask::prepare(job, dset)?;
     let me = job.rank();
-    let rd = job
-        .filemap
-        .desc(dset, me)?
-        .ok_or_else(|| fail(EncodeError::NoDescriptor))?;
-    if rd.copy_type == CopyType::Single {
-        return crc_single(job, dset).map_err(fail);
+    let result = task.run(comm.as_deref(), &mut job.filemap);
+    if let Some(PartnerTag(node)) = result.as_ref().ok().and_then(|t| t.clone()) {
+        // The tag name is not one of the filemap's own keys: cannot fail.
+        let _ = job.filemap.set_tag(dset, me, PARTNER_NODE_TAG, &node);
     }
-    let di = job
-        .sets
-        .iter()
-        .position(|d| d.descriptor.index == rd.index)
-        .ok_or_else(|| fail(EncodeError::NotInRun { index: rd.index }))?;
-    let dataset = job
-        .dataset(dset)
-        .ok_or_else(|| fail(EncodeError::NoDatasetRecord))?;
-    let app = job.app_files(dset);
-    let mine = member_files(job, dset);
-    let dir = DirPair::of(
-        &job.node,
-        job.dataset_dir(&LogicalPath::new(&rd.directory), dset),
-    );
-    let (world_size, piece_bytes) = (job.world.size() as u64, job.piece_bytes);
-    let RedundancySet {
-        descriptor, comm, ..
-    } = &job.sets[di];
-    let comm = comm.as_deref().ok_or_else(|| {
-        fail(EncodeError::NoSetComm {
-            scheme: rd.copy_type,
-        })
-    })?;
-    let set = SetInfo {
-        comm,
-        group_id: rd.group_id,
-        world_ranks: descriptor.members.clone(),
-        world_size,
-        dataset,
-        scheme: rd.copy_type,
-        set_failures: set_failures_of(&rd),
-        piece_bytes,
-        survivors_verified: false,
-    };
-    let mut books = Books {
-        filemap: &mut job.filemap,
-        path: &job.filemap_file,
-        rank: me,
-    };
-    let mut reg = |_owner: i64, real: &Path, meta: &Meta| books.register(dset, &dir, real, meta);
-    let written = apply::encode(&set, &mine, &dir.real, &mut reg).map_err(|e| fail(e.into()))?;
-    tag_partner_node(job, dset, &rd);
-    if written.app_crcs.len() != app.len() {
-        return Err(fail(EncodeError::CrcCount {
-            returned: written.app_crcs.len(),
-            files: app.len(),
-        }));
-    }
-    for ((f, mut meta), crc) in app.into_iter().zip(written.app_crcs) {
-        meta.crc32 = Some(crc);
-        job.filemap.set_meta(dset, me, &f, &meta);
-    }
-    // Final meta (size, CRC) of every redundancy file.
-    for fe in written.redundancy {
-        let logical = logical_in(&dir, &fe.path).to_record();
-        let mut m = fe.meta.clone();
-        m.file = Some(logical.clone());
-        job.filemap.set_meta(dset, me, &logical, &m);
-    }
-    Ok(())
+    task.give_back(job, comm);
+    result.map(|_| ())
 }
 
-/// SINGLE: no set to talk to. A CRC already recorded was checked by
-/// whoever recorded it (a fetch verifies every file as it copies it), so
-/// only missing ones are computed. Updates the filemap in memory.
-fn crc_single(job: &mut Job, dset: DatasetId) -> Result<(), EncodeError> {
-    let me = job.rank();
-    for (f, mut meta) in job.app_files(dset) {
-        if meta.crc32.is_some() {
-            continue;
+/// The PARTNER tag a finished encode asks the caller to record.
+#[derive(Debug, Clone)]
+pub(crate) struct PartnerTag(pub String);
+
+/// Everything the encode of one rank's part of a dataset needs, owned, so
+/// it can run on another thread (SCR_ENCODE_ASYNC, [`super::protect`])
+/// with a copy of the filemap and the set communicator lent to it.
+#[derive(Debug, Clone)]
+pub(crate) struct EncodeTask {
+    dset: DatasetId,
+    rank: crate::ids::Rank,
+    scheme: CopyType,
+    /// Index of the descriptor in [`Job::sets`] (its communicator goes back
+    /// there).
+    set: Option<usize>,
+    /// SINGLE: the files with their meta and real path.
+    single: Vec<(String, Meta, std::path::PathBuf)>,
+    /// The set schemes' inputs.
+    group_id: i64,
+    world_ranks: Vec<i64>,
+    world_size: u64,
+    dataset: Option<crate::records::Dataset>,
+    set_failures: usize,
+    piece_bytes: usize,
+    app: Vec<(String, Meta)>,
+    mine: MemberFiles,
+    dir: Option<DirPair>,
+    partner_node: Option<String>,
+    filemap_file: crate::storage::node::RealPath,
+}
+
+impl EncodeTask {
+    /// Gather what the encode of `dset` needs and take the set
+    /// communicator out of the job (SINGLE has none). Give it back with
+    /// [`EncodeTask::give_back`].
+    pub(crate) fn prepare(
+        job: &mut Job,
+        dset: DatasetId,
+    ) -> ScrResult<(EncodeTask, Option<Box<dyn crate::comm::Comm>>)> {
+        let fail = |source: EncodeError| ScrError::Encode { dset, source };
+        let me = job.rank();
+        let rd = job
+            .filemap
+            .desc(dset, me)?
+            .ok_or_else(|| fail(EncodeError::NoDescriptor))?;
+        let mut task = EncodeTask {
+            dset,
+            rank: me,
+            scheme: rd.copy_type,
+            set: None,
+            single: Vec::new(),
+            group_id: rd.group_id,
+            world_ranks: Vec::new(),
+            world_size: job.world.size() as u64,
+            dataset: None,
+            set_failures: set_failures_of(&rd),
+            piece_bytes: job.piece_bytes,
+            app: Vec::new(),
+            mine: MemberFiles::default(),
+            dir: None,
+            partner_node: None,
+            filemap_file: job.filemap_file.clone(),
+        };
+        if rd.copy_type == CopyType::Single {
+            task.single = job
+                .app_files(dset)
+                .into_iter()
+                .map(|(f, m)| {
+                    let real = job.real(&LogicalPath::new(&f)).into_path_buf();
+                    (f, m, real)
+                })
+                .collect();
+            return Ok((task, None));
         }
-        let real = job.real(&LogicalPath::new(&f)).into_path_buf();
-        let (crc, len) = crc_of_file(&real).map_err(|source| {
-            EncodeError::Apply(ApplyError::Io {
-                world_rank: me.as_i64(),
-                path: real.clone(),
-                offset: None,
-                source,
+        let di = job
+            .sets
+            .iter()
+            .position(|d| d.descriptor.index == rd.index)
+            .ok_or_else(|| fail(EncodeError::NotInRun { index: rd.index }))?;
+        task.dataset = Some(
+            job.dataset(dset)
+                .ok_or_else(|| fail(EncodeError::NoDatasetRecord))?,
+        );
+        task.app = job.app_files(dset);
+        task.mine = member_files(job, dset);
+        task.dir = Some(DirPair::of(
+            &job.node,
+            job.dataset_dir(&LogicalPath::new(&rd.directory), dset),
+        ));
+        task.partner_node = partner_node(job, &rd);
+        task.world_ranks = job.sets[di].descriptor.members.clone();
+        let comm = job.sets[di].comm.take().ok_or_else(|| {
+            fail(EncodeError::NoSetComm {
+                scheme: rd.copy_type,
             })
         })?;
-        if !meta.size_matches(len) {
-            return Err(EncodeError::SizeChanged {
-                path: real,
-                len,
-                recorded: meta.size_bytes,
-            });
-        }
-        meta.crc32 = Some(crc);
-        job.filemap.set_meta(dset, me, &f, &meta);
+        task.set = Some(di);
+        Ok((task, Some(comm)))
     }
-    Ok(())
+
+    /// Put the set communicator back into the job.
+    pub(crate) fn give_back(&self, job: &mut Job, comm: Option<Box<dyn crate::comm::Comm>>) {
+        if let (Some(di), Some(c)) = (self.set, comm) {
+            job.sets[di].comm = Some(c);
+        }
+    }
+
+    /// Compute the CRCs and apply the scheme (collective over `comm` for
+    /// the set schemes), recording every meta in `filemap` (redundancy
+    /// files on disk before they are created). Returns the PARTNER tag to
+    /// record, if any.
+    pub(crate) fn run(
+        &self,
+        comm: Option<&dyn crate::comm::Comm>,
+        filemap: &mut Filemap,
+    ) -> ScrResult<Option<PartnerTag>> {
+        let dset = self.dset;
+        let fail = |source: EncodeError| ScrError::Encode { dset, source };
+        let me = self.rank;
+        if self.scheme == CopyType::Single {
+            return self.crc_single(filemap).map(|_| None).map_err(fail);
+        }
+        let comm = comm.ok_or_else(|| {
+            fail(EncodeError::NoSetComm {
+                scheme: self.scheme,
+            })
+        })?;
+        let dataset = self
+            .dataset
+            .clone()
+            .ok_or_else(|| fail(EncodeError::NoDatasetRecord))?;
+        let dir = self.dir.as_ref().ok_or_else(|| {
+            fail(EncodeError::NoSetComm {
+                scheme: self.scheme,
+            })
+        })?;
+        let set = SetInfo {
+            comm,
+            group_id: self.group_id,
+            world_ranks: self.world_ranks.clone(),
+            world_size: self.world_size,
+            dataset,
+            scheme: self.scheme,
+            set_failures: self.set_failures,
+            piece_bytes: self.piece_bytes,
+            survivors_verified: false,
+        };
+        let mut books = Books {
+            filemap,
+            path: &self.filemap_file,
+            rank: me,
+        };
+        let mut reg = |_owner: i64, real: &Path, meta: &Meta| books.register(dset, dir, real, meta);
+        let written =
+            apply::encode(&set, &self.mine, &dir.real, &mut reg).map_err(|e| fail(e.into()))?;
+        if written.app_crcs.len() != self.app.len() {
+            return Err(fail(EncodeError::CrcCount {
+                returned: written.app_crcs.len(),
+                files: self.app.len(),
+            }));
+        }
+        for ((f, meta), crc) in self.app.iter().zip(written.app_crcs) {
+            let mut meta = meta.clone();
+            meta.crc32 = Some(crc);
+            filemap.set_meta(dset, me, f, &meta);
+        }
+        // Final meta (size, CRC) of every redundancy file.
+        for fe in written.redundancy {
+            let logical = logical_in(dir, &fe.path).to_record();
+            let mut m = fe.meta.clone();
+            m.file = Some(logical.clone());
+            filemap.set_meta(dset, me, &logical, &m);
+        }
+        Ok(self.partner_node.clone().map(PartnerTag))
+    }
+
+    /// SINGLE: no set to talk to. A CRC already recorded was checked by
+    /// whoever recorded it (a fetch verifies every file as it copies it), so
+    /// only missing ones are computed. Updates `filemap` in memory.
+    fn crc_single(&self, filemap: &mut Filemap) -> Result<(), EncodeError> {
+        let me = self.rank;
+        for (f, meta, real) in &self.single {
+            if meta.crc32.is_some() {
+                continue;
+            }
+            let (crc, len) = crc_of_file(real).map_err(|source| {
+                EncodeError::Apply(ApplyError::Io {
+                    world_rank: me.as_i64(),
+                    path: real.clone(),
+                    offset: None,
+                    source,
+                })
+            })?;
+            if !meta.size_matches(len) {
+                return Err(EncodeError::SizeChanged {
+                    path: real.clone(),
+                    len,
+                    recorded: meta.size_bytes,
+                });
+            }
+            let mut meta = meta.clone();
+            meta.crc32 = Some(crc);
+            filemap.set_meta(self.dset, me, f, &meta);
+        }
+        Ok(())
+    }
 }

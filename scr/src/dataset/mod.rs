@@ -45,6 +45,7 @@ use crate::redundancy::apply::ApplyError;
 pub mod encode;
 pub mod evict;
 pub mod output;
+pub mod protect;
 pub mod rebuild;
 pub mod restart;
 pub mod shared;
@@ -58,6 +59,9 @@ pub use restart::InitReport;
 pub enum State {
     /// Started: files may be routed; nothing is valid yet.
     Started,
+    /// Every rank's files were valid; the scheme is being applied in the
+    /// background ([`protect`]); a restart does not use it yet.
+    Protecting,
     /// Every rank's files were valid and the scheme was applied: a restart
     /// may use it.
     Protected,

@@ -270,10 +270,14 @@ fn record_sizes(job: &mut Job, ds: &Dataset, valid: bool) -> ScrResult<(bool, u6
 /// What Complete_output found, the same on every rank.
 #[derive(Debug)]
 pub struct Completion {
-    /// Every rank's files were valid and the scheme was applied.
+    /// Every rank's files were valid and the scheme was applied (or, with
+    /// `protecting`, is being applied in the background).
     pub protected: bool,
     /// Why this rank failed, when it did.
     pub error: Option<ScrError>,
+    /// The background encode (SCR_ENCODE_ASYNC): settle it with
+    /// [`super::protect::settle`] before the filemap changes again.
+    pub protecting: Option<super::protect::Protecting>,
 }
 
 /// SCR_Complete_output's bookkeeping: every rank says whether its files
@@ -293,6 +297,9 @@ pub fn complete(
     check_shared(job, ds)?;
     let (ok, bytes, files) = record_sizes(job, ds, valid)?;
     let all_valid = job.world.all_true(ok)?;
+    if all_valid && !ds.bypass && ds.is_checkpoint() && job.sets[ds.set].encode_async {
+        return complete_async(job, ds, (bytes, files), started, write_s);
+    }
     let encode_at = job.clock.now();
     // A bypass dataset is in the prefix directory: no scheme in cache.
     let applied = if all_valid && !ds.bypass {
@@ -336,6 +343,7 @@ pub fn complete(
         return Ok(Completion {
             protected,
             error: applied.err(),
+            protecting: None,
         });
     }
     job.write_master_filemap()?;
@@ -343,7 +351,69 @@ pub fn complete(
     Ok(Completion {
         protected,
         error: None,
+        protecting: None,
     })
+}
+
+/// Complete_output of a checkpoint protected in the background
+/// (SCR_ENCODE_ASYNC), after every rank's files were found valid: record
+/// the sizes with COMPLETE=0 (a restart does not use it until it is
+/// protected), log the write and CHECKPOINT_END, and start the encode
+/// thread ([`super::protect::spawn`]). Collective.
+fn complete_async(
+    job: &mut Job,
+    ds: &mut Dataset,
+    (bytes, files): (u64, usize),
+    started: Tick,
+    write_s: f64,
+) -> ScrResult<Completion> {
+    let dset = ds.id;
+    let total_bytes = job.sum(bytes as i64)?.max(0) as u64;
+    let total_files = job.sum(files as i64)?.max(0) as u64;
+    ds.desc.complete = Some(false);
+    ds.desc.size_bytes = Some(total_bytes);
+    ds.desc.files = Some(total_files);
+    let me = job.rank();
+    job.filemap.set_dataset(dset, me, &ds.desc);
+    job.write_filemap()?;
+    let name = ds.name();
+    let to = ds.dir.to_record();
+    job.log(
+        Entry::xfer(XferType::Write)
+            .dset(dset)
+            .name(name.as_str())
+            .secs(write_s)
+            .bytes(total_bytes)
+            .files(total_files)
+            .to(to),
+    );
+    job.log(
+        Entry::event(EventType::CheckpointEnd)
+            .dset(dset)
+            .name(name.as_str())
+            .secs(job.clock.elapsed(started).as_secs_f64())
+            .note("written; protecting in the background"),
+    );
+    match super::protect::spawn(job, dset, started, (total_bytes, total_files)) {
+        Ok(p) => {
+            ds.state = State::Protecting;
+            Ok(Completion {
+                protected: true,
+                error: None,
+                protecting: Some(p),
+            })
+        }
+        Err(e) => {
+            eprintln!("SCR: rank {me}: dataset {dset}: {e}");
+            job.delete_dataset(dset)?;
+            ds.state = State::Failed;
+            Ok(Completion {
+                protected: false,
+                error: Some(e),
+                protecting: None,
+            })
+        }
+    }
 }
 
 /// Shared files (several ranks routed one path; see [`super::shared`]):

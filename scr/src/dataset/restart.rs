@@ -562,6 +562,22 @@ fn restart_dataset(
     let name = ds.name.clone().unwrap_or_else(|| dset.default_name());
     let event = |t: EventType| Entry::event(t).dset(dset).name(name.as_str());
     job.log(event(EventType::RebuildStart));
+    // COMPLETE=1 is written only once every rank's encode succeeded (at
+    // complete, or at settle for a background encode, `super::protect`), so
+    // one rank's record saying so is enough; a dataset no rank records as
+    // complete was never protected, and a restart never uses it, even when
+    // its files look whole (their CRC32s may never have been computed).
+    if !job.world.any_true(ds.complete != Some(false))? {
+        let why = "not protected: its redundancy encode never finished";
+        job.log(
+            event(EventType::RebuildFail)
+                .secs(job.clock.elapsed(started).as_secs_f64())
+                .note(why),
+        );
+        report.lost.push((dset, why.into()));
+        job.delete_dataset(dset)?;
+        return Ok(ds.ckpt);
+    }
     let ckpt = ds.ckpt.unwrap_or(0);
     if let Some(e) = written_by_other_rank_count(job, dset, &rd)? {
         job.log(

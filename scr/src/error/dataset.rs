@@ -48,6 +48,13 @@ pub enum EncodeError {
     /// The set operation failed (names the rank, file or set).
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    /// The background encode could not run or ended abnormally
+    /// (SCR_ENCODE_ASYNC): the thread could not start, or it panicked.
+    #[error("the background encode thread {what}")]
+    Background {
+        /// What went wrong.
+        what: String,
+    },
     /// The encode returned a CRC count that does not match the files.
     #[error("the encode returned {returned} CRCs for {files} files")]
     CrcCount {

@@ -161,6 +161,15 @@ pub enum ScrError {
     /// SCR_Config tried to set a parameter after init.
     #[error("SCR_Config: parameters can only be set before init (query is allowed)")]
     ConfigAfterInit,
+    /// The filemap was about to be written while the background encode of
+    /// a dataset holds its copy (SCR_ENCODE_ASYNC): a call that changes
+    /// the filemap must wait for that encode first. A bug, reported
+    /// rather than losing the encode's records.
+    #[error("dataset {dset}: the filemap is held by its background encode; the call must wait for it first")]
+    FilemapLent {
+        /// The dataset being protected.
+        dset: DatasetId,
+    },
     /// A call after finalize.
     #[error("{call}: SCR was already finalized")]
     Finalized {

@@ -41,11 +41,12 @@ pub enum EventType {
     ScavengeStart,
     ScavengeEnd,
     CheckpointInterval,
+    Protected,
 }
 
 impl EventType {
     /// Every event type.
-    pub const ALL: [EventType; 29] = [
+    pub const ALL: [EventType; 30] = [
         EventType::Start,
         EventType::ComputeStart,
         EventType::ComputeEnd,
@@ -75,6 +76,7 @@ impl EventType {
         EventType::ScavengeStart,
         EventType::ScavengeEnd,
         EventType::CheckpointInterval,
+        EventType::Protected,
     ];
 
     /// The name written in the log.
@@ -111,6 +113,10 @@ impl EventType {
             // Not in SCR: the adaptive Need_checkpoint policy's choice
             // (secs = the interval, note = why).
             EventType::CheckpointInterval => "CHECKPOINT_INTERVAL",
+            // Not in SCR: a checkpoint protected in the background
+            // (SCR_ENCODE_ASYNC) after its CHECKPOINT_END; secs = from
+            // SCR_Start_output to protected, note = the encode's seconds.
+            EventType::Protected => "PROTECTED",
         }
     }
 

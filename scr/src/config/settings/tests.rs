@@ -306,6 +306,7 @@ const ACTS: &[(&str, &str, &str)] = &[
     ("SCR_CACHE_BASE", "test", "scr/tests/common/mod.rs"),
     ("SCR_CACHE_SIZE", "test", "scr/tests/cache_thread.rs"),
     ("SCR_CACHE_BYPASS", "test", "scr/tests/bypass_thread.rs"),
+    ("SCR_ENCODE_ASYNC", "test", "scr/tests/encode_async.rs"),
     ("SCR_CACHE_PURGE", "test", "scr/tests/params_switches.rs"),
     ("SCR_COPY_TYPE", "test", "scr/tests/cache_thread.rs"),
     ("SCR_GROUP", "test", "harness/scenarios/70-config.toml"),

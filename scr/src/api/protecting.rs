@@ -1,0 +1,45 @@
+//! The API's side of asynchronous protection (SCR_ENCODE_ASYNC,
+//! [`crate::dataset::protect`]): which calls wait for the background
+//! encode, and what happens once it is settled (the checkpoint becomes a
+//! restart candidate and is flushed when due).
+
+use super::Scr;
+use crate::dataset::protect::{self, Protecting};
+use crate::error::ScrResult;
+
+/// A checkpoint being protected in the background, with what its
+/// Complete_output would have done next.
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub protecting: Protecting,
+    /// It is also output (SCR_FLAG_OUTPUT): flush it once protected.
+    pub output: bool,
+}
+
+impl Scr {
+    /// Whether a checkpoint is being protected in the background.
+    pub fn protecting(&self) -> bool {
+        self.pending_protect.is_some()
+    }
+
+    /// Wait for the background protection, if any, and settle it on every
+    /// rank (collective): a protected checkpoint becomes the newest restart
+    /// candidate and is recorded in the flush file and flushed when due
+    /// (`force`: a halt makes it due); a failed one was deleted. Called by
+    /// every call that changes the filemap or the cache: Start_output,
+    /// Current, Delete, a halt's exit and finalize.
+    pub(super) fn settle_protection(&mut self, force: bool) -> ScrResult<()> {
+        let Some(pending) = self.pending_protect.take() else {
+            return Ok(());
+        };
+        let Some(job) = self.job.as_mut() else {
+            return Ok(());
+        };
+        let settled = protect::settle(job, pending.protecting)?;
+        if !settled.protected {
+            return Ok(());
+        }
+        self.candidates.insert(0, settled.dset);
+        self.after_complete(settled.dset, true, pending.output, force)
+    }
+}
