@@ -19,6 +19,14 @@
 //! = raw / (raw + floor) is the ratio such an implementation could reach if
 //! reading, encoding and communicating cost nothing more.
 //!
+//! `<SCHEME>+async` sets SCR_ENCODE_ASYNC=1: "SCR checkpoint" is then the
+//! time the application is blocked (Start_output to Complete_output's
+//! return) and "until protected" the time until every rank's background
+//! encode finished and the checkpoint is recorded complete
+//! (`Scr::wait_protection`). For those rows a third table gives the cost to
+//! the application: a compute loop's time while the background encode runs,
+//! against the same loop alone.
+//!
 //! `SINGLE+writer` is SINGLE with the application writing through
 //! `OutputPhase::route_writer`, which computes the CRC32 as the bytes go
 //! out: Complete_output then does not read the file, so its floor (the
@@ -167,6 +175,10 @@ pub struct CkptRow {
     pub read_s: f64,
     /// Raw write+fsync of the scheme's redundancy bytes.
     pub red_write_s: f64,
+    /// `+async` rows (SCR_ENCODE_ASYNC=1): from Start_output until the
+    /// checkpoint is protected on every rank (`scr_s` is then the time the
+    /// application was blocked: Start_output to Complete_output's return).
+    pub protected_s: Option<f64>,
 }
 
 impl CkptRow {
@@ -194,9 +206,14 @@ pub fn checkpoint_row(
     let rank = comm.rank();
     // `<SCHEME>+writer`: the application writes through
     // `OutputPhase::route_writer`, which CRCs the bytes as they go out.
-    let (copy_type, writer) = match scheme.strip_suffix("+writer") {
+    // `<SCHEME>+async`: SCR_ENCODE_ASYNC=1, protected in the background.
+    let (scheme_w, asynchronous) = match scheme.strip_suffix("+async") {
         Some(s) => (s, true),
         None => (scheme, false),
+    };
+    let (copy_type, writer) = match scheme_w.strip_suffix("+writer") {
+        Some(s) => (s, true),
+        None => (scheme_w, false),
     };
     let prefix = root.join(format!("prefix-{scheme}"));
     std::fs::create_dir_all(&prefix).expect("prefix");
@@ -209,15 +226,23 @@ pub fn checkpoint_row(
         ("SCR_JOB_ID", format!("bench-{copy_type}")),
         ("SCR_COPY_TYPE", copy_type.to_string()),
         ("SCR_CACHE_SIZE", (p.reps + 2).to_string()),
+        ("SCR_ENCODE_ASYNC", u8::from(asynchronous).to_string()),
     ];
     let mut scr = init(world, &prefix, root, rank, &vars);
     let red = redundancy_bytes(copy_type, size).min(size);
     let (mut raw, mut ours, mut read, mut red_write) = (vec![], vec![], vec![], vec![]);
+    let mut protected = vec![];
     // Repetition 0 warms up (first-touch page allocation, page tables of
     // fresh buffers, the dataset directories) and is not counted.
     for rep in 0..=p.reps {
         if rep == 1 {
-            for v in [&mut raw, &mut ours, &mut read, &mut red_write] {
+            for v in [
+                &mut raw,
+                &mut ours,
+                &mut read,
+                &mut red_write,
+                &mut protected,
+            ] {
                 v.clear();
             }
         }
@@ -237,7 +262,8 @@ pub fn checkpoint_row(
         let name = format!("bench.{rep}");
         let file = prefix.join(format!("rank{rank}.ckpt"));
         let scr = &mut scr;
-        ours.push(timed(comm, || {
+        let mut blocked = 0.0;
+        let to_protected = timed(comm, || {
             let t0 = Instant::now();
             let mut out = scr
                 .start_output(Some(&name), Flags::CHECKPOINT)
@@ -254,6 +280,10 @@ pub fn checkpoint_row(
             }
             let t2 = Instant::now();
             assert!(out.complete(true).expect("complete"), "checkpoint valid");
+            blocked = t0.elapsed().as_secs_f64();
+            if asynchronous {
+                assert!(scr.wait_protection().expect("wait"), "protected");
+            }
             if p.phases && rank == 0 {
                 eprintln!(
                     "rank 0 {scheme} {} MiB: start {:.1} ms, route+write {:.1} ms, complete {:.1} ms",
@@ -263,7 +293,12 @@ pub fn checkpoint_row(
                     t2.elapsed().as_secs_f64() * 1e3
                 );
             }
-        }));
+        });
+        let mut b = [blocked];
+        comm.allreduce_f64(&mut b, ReduceOp::Max)
+            .expect("allreduce");
+        ours.push(b[0]);
+        protected.push(to_protected);
     }
     scr.finalize().expect("finalize");
     CkptRow {
@@ -271,6 +306,7 @@ pub fn checkpoint_row(
         scr_s: median(ours),
         read_s: median(read),
         red_write_s: median(red_write),
+        protected_s: asynchronous.then(|| median(protected)),
     }
 }
 
@@ -346,14 +382,18 @@ pub fn run_all(comm: &dyn Comm, world: WorldFn, root: &Path, p: &Params, label: 
         p.reps
     ));
     say(String::new());
-    say("| size per rank | scheme | raw write+fsync (s) | SCR checkpoint (s) | ratio raw/SCR | floor: read once + write redundancy (s) | best possible ratio |".into());
-    say("| --- | --- | --- | --- | --- | --- | --- |".into());
+    say("| size per rank | scheme | raw write+fsync (s) | SCR checkpoint (s) | ratio raw/SCR | floor: read once + write redundancy (s) | best possible ratio | until protected (s) | raw / until protected |".into());
+    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- |".into());
     for &mib in &p.sizes_mib {
         for scheme in &p.schemes {
             let dir = root.join(format!("{scheme}-{mib}"));
             let r = checkpoint_row(comm, world, &dir, scheme, mib << 20, p);
+            let (until, until_ratio) = match r.protected_s {
+                Some(t) => (format!("{t:.3}"), format!("{:.2}", r.raw_s / t)),
+                None => ("=".into(), "=".into()),
+            };
             say(format!(
-                "| {mib} MiB | {scheme} | {:.3} | {:.3} | {:.2} | {:.3} + {:.3} | {:.2} |",
+                "| {mib} MiB | {scheme} | {:.3} | {:.3} | {:.2} | {:.3} + {:.3} | {:.2} | {until} | {until_ratio} |",
                 r.raw_s,
                 r.scr_s,
                 r.ratio(),
@@ -364,10 +404,31 @@ pub fn run_all(comm: &dyn Comm, world: WorldFn, root: &Path, p: &Params, label: 
             cleanup(comm, &dir);
         }
     }
+    let asynchronous: Vec<&String> = p.schemes.iter().filter(|s| s.ends_with("+async")).collect();
+    if !asynchronous.is_empty() {
+        let mib = p.sizes_mib[0];
+        say(String::new());
+        say(format!("Cost to the application: a compute loop ({COMPUTE_ROUNDS} xorshift rounds per rank) right after Complete_output returned, {mib} MiB per rank, median of {}:", p.reps));
+        say(String::new());
+        say(
+            "| scheme | compute alone (s) | compute during the background encode (s) | slowdown |"
+                .into(),
+        );
+        say("| --- | --- | --- | --- |".into());
+        for scheme in asynchronous {
+            let dir = root.join(format!("cost-{scheme}"));
+            let (alone, during) = compute_slowdown(comm, world, &dir, scheme, mib << 20, p);
+            say(format!(
+                "| {scheme} | {alone:.3} | {during:.3} | {:.2}× |",
+                during / alone
+            ));
+            cleanup(comm, &dir);
+        }
+    }
     say(String::new());
     say("| size per rank | scheme | SCR_Init with one node lost (s) | read dataset once (s) | rebuild / read |".into());
     say("| --- | --- | --- | --- | --- |".into());
-    let restartable = |s: &&String| !s.starts_with("SINGLE") && !s.ends_with("+writer");
+    let restartable = |s: &&String| !s.starts_with("SINGLE") && !s.contains('+');
     for scheme in p.schemes.iter().filter(restartable) {
         let dir = root.join(format!("restart-{scheme}"));
         let (rebuild, read) = restart_one_node_lost(comm, world, &dir, scheme, p.restart_mib << 20);
@@ -378,6 +439,72 @@ pub fn run_all(comm: &dyn Comm, world: WorldFn, root: &Path, p: &Params, label: 
         ));
         cleanup(comm, &dir);
     }
+}
+
+/// A compute kernel that touches little memory: `n` rounds of xorshift.
+fn compute(n: u64) -> u64 {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    x
+}
+
+/// Rounds of [`compute`] in one measurement (about 0.1–0.3 s per rank
+/// here).
+const COMPUTE_ROUNDS: u64 = 200_000_000;
+
+/// The cost of a background encode to the application (`+async` schemes):
+/// medians over `reps` of a compute loop on every rank right after
+/// Complete_output returned (the encode running beside it) and of the same
+/// loop with nothing in the background. Returns (alone s, during s), each
+/// the slowest rank's. Collective.
+pub fn compute_slowdown(
+    comm: &dyn Comm,
+    world: WorldFn,
+    root: &Path,
+    scheme: &str,
+    size: usize,
+    p: &Params,
+) -> (f64, f64) {
+    let rank = comm.rank();
+    let copy_type = scheme.strip_suffix("+async").unwrap_or(scheme);
+    let prefix = root.join(format!("prefix-{scheme}"));
+    std::fs::create_dir_all(&prefix).expect("prefix");
+    let data: Vec<u8> = (0..size).map(|i| (i as u64 ^ rank as u64) as u8).collect();
+    let vars = [
+        ("SCR_JOB_ID", format!("bench-cost-{copy_type}")),
+        ("SCR_COPY_TYPE", copy_type.to_string()),
+        ("SCR_CACHE_SIZE", "2".to_string()),
+        ("SCR_ENCODE_ASYNC", "1".to_string()),
+    ];
+    let mut scr = init(world, &prefix, root, rank, &vars);
+    let (mut alone, mut during) = (vec![], vec![]);
+    for rep in 0..=p.reps {
+        let a = timed(comm, || {
+            std::hint::black_box(compute(COMPUTE_ROUNDS));
+        });
+        let mut out = scr
+            .start_output(Some(&format!("cost.{rep}")), Flags::CHECKPOINT)
+            .expect("start");
+        let path = out
+            .route_file(prefix.join(format!("rank{rank}.ckpt")))
+            .expect("route");
+        write_fsync(&path, &data);
+        assert!(out.complete(true).expect("complete"));
+        let d = timed(comm, || {
+            std::hint::black_box(compute(COMPUTE_ROUNDS));
+        });
+        scr.wait_protection().expect("wait");
+        if rep > 0 {
+            alone.push(a);
+            during.push(d);
+        }
+    }
+    scr.finalize().expect("finalize");
+    (median(alone), median(during))
 }
 
 /// Remove a row's directory once every rank is done with it.

@@ -61,6 +61,8 @@ run() {
   # SCR_FLUSH only when a step sets it (config.c sets it through SCR_Config).
   [ -n "${SCR_FLUSH:-}" ] && xs+=(-x SCR_FLUSH)
   [ -n "${SCR_CACHE_BYPASS:-}" ] && xs+=(-x SCR_CACHE_BYPASS)
+  [ -n "${SCR_ENCODE_ASYNC:-}" ] && xs+=(-x SCR_ENCODE_ASYNC)
+  [ -n "${OMPI_MPI_THREAD_LEVEL:-}" ] && xs+=(-x OMPI_MPI_THREAD_LEVEL)
   (cd "$prefix" && SCR_PREFIX="$prefix" SCR_JOB_ID="capi-$case" \
     timeout 60 mpirun --oversubscribe "${xs[@]}" "${ctx[@]}")
 }
@@ -138,6 +140,36 @@ SCR_FLUSH=1 check "bypass: prefix: Delete, Drop" run b_prefix "$b/prefix" write
 rm -rf "$work/b_prefix/nodes"
 SCR_FLUSH=1 check "bypass: prefix: restart after losing every cache" run b_prefix "$b/prefix" read
 unset SCR_CACHE_BYPASS
+
+# Asynchronous protection from C: MPI_Init gives MPI_THREAD_SINGLE, so
+# SCR_ENCODE_ASYNC=1 is refused with a warning naming it (and protection is
+# synchronous); OpenMPI's OMPI_MPI_THREAD_LEVEL=3 makes MPI_Init provide
+# MPI_THREAD_MULTIPLE, and the checkpoints are protected in the background
+# (settled at finalize) and restart after a node loss.
+# with_warning GREP COMMAND...: the step passes and its output has GREP.
+with_warning() {
+  local pattern="$1"; shift
+  local out
+  out=$("$@" 2>&1) || { echo "$out"; return 1; }
+  grep -q -- "$pattern" <<<"$out" || { echo "$out"; echo "no '$pattern' in the output"; return 1; }
+}
+# without_warning GREP COMMAND...: the step passes and its output lacks GREP.
+without_warning() {
+  local pattern="$1"; shift
+  local out
+  out=$("$@" 2>&1) || { echo "$out"; return 1; }
+  if grep -q -- "$pattern" <<<"$out"; then echo "$out"; echo "'$pattern' in the output"; return 1; fi
+}
+export SCR_ENCODE_ASYNC=1
+check "async: refused without MPI_THREAD_MULTIPLE" \
+  with_warning "SCR_ENCODE_ASYNC refused" run async_refused "$b/ckpt_restart" write
+check "async: restart after it was refused" run async_refused "$b/ckpt_restart" read
+export OMPI_MPI_THREAD_LEVEL=3
+check "async: checkpoint, protected in the background" \
+  without_warning "SCR_ENCODE_ASYNC refused" run async "$b/ckpt_restart" write
+rm -rf "$work/async/nodes/n1"
+check "async: restart after losing node n1 (XOR)" run async "$b/ckpt_restart" read
+unset SCR_ENCODE_ASYNC OMPI_MPI_THREAD_LEVEL
 
 check "Should_exit 0 normally"                run halt "$b/should_exit" normal
 check "Should_exit 0 after a finalised run"   run halt "$b/should_exit" normal

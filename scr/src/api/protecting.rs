@@ -22,6 +22,18 @@ impl Scr {
         self.pending_protect.is_some()
     }
 
+    /// Wait until the newest checkpoint is protected (SCR_ENCODE_ASYNC):
+    /// its background encode finished on every rank and it is recorded
+    /// complete, or it failed and was deleted. Returns whether a checkpoint
+    /// was waited for and ended protected. Collective. Not in SCR's API:
+    /// the next Start_output and finalize wait anyway; this lets an
+    /// application (or a benchmark) choose the moment.
+    pub fn wait_protection(&mut self) -> ScrResult<bool> {
+        let waited = self.pending_protect.as_ref().map(|p| p.protecting.dset());
+        self.settle_protection(false)?;
+        Ok(waited.is_some_and(|d| self.candidates.first() == Some(&d)))
+    }
+
     /// Wait for the background protection, if any, and settle it on every
     /// rank (collective): a protected checkpoint becomes the newest restart
     /// candidate and is recorded in the flush file and flushed when due
