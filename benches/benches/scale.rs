@@ -19,12 +19,20 @@
 //! communicator's counters (`ThreadComm::run_counted`); peak RSS is the
 //! process's VmHWM, reset before each job through /proc/self/clear_refs.
 //!
+//! Output: the table on stdout and, when the run is over, the same table
+//! with the 4,096/256 per-rank ratios in `scale-table.md` and the figure
+//! (time and bytes per rank against P, log scales, one line per phase;
+//! `benches::scale_plot`) in `scale.png`, both in `BENCH_OUT_DIR`
+//! (default: the repository's `results/`).
+//!
 //! Run: `cargo bench -p benches --bench scale` (env `BENCH_RANKS`, default
 //! "64,256,1024,4096"; `BENCH_STACK_KIB`, default 256).
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use benches::scale_plot::{self, Point};
 use scr::comm::thread::{CommCounts, CommStats, ThreadComm, ThreadConfig};
 use scr::comm::Comm;
 use scr::config::MapEnv;
@@ -219,11 +227,15 @@ fn phase(runs: &[RankRun], second: bool) -> Phase {
     }
 }
 
-fn row(p: usize, name: &str, ph: &Phase, peak_mib: f64) {
+/// The table's header (Markdown).
+const HEADER: &str = "| P | phase | wall s | wall/P µs | calls/rank mean (max) | bytes sent/rank | bytes received/rank mean (max) | peak RSS MiB | RSS/rank KiB |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+
+/// Print one table row, add it to `table`, and return the figure's point.
+fn row(table: &mut String, p: usize, name: &str, ph: &Phase, peak_mib: f64) -> Point {
     let wall_s = ph.wall.as_secs_f64();
-    println!(
-        "| {p} | {name} | {wall_s:.3} | {:.1} | {:.1} (max {}) | {:.0} | {:.0} (max {}) | {peak_mib:.0} | {:.0} |",
-        wall_s / p as f64 * 1e6,
+    let us_per_rank = wall_s / p as f64 * 1e6;
+    let line = format!(
+        "| {p} | {name} | {wall_s:.3} | {us_per_rank:.1} | {:.1} (max {}) | {:.0} | {:.0} (max {}) | {peak_mib:.0} | {:.0} |",
         ph.mean_calls,
         ph.max_calls,
         ph.mean_sent,
@@ -231,9 +243,18 @@ fn row(p: usize, name: &str, ph: &Phase, peak_mib: f64) {
         ph.max_received,
         peak_mib * 1024.0 / p as f64,
     );
+    println!("{line}");
+    table.push_str(&line);
+    table.push('\n');
+    Point {
+        ranks: p,
+        phase: name.to_string(),
+        us_per_rank,
+        bytes_per_rank: ph.mean_sent + ph.mean_received,
+    }
 }
 
-fn run(p: usize, config: &ThreadConfig) {
+fn run(p: usize, config: &ThreadConfig, table: &mut String) -> Vec<Point> {
     let cl = Cluster::new();
     let stats = CommStats::new(p);
     reset_peak();
@@ -253,11 +274,47 @@ fn run(p: usize, config: &ThreadConfig) {
     let peak2 = peak_kib() as f64 / 1024.0;
     let job2_s = t.elapsed().as_secs_f64();
 
-    row(p, "init", &phase(&first, false), peak1);
-    row(p, "complete", &phase(&first, true), peak1);
-    row(p, "restart init (rebuild)", &phase(&second, false), peak2);
-    row(p, "restart read", &phase(&second, true), peak2);
+    let points = vec![
+        row(table, p, "init", &phase(&first, false), peak1),
+        row(table, p, "complete", &phase(&first, true), peak1),
+        row(
+            table,
+            p,
+            "restart init (rebuild)",
+            &phase(&second, false),
+            peak2,
+        ),
+        row(table, p, "restart read", &phase(&second, true), peak2),
+    ];
     eprintln!("P={p}: checkpoint job {job1_s:.1} s, restart job {job2_s:.1} s (threads included)");
+    points
+}
+
+/// The per-rank cost at 4,096 ranks over that at 256, per phase (the
+/// issue's target: within 2×), as Markdown; empty unless both were run.
+fn ratios(points: &[Point]) -> String {
+    let mut out = String::new();
+    for name in ["init", "complete", "restart init (rebuild)", "restart read"] {
+        if let Some(r) = scale_plot::ratio(points, name, 256, 4096) {
+            let _ = writeln!(
+                out,
+                "| {name} | {r:.2}× | {} |",
+                if r <= 2.0 { "yes" } else { "no" }
+            );
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("| phase | µs/rank at 4,096 over 256 | within 2× |\n| --- | --- | --- |\n{out}")
+}
+
+/// Where the table and the figure go: `BENCH_OUT_DIR`, or `results/` at
+/// the repository's root.
+fn out_dir() -> PathBuf {
+    std::env::var_os("BENCH_OUT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../results"))
 }
 
 fn main() {
@@ -279,15 +336,32 @@ fn main() {
         Path::new("/dev/shm").is_dir(),
         "the simulated nodes live in /dev/shm"
     );
-    println!(
-        "| P | phase | wall s | wall/P µs | calls/rank mean (max) | bytes sent/rank | bytes received/rank mean (max) | peak RSS MiB | RSS/rank KiB |"
-    );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    print!("{HEADER}");
+    let mut table = HEADER.to_string();
+    let mut points = Vec::new();
     for p in ranks {
         assert!(
             p >= 2 * RANKS_PER_NODE && p % RANKS_PER_NODE == 0,
             "P={p}: at least two nodes of {RANKS_PER_NODE} ranks"
         );
-        run(p, &config);
+        points.extend(run(p, &config, &mut table));
     }
+    let ratios = ratios(&points);
+    if !ratios.is_empty() {
+        println!("\n{ratios}");
+        table.push('\n');
+        table.push_str(&ratios);
+    }
+    let dir = out_dir();
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let md = dir.join("scale-table.md");
+    std::fs::write(&md, &table).unwrap_or_else(|e| panic!("{}: {e}", md.display()));
+    let png = dir.join("scale.png");
+    scale_plot::draw(
+        &points,
+        "SCR metadata at scale: P thread ranks, XOR sets of 8, 4 ranks per node",
+        &png,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("wrote {} and {}", md.display(), png.display());
 }

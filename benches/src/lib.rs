@@ -1,7 +1,9 @@
 //! Shared code of the benchmarks: the checkpoint-to-cache benchmark runs the
 //! same rank code over the thread communicator (`cargo bench --bench
 //! checkpoint`) and over MPI (`checkpoint-mpi` under `mpirun`,
-//! `benches/mpi-checkpoint.sh`).
+//! `benches/mpi-checkpoint.sh`); the scale benchmark draws its figure with
+//! [`scale_plot`].
 #![deny(missing_docs)]
 
 pub mod checkpoint;
+pub mod scale_plot;

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 pub mod conformance;
+mod futex_hash;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod thread;

@@ -28,7 +28,9 @@
 //! ranks still waiting for it: a rank that ends wakes the ranks waiting for
 //! it at that moment (in a round it has not entered, or receiving from it),
 //! found through the communicators it belongs to; a rank that ends after its
-//! last collective wakes nobody.
+//! last collective wakes nobody. Before its ranks start, a job grows the
+//! process's futex hash to about two slots per rank (`futex_hash.rs`): the
+//! kernel sizes it by CPUs, and each wake-up walks its slot's waiters.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -224,6 +226,7 @@ impl ThreadComm {
         R: Send,
         F: Fn(&dyn Comm) -> R + Sync,
     {
+        super::futex_hash::grow(n);
         let world = Arc::new(World {
             gone: (0..n).map(|_| AtomicBool::new(false)).collect(),
             gone_count: AtomicUsize::new(0),
