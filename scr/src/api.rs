@@ -550,6 +550,10 @@ impl Scr {
     /// SCR_Have_restart: the name of the checkpoint a restart would load.
     /// Collective; the same answer on every rank.
     pub fn have_restart(&mut self) -> ScrResult<Option<String>> {
+        // A checkpoint protected in the background counts once settled.
+        if !self.finalized {
+            self.settle_protection(false)?;
+        }
         let cand = self.candidates.first().copied();
         let Some(job) = self.job("SCR_Have_restart")? else {
             return Ok(None);
@@ -560,6 +564,9 @@ impl Scr {
     /// SCR_Start_restart: begin reading the checkpoint [`Scr::have_restart`]
     /// named. Collective.
     pub fn start_restart(&mut self) -> ScrResult<RestartPhase<'_>> {
+        if !self.finalized {
+            self.settle_protection(false)?;
+        }
         let Some(&dset) = self.candidates.first() else {
             return Err(ScrError::NoRestart);
         };

@@ -443,3 +443,23 @@ fn without_threads_for_the_communicator_encode_async_is_refused_and_protection_i
     let flags = complete_flags(&cl.root, 1);
     assert!(flags.iter().all(|f| *f == Some(true)), "{flags:?}");
 }
+
+#[test]
+fn have_restart_counts_a_checkpoint_once_its_background_protection_is_settled() {
+    let cl = Cluster::new();
+    let e = env("XOR");
+    let e = as_refs(&e);
+    run(&cl, RANKS, node_of, &e, |scr, c| {
+        write_ckpt(scr, c, &cl.prefix, 1, true);
+        assert!(scr.protecting());
+        assert_eq!(scr.have_restart().unwrap().as_deref(), Some("ckpt.1"));
+        assert!(!scr.protecting(), "Have_restart settled it");
+        write_ckpt(scr, c, &cl.prefix, 2, true);
+        assert!(
+            scr.wait_protection().unwrap(),
+            "checkpoint 2 ended protected"
+        );
+        assert!(!scr.wait_protection().unwrap(), "nothing left to wait for");
+        None
+    });
+}

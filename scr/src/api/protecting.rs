@@ -38,8 +38,10 @@ impl Scr {
     /// rank (collective): a protected checkpoint becomes the newest restart
     /// candidate and is recorded in the flush file and flushed when due
     /// (`force`: a halt makes it due); a failed one was deleted. Called by
-    /// every call that changes the filemap or the cache: Start_output,
-    /// Current, Delete, a halt's exit and finalize.
+    /// every collective call that changes the filemap or the cache, or
+    /// answers which checkpoint to restart from: Start_output,
+    /// Have_restart, Start_restart, Current, Delete, a halt's exit and
+    /// finalize.
     pub(super) fn settle_protection(&mut self, force: bool) -> ScrResult<()> {
         let Some(pending) = self.pending_protect.take() else {
             return Ok(());

@@ -15,6 +15,8 @@
 //! - [`output`]: start (make room, directory, first filemap entries),
 //!   route, and complete (sizes, the validity vote, encode, the final
 //!   record) — the filemap is written once per state change.
+//! - [`protect`]: the same encode in a thread of the rank (SCR_ENCODE_ASYNC),
+//!   settled at the next collective call; a dataset is COMPLETE only then.
 //! - [`encode`] and [`rebuild`]: apply and recover the redundancy scheme of
 //!   a dataset through its [`RedundancySet`]; the arithmetic and the set
 //!   communication are in [`crate::redundancy::apply`].
