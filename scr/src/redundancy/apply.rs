@@ -89,6 +89,8 @@ mod partner;
 mod ring;
 
 #[cfg(test)]
+mod pass_tests;
+#[cfg(test)]
 mod tests;
 
 pub use coded::rs_file_name;
