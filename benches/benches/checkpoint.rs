@@ -12,7 +12,10 @@ use benches::checkpoint::{run_all, Params, RANKS};
 use scr::comm::thread::ThreadComm;
 
 fn main() {
-    let params = Params::from_env();
+    let params = Params {
+        ranks_per_process: RANKS,
+        ..Params::from_env()
+    };
     let root = tempfile::Builder::new()
         .prefix("scr-bench-")
         .tempdir_in("/dev/shm")

@@ -109,7 +109,11 @@ fn digest(scheme: CopyType, set_failures: usize, case: usize, piece: usize) -> S
 /// The digests of every scheme and case, as the old implementation wrote them.
 fn all_digests() -> String {
     let mut s = String::new();
-    for (scheme, k) in [(CopyType::Partner, 0), (CopyType::Xor, 1), (CopyType::Rs, 2)] {
+    for (scheme, k) in [
+        (CopyType::Partner, 0),
+        (CopyType::Xor, 1),
+        (CopyType::Rs, 2),
+    ] {
         for case in 0..3 {
             for piece in [1000, 1 << 16] {
                 s.push_str(&format!("== {scheme:?} case {case} piece {piece}\n"));
