@@ -12,7 +12,10 @@ use benches::checkpoint::{run_all, Params, RANKS};
 use scr::comm::thread::ThreadComm;
 
 fn main() {
-    let params = Params::from_env();
+    let params = Params {
+        ranks_per_process: RANKS,
+        ..Params::from_env()
+    };
     // BENCH_DIR: where the simulated nodes' trees go (default /dev/shm; a
     // directory on a disk stands in for a node-local SSD).
     let base = std::env::var("BENCH_DIR").unwrap_or_else(|_| "/dev/shm".into());

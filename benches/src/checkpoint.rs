@@ -65,6 +65,9 @@ pub struct Params {
     pub restart_mib: usize,
     /// Print rank 0's phase times.
     pub phases: bool,
+    /// Ranks sharing one process (the thread communicator: all of them;
+    /// MPI: 1), to turn the process's peak RSS into a per-rank figure.
+    pub ranks_per_process: usize,
 }
 
 impl Params {
@@ -91,6 +94,7 @@ impl Params {
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(64),
             phases: std::env::var_os("BENCH_PHASES").is_some(),
+            ranks_per_process: 1,
         }
     }
 }
@@ -439,6 +443,100 @@ pub fn run_all(comm: &dyn Comm, world: WorldFn, root: &Path, p: &Params, label: 
         ));
         cleanup(comm, &dir);
     }
+    let Some(&mib) = p.sizes_mib.iter().max() else {
+        return;
+    };
+    let per = p.ranks_per_process.max(1) as f64 * 1024.0;
+    say(String::new());
+    say(format!(
+        "Peak RSS (VmHWM) per rank, {mib} MiB per rank, {} rank(s) per process (process peak / ranks):",
+        p.ranks_per_process.max(1)
+    ));
+    say(String::new());
+    say("| scheme | app write+fsync only (MiB) | SCR checkpoint (MiB) | SCR / app | extra per rank (MiB) |".into());
+    say("| --- | --- | --- | --- | --- |".into());
+    for scheme in p.schemes.iter().filter(|s| !s.ends_with("+writer")) {
+        let dir = root.join(format!("rss-{scheme}"));
+        let (raw, ours) = peak_rss_row(comm, world, &dir, scheme, mib << 20);
+        say(format!(
+            "| {scheme} | {:.1} | {:.1} | {:.2} | {:.1} |",
+            raw as f64 / per,
+            ours as f64 / per,
+            ours as f64 / raw.max(1) as f64,
+            (ours as f64 - raw as f64) / per
+        ));
+        cleanup(comm, &dir);
+    }
+}
+
+/// Resets the process's peak resident set (VmHWM) to its current RSS.
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The process's peak resident set (VmHWM) in KiB (0 where /proc has none).
+fn peak_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Peak RSS of a process while its ranks write `size` bytes each and
+/// fsync (the application alone), then while they take one SCR checkpoint
+/// of the same bytes with `scheme`: (raw KiB, SCR KiB), each the largest
+/// over the processes, reset to the current RSS right before. The
+/// application's buffer is allocated and touched before either, so both
+/// figures include it. Collective.
+pub fn peak_rss_row(
+    comm: &dyn Comm,
+    world: WorldFn,
+    root: &Path,
+    scheme: &str,
+    size: usize,
+) -> (u64, u64) {
+    let rank = comm.rank();
+    let prefix = root.join(format!("prefix-{scheme}"));
+    std::fs::create_dir_all(&prefix).expect("prefix");
+    let raw_dir = root.join(format!("n{rank}/dev/shm/raw"));
+    std::fs::create_dir_all(&raw_dir).expect("raw dir");
+    let data: Vec<u8> = (0..size)
+        .map(|i| ((i as u64 * 2654435761) ^ rank as u64) as u8)
+        .collect();
+    let vars = [
+        ("SCR_JOB_ID", format!("bench-rss-{scheme}")),
+        ("SCR_COPY_TYPE", scheme.to_string()),
+    ];
+    let mut scr = init(world, &prefix, root, rank, &vars);
+    let peak_of = |comm: &dyn Comm, f: &mut dyn FnMut()| {
+        comm.barrier().expect("barrier");
+        if rank == 0 {
+            reset_peak();
+        }
+        comm.barrier().expect("barrier");
+        f();
+        comm.barrier().expect("barrier");
+        let mut v = [peak_kib() as f64];
+        comm.allreduce_f64(&mut v, ReduceOp::Max)
+            .expect("allreduce");
+        v[0] as u64
+    };
+    let raw_path = raw_dir.join(format!("rank{rank}.rss"));
+    let raw = peak_of(comm, &mut || write_fsync(&raw_path, &data));
+    std::fs::remove_file(&raw_path).expect("remove raw");
+    let file = prefix.join(format!("rank{rank}.ckpt"));
+    let ours = peak_of(comm, &mut || {
+        let mut out = scr
+            .start_output(Some("rss"), Flags::CHECKPOINT)
+            .expect("start");
+        let path = out.route_file(&file).expect("route");
+        write_fsync(&path, &data);
+        assert!(out.complete(true).expect("complete"), "checkpoint valid");
+    });
+    scr.finalize().expect("finalize");
+    (raw, ours)
 }
 
 /// A compute kernel that touches little memory: `n` rounds of xorshift.

@@ -24,7 +24,33 @@
 //!
 //! Every redundancy file's CRC32 is computed while it is written (the
 //! header's, then each row's, joined with `crc32fast`'s combine), so no file
-//! is read back.
+//! is read back for it.
+//!
+//! # One pass over the application files
+//! Encode reads each application file once, piece by piece (SCR_MPI_BUF_SIZE
+//! bytes) into a few reused buffers, and that read feeds both the file's
+//! CRC32 and the scheme: PARTNER sends the piece to the right neighbour,
+//! XOR/RS add it into the ring. So the memory an encode adds is a few
+//! pieces per member, whatever the checkpoint's size; nothing is mapped.
+//! The CRCs are known only when the pass ends, so they travel in an
+//! agreement after it (each member's own, 4 bytes a file):
+//! - PARTNER: the holder compares the owner's CRCs with the ones of the
+//!   bytes it received and wrote (a mismatch is [`ApplyError::Crc`]) before
+//!   it syncs the copies and hands their entries back;
+//! - XOR/RS: the header records the CRCs of the member and of its k left
+//!   neighbours, and it comes first in the file. Its length depends on them
+//!   (a CRC is written `0x%x`, 3 to 10 characters), so the parity is
+//!   written from the longest the header can be (every CRC `0xffffffff`,
+//!   the lists otherwise as sent before the pass) and, once the CRCs are
+//!   known, moved down to the end of the real header (only when a CRC has
+//!   fewer than eight hex digits: 1 in 16 per CRC) before the header is
+//!   written in front of it. The file is byte for byte what a header-first
+//!   writer makes; its CRC32 is the header's combined with the rows' as they
+//!   were written (moving bytes does not change them).
+//!
+//! A file's recorded CRC (a fetched file) is checked against the computed
+//! one at the end of the pass; a mismatch fails the set like any local
+//! failure, with [`ApplyError::Crc`] on the member and `Peer` elsewhere.
 //!
 //! # Encode and rebuild share one pipelined ring
 //! XOR is RS with k = 1 (the RS layout with k = 1 is the XOR layout), so both
@@ -88,6 +114,8 @@ mod member;
 mod partner;
 mod ring;
 
+#[cfg(test)]
+mod pass_tests;
 #[cfg(test)]
 mod tests;
 
@@ -180,9 +208,10 @@ pub struct Encoded {
 /// `scr_reddesc_apply()`): compute the CRC32 of this member's files (a file
 /// whose meta already records one must match it), then write this
 /// member's redundancy files into `dir`. Each application file is read
-/// once: it is mapped, its CRC computed from the mapping (the redundancy
-/// headers, written before the parity, record it), and the scheme reads the
-/// same pages.
+/// once, in pieces of `piece_bytes` into a few reused buffers (nothing is
+/// mapped, so the extra memory does not grow with the checkpoint): the
+/// same read feeds its CRC32 and the scheme (see "One pass" in the module
+/// documentation).
 pub fn encode(
     set: &SetInfo,
     mine: &MemberFiles,
@@ -204,7 +233,7 @@ pub fn encode(
     }
     match set.scheme {
         CopyType::Single => {
-            let (_, _, metas) = member::open_checked(&ctx, &mine.files)?;
+            let metas = member::read_checked(&ctx, &mine.files)?;
             Ok(Encoded {
                 app_crcs: member::crcs_of(&metas),
                 redundancy: Vec::new(),

@@ -2,12 +2,11 @@
 //!
 //! Why map: on node-local RAM disks (tmpfs, /dev/shm) a `pread` copies every
 //! byte out of the page cache, and that copy costs about as much as reading
-//! the pages at all. Completing a checkpoint needs each application file's
-//! bytes twice — for its CRC32 (recorded in the redundancy headers, which
-//! precede the parity data) and for the redundancy arithmetic. A mapping
-//! pays the page-cache walk once: the CRC pass populates the page tables,
-//! and the encode then reads the same pages at memory speed
-//! (benches/checkpoint.rs, results/checkpoint.md).
+//! the pages at all, so a whole-file check (`storage::verify`) maps large
+//! files. The redundancy encode does not: it reads each file once in
+//! bounded pieces that feed both the CRC32 and the scheme
+//! (`redundancy::apply`, "One pass"), so a mapping would only add the
+//! file's pages to the rank's resident set (results/checkpoint.md).
 //!
 //! Cache files are private to the job (0700 directories that refuse foreign
 //! owners, `storage::dirs`) and SCR reads them only between the
@@ -43,6 +42,8 @@ impl Mapped {
         if len == 0 {
             return Ok(Mapped { map: None });
         }
+        #[cfg(test)]
+        test_hook::record(file);
         // SAFETY: a read-only mapping of `len` bytes of an open file. The
         // mapping is undefined behaviour only if the file is truncated or
         // written while mapped; the module's callers map cache files only
@@ -57,6 +58,40 @@ impl Mapped {
     /// The mapped bytes.
     pub fn bytes(&self) -> &[u8] {
         self.map.as_deref().unwrap_or(&[])
+    }
+}
+
+/// Which files were mapped, for tests that must prove a path maps nothing
+/// (the encode's single pass, `redundancy::apply`): every mapping records
+/// the file's (device, inode), so concurrent tests do not disturb a check
+/// about one's own files.
+#[cfg(test)]
+pub(crate) mod test_hook {
+    use std::fs::File;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+    use std::sync::Mutex;
+
+    static MAPPED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+    pub(super) fn record(file: &File) {
+        if let Ok(m) = file.metadata() {
+            MAPPED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((m.dev(), m.ino()));
+        }
+    }
+
+    /// Whether the file at `path` was ever mapped by [`super::Mapped`].
+    pub(crate) fn was_mapped(path: &Path) -> bool {
+        let Ok(m) = std::fs::metadata(path) else {
+            return false;
+        };
+        MAPPED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&(m.dev(), m.ino()))
     }
 }
 

@@ -18,8 +18,8 @@ use super::super::rs::{RsSet, Slot};
 use super::crc::{check_crcs, verify_files, SegmentCrc};
 use super::error::{ApplyError, Inconsistency, InputProblem};
 use super::member::{
-    app_paths, complete_entries, crcs_of, latch, logical_len, member_tree, open_checked,
-    open_logical, sync_logical, unpack_member, Ctx,
+    app_paths, checked_metas, complete_entries, crcs_of, latch, logical_len, member_tree, metas,
+    open_logical, open_sized, pack_crcs, sync_logical, unpack_crcs, unpack_member, Ctx,
 };
 use super::ring::{holder, position, ring, Columns, MemberIo, Src, Tables};
 use super::{Encoded, FileEntry, MemberFiles, Rebuilt, Register};
@@ -144,6 +144,84 @@ impl RedWriter {
         })
     }
 
+    /// A redundancy file whose header is written last
+    /// ([`RedWriter::finish_with_header`]): the rows start at `reserved`,
+    /// the longest the header can be.
+    fn create_reserved(
+        ctx: &Ctx,
+        path: &Path,
+        reserved: u64,
+        k: usize,
+        chunk: u64,
+    ) -> Result<Self, ApplyError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(ctx.io_err(path, None))?;
+        file.set_len(reserved + k as u64 * chunk)
+            .map_err(ctx.io_err(path, None))?;
+        Ok(RedWriter {
+            file,
+            path: path.to_path_buf(),
+            header_len: reserved,
+            chunk,
+            header_crc: crc32fast::Hasher::new(),
+            rows: vec![crc32fast::Hasher::new(); k],
+            filled: vec![0; k],
+        })
+    }
+
+    /// Puts `header` in front of the rows written from the reserved
+    /// offset: the rows move down to its end when it is shorter (pieces of
+    /// `piece` bytes, front to back, so no byte is overwritten before it
+    /// moved), it is written at 0 and the file cut to its size. Then
+    /// [`RedWriter::finish`].
+    fn finish_with_header(
+        mut self,
+        ctx: &Ctx,
+        header: &[u8],
+        piece: usize,
+    ) -> Result<(u64, u32), ApplyError> {
+        let to = header.len() as u64;
+        let from = self.header_len;
+        if to > from {
+            return Err(ctx.inconsistent(Inconsistency::HeaderReserve {
+                path: self.path.clone(),
+                reserved: from,
+                header: to,
+            }));
+        }
+        let rows = self.rows.len() as u64 * self.chunk;
+        if to < from {
+            let mut buf = vec![0u8; piece.max(1)];
+            let mut off = 0u64;
+            while off < rows {
+                let take = (rows - off).min(buf.len() as u64) as usize;
+                let (src, dst) = (from + off, to + off);
+                self.file
+                    .read_exact_at(&mut buf[..take], src)
+                    .map_err(ctx.io_err(&self.path, Some(src)))?;
+                self.file
+                    .write_all_at(&buf[..take], dst)
+                    .map_err(ctx.io_err(&self.path, Some(dst)))?;
+                off += take as u64;
+            }
+            self.file
+                .set_len(to + rows)
+                .map_err(ctx.io_err(&self.path, None))?;
+        }
+        self.file
+            .write_all_at(header, 0)
+            .map_err(ctx.io_err(&self.path, Some(0)))?;
+        self.header_len = to;
+        self.header_crc = crc32fast::Hasher::new();
+        self.header_crc.update(header);
+        self.finish(ctx)
+    }
+
     pub(super) fn write_row(
         &mut self,
         ctx: &Ctx,
@@ -221,18 +299,7 @@ fn start_red_file(
     latched: &mut Option<ApplyError>,
 ) -> RedFile {
     let k = ctx.k;
-    let header = CodedHeader {
-        xor: XorHeader {
-            dataset: ctx.set.dataset.clone(),
-            ranks: ctx.set.world_size,
-            group_world_ranks: ctx.set.world_ranks.clone(),
-            chunk_bytes: chunk,
-            current: members[ctx.me].clone(),
-            partner: members[ctx.left(1)].clone(),
-        },
-        partners: (1..=k).map(|d| members[ctx.left(d)].clone()).collect(),
-        k,
-    };
+    let header = coded_header(ctx, chunk, members);
     let bytes = kvfile::encode(&header.to_tree(), true);
     let path = dir.join(coded_name(ctx));
     let meta = Meta {
@@ -316,7 +383,72 @@ fn encode_tables(ctx: &Ctx, layout: &RsSet) -> Result<Tables, ApplyError> {
     Ok(Tables::new(n, k, n - k, k, cols))
 }
 
-/// `scr_reddesc_apply_xor()` (k = 1) and redset's `redset_apply_rs()`.
+/// The header of this member's redundancy file for the set's `members`.
+fn coded_header(ctx: &Ctx, chunk: u64, members: &[XorMember]) -> CodedHeader {
+    let k = ctx.k;
+    CodedHeader {
+        xor: XorHeader {
+            dataset: ctx.set.dataset.clone(),
+            ranks: ctx.set.world_size,
+            group_world_ranks: ctx.set.world_ranks.clone(),
+            chunk_bytes: chunk,
+            current: members[ctx.me].clone(),
+            partner: members[ctx.left(1)].clone(),
+        },
+        partners: (1..=k).map(|d| members[ctx.left(d)].clone()).collect(),
+        k,
+    }
+}
+
+/// `members` with every file's CRC32 set to `crc(member, file)`.
+fn with_crcs(members: &[XorMember], crc: impl Fn(usize, usize) -> u32) -> Vec<XorMember> {
+    members
+        .iter()
+        .enumerate()
+        .map(|(m, x)| XorMember {
+            rank: x.rank,
+            files: x
+                .files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| Meta {
+                    crc32: Some(crc(m, i)),
+                    ..f.clone()
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The agreement after the pass: this member's computed CRCs (checked
+/// against the recorded ones) go to every member, which sets them in the
+/// lists sent before the pass. Returns this member's metas and the set's
+/// lists as the headers record them.
+fn agree_crcs(
+    ctx: &Ctx,
+    mine: &MemberFiles,
+    members: &[XorMember],
+    computed: Option<Vec<u32>>,
+    latched: &mut Option<ApplyError>,
+) -> Result<(Vec<Meta>, Vec<XorMember>), ApplyError> {
+    let local = match (latched.take(), computed) {
+        (Some(e), _) => Err(e),
+        (None, Some(c)) => checked_metas(ctx, &mine.files, c),
+        (None, None) => unreachable!("without a latched failure the pass computed the CRCs"),
+    };
+    let (my_metas, all) = ctx.agree(local, |m| pack_crcs(&crcs_of(m)))?;
+    let crcs = all
+        .iter()
+        .enumerate()
+        .map(|(m, b)| unpack_crcs(ctx, b, m, members[m].files.len()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((my_metas, with_crcs(members, |m, i| crcs[m][i])))
+}
+
+/// `scr_reddesc_apply_xor()` (k = 1) and redset's `redset_apply_rs()`, in
+/// one pass over the member's files (module documentation, "One pass"):
+/// the ring reads each piece once and that read feeds the files' CRC32s;
+/// the parity goes in from the longest the header can be, the header last.
 pub(super) fn encode_coded(
     ctx: &Ctx,
     mine: &MemberFiles,
@@ -324,35 +456,77 @@ pub(super) fn encode_coded(
     register: &mut Register<'_>,
 ) -> Result<Encoded, ApplyError> {
     let layout = RsSet::new(ctx.n, ctx.k).map_err(ctx.red_err(None))?;
-    let prep = open_checked(ctx, &mine.files);
-    let ((my_sizes, lf, my_metas), all) =
-        ctx.agree(prep, |(_, _, m)| member_tree(ctx.world_rank, m).pack())?;
+    let prep = open_sized(ctx, &mine.files);
+    // The lists before the pass: names and sizes (the chunk size and the
+    // header's layout); their CRCs are set after it.
+    let ((my_sizes, lf), all) = ctx.agree(prep, |_| {
+        member_tree(ctx.world_rank, &metas(&mine.files)).pack()
+    })?;
     let members: Vec<XorMember> = all
         .iter()
         .enumerate()
         .map(|(m, b)| unpack_member(ctx, b, m))
         .collect::<Result<_, _>>()?;
     let chunk = chunk_of(&layout, &members);
+    // Every CRC at its longest (`0xffffffff`): the header can only be
+    // shorter once the real ones are known.
+    let longest = coded_header(ctx, chunk, &with_crcs(&members, |_, _| u32::MAX));
+    let reserved = kvfile::encode(&longest.to_tree(), true).len() as u64;
     let mut latched = None;
-    let mut red = start_red_file(ctx, chunk, &members, dir, register, &mut latched);
+    let path = dir.join(coded_name(ctx));
+    let meta = Meta {
+        file: Some(path.to_string_lossy().into_owned()),
+        file_type: Some(coded_type(ctx)),
+        complete: Some(false),
+        size_bytes: Some(reserved + ctx.k as u64 * chunk),
+        ranks: Some(ctx.set.world_size),
+        ckpt: ctx.set.dataset.ckpt,
+        ..Meta::default()
+    };
+    ctx.register(register, ctx.world_rank, &path, &meta, &mut latched);
+    let writer = if latched.is_none() {
+        let w = RedWriter::create_reserved(ctx, &path, reserved, ctx.k, chunk);
+        latch(&mut latched, w)
+    } else {
+        None
+    };
     let tables = encode_tables(ctx, &layout)?;
-    // The CRCs are already known (open_checked), so the ring only reads.
     let mut io = MemberIo {
         chunk,
         logical: Some(&lf),
         logical_len: my_sizes.iter().sum(),
-        data_crc: None,
+        data_crc: Some(SegmentCrc::new(&my_sizes, chunk)),
         red_read: None,
-        red_write: red.writer.take(),
+        red_write: writer,
     };
     ring(ctx, chunk, &tables, &mut io, &mut latched)?;
-    red.writer = io.red_write.take();
-    let entry = finish_red_file(ctx, red, &mut latched);
+    let writer = io.red_write.take();
+    // Every piece of every data chunk went through the ring's reads unless
+    // a failure stopped them.
+    let computed = latched
+        .is_none()
+        .then(|| io.data_crc.take().map(SegmentCrc::finish))
+        .flatten();
+    drop(io);
+    let (my_metas, members) = agree_crcs(ctx, mine, &members, computed, &mut latched)?;
+    let header = kvfile::encode(&coded_header(ctx, chunk, &members).to_tree(), true);
+    let entry = writer.and_then(|w| {
+        let done = w.finish_with_header(ctx, &header, ctx.set.piece_bytes);
+        latch(&mut latched, done)
+    });
     ctx.agree_done(latched)?;
-    let entry = entry.expect("without a latched failure the redundancy file is written");
+    let (size, crc) = entry.expect("without a latched failure the redundancy file is written");
     Ok(Encoded {
         app_crcs: crcs_of(&my_metas),
-        redundancy: vec![entry],
+        redundancy: vec![FileEntry {
+            path,
+            meta: Meta {
+                size_bytes: Some(size),
+                crc32: Some(crc),
+                complete: Some(true),
+                ..meta
+            },
+        }],
     })
 }
 

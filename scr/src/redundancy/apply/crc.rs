@@ -1,8 +1,10 @@
-//! CRC32 checks at both ends of every transfer: a sender's files are
-//! checksummed before a byte leaves ([`super::member::open_checked`]), a
-//! survivor's before it lends them ([`verify_files`]), and every received or
-//! rebuilt byte is checksummed as it lands ([`SegmentCrc`]) and compared
-//! with the recorded CRC ([`check_crcs`]) before the file is handed back.
+//! CRC32 checks at both ends of every transfer: an encoding member's files
+//! are checksummed by the same read that sends or encodes them
+//! ([`SegmentCrc`], checked at the end of the pass by
+//! [`super::member::checked_metas`]), a survivor's before it lends them
+//! ([`verify_files`]), and every received or rebuilt byte is checksummed as
+//! it lands ([`SegmentCrc`]) and compared with the recorded CRC
+//! ([`check_crcs`]) before the file is handed back.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

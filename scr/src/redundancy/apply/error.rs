@@ -194,6 +194,28 @@ pub enum Inconsistency {
         /// The kvtree error.
         source: UnpackError,
     },
+    /// A member's CRC32s at the end of an encode pass are not 4 bytes for
+    /// each file of the list it sent before the pass.
+    #[error("member {member} sent {bytes} bytes of CRC32s for its {files} files (4 each)")]
+    CrcList {
+        /// The member (group rank).
+        member: usize,
+        /// Files in its list.
+        files: usize,
+        /// Bytes it sent.
+        bytes: usize,
+    },
+    /// The header of a redundancy file came out longer than the room kept
+    /// for it before the pass (the lists changed between the agreements).
+    #[error("{}: header of {header} bytes does not fit the {reserved} reserved for it", path.display())]
+    HeaderReserve {
+        /// The redundancy file.
+        path: PathBuf,
+        /// Bytes reserved (the longest header of the lists before the pass).
+        reserved: u64,
+        /// Bytes of the header.
+        header: u64,
+    },
     /// A PARTNER member sent no list under `key` (`SELF` or `COPY`).
     #[error("member {member} sent no {key} list")]
     MissingList {

@@ -11,7 +11,6 @@ use crate::comm::CommError;
 use crate::kvtree::KvTree;
 use crate::records::{Meta, Node, RecordError, XorMember};
 use crate::scheme::CopyType;
-use crate::storage::mapped::MAP_MIN_BYTES;
 
 use super::super::logical::LogicalFile;
 use super::super::RedundancyError;
@@ -361,41 +360,83 @@ pub(super) fn open_logical(ctx: &Ctx, files: &[FileEntry]) -> Result<LogicalFile
     LogicalFile::open(&list).map_err(ctx.red_err(None))
 }
 
-/// Opens a member's files mapped and computes each one's CRC32, checked
-/// against the recorded one where there is one. Returns the sizes, the
-/// logical file and the metas with CRC set: the CRC every receiver and
-/// every header records is computed here, before any byte is sent.
-pub(super) fn open_checked(
+/// Opens a member's files for the single pass of an encode: their sizes
+/// (from the meta, checked against the files) and the logical file over
+/// them, read through reused buffers (nothing is mapped: the extra memory
+/// of an encode does not grow with the checkpoint).
+pub(super) fn open_sized(
     ctx: &Ctx,
     files: &[FileEntry],
-) -> Result<(Vec<u64>, LogicalFile, Vec<Meta>), ApplyError> {
+) -> Result<(Vec<u64>, LogicalFile), ApplyError> {
     let sizes = sizes(ctx, files)?;
     let list: Vec<(&Path, u64)> = files
         .iter()
         .map(|f| f.path.as_path())
         .zip(sizes.iter().copied())
         .collect();
-    let lf = LogicalFile::open_mapped(&list, MAP_MIN_BYTES).map_err(ctx.red_err(None))?;
+    let lf = LogicalFile::open(&list).map_err(ctx.red_err(None))?;
+    Ok((sizes, lf))
+}
+
+/// The metas of a member's files with the CRC32s computed by the pass
+/// that read them, each checked against the one recorded where there is
+/// one (a fetched file): a mismatch is [`ApplyError::Crc`] naming the file.
+pub(super) fn checked_metas(
+    ctx: &Ctx,
+    files: &[FileEntry],
+    computed: Vec<u32>,
+) -> Result<Vec<Meta>, ApplyError> {
     let paths: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
-    let computed = lf.crcs(ctx.set.piece_bytes).map_err(ctx.red_err(None))?;
     let crcs = check_crcs(ctx, &paths, &metas(files), computed)?;
-    let metas = files
+    Ok(files
         .iter()
         .zip(crcs)
         .map(|(f, crc)| Meta {
             crc32: Some(crc),
             ..f.meta.clone()
         })
-        .collect();
-    Ok((sizes, lf, metas))
+        .collect())
 }
 
-/// The CRC32 of each meta (all set by [`open_checked`]).
+/// SINGLE: each file's CRC32, read once in pieces of `piece_bytes` and
+/// checked against the recorded one.
+pub(super) fn read_checked(ctx: &Ctx, files: &[FileEntry]) -> Result<Vec<Meta>, ApplyError> {
+    let (_, lf) = open_sized(ctx, files)?;
+    let computed = lf.crcs(ctx.set.piece_bytes).map_err(ctx.red_err(None))?;
+    checked_metas(ctx, files, computed)
+}
+
+/// The CRC32 of each meta (all set by [`checked_metas`]).
 pub(super) fn crcs_of(metas: &[Meta]) -> Vec<u32> {
     metas
         .iter()
-        .map(|m| m.crc32.expect("open_checked sets every CRC32"))
+        .map(|m| m.crc32.expect("checked_metas sets every CRC32"))
         .collect()
+}
+
+/// CRC32s as they travel in an agreement: 4 bytes each, little-endian.
+pub(super) fn pack_crcs(crcs: &[u32]) -> Vec<u8> {
+    crcs.iter().flat_map(|c| c.to_le_bytes()).collect()
+}
+
+/// The CRC32s member `member` sent for its `files` files.
+pub(super) fn unpack_crcs(
+    ctx: &Ctx,
+    bytes: &[u8],
+    member: usize,
+    files: usize,
+) -> Result<Vec<u32>, ApplyError> {
+    if bytes.len() != 4 * files {
+        return Err(ctx.inconsistent(Inconsistency::CrcList {
+            member,
+            files,
+            bytes: bytes.len(),
+        }));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
 }
 
 pub(super) fn member_tree(rank: i64, files: &[Meta]) -> KvTree {

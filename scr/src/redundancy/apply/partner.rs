@@ -11,8 +11,9 @@ use super::crc::{check_crcs, SegmentCrc};
 use super::error::{ApplyError, Inconsistency, InputProblem};
 use super::loss::{partner_holder, MemberLoss};
 use super::member::{
-    app_paths, basename, checked_member, complete_entries, crcs_of, latch, logical_len,
-    member_from_tree, member_tree, metas, open_checked, open_logical, sync_logical, Ctx,
+    app_paths, basename, checked_member, checked_metas, complete_entries, crcs_of, latch,
+    logical_len, member_from_tree, member_tree, metas, open_logical, open_sized, pack_crcs,
+    sync_logical, unpack_crcs, Ctx,
 };
 use super::{Encoded, FileEntry, MemberFiles, Rebuilt, Register, SetInfo};
 
@@ -38,17 +39,21 @@ type Side<'f> = (usize, Option<&'f LogicalFile>, u64);
 /// The two reusable piece buffers of a [`stream`]: outgoing, incoming.
 type Bufs<'b> = (&'b mut Vec<u8>, &'b mut Vec<u8>);
 
+/// The CRC32s a [`stream`] feeds: of the bytes sent, of the bytes received.
+type Crcs<'c> = (Option<&'c mut SegmentCrc>, Option<&'c mut SegmentCrc>);
+
 /// Streams one logical file to `dest` while receiving another from `src`,
 /// piece by piece (`scr_reddesc_apply_partner()`'s `MPI_Sendrecv` loop).
 /// Both sides know both lengths, so the numbers of messages match. After a
 /// local failure the member keeps sending (zeros) and receiving so its
 /// neighbours finish; the failure is reported at the next agreement.
-/// Pieces are sent straight from the sender's mapping when it has one.
+/// Each piece is read once into `out`; `crcs` = (sent, received) are fed
+/// the bytes read and the bytes written (each only until a local failure).
 fn stream(
     ctx: &Ctx,
     send: Option<Side<'_>>,
     recv: Option<Side<'_>>,
-    mut recv_crc: Option<&mut SegmentCrc>,
+    (mut send_crc, mut recv_crc): Crcs<'_>,
     latched: &mut Option<ApplyError>,
     (out, inc): Bufs<'_>,
 ) -> Result<(), ApplyError> {
@@ -67,6 +72,9 @@ fn stream(
                 if let (Some(lf), true) = (lf, latched.is_none()) {
                     let r = lf.bytes(off, take, out).map_err(ctx.red_err(Some(off)));
                     bytes = latch(latched, r);
+                    if let (Some(b), Some(c)) = (bytes, send_crc.as_deref_mut()) {
+                        c.update(off, b);
+                    }
                 }
                 let bytes = bytes.unwrap_or_else(|| {
                     zeros.resize(take, 0);
@@ -114,8 +122,8 @@ struct Incoming<'a> {
 
 /// Receives files from a neighbour, registering each first and checking
 /// each CRC as recorded by the sender before handing them back; used by
-/// both PARTNER encode (copies) and rebuild (own files and copies). Returns
-/// no entries after a local failure (latched).
+/// PARTNER rebuild (own files and copies). Returns no entries after a local
+/// failure (latched).
 fn receive_files(
     ctx: &Ctx,
     incoming: Incoming<'_>,
@@ -131,29 +139,48 @@ fn receive_files(
         src,
     } = incoming;
     let lf = ctx.register_and_create(register, owner, files, paths, latched);
-    let sizes: Vec<u64> = files.iter().map(|m| m.size_bytes.unwrap_or(0)).collect();
-    let total: u64 = sizes.iter().sum();
-    let mut crc = SegmentCrc::new(&sizes, total);
-    let recv = (src, lf.as_ref(), total);
-    stream(ctx, send, Some(recv), Some(&mut crc), latched, bufs)?;
+    let mut crc = segments(files);
+    let recv = (src, lf.as_ref(), logical_len(files));
+    stream(ctx, send, Some(recv), (None, Some(&mut crc)), latched, bufs)?;
     if latched.is_some() {
         return Ok(Vec::new());
     }
-    let done = check_crcs(ctx, paths, files, crc.finish()).and_then(|crcs| {
+    Ok(keep_checked(ctx, paths, files, lf, crc.finish(), latched))
+}
+
+/// One CRC32 per file of `files` fed in order (one logical stream).
+fn segments(files: &[Meta]) -> SegmentCrc {
+    let sizes: Vec<u64> = files.iter().map(|m| m.size_bytes.unwrap_or(0)).collect();
+    let total: u64 = sizes.iter().sum();
+    SegmentCrc::new(&sizes, total)
+}
+
+/// Files received into `paths` whose bytes had CRC32s `received`: checked
+/// against the CRCs `files` record, synced, and their complete entries;
+/// on a mismatch they are removed (never kept with wrong bytes: the
+/// entries, registered incomplete, may outlive the files, not the reverse)
+/// and the failure latched.
+fn keep_checked(
+    ctx: &Ctx,
+    paths: &[PathBuf],
+    files: &[Meta],
+    lf: Option<LogicalFile>,
+    received: Vec<u32>,
+    latched: &mut Option<ApplyError>,
+) -> Vec<FileEntry> {
+    let done = check_crcs(ctx, paths, files, received).and_then(|crcs| {
         if let Some(lf) = &lf {
             sync_logical(ctx, lf)?;
         }
         Ok(crcs)
     });
     if done.is_err() {
-        // Never leave bytes behind that failed their check: the entries
-        // (registered incomplete) may outlive the files, not the reverse.
         drop(lf);
         for p in paths {
             let _ = std::fs::remove_file(p);
         }
     }
-    Ok(latch(latched, done).map_or_else(Vec::new, |crcs| complete_entries(paths, files, &crcs)))
+    latch(latched, done).map_or_else(Vec::new, |crcs| complete_entries(paths, files, &crcs))
 }
 
 /// The metas of the copies of `owner_files`: the owner's, TYPE PARTNER.
@@ -179,16 +206,20 @@ fn copy_paths(dir: &Path, owner: i64, files: &[Meta]) -> Vec<PathBuf> {
 }
 
 /// `scr_reddesc_apply_partner()`: send a copy of every file to the right
-/// neighbour while storing the left neighbour's.
+/// neighbour while storing the left neighbour's, in one pass (module
+/// documentation, "One pass"): each piece is read once, and that read feeds
+/// the file's CRC32 and the message. The owner's CRCs travel in the
+/// agreement after the pass; the holder checks the copies against them.
 pub(super) fn encode_partner(
     ctx: &Ctx,
     mine: &MemberFiles,
     dir: &Path,
     register: &mut Register<'_>,
 ) -> Result<Encoded, ApplyError> {
-    let prep = open_checked(ctx, &mine.files);
-    let ((my_sizes, lf, my_metas), all) =
-        ctx.agree(prep, |(_, _, m)| member_tree(ctx.world_rank, m).pack())?;
+    let prep = open_sized(ctx, &mine.files);
+    let ((my_sizes, lf), all) = ctx.agree(prep, |_| {
+        member_tree(ctx.world_rank, &metas(&mine.files)).pack()
+    })?;
     let (left, right) = (ctx.left(1), ctx.right(1));
     // Every member checks every list, so a bad one stops all alike.
     let mut members = all
@@ -204,26 +235,36 @@ pub(super) fn encode_partner(
         },
     );
     let owner = ctx.set.world_ranks[left];
-    let copies = copy_metas(&left_member.files);
+    // Registered with what the owner's list records (its CRC only if one
+    // was recorded before the pass); completed with the computed ones.
+    let mut copies = copy_metas(&left_member.files);
     let paths = copy_paths(dir, owner, &copies);
     let mut latched = None;
-    let my_len: u64 = my_sizes.iter().sum();
+    let copy_lf = ctx.register_and_create(register, owner, &copies, &paths, &mut latched);
+    let (mut sent, mut received) = (SegmentCrc::new(&my_sizes, 0), segments(&copies));
+    let send = Some((right, Some(&lf), my_sizes.iter().sum()));
+    let recv = Some((left, copy_lf.as_ref(), logical_len(&copies)));
     let (mut out, mut inc) = (Vec::new(), Vec::new());
-    let incoming = Incoming {
-        owner,
-        files: &copies,
-        paths: &paths,
-        src: left,
+    let crcs = (Some(&mut sent), Some(&mut received));
+    stream(ctx, send, recv, crcs, &mut latched, (&mut out, &mut inc))?;
+    drop(lf);
+    let local = match latched.take() {
+        Some(e) => Err(e),
+        None => checked_metas(ctx, &mine.files, sent.finish()),
     };
-    let send = Some((right, Some(&lf), my_len));
-    let entries = receive_files(
+    let (my_metas, all) = ctx.agree(local, |m| pack_crcs(&crcs_of(m)))?;
+    let owner_crcs = unpack_crcs(ctx, &all[left], left, copies.len())?;
+    for (c, crc) in copies.iter_mut().zip(owner_crcs) {
+        c.crc32 = Some(crc);
+    }
+    let entries = keep_checked(
         ctx,
-        incoming,
-        send,
-        register,
+        &paths,
+        &copies,
+        copy_lf,
+        received.finish(),
         &mut latched,
-        (&mut out, &mut inc),
-    )?;
+    );
     ctx.agree_done(latched)?;
     assert_eq!(
         entries.len(),
@@ -413,7 +454,14 @@ pub(super) fn rebuild_partner(
         let bufs = (&mut out, &mut inc);
         rebuilt.app_files = receive_files(ctx, incoming, send, register, &mut latched, bufs)?;
     } else if send.is_some() {
-        stream(ctx, send, None, None, &mut latched, (&mut out, &mut inc))?;
+        stream(
+            ctx,
+            send,
+            None,
+            (None, None),
+            &mut latched,
+            (&mut out, &mut inc),
+        )?;
     }
     // Phase B, left to right: lost copies come again from their owner.
     let send = plan
@@ -433,7 +481,14 @@ pub(super) fn rebuild_partner(
         rebuilt.redundancy_files =
             receive_files(ctx, incoming, send, register, &mut latched, bufs)?;
     } else if send.is_some() {
-        stream(ctx, send, None, None, &mut latched, (&mut out, &mut inc))?;
+        stream(
+            ctx,
+            send,
+            None,
+            (None, None),
+            &mut latched,
+            (&mut out, &mut inc),
+        )?;
     }
     ctx.agree_done(latched)?;
     Ok(rebuilt)

@@ -185,8 +185,9 @@ impl MemberIo<'_> {
         Ok(())
     }
 
-    /// This member's bytes of `src` at `off`: lent from the mapping of
-    /// the data when there is one, else read into `scratch`.
+    /// This member's bytes of `src` at `off`: lent from a mapping of the
+    /// data when the logical file has one (none of apply's do), else read
+    /// into `scratch`; either way fed to `data_crc`.
     fn share<'s>(
         &'s mut self,
         ctx: &Ctx,
