@@ -505,9 +505,14 @@ pub fn peak_rss_row(
     let data: Vec<u8> = (0..size)
         .map(|i| ((i as u64 * 2654435761) ^ rank as u64) as u8)
         .collect();
+    let (copy_type, asynchronous) = match scheme.strip_suffix("+async") {
+        Some(s) => (s, true),
+        None => (scheme, false),
+    };
     let vars = [
         ("SCR_JOB_ID", format!("bench-rss-{scheme}")),
-        ("SCR_COPY_TYPE", scheme.to_string()),
+        ("SCR_COPY_TYPE", copy_type.to_string()),
+        ("SCR_ENCODE_ASYNC", u8::from(asynchronous).to_string()),
     ];
     let mut scr = init(world, &prefix, root, rank, &vars);
     let peak_of = |comm: &dyn Comm, f: &mut dyn FnMut()| {
@@ -534,6 +539,10 @@ pub fn peak_rss_row(
         let path = out.route_file(&file).expect("route");
         write_fsync(&path, &data);
         assert!(out.complete(true).expect("complete"), "checkpoint valid");
+        // The background encode's memory counts too.
+        if asynchronous {
+            assert!(scr.wait_protection().expect("wait"), "protected");
+        }
     });
     scr.finalize().expect("finalize");
     (raw, ours)

@@ -51,13 +51,15 @@ pub enum VerifyError {
 /// CRC32 and length of a file.
 ///
 /// Mapped rather than read where possible (see [`crate::storage::mapped`]):
-/// on a RAM disk the read copy costs as much as the CRC itself.
+/// on a RAM disk the read copy costs as much as the CRC itself. Mapped in
+/// bounded windows, so the pass adds at most one window to the resident
+/// set.
 pub fn crc_of_file(path: &Path) -> std::io::Result<(u32, u64)> {
     let mut f = fs::File::open(path)?;
     let len = f.metadata()?.len();
     if len >= super::mapped::MAP_MIN_BYTES {
-        if let Ok(m) = super::mapped::Mapped::new(&f, len) {
-            return Ok((crc32fast::hash(m.bytes()), len));
+        if let Ok(crc) = super::mapped::crc_windowed(&f, len) {
+            return Ok((crc, len));
         }
     }
     let mut h = crc32fast::Hasher::new();
