@@ -94,8 +94,9 @@ pub struct Settled {
 /// Start protecting `dset` in the background, after its validity vote
 /// passed on every rank. Collective: preparing is agreed on first, so
 /// either every rank starts its encode or none does (the caller then
-/// deletes the dataset as a failed complete). A thread that cannot start
-/// is an error on its rank only, and its set's encodes fail at settle.
+/// deletes the dataset as a failed complete). Where no thread can start,
+/// that rank encodes before returning (its set's members are in the same
+/// encode), and the outcome is settled like a thread's.
 pub fn spawn(
     job: &mut Job,
     dset: DatasetId,
