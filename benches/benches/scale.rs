@@ -32,6 +32,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use benches::checkpoint::{peak_kib, reset_peak};
 use benches::scale_plot::{self, Point};
 use scr::comm::thread::{CommCounts, CommStats, ThreadComm, ThreadConfig};
 use scr::comm::Comm;
@@ -170,21 +171,6 @@ fn restart_job(cl: &Cluster, stats: &CommStats, comm: &dyn Comm, spare: usize) -
         first: c1.since(&c0),
         second: c2.since(&c1),
     }
-}
-
-/// Reset the process's peak RSS (Linux: "5" into clear_refs).
-fn reset_peak() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// The process's peak resident set (VmHWM) in KiB.
-fn peak_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 struct Phase {

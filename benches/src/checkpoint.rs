@@ -469,13 +469,14 @@ pub fn run_all(comm: &dyn Comm, world: WorldFn, root: &Path, p: &Params, label: 
     }
 }
 
-/// Resets the process's peak resident set (VmHWM) to its current RSS.
-fn reset_peak() {
+/// Resets the process's peak resident set (VmHWM) to its current RSS
+/// (Linux: "5" into /proc/self/clear_refs). The scale benchmark uses it too.
+pub fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 /// The process's peak resident set (VmHWM) in KiB (0 where /proc has none).
-fn peak_kib() -> u64 {
+pub fn peak_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
