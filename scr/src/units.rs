@@ -6,11 +6,29 @@
 //!   ([`parse_bytes`]);
 //! - durations: plain seconds (`90`, `2.5`) or numbers with units
 //!   (`90s`, `15m`, `1h`, `2h30m`, `1h 30m`, `1d`), read by the `humantime`
-//!   crate ([`parse_duration`], [`seconds_f64`], [`seconds_u64`]).
+//!   crate ([`parse_duration`], [`seconds_f64`], [`seconds_u64`]);
+//! - and back: byte counts for people ([`format_binary`]).
 //!
 //! Bottom layer: imports nothing else of the crate.
 
 use std::time::Duration;
+
+/// A byte count in binary units for a person, one decimal: `512 B`,
+/// `1.5 MiB`, `3.0 GiB` (up to EiB).
+pub fn format_binary(n: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
 
 /// Parse a byte count with an optional binary suffix (`scr_abtoull`):
 /// `1048576`, `1MB`, `1 MB`, `2g`, `1GiB`. `None` on anything else or on
@@ -103,6 +121,16 @@ pub fn seconds_u32(text: &str) -> Result<u32, UnitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_counts_print_in_binary_units() {
+        assert_eq!(format_binary(0), "0 B");
+        assert_eq!(format_binary(1023), "1023 B");
+        assert_eq!(format_binary(1024), "1.0 KiB");
+        assert_eq!(format_binary(3 << 19), "1.5 MiB");
+        assert_eq!(format_binary(3 << 30), "3.0 GiB");
+        assert_eq!(format_binary(u64::MAX), "16.0 EiB");
+    }
 
     #[test]
     fn byte_counts_take_binary_suffixes() {

@@ -130,20 +130,12 @@ impl std::fmt::Display for DownReason {
 /// "unlimited" for the values that stand for no bound (2^63 - 1 and up, as
 /// a signed or unsigned "maximum" prints).
 fn capacity_text(n: u64) -> String {
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     if n >= i64::MAX.unsigned_abs() {
-        return "unlimited".to_string();
-    }
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
+        "unlimited".to_string()
+    } else if n < 1024 {
         format!("{n} bytes")
     } else {
-        format!("{v:.1} {} ({n} bytes)", UNITS[u])
+        format!("{} ({n} bytes)", crate::units::format_binary(n))
     }
 }
 

@@ -291,21 +291,6 @@ fn joined<T: std::fmt::Display>(items: &[T]) -> String {
         .join(", ")
 }
 
-fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
 fn print_copy(r: &CopyReport, prefix: &Path) {
     println!(
         "scr copy: dataset {} on node {} -> {} ({} round)",
@@ -349,7 +334,7 @@ fn print_copy(r: &CopyReport, prefix: &Path) {
     println!(
         "copied {} files, {}",
         r.files_copied,
-        human_bytes(r.bytes_copied)
+        scr::units::format_binary(r.bytes_copied)
     );
 }
 
@@ -609,7 +594,7 @@ fn print_postrun(r: &PostrunReport) {
                     "{} ranks, {} files, {}{}",
                     rep.ranks.len(),
                     rep.files_copied,
-                    human_bytes(rep.bytes_copied),
+                    scr::units::format_binary(rep.bytes_copied),
                     if rep.failures.is_empty() {
                         String::new()
                     } else {
@@ -629,7 +614,7 @@ fn print_postrun(r: &PostrunReport) {
             println!(
                 "  packed {} files ({}) into {} containers",
                 c.files,
-                human_bytes(c.bytes),
+                scr::units::format_binary(c.bytes),
                 c.containers
             );
         }
