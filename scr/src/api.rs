@@ -400,7 +400,9 @@ impl Scr {
     /// SCR_Need_checkpoint: SCR's three policies, first true wins, decided
     /// on rank 0 and broadcast — every SCR_CHECKPOINT_INTERVAL-th call,
     /// SCR_CHECKPOINT_SECONDS since the last checkpoint ended, or
-    /// SCR_CHECKPOINT_OVERHEAD percent of time spent checkpointing — and,
+    /// SCR_CHECKPOINT_OVERHEAD percent of time spent checkpointing (the
+    /// time blocked in Start_output…Complete_output, plus the wait for a
+    /// background encode, [`Scr::checkpoint_costs`]) — and,
     /// beyond SCR, the adaptive policy (SCR_CHECKPOINT_ADAPTIVE, see
     /// [`crate::interval::adaptive`]). With no policy set the answer is no
     /// (as in SCR 3.1). A pending halt answers yes.
@@ -1129,9 +1131,11 @@ impl OutputPhase<'_> {
         };
         let halted = self.scr.halt_check(at)?;
         if let Some(protecting) = background {
+            let cost_entry = is_ckpt.then(|| self.scr.need.costs.len().saturating_sub(1));
             self.scr.pending_protect = Some(protecting::Pending {
                 protecting,
                 output: is_output,
+                cost_entry,
             });
             // A halt settles it now, so its flush covers this checkpoint.
             if halted.is_some() {

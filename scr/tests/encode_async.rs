@@ -11,7 +11,9 @@
 //!   before protection restarts from the newest protected checkpoint, never
 //!   from the unprotected one, whatever the scheme, the moment and the
 //!   loss: a seeded property test (replay: `ASYNC_SEED=<seed> cargo test -p
-//!   scr --test encode_async`).
+//!   scr --test encode_async`);
+//! - the wait for a background encode counts in the checkpoint's cost, as
+//!   Need_checkpoint's overhead and adaptive policies read it.
 
 mod common;
 
@@ -460,6 +462,38 @@ fn have_restart_counts_a_checkpoint_once_its_background_protection_is_settled() 
             "checkpoint 2 ended protected"
         );
         assert!(!scr.wait_protection().unwrap(), "nothing left to wait for");
+        None
+    });
+}
+
+#[test]
+fn the_wait_for_a_background_encode_counts_in_the_checkpoint_s_cost() {
+    // Need_checkpoint's overhead and adaptive policies read what each
+    // checkpoint cost the application: the time blocked in Start_output …
+    // Complete_output, plus the time a later call waited for the
+    // background encode. The wait is measured at settle and added to the
+    // checkpoint's entry; nothing is added without a background encode.
+    let cl = Cluster::new();
+    let e = env("XOR");
+    let e = as_refs(&e);
+    run(&cl, RANKS, node_of, &e, |scr, c| {
+        write_ckpt(scr, c, &cl.prefix, 1, true);
+        assert!(scr.protecting());
+        let blocked = scr.checkpoint_costs().to_vec();
+        assert_eq!(blocked.len(), 1, "{blocked:?}");
+        let t = std::time::Instant::now();
+        assert!(scr.wait_protection().unwrap());
+        let waited_here = t.elapsed().as_secs_f64();
+        let after = scr.checkpoint_costs().to_vec();
+        assert_eq!(after[0].0, blocked[0].0, "the same checkpoint");
+        let added = after[0].1 - blocked[0].1;
+        assert!(
+            added > 0.0 && added <= waited_here + 1e-6,
+            "added {added} s, the call took {waited_here} s"
+        );
+        // Nothing pending: settling again adds nothing.
+        assert!(!scr.wait_protection().unwrap());
+        assert_eq!(scr.checkpoint_costs(), &after[..]);
         None
     });
 }

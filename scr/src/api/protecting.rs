@@ -14,9 +14,21 @@ pub(super) struct Pending {
     pub protecting: Protecting,
     /// It is also output (SCR_FLAG_OUTPUT): flush it once protected.
     pub output: bool,
+    /// Its entry in Need_checkpoint's costs: the time the application
+    /// waits for the background encode at settle is added to it.
+    pub cost_entry: Option<usize>,
 }
 
 impl Scr {
+    /// What each checkpoint of this run cost the application, as
+    /// Need_checkpoint's overhead and adaptive policies count it:
+    /// (checkpoint id, seconds blocked from Start_output to the end of
+    /// Complete_output, plus, with SCR_ENCODE_ASYNC, the seconds a later
+    /// call waited for its background encode). Not in SCR's API.
+    pub fn checkpoint_costs(&self) -> &[(i64, f64)] {
+        &self.need.costs
+    }
+
     /// Whether a checkpoint is being protected in the background.
     pub fn protecting(&self) -> bool {
         self.pending_protect.is_some()
@@ -49,7 +61,16 @@ impl Scr {
         let Some(job) = self.job.as_mut() else {
             return Ok(());
         };
+        let waiting = self.clock.now();
         let settled = protect::settle(job, pending.protecting)?;
+        // What the checkpoint cost the application is the time it was
+        // blocked in Complete_output plus what it waits here: the overhead
+        // and adaptive policies of Need_checkpoint see both.
+        let waited = self.clock.elapsed(waiting).as_secs_f64();
+        if let Some(entry) = pending.cost_entry.and_then(|i| self.need.costs.get_mut(i)) {
+            entry.1 += waited;
+            self.need.total_cost_s += waited;
+        }
         if !settled.protected {
             return Ok(());
         }
