@@ -328,6 +328,29 @@ fn cache_file(cl: &common::Cluster, node: usize, dset: i64, name: &str) -> std::
     found.into_iter().next().unwrap()
 }
 
+/// Init kept checkpoint 1 and deleted checkpoint 2 (damaged beyond what
+/// its scheme rebuilds).
+fn assert_only_ckpt_1_left(scr: &Scr) {
+    let report = scr.init_report();
+    assert_eq!(report.available, vec![DatasetId(1)], "{report:?}");
+    assert_eq!(
+        report.lost.iter().map(|l| l.0).collect::<Vec<_>>(),
+        vec![DatasetId(2)],
+        "{report:?}"
+    );
+}
+
+/// Where rank `r` runs once node `dead` is gone: on the spare n4.
+fn on_spare(dead: usize) -> impl Fn(usize) -> usize + Sync {
+    move |r| {
+        if node_of(r) == dead {
+            4
+        } else {
+            node_of(r)
+        }
+    }
+}
+
 fn flip_bit(path: &Path) {
     let mut bytes = std::fs::read(path).unwrap();
     assert!(!bytes.is_empty(), "{} has bytes to flip", path.display());
@@ -379,13 +402,7 @@ fn partner_never_restores_from_a_damaged_held_copy() {
     flip_bit(&cache_file(&cl, node_of(a), 2, &format!("rank{a}.f0")));
     flip_bit(&cache_file(&cl, node_of(b), 2, &copy_name(a, 0)));
     let got = run(&cl, 8, node_of, &PARTNER, |scr, c| {
-        let report = scr.init_report().clone();
-        assert_eq!(report.available, vec![DatasetId(1)], "{report:?}");
-        assert_eq!(
-            report.lost.iter().map(|l| l.0).collect::<Vec<_>>(),
-            vec![DatasetId(2)],
-            "{report:?}"
-        );
+        assert_only_ckpt_1_left(scr);
         restart_and_verify(scr, c, &cl.prefix, 32)
     });
     assert!(
@@ -424,13 +441,7 @@ fn partner_recreates_a_damaged_held_copy_and_a_later_loss_still_recovers() {
     );
     // Now a's node goes: its files come back from the re-created copy.
     cl.kill_node(node_of(a));
-    let spare = |r: usize| {
-        if node_of(r) == node_of(a) {
-            4
-        } else {
-            node_of(r)
-        }
-    };
+    let spare = on_spare(node_of(a));
     let got = run(&cl, 8, spare, &PARTNER, |scr, c| {
         let report = scr.init_report().clone();
         assert_eq!(report.rebuilt, vec![DatasetId(1)], "{report:?}");
@@ -439,5 +450,122 @@ fn partner_recreates_a_damaged_held_copy_and_a_later_loss_still_recovers() {
     assert!(
         got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
         "{got:?}"
+    );
+}
+
+/// Kill node 1 (ranks 2 and 3; the spare n4 takes them) after rank 0's
+/// file in checkpoint 2 got a flipped bit: the restart checks sizes first,
+/// so rank 0 looks intact until the rebuild's read of its bytes.
+fn lost_node_and_a_damaged_survivor(e: &[(&str, &str)], seed: u64) -> Vec<Option<String>> {
+    let cl = Cluster::new();
+    run(&cl, 8, node_of, e, |scr, c| {
+        write_ckpts(scr, c, &cl.prefix, seed, 2);
+        None
+    });
+    flip_bit(&cache_file(&cl, 0, 2, "rank0.f0"));
+    cl.kill_node(1);
+    let spare = on_spare(1);
+    run(&cl, 8, spare, e, |scr, c| {
+        let report = scr.init_report().clone();
+        let got = restart_and_verify(scr, c, &cl.prefix, seed);
+        Some(format!("{got:?} {:?}", report.lost))
+    })
+}
+
+#[test]
+fn rs_rebuilds_a_lost_node_and_a_survivor_damaged_since_the_size_check() {
+    // The set of rank 0 lost rank 2 with node 1, and rank 0's CRC fails in
+    // the rebuild's pass: a whole check then finds it, and RS with two
+    // parity chunks rebuilds both, bit-exact.
+    let e = [
+        ("SCR_COPY_TYPE", "RS"),
+        ("SCR_SET_SIZE", "4"),
+        ("SCR_SET_FAILURES", "2"),
+        ("SCR_CACHE_SIZE", "2"),
+        ("SCR_MPI_BUF_SIZE", "1024"),
+    ];
+    let got = lost_node_and_a_damaged_survivor(&e, 41);
+    assert!(
+        got.iter()
+            .all(|g| g.as_deref() == Some("Some(\"ckpt.2\") []")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn xor_never_rebuilds_from_a_survivor_damaged_since_the_size_check() {
+    // XOR cannot rebuild a lost member and a damaged one of the same set:
+    // checkpoint 2 is deleted everywhere, and the restart is checkpoint 1,
+    // rebuilt from intact bytes — never wrong ones.
+    let e = [
+        ("SCR_COPY_TYPE", "XOR"),
+        ("SCR_SET_SIZE", "4"),
+        ("SCR_CACHE_SIZE", "2"),
+        ("SCR_MPI_BUF_SIZE", "1024"),
+    ];
+    let got = lost_node_and_a_damaged_survivor(&e, 42);
+    assert!(
+        got.iter().all(|g| g
+            .as_deref()
+            .is_some_and(|s| s.starts_with("Some(\"ckpt.1\") [(DatasetId(2)"))),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn partner_never_rebuilds_from_a_damaged_copy_it_lends_after_a_node_loss() {
+    // b holds the copies of a's files and lends them when a's node is lost
+    // without reading them first: the receiver checks every byte, finds the
+    // flipped bit, and checkpoint 2 is deleted; checkpoint 1 comes back.
+    let cl = Cluster::new();
+    let (a, b) = neighbours_with_files();
+    run(&cl, 8, node_of, &PARTNER, |scr, c| {
+        write_ckpts(scr, c, &cl.prefix, 43, 2);
+        None
+    });
+    flip_bit(&cache_file(&cl, node_of(b), 2, &copy_name(a, 0)));
+    cl.kill_node(node_of(a));
+    let spare = on_spare(node_of(a));
+    let got = run(&cl, 8, spare, &PARTNER, |scr, c| {
+        assert_only_ckpt_1_left(scr);
+        restart_and_verify(scr, c, &cl.prefix, 43)
+    });
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "ranks {a} and {b}: {got:?}"
+    );
+}
+
+#[test]
+fn partner_rebuilds_a_lost_node_and_a_damaged_file_its_check_finds_beside_the_transfers() {
+    // Node 1 is lost; rank c elsewhere has a flipped bit in its own file,
+    // which it does not lend: its check runs beside the transfers of the
+    // first round, finds it, and a second round brings c's file back from
+    // the copy its holder keeps. Checkpoint 2 restarts bit-exact.
+    let nodes: Vec<usize> = (0..8).map(node_of).collect();
+    let plan = scr::redundancy::sets::partner_plan(&nodes, 1).unwrap();
+    let c = (0..8)
+        .find(|&c| files_of(c) > 0 && node_of(c) != 1 && node_of(plan.rhs[c]) != 1)
+        .expect("a rank with files away from node 1, its holder too");
+    let cl = Cluster::new();
+    run(&cl, 8, node_of, &PARTNER, |scr, comm| {
+        write_ckpts(scr, comm, &cl.prefix, 44, 2);
+        None
+    });
+    flip_bit(&cache_file(&cl, node_of(c), 2, &format!("rank{c}.f0")));
+    cl.kill_node(1);
+    let got = run(&cl, 8, on_spare(1), &PARTNER, |scr, comm| {
+        let report = scr.init_report().clone();
+        assert!(report.lost.is_empty(), "{report:?}");
+        assert_eq!(
+            report.rebuilt,
+            vec![DatasetId(1), DatasetId(2)],
+            "{report:?}"
+        );
+        restart_and_verify(scr, comm, &cl.prefix, 44)
+    });
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.2")),
+        "rank {c}: {got:?}"
     );
 }

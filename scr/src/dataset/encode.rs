@@ -229,7 +229,6 @@ impl EncodeTask {
             scheme: self.scheme,
             set_failures: self.set_failures,
             piece_bytes: self.piece_bytes,
-            survivors_verified: false,
         };
         let mut books = Books {
             filemap,

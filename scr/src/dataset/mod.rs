@@ -44,6 +44,7 @@ use crate::records::meta::Meta;
 use crate::records::Record;
 use crate::redundancy::apply::ApplyError;
 
+mod check;
 pub mod encode;
 pub mod evict;
 pub mod output;

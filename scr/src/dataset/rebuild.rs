@@ -4,6 +4,7 @@
 use std::fs;
 use std::path::Path;
 
+use super::check::{self, check_files, Depth};
 use super::encode::{member_files, set_failures_of, tag_partner_node};
 use super::{logical_in, Books};
 use crate::cache::Job;
@@ -12,8 +13,9 @@ use crate::error::RebuildError;
 use crate::ids::DatasetId;
 use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::meta::Meta;
-use crate::records::reddesc::{CopyType, RedDesc};
-use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, SetInfo};
+use crate::records::reddesc::RedDesc;
+use crate::redundancy::apply::{self, FailureKind, FileEntry, MemberLoss, SetInfo};
+use crate::scheme::CopyType;
 use crate::storage::dirs::{self};
 use crate::storage::node::{DirPair, LogicalPath};
 
@@ -48,28 +50,58 @@ fn drop_lost_entries(job: &mut Job, dset: DatasetId, loss: MemberLoss) -> Result
     Ok(job.write_filemap()?)
 }
 
+/// How far a restart checked the files before the rebuild.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    /// Sizes only ([`Depth::SIZE`]): the rebuild reads each CRC32 once — a
+    /// set that lost nothing checks its files whole; in a set that lost
+    /// something, XOR/RS survivors check theirs in the rebuild's own read,
+    /// and a PARTNER member checks what it does not lend in a thread beside
+    /// the transfers (what it lends, the receiver checks byte by byte).
+    Sizes,
+    /// Sizes and CRC32s of every file ([`Depth::FULL`]; XOR/RS survivors
+    /// still check theirs in the rebuild's read, a second read taken only
+    /// when the whole check found damage).
+    All,
+}
+
 /// Rebuild what the scheme allows after some rank lost files of `dset`
 /// (collective over the world). `loss`: what this rank found missing or
 /// damaged — its own application files, the redundancy files it holds, or
-/// both. PARTNER rebuilds each from where an intact copy is; XOR and RS
-/// rebuild a member that lost anything whole. A rank of a SINGLE dataset
-/// that lost nothing succeeds: the ranks that lost files fail, and the
-/// caller's vote deletes the dataset everywhere.
+/// both — as far as `checked` says it looked. PARTNER rebuilds each from
+/// where an intact copy is; XOR and RS rebuild a member that lost anything
+/// whole. A rank of a SINGLE dataset that lost nothing succeeds: the ranks
+/// that lost files fail, and the caller's vote deletes the dataset
+/// everywhere.
 pub fn rebuild_dataset(
     job: &mut Job,
     dset: DatasetId,
     ds: &DatasetDesc,
     rd: &RedDesc,
     loss: MemberLoss,
+    checked: Checked,
 ) -> Result<(), RebuildError> {
     let scheme = rd.copy_type;
-    let loss = loss.as_seen_by(scheme);
+    let mut loss = loss.as_seen_by(scheme);
+    let mut checked = checked;
     // Every rank splits the world the same way: color = set id.
     let set_comm: Box<dyn Comm> = job
         .world
         .split(Some(rd.group_id as u32), rd.group_rank as i64)?
         .ok_or(RebuildError::NoSetComm)?;
-    let lost = gather_losses(set_comm.as_ref(), loss)?;
+    let set = set_comm.as_ref();
+    let mut lost = gather_losses(set, loss)?;
+    let quiet = !lost.iter().any(|l| l.any());
+    if checked == Checked::Sizes && (quiet || scheme == CopyType::Single) {
+        // A set that lost nothing (and SINGLE, which rebuilds nothing)
+        // reads every CRC32 now, then agrees on the losses again.
+        if !loss.is_whole() {
+            let found = check_files(job, dset, Depth::FULL).loss(true);
+            loss = loss.union(found.as_seen_by(scheme));
+        }
+        lost = gather_losses(set, loss)?;
+        checked = Checked::All;
+    }
     if !lost.iter().any(|l| l.any()) {
         return Ok(());
     }
@@ -91,15 +123,144 @@ pub fn rebuild_dataset(
         source,
     })?;
     dirs::create_private_dirs_below(&cache_real, &dir.real)?;
-    // The number of application files this rank recorded, if it kept a
-    // record: what comes back must match it.
-    let recorded_count = job.filemap.expected_files(dset, job.rank());
+    let round = Round {
+        dset,
+        ds,
+        rd,
+        set,
+        dir: &dir,
+        // The number of application files this rank recorded, if it kept
+        // a record: what comes back must match it.
+        recorded_count: job.filemap.expected_files(dset, job.rank()),
+    };
+    if checked == Checked::Sizes && scheme == CopyType::Partner {
+        return partner_rounds(job, &round, &lost, loss);
+    }
     if loss.any() {
         drop_lost_entries(job, dset, loss)?;
     }
-    let rebuilt = run_set_rebuild(job, dset, ds, rd, set_comm.as_ref(), &lost, loss)?;
+    let rebuilt = match run_set_rebuild(job, dset, ds, rd, set, &lost, loss) {
+        // A survivor's bytes did not match their CRC32 in the pass, or the
+        // rebuilt bytes came out inconsistent (every member of the set gets
+        // the same kind): look for damage with a whole check, and when it
+        // finds some, rebuild once more from what it proves intact (RS may
+        // still rebuild around it).
+        Err(RebuildError::Apply(e))
+            if checked == Checked::Sizes
+                && matches!(e.kind(), FailureKind::Crc | FailureKind::Inconsistent)
+                && matches!(scheme, CopyType::Xor | CopyType::Rs) =>
+        {
+            let before = lost.clone();
+            if !loss.any() {
+                loss = check_files(job, dset, Depth::FULL)
+                    .loss(true)
+                    .as_seen_by(scheme);
+            }
+            lost = gather_losses(set, loss)?;
+            if lost == before {
+                return Err(RebuildError::Apply(e));
+            }
+            if loss.any() {
+                drop_lost_entries(job, dset, loss)?;
+            }
+            run_set_rebuild(job, dset, ds, rd, set, &lost, loss)?
+        }
+        r => r?,
+    };
+    finish_round(job, &round, rebuilt, loss)
+}
+
+/// What every round of one set's rebuild shares.
+struct Round<'a> {
+    dset: DatasetId,
+    ds: &'a DatasetDesc,
+    rd: &'a RedDesc,
+    set: &'a dyn Comm,
+    dir: &'a DirPair,
+    recorded_count: Option<u64>,
+}
+
+/// PARTNER after a size check: the set rebuilds what was lost while a
+/// thread of each member checks the CRC32s of what it does not lend (the
+/// receiver checks every lent byte), so the check and the transfers
+/// overlap; damage the check finds is rebuilt in a second round. A member
+/// whose first round failed on its own (not in the set's agreement) says
+/// so in the agreement after the check: nobody starts a second round, and
+/// the caller's vote deletes the dataset.
+fn partner_rounds(
+    job: &mut Job,
+    round: &Round,
+    lost: &[MemberLoss],
+    loss: MemberLoss,
+) -> Result<(), RebuildError> {
+    let lends = apply::partner_lends(lost, round.set.rank());
+    let depth = Depth {
+        own_crc: !lends.own && !loss.own,
+        held_crc: !lends.copies && !loss.held,
+    };
+    let items = check::crc_items(job, round.dset, depth);
+    let (first, found) = std::thread::scope(|s| {
+        let checker = s.spawn(|| check::verify_items(&items));
+        let first = partner_round(job, round, lost, loss);
+        // A checker that died proves nothing intact.
+        (first, checker.join().unwrap_or(MemberLoss::ALL))
+    });
+    let (again, failed) = gather_round(round.set, found, first.is_err())?;
+    first?;
+    if failed || !again.iter().any(|l| l.any()) {
+        return Ok(());
+    }
+    partner_round(job, round, &again, found)
+}
+
+/// One PARTNER round: drop what was lost, rebuild it, record it.
+fn partner_round(
+    job: &mut Job,
+    round: &Round,
+    lost: &[MemberLoss],
+    loss: MemberLoss,
+) -> Result<(), RebuildError> {
+    if loss.any() {
+        drop_lost_entries(job, round.dset, loss)?;
+    }
+    let rebuilt = run_set_rebuild(job, round.dset, round.ds, round.rd, round.set, lost, loss)?;
+    finish_round(job, round, rebuilt, loss)
+}
+
+/// The losses the members' checks found after a round, and whether any
+/// member's round failed.
+fn gather_round(
+    set: &dyn Comm,
+    loss: MemberLoss,
+    failed: bool,
+) -> Result<(Vec<MemberLoss>, bool), CommError> {
+    let mine = u8::from(loss.own) | u8::from(loss.held) << 1 | u8::from(failed) << 2;
+    let flags = set.allgather_bytes(&[mine])?;
+    let bits: Vec<u8> = flags
+        .iter()
+        .map(|f| f.first().copied().unwrap_or(4))
+        .collect();
+    let losses = bits
+        .iter()
+        .map(|b| MemberLoss {
+            own: b & 1 != 0,
+            held: b & 2 != 0,
+        })
+        .collect();
+    Ok((losses, bits.iter().any(|b| b & 4 != 0)))
+}
+
+/// After a round: the partner tag, the rebuilt application files moved
+/// where their records say, the rebuilt redundancy files recorded.
+fn finish_round(
+    job: &mut Job,
+    round: &Round,
+    rebuilt: apply::Rebuilt,
+    loss: MemberLoss,
+) -> Result<(), RebuildError> {
+    let dset = round.dset;
     // The owner of this rank's copies may now run on another node.
-    let tagged = tag_partner_node(job, dset, rd);
+    let tagged = tag_partner_node(job, dset, round.rd);
     if !loss.any() {
         if tagged {
             job.write_filemap()?;
@@ -107,11 +268,17 @@ pub fn rebuild_dataset(
         return Ok(());
     }
     if loss.own {
-        place_rebuilt_files(job, dset, &dir, rebuilt.app_files, recorded_count)?;
+        place_rebuilt_files(
+            job,
+            dset,
+            round.dir,
+            rebuilt.app_files,
+            round.recorded_count,
+        )?;
     }
     let me = job.rank();
     for fe in rebuilt.redundancy_files {
-        let logical = logical_in(&dir, &fe.path).to_record();
+        let logical = logical_in(round.dir, &fe.path).to_record();
         let mut m = fe.meta.clone();
         m.file = Some(logical.clone());
         job.filemap.set_meta(dset, me, &logical, &m);
@@ -135,32 +302,19 @@ fn run_set_rebuild(
         &job.node,
         job.dataset_dir(&LogicalPath::new(&rd.directory), dset),
     );
-    // XOR/RS survivors' files were verified (size and CRC32) just before
-    // this call, so their CRCs are left out: the set operations then skip a
-    // second full read (rebuilt files are still checked against the CRCs in
-    // the redundancy headers). PARTNER keeps them: the sender does not read
-    // them, the receiver checks each arriving byte against them.
-    let unverified = |mut v: Vec<FileEntry>| {
-        if scheme != CopyType::Partner {
-            for fe in &mut v {
-                fe.meta.crc32 = None;
-            }
-        }
-        v
-    };
-    let mine = (!loss.own).then(|| MemberFiles {
-        files: unverified(member_files(job, dset).files),
-    });
+    // The CRCs go with the files: an XOR/RS survivor checks them in the
+    // rebuild's read of the same bytes (so a bit flipped since the check
+    // still fails the set instead of reaching a rebuilt member); PARTNER's
+    // receiver checks each arriving byte against them.
+    let mine = (!loss.own).then(|| member_files(job, dset));
     let red = (!loss.held).then(|| {
-        unverified(
-            job.redundancy_files(dset)
-                .into_iter()
-                .map(|(f, meta)| FileEntry {
-                    path: job.real(&LogicalPath::new(&f)).into_path_buf(),
-                    meta,
-                })
-                .collect(),
-        )
+        job.redundancy_files(dset)
+            .into_iter()
+            .map(|(f, meta)| FileEntry {
+                path: job.real(&LogicalPath::new(&f)).into_path_buf(),
+                meta,
+            })
+            .collect::<Vec<_>>()
     });
     let set = SetInfo {
         comm: set_comm,
@@ -171,7 +325,6 @@ fn run_set_rebuild(
         scheme,
         set_failures: set_failures_of(rd),
         piece_bytes: job.piece_bytes,
-        survivors_verified: true,
     };
     let mut books = Books {
         filemap: &mut job.filemap,

@@ -11,7 +11,9 @@
 //!    since each descriptor records the whole set); files move to the node of
 //!    their owner rank; every rank verifies its files (size and CRC32 against
 //!    the meta data recorded at complete), its own files and the redundancy
-//!    files it holds apart; each redundancy set rebuilds what its scheme
+//!    files it holds apart — sizes first, then each byte read once
+//!    (`super::check`: a whole check when nothing is missing, else inside
+//!    the set's rebuild pass); each redundancy set rebuilds what its scheme
 //!    can (PARTNER restores own files and held copies each from where an
 //!    intact copy is); a dataset that cannot be made whole on every rank is
 //!    deleted everywhere — never offered for restart with wrong bytes.
@@ -20,7 +22,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::rebuild::rebuild_dataset;
+use super::check::{check_files, Depth};
+use super::rebuild::{rebuild_dataset, Checked};
 use crate::cache::Job;
 use crate::error::RebuildError;
 use crate::error::TransferError;
@@ -30,13 +33,12 @@ use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, EventType};
 use crate::records::dataset::Dataset;
 use crate::records::filemap::{Filemap, MasterFilemap, MASTER_FILEMAP_FILE};
-use crate::records::meta::{FileType, Meta};
+use crate::records::meta::Meta;
 use crate::records::reddesc::RedDesc;
-use crate::records::{Record, RecordError};
-use crate::redundancy::apply::MemberLoss;
+use crate::records::Record;
 use crate::storage::dirs;
 use crate::storage::node::LogicalPath;
-use crate::storage::verify::{verify_file, write_synced, VerifyError};
+use crate::storage::verify::write_synced;
 
 /// What SCR_Init found and did with the cache.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -369,103 +371,6 @@ fn receive_file(
     Ok(())
 }
 
-/// What is wrong with a rank's files of one dataset.
-#[derive(Debug, thiserror::Error)]
-enum FileProblem {
-    /// No process kept a record of how many files this rank wrote.
-    #[error("no record of this rank's files")]
-    NoRecord,
-    /// The filemap lists a different number of files than was written.
-    #[error("expected {expected} files, found entries for {found}")]
-    Count { expected: u64, found: u64 },
-    /// A file's meta data is missing: its role is unknown.
-    #[error("{file}: no meta data")]
-    NoMeta { file: String },
-    /// A file's meta data does not decode.
-    #[error(transparent)]
-    Record(#[from] RecordError),
-    /// A file's meta data does not decode (reported with the held copies;
-    /// the full error goes with the own files).
-    #[error("{file}: meta data unreadable")]
-    MetaUnreadable { file: String },
-    /// A file does not match its meta data.
-    #[error(transparent)]
-    Verify(#[from] VerifyError),
-}
-
-/// What a rank found of its files of one dataset, checked separately (size
-/// and CRC32 against the meta recorded at complete): its own application
-/// files, and the redundancy files it holds (PARTNER: copies of its left
-/// neighbour's files; XOR/RS: its parity file). `Err` says what is wrong.
-struct FileCheck {
-    own: Result<(), FileProblem>,
-    held: Result<(), FileProblem>,
-}
-
-impl FileCheck {
-    /// The loss to report ([`MemberLoss`]); a rank with no record of its
-    /// files at all cannot know which copies it held, so it lost both.
-    fn loss(&self, has_record: bool) -> MemberLoss {
-        if !has_record {
-            return MemberLoss::ALL;
-        }
-        MemberLoss {
-            own: self.own.is_err(),
-            held: self.held.is_err(),
-        }
-    }
-
-    /// The first problem found, own files first.
-    fn problem(&self) -> Option<&FileProblem> {
-        self.own.as_ref().err().or(self.held.as_ref().err())
-    }
-}
-
-/// Does this rank hold every file of `dset` it should, intact? The expected
-/// count is of application files; redundancy files are verified too, and
-/// reported apart from them.
-fn check_files(job: &Job, dset: DatasetId) -> FileCheck {
-    let me = job.rank();
-    let mut own = Ok(());
-    let mut held = Ok(());
-    let apps = job.app_files(dset).len() as u64;
-    match job.filemap.expected_files(dset, me) {
-        None => own = Err(FileProblem::NoRecord),
-        Some(n) if n != apps => {
-            own = Err(FileProblem::Count {
-                expected: n,
-                found: apps,
-            })
-        }
-        _ => {}
-    }
-    for f in job.filemap.list_files(dset, me) {
-        let meta = match job.filemap.meta(dset, me, &f) {
-            Ok(Some(m)) => m,
-            // Without its meta a file's role is unknown: both kinds count
-            // as lost.
-            Ok(None) => {
-                own = own.and(Err(FileProblem::NoMeta { file: f.clone() }));
-                held = held.and(Err(FileProblem::NoMeta { file: f }));
-                continue;
-            }
-            Err(e) => {
-                own = own.and(Err(e.into()));
-                held = held.and(Err(FileProblem::MetaUnreadable { file: f }));
-                continue;
-            }
-        };
-        let result =
-            verify_file(&job.real(&LogicalPath::new(&f)), &meta).map_err(FileProblem::from);
-        if meta.file_type.unwrap_or(FileType::Full) == FileType::Full {
-            own = own.and(result);
-        } else {
-            held = held.and(result);
-        }
-    }
-    FileCheck { own, held }
-}
-
 /// Restart in place: scatter filemaps, then distribute, verify and rebuild
 /// every cached dataset. Collective.
 pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
@@ -596,12 +501,24 @@ fn restart_dataset(
     }
     let dir_logical = job.dataset_dir(&LogicalPath::new(&rd.directory), dset);
     report.moved_files += distribute_files(job, dset, &dir_logical)?;
-    let check = check_files(job, dset);
-    let loss = check.loss(files.is_some() && !injected_loss);
-    let any_lost = job.world.any_true(loss.any())?;
+    // Each surviving byte is read once: sizes first; when nothing is
+    // missing anywhere a whole check reads every file (and rebuilds what it
+    // finds damaged); otherwise each set's rebuild reads its survivors'
+    // CRC32s in its own pass (`Checked::Sizes`).
+    let has_record = files.is_some() && !injected_loss;
+    let mut check = check_files(job, dset, Depth::SIZE);
+    let mut loss = check.loss(has_record);
+    let mut any_lost = job.world.any_true(loss.any())?;
+    let mut checked = Checked::Sizes;
+    if !any_lost {
+        check = check_files(job, dset, Depth::FULL);
+        loss = check.loss(has_record);
+        any_lost = job.world.any_true(loss.any())?;
+        checked = Checked::All;
+    }
     let mut outcome: Result<(), RebuildError> = Ok(());
     if any_lost {
-        outcome = rebuild_dataset(job, dset, &ds, &rd, loss);
+        outcome = rebuild_dataset(job, dset, &ds, &rd, loss, checked);
     }
     let secs = job.clock.elapsed(started).as_secs_f64();
     if job.world.all_true(outcome.is_ok())? {

@@ -69,6 +69,15 @@
 //! every output byte written once, and the only buffers are a few pieces,
 //! reused across steps.
 //!
+//! A member's file I/O runs beside its exchanges: for the length of the
+//! ring a scoped I/O thread owns the member's files, reads its shares ahead
+//! in schedule order (two piece buffers circulate) and stores delivered
+//! outputs from a spare bundle, while the member's own thread exchanges and
+//! adds. All reads and writes stay on that one thread in the ring's order,
+//! so CRCs see each chunk front to back and a failure is latched as before;
+//! the I/O thread never communicates and is joined before the ring returns,
+//! also when the communicator fails.
+//!
 //! # Failure handling
 //! Nothing here waits outside [`Comm`] operations. Local failures (a file
 //! that will not open, a CRC that does not match, a `register` callback that
@@ -97,7 +106,8 @@
 //! - `crc`: CRC32 checks at both ends of every transfer;
 //! - `partner`: PARTNER encode and rebuild;
 //! - `coded`: XOR/RS redundancy files, encode and rebuild;
-//! - `ring`: the pipelined ring XOR and RS share;
+//! - `ring`: the pipelined ring XOR and RS share (`ring::pipe`: its I/O
+//!   thread);
 //! - `error`: [`ApplyError`] and the typed problems it carries.
 
 use std::path::{Path, PathBuf};
@@ -117,12 +127,14 @@ mod ring;
 #[cfg(test)]
 mod pass_tests;
 #[cfg(test)]
+mod ring_tests;
+#[cfg(test)]
 mod tests;
 
 pub use coded::rs_file_name;
 pub use error::{ApplyError, FailureKind, Inconsistency, InputProblem};
 pub use loss::{parity_count, partner_holder, recoverable, unrecoverable_members, MemberLoss};
-pub use partner::{partner_copy_name, partner_owner};
+pub use partner::{partner_copy_name, partner_lends, partner_owner, PartnerLends};
 
 use member::Ctx;
 
@@ -166,12 +178,6 @@ pub struct SetInfo<'a> {
     pub set_failures: usize,
     /// Bytes per pipelined piece (SCR_MPI_BUF_SIZE, default 1 MiB).
     pub piece_bytes: usize,
-    /// A rebuild's survivors checked every file's size and CRC32 just
-    /// before (restart in place does, `dataset::restart`): XOR and RS then
-    /// lend them without reading them once more (issue 17: a restart reads
-    /// each surviving byte fewer times). Rebuilt bytes are checked as they
-    /// land either way.
-    pub survivors_verified: bool,
 }
 
 /// Called before any file is created so the caller can record it in its
@@ -254,7 +260,13 @@ pub fn encode(
 /// recorded FILE) and its redundancy files, each checked against the CRC32
 /// recorded at encode as its bytes arrive (a mismatch fails the rebuild with
 /// [`ApplyError::Crc`] and the file is removed, never kept with wrong
-/// bytes). A loss the scheme cannot rebuild returns
+/// bytes). An XOR/RS survivor checks its files' sizes before it lends them
+/// and their CRC32s (where its metas record them) by the same read that
+/// lends them, reading once more only what the decode did not need: each
+/// surviving byte is read once, and a mismatch fails the set with
+/// [`ApplyError::Crc`] on the survivor (`Peer` elsewhere). PARTNER's
+/// sender does not check what it lends: the receiver checks every byte.
+/// A loss the scheme cannot rebuild returns
 /// [`ApplyError::Unrecoverable`] on every member without communicating.
 pub fn rebuild(
     set: &SetInfo,

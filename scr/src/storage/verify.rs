@@ -107,6 +107,30 @@ pub fn verify_file(real: &Path, meta: &Meta) -> Result<(), VerifyError> {
     }
 }
 
+/// Check one cached file against its meta without reading it: complete,
+/// present, and the size recorded (its CRC32 is left to a later read of
+/// the same bytes).
+pub fn verify_size(real: &Path, meta: &Meta) -> Result<(), VerifyError> {
+    let path = || real.to_path_buf();
+    if !meta.is_complete() {
+        return Err(VerifyError::Incomplete { path: path() });
+    }
+    let len = fs::metadata(real)
+        .map_err(|source| VerifyError::Read {
+            path: path(),
+            source,
+        })?
+        .len();
+    if !meta.size_matches(len) {
+        return Err(VerifyError::Size {
+            path: path(),
+            len,
+            recorded: meta.size_bytes,
+        });
+    }
+    Ok(())
+}
+
 /// Write a whole file and fsync it.
 pub fn write_synced(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let mut f = fs::File::create(path)?;

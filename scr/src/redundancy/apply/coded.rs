@@ -15,7 +15,7 @@ use crate::scheme::CopyType;
 
 use super::super::logical::LogicalFile;
 use super::super::rs::{RsSet, Slot};
-use super::crc::{check_crcs, verify_files, SegmentCrc};
+use super::crc::{check_crcs, check_sizes, complete_crc, SegmentCrc};
 use super::error::{ApplyError, Inconsistency, InputProblem};
 use super::member::{
     app_paths, checked_metas, complete_entries, crcs_of, latch, logical_len, member_tree, metas,
@@ -113,6 +113,8 @@ pub(super) struct RedWriter {
 }
 
 impl RedWriter {
+    /// A redundancy file whose header is known first (a rebuilt member's):
+    /// the header at 0, the rows after it.
     fn create(
         ctx: &Ctx,
         path: &Path,
@@ -120,28 +122,12 @@ impl RedWriter {
         k: usize,
         chunk: u64,
     ) -> Result<Self, ApplyError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(ctx.io_err(path, None))?;
-        file.write_all_at(header, 0)
+        let mut w = Self::create_reserved(ctx, path, header.len() as u64, k, chunk)?;
+        w.file
+            .write_all_at(header, 0)
             .map_err(ctx.io_err(path, Some(0)))?;
-        let total = header.len() as u64 + k as u64 * chunk;
-        file.set_len(total).map_err(ctx.io_err(path, None))?;
-        let mut header_crc = crc32fast::Hasher::new();
-        header_crc.update(header);
-        Ok(RedWriter {
-            file,
-            path: path.to_path_buf(),
-            header_len: header.len() as u64,
-            chunk,
-            header_crc,
-            rows: vec![crc32fast::Hasher::new(); k],
-            filled: vec![0; k],
-        })
+        w.header_crc.update(header);
+        Ok(w)
     }
 
     /// A redundancy file whose header is written last
@@ -497,6 +483,7 @@ pub(super) fn encode_coded(
         logical_len: my_sizes.iter().sum(),
         data_crc: Some(SegmentCrc::new(&my_sizes, chunk)),
         red_read: None,
+        red_crc: None,
         red_write: writer,
     };
     ring(ctx, chunk, &tables, &mut io, &mut latched)?;
@@ -531,16 +518,80 @@ pub(super) fn encode_coded(
 }
 
 /// What a survivor lends a rebuild: its header, its data and its parity
-/// (the redundancy file and where the rows start).
-struct Survivor {
+/// (the redundancy file and where the rows start), and what its files'
+/// CRC32s are checked against once the ring has read them.
+struct Survivor<'m> {
     header: CodedHeader,
     lf: LogicalFile,
     /// Taken by the ring's I/O.
     red: Option<(File, PathBuf, u64)>,
+    /// The member's application files, as recorded.
+    mine: &'m MemberFiles,
+    /// Its redundancy file, as recorded.
+    red_entry: &'m FileEntry,
+    /// CRC32 of the header bytes (the rows' are joined to it).
+    header_crc: crc32fast::Hasher,
 }
 
-/// A survivor checks its files and header before lending them.
-fn open_survivor(ctx: &Ctx, mine: &MemberFiles, red: &[FileEntry]) -> Result<Survivor, ApplyError> {
+impl Survivor<'_> {
+    /// Whether any recorded CRC32 is to be checked (a caller that checked
+    /// every file just before leaves them out: nothing is read twice).
+    fn data_checked(&self) -> bool {
+        self.mine.files.iter().any(|f| f.meta.crc32.is_some())
+    }
+
+    /// After the ring: reads what the decode did not need (RS lends only
+    /// N − k positions of each stripe), then checks the CRC32 of every file
+    /// against its record. Each byte was read once, by the ring or here.
+    fn verify(
+        &self,
+        ctx: &Ctx,
+        data_crc: Option<SegmentCrc>,
+        red_crc: Option<SegmentCrc>,
+        red: Option<&(File, PathBuf, u64)>,
+    ) -> Result<(), ApplyError> {
+        let piece = ctx.set.piece_bytes;
+        let mut buf = Vec::new();
+        if let Some(mut c) = data_crc {
+            complete_crc(&mut c, &mut buf, piece, |pos, b| {
+                self.lf.read_at(pos, b).map_err(ctx.red_err(Some(pos)))
+            })?;
+            let paths: Vec<PathBuf> = self.mine.files.iter().map(|f| f.path.clone()).collect();
+            check_crcs(ctx, &paths, &metas(&self.mine.files), c.finish())?;
+        }
+        let (Some(mut c), Some(expected)) = (red_crc, self.red_entry.meta.crc32) else {
+            return Ok(());
+        };
+        let (f, path, hlen) = red.expect("the ring hands the redundancy file back to the survivor");
+        complete_crc(&mut c, &mut buf, piece, |pos, b| {
+            f.read_exact_at(b, hlen + pos)
+                .map_err(ctx.io_err(path, Some(hlen + pos)))
+        })?;
+        let mut h = self.header_crc.clone();
+        for rows in c.finish_hashers() {
+            h.combine(&rows);
+        }
+        let actual = h.finalize();
+        if actual != expected {
+            return Err(ApplyError::Crc {
+                world_rank: ctx.world_rank,
+                path: path.clone(),
+                expected,
+                actual,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A survivor checks its header and its files' sizes before lending them;
+/// their CRC32s are checked by the ring's read of the same bytes
+/// ([`Survivor::verify`]).
+fn open_survivor<'m>(
+    ctx: &Ctx,
+    mine: &'m MemberFiles,
+    red: &'m [FileEntry],
+) -> Result<Survivor<'m>, ApplyError> {
     let want = coded_type(ctx);
     let reds: Vec<&FileEntry> = red
         .iter()
@@ -554,15 +605,22 @@ fn open_survivor(ctx: &Ctx, mine: &MemberFiles, red: &[FileEntry]) -> Result<Sur
     };
     let (header, hlen) = CodedHeader::read_from(&red.path, ctx.k).map_err(ctx.header_err())?;
     check_own_header(ctx, &header, mine)?;
-    let mut buf = Vec::new();
-    verify_files(ctx, &mine.files, &mut buf)?;
-    verify_files(ctx, std::slice::from_ref(*red), &mut buf)?;
+    check_sizes(ctx, &mine.files)?;
+    check_sizes(ctx, std::slice::from_ref(*red))?;
     let lf = open_logical(ctx, &mine.files)?;
     let f = File::open(&red.path).map_err(ctx.io_err(&red.path, None))?;
+    let mut head = vec![0u8; hlen as usize];
+    f.read_exact_at(&mut head, 0)
+        .map_err(ctx.io_err(&red.path, Some(0)))?;
+    let mut header_crc = crc32fast::Hasher::new();
+    header_crc.update(&head);
     Ok(Survivor {
         header,
         lf,
         red: Some((f, red.path.clone(), hlen)),
+        mine,
+        red_entry: red,
+        header_crc,
     })
 }
 
@@ -691,14 +749,28 @@ pub(super) fn rebuild_coded(
         lost[ctx.me].then(|| create_lost(ctx, chunk, &members, dir, register, &mut latched));
     let tables = decode_tables(ctx, &layout, lost)?;
     let mut io = match (&mut prep, &mut created) {
-        (Some(s), _) => MemberIo {
-            chunk,
-            logical: Some(&s.lf),
-            logical_len: s.lf.len(),
-            data_crc: None,
-            red_read: s.red.take(),
-            red_write: None,
-        },
+        (Some(s), _) => {
+            let sizes: Vec<u64> = s
+                .mine
+                .files
+                .iter()
+                .map(|f| f.meta.size_bytes.unwrap_or(0))
+                .collect();
+            let rows = [ctx.k as u64 * chunk];
+            MemberIo {
+                chunk,
+                logical: Some(&s.lf),
+                logical_len: s.lf.len(),
+                data_crc: s.data_checked().then(|| SegmentCrc::new(&sizes, chunk)),
+                red_read: s.red.take(),
+                red_crc: s
+                    .red_entry
+                    .meta
+                    .crc32
+                    .map(|_| SegmentCrc::new(&rows, chunk)),
+                red_write: None,
+            }
+        }
         (None, Some(c)) => {
             let sizes: Vec<u64> = c.files.iter().map(|m| m.size_bytes.unwrap_or(0)).collect();
             MemberIo {
@@ -707,6 +779,7 @@ pub(super) fn rebuild_coded(
                 logical_len: sizes.iter().sum(),
                 data_crc: Some(SegmentCrc::new(&sizes, chunk)),
                 red_read: None,
+                red_crc: None,
                 red_write: c.red.writer.take(),
             }
         }
@@ -714,13 +787,21 @@ pub(super) fn rebuild_coded(
     };
     ring(ctx, chunk, &tables, &mut io, &mut latched)?;
     let (data_crc, red_write) = (io.data_crc.take(), io.red_write.take());
+    let (red_read, red_crc) = (io.red_read.take(), io.red_crc.take());
     drop(io);
-    let rebuilt = match created {
-        Some(mut c) => {
+    let rebuilt = match (created, &prep) {
+        (Some(mut c), _) => {
             c.red.writer = red_write;
             finish_lost(ctx, c, data_crc, &mut latched)
         }
-        None => Rebuilt::default(),
+        (None, Some(s)) => {
+            if latched.is_none() {
+                let checked = s.verify(ctx, data_crc, red_crc, red_read.as_ref());
+                latch(&mut latched, checked);
+            }
+            Rebuilt::default()
+        }
+        (None, None) => unreachable!("a member is a survivor or lost (asserted above)"),
     };
     ctx.agree_done(latched)?;
     Ok(rebuilt)

@@ -1,13 +1,12 @@
 //! CRC32 checks at both ends of every transfer: an encoding member's files
 //! are checksummed by the same read that sends or encodes them
 //! ([`SegmentCrc`], checked at the end of the pass by
-//! [`super::member::checked_metas`]), a survivor's before it lends them
-//! ([`verify_files`]), and every received or rebuilt byte is checksummed as
+//! [`super::member::checked_metas`]), a survivor's by the same read that
+//! lends them to a rebuild (and [`complete_crc`] for bytes the decode did
+//! not need), and every received or rebuilt byte is checksummed as
 //! it lands ([`SegmentCrc`]) and compared with the recorded CRC
 //! ([`check_crcs`]) before the file is handed back.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::records::Meta;
@@ -76,9 +75,28 @@ impl SegmentCrc {
         }
     }
 
+    /// The byte ranges `[start, end)` not fed yet (each segment fills front
+    /// to back, so what is missing is the tail of a segment).
+    pub(super) fn missing(&self) -> Vec<(u64, u64)> {
+        self.segs
+            .iter()
+            .zip(&self.filled)
+            .filter(|((s, e, _), f)| s + *f != *e)
+            .map(|((s, e, _), f)| (s + f, *e))
+            .collect()
+    }
+
     /// The CRC32 of each file. Every byte must have been fed: the schedules
     /// deliver each byte of a file being received or rebuilt exactly once.
     pub(super) fn finish(self) -> Vec<u32> {
+        self.finish_hashers()
+            .into_iter()
+            .map(|h| h.finalize())
+            .collect()
+    }
+
+    /// [`Self::finish`] as hashers, to be combined with others.
+    pub(super) fn finish_hashers(self) -> Vec<crc32fast::Hasher> {
         let unfilled = self
             .segs
             .iter()
@@ -92,7 +110,7 @@ impl SegmentCrc {
         for ((_, _, file), h) in self.segs.iter().zip(&self.hashers) {
             out[*file].combine(h);
         }
-        out.into_iter().map(|h| h.finalize()).collect()
+        out
     }
 }
 
@@ -126,17 +144,14 @@ pub(super) fn check_crcs(
     Ok(crcs)
 }
 
-/// Reads every file whole and checks size and CRC32 against its meta
-/// (a survivor's check before it lends its data to a rebuild).
-pub(super) fn verify_files(
-    ctx: &Ctx,
-    files: &[FileEntry],
-    buf: &mut Vec<u8>,
-) -> Result<(), ApplyError> {
-    buf.resize(ctx.set.piece_bytes.max(1), 0);
+/// Checks every file's size against its meta (a survivor's check before
+/// it lends its data to a rebuild; its CRC32s are checked by the rebuild's
+/// own read of the same bytes, [`SegmentCrc`] and [`SegmentCrc::missing`]).
+pub(super) fn check_sizes(ctx: &Ctx, files: &[FileEntry]) -> Result<(), ApplyError> {
     for f in files {
-        let file = File::open(&f.path).map_err(ctx.io_err(&f.path, None))?;
-        let len = file.metadata().map_err(ctx.io_err(&f.path, None))?.len();
+        let len = std::fs::metadata(&f.path)
+            .map_err(ctx.io_err(&f.path, None))?
+            .len();
         if let Some(recorded) = f.meta.size_bytes.filter(|&s| s != len) {
             return Err(ctx.inconsistent(Inconsistency::FileSize {
                 path: f.path.clone(),
@@ -144,28 +159,29 @@ pub(super) fn verify_files(
                 recorded,
             }));
         }
-        let Some(expected) = f.meta.crc32 else {
-            continue;
-        };
-        let mut h = crc32fast::Hasher::new();
-        let mut off = 0u64;
-        // Bounded: each pass reads at least one byte (the buffer is never
-        // empty) until `len`.
-        while off < len {
-            let take = (len - off).min(buf.len() as u64) as usize;
-            file.read_exact_at(&mut buf[..take], off)
-                .map_err(ctx.io_err(&f.path, Some(off)))?;
-            h.update(&buf[..take]);
-            off += take as u64;
-        }
-        let actual = h.finalize();
-        if actual != expected {
-            return Err(ApplyError::Crc {
-                world_rank: ctx.world_rank,
-                path: f.path.clone(),
-                expected,
-                actual,
-            });
+    }
+    Ok(())
+}
+
+/// Feeds `crc` the bytes it has not seen yet, read with `read(offset,
+/// buf)` in pieces of `buf`'s length (a survivor of an RS rebuild lends
+/// only the stripes the decode needs; the others are read here, once).
+pub(super) fn complete_crc(
+    crc: &mut SegmentCrc,
+    buf: &mut Vec<u8>,
+    piece: usize,
+    mut read: impl FnMut(u64, &mut [u8]) -> Result<(), ApplyError>,
+) -> Result<(), ApplyError> {
+    buf.resize(piece.max(1), 0);
+    for (start, end) in crc.missing() {
+        let mut pos = start;
+        // Bounded: each turn feeds at least one byte (the buffer is never
+        // empty) until `end`.
+        while pos < end {
+            let take = (end - pos).min(buf.len() as u64) as usize;
+            read(pos, &mut buf[..take])?;
+            crc.update(pos, &buf[..take]);
+            pos += take as u64;
         }
     }
     Ok(())

@@ -59,6 +59,14 @@ impl MemberLoss {
         self.own || self.held
     }
 
+    /// What either loss lost.
+    pub const fn union(self, other: MemberLoss) -> MemberLoss {
+        MemberLoss {
+            own: self.own || other.own,
+            held: self.held || other.held,
+        }
+    }
+
     /// Whether both its own files and what it holds were lost.
     pub const fn is_whole(self) -> bool {
         self.own && self.held

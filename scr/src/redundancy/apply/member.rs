@@ -150,7 +150,8 @@ impl<'a> Ctx<'a> {
     /// and checks that every member was given the same set: if the set
     /// digests differ every member returns [`Inconsistency::SetDigest`];
     /// else if any member failed, every member returns an error of the kind
-    /// of the lowest failed member's (its own error there, `Peer` elsewhere).
+    /// of the lowest failed member's — the lowest with a CRC32 mismatch
+    /// first — (its own error there, `Peer` elsewhere).
     /// Every verdict is computed from the gathered messages alone, so all
     /// members reach the same one.
     pub(super) fn agree<T>(
@@ -177,7 +178,16 @@ impl<'a> Ctx<'a> {
             .allgather_bytes(&msg)
             .map_err(self.comm_err())?;
         self.check_digests(&all)?;
-        let failed = all.iter().position(|m| m[DIGEST_BYTES] != 0);
+        // A CRC32 mismatch names the damaged file; what the damage causes
+        // elsewhere (nonzero padding in a rebuilt member: Inconsistent)
+        // does not, so a member with a CRC error is the one reported.
+        let failed_with = |m: &Vec<u8>, kind: Option<FailureKind>| {
+            m[DIGEST_BYTES] != 0 && kind.is_none_or(|k| m.get(DIGEST_BYTES + 1) == Some(&k.code()))
+        };
+        let failed = all
+            .iter()
+            .position(|m| failed_with(m, Some(FailureKind::Crc)))
+            .or_else(|| all.iter().position(|m| failed_with(m, None)));
         match (failed, local) {
             (Some(f), Err(e)) if f == self.me => Err(e),
             (Some(f), _) => Err(self.peer_error(f, &all[f][DIGEST_BYTES..])),

@@ -278,6 +278,26 @@ pub(super) fn encode_partner(
 }
 
 /// What one member holds and lends in a PARTNER rebuild.
+/// What a PARTNER member lends in a rebuild, from the set's losses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartnerLends {
+    /// Its own files: its right neighbour lost the copies of them.
+    pub own: bool,
+    /// The copies it holds: their owner (its left neighbour) lost its files.
+    pub copies: bool,
+}
+
+/// What member `me` of a PARTNER set lends when the members lost `lost`
+/// (the receiver checks every byte it gets against the recorded CRC32, so
+/// a restart need not read what is lent beforehand).
+pub fn partner_lends(lost: &[MemberLoss], me: usize) -> PartnerLends {
+    let n = lost.len();
+    PartnerLends {
+        own: lost[(me + 1) % n].held,
+        copies: lost[(me + n - 1) % n].own,
+    }
+}
+
 struct PartnerPlan<'a> {
     /// This member's loss.
     me: MemberLoss,
@@ -299,6 +319,7 @@ impl<'a> PartnerPlan<'a> {
         red: Option<&[FileEntry]>,
     ) -> Self {
         let me = lost[ctx.me];
+        let lends = partner_lends(lost, ctx.me);
         let copies_in = |red: &[FileEntry]| -> Vec<FileEntry> {
             red.iter()
                 .filter(|f| f.meta.file_type == Some(FileType::Partner))
@@ -309,8 +330,8 @@ impl<'a> PartnerPlan<'a> {
             me,
             own: if me.own { None } else { mine },
             held: if me.held { None } else { red.map(copies_in) },
-            send_copies: lost[ctx.left(1)].own,
-            send_own: lost[ctx.right(1)].held,
+            send_copies: lends.copies,
+            send_own: lends.own,
         };
         // unrecoverable_members refused every pattern where a member would
         // lend what it lost, before any of this.

@@ -84,7 +84,6 @@ fn digest(scheme: CopyType, set_failures: usize, case: usize, piece: usize) -> S
             scheme,
             set_failures,
             piece_bytes: piece,
-            survivors_verified: false,
         };
         let enc = encode(&set, &mine, &dir, &mut |_, _, _| Ok(())).expect("encode");
         let mut lines = vec![format!("{m} app {:x?}", enc.app_crcs)];
@@ -179,7 +178,6 @@ fn encode_one_file_each(
             scheme,
             set_failures,
             piece_bytes: 1 << 16,
-            survivors_verified: false,
         };
         let r = encode(&set, &mine, &dir, &mut |_, _, _| Ok(()));
         (r, path)

@@ -1,11 +1,14 @@
 //! The pipelined ring shared by XOR and RS encode and rebuild (see the
 //! documentation of [`super`]): the per-stripe plan ([`Tables`]), the
-//! member I/O behind it ([`MemberIo`]) and the ring itself ([`ring`]).
+//! member I/O behind it ([`MemberIo`]) and the ring itself ([`ring`]),
+//! whose reads and writes run on an I/O thread beside its exchanges
+//! ([`pipe`]).
 
 use std::fs::File;
 use std::mem;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::thread;
 
 use super::super::gf256;
 use super::super::logical::LogicalFile;
@@ -14,7 +17,11 @@ use super::super::xor;
 use super::coded::RedWriter;
 use super::crc::SegmentCrc;
 use super::error::{ApplyError, Inconsistency};
-use super::member::{latch, Ctx};
+use super::member::Ctx;
+
+mod pipe;
+#[cfg(test)]
+pub(super) use pipe::test_hook;
 
 /// What a member reads for, or writes from, one stripe.
 #[derive(Clone, Copy, Debug)]
@@ -147,10 +154,13 @@ pub(super) struct MemberIo<'f> {
     pub(super) chunk: u64,
     pub(super) logical: Option<&'f LogicalFile>,
     pub(super) logical_len: u64,
-    /// CRC of the data written (a lost member's rebuilt files).
+    /// CRC of the data read (an encoding member's files, a survivor's) or
+    /// written (a lost member's rebuilt files).
     pub(super) data_crc: Option<SegmentCrc>,
     /// A survivor's redundancy file: (file, path, header length).
     pub(super) red_read: Option<(File, PathBuf, u64)>,
+    /// CRC of the parity rows a survivor reads (row r at `r * chunk`).
+    pub(super) red_crc: Option<SegmentCrc>,
     pub(super) red_write: Option<RedWriter>,
 }
 
@@ -180,6 +190,9 @@ impl MemberIo<'_> {
                 let pos = hlen + row as u64 * self.chunk + off;
                 f.read_exact_at(buf, pos)
                     .map_err(ctx.io_err(path, Some(pos)))?;
+                if let Some(c) = &mut self.red_crc {
+                    c.update(row as u64 * self.chunk + off, buf);
+                }
             }
         }
         Ok(())
@@ -275,22 +288,43 @@ fn delivery_rounds(ctx: &Ctx, t: &Tables, mine_fin: usize) -> Vec<Round> {
         .collect()
 }
 
-/// The buffers of the ring, reused across steps and pieces.
+/// The buffers of the ring's thread, reused across steps and pieces (its
+/// shares arrive in the I/O thread's buffers, see [`pipe`]).
 #[derive(Default)]
 struct RingBufs {
     /// The bundle of partial sums (width rows of one piece).
     acc: Vec<u8>,
     /// What arrives.
     inc: Vec<u8>,
-    /// This member's share when it cannot be lent from a mapping.
-    read: Vec<u8>,
     /// Several outputs for one destination, joined.
     out: Vec<u8>,
 }
 
-/// The pipelined ring (see the module documentation). Local I/O failures
-/// are latched and the member keeps its place; only communicator failures
-/// end it early.
+/// Why the ring's thread stopped early.
+enum Halt {
+    /// A communicator failure or a message that does not fit the plan.
+    Failed(ApplyError),
+    /// The I/O thread is gone (it panicked; the join hands that on).
+    Gone,
+}
+
+impl From<ApplyError> for Halt {
+    fn from(e: ApplyError) -> Self {
+        Halt::Failed(e)
+    }
+}
+
+impl From<pipe::Gone> for Halt {
+    fn from(_: pipe::Gone) -> Self {
+        Halt::Gone
+    }
+}
+
+/// The pipelined ring (see the module documentation). This member's reads
+/// and writes run on a scoped I/O thread beside its exchanges ([`pipe`]).
+/// Local I/O failures are latched and the member keeps its place; only
+/// communicator failures end it early, and the I/O thread is joined before
+/// the ring returns either way.
 pub(super) fn ring(
     ctx: &Ctx,
     chunk: u64,
@@ -303,8 +337,44 @@ pub(super) fn ring(
     let mine_fin = t.finished(me, n);
     assert_eq!(t.finisher(mine_fin, n), me, "the ring ends where it should");
     let rounds = delivery_rounds(ctx, t, mine_fin);
-    let mut b = RingBufs::default();
     let pieces = xor::pieces(chunk, ctx.set.piece_bytes).map_err(ctx.red_err(None))?;
+    let plan = pipe::Plan {
+        parts: pipe::SetParts::of(ctx),
+        t,
+        rounds: &rounds,
+        mine_fin,
+        pieces: pieces.clone(),
+        hook: pipe::Hook::current(),
+    };
+    let (mut ends, io_end) = pipe::pipe();
+    thread::scope(|s| {
+        let io_thread = s.spawn(move || pipe::serve(plan, io, latched, io_end));
+        let run = pieces_round(ctx, chunk, t, pieces, &rounds, &mut ends);
+        // The I/O thread ends once it sees the ring's end dropped (after
+        // the writes still queued): on success and on failure alike.
+        drop(ends);
+        if let Err(panic) = io_thread.join() {
+            std::panic::resume_unwind(panic);
+        }
+        match run {
+            Ok(()) => Ok(()),
+            Err(Halt::Failed(e)) => Err(e),
+            Err(Halt::Gone) => unreachable!("the I/O thread ends early only by panicking"),
+        }
+    })
+}
+
+/// The ring's thread: every piece goes round, its outputs are delivered
+/// and handed to the I/O thread to store.
+fn pieces_round(
+    ctx: &Ctx,
+    chunk: u64,
+    t: &Tables,
+    pieces: xor::Pieces,
+    rounds: &[Round],
+    ends: &mut pipe::Pipe,
+) -> Result<(), Halt> {
+    let mut b = RingBufs::default();
     let piece_count = chunk.div_ceil(ctx.set.piece_bytes as u64);
     let mut done = 0u64;
     for (off, len) in pieces {
@@ -316,14 +386,13 @@ pub(super) fn ring(
         );
         // Only the length is set here: step 0 overwrites every byte.
         b.acc.resize(t.width * len, 0);
-        b.read.resize(len, 0);
         for step in 0..t.steps {
             if step > 0 {
                 pass_right(ctx, step, &mut b)?;
             }
-            add_share(ctx, t, io, (step, off, len), &mut b, latched);
+            add_share(ctx, t, (step, len), &mut b, ends)?;
         }
-        deliver(ctx, t, io, (mine_fin, off, len), &rounds, &mut b, latched)?;
+        deliver(ctx, (off, len), rounds, &mut b, ends)?;
     }
     assert_eq!(done, piece_count, "every piece of the chunk went round");
     Ok(())
@@ -347,71 +416,69 @@ fn pass_right(ctx: &Ctx, step: usize, b: &mut RingBufs) -> Result<(), ApplyError
 }
 
 /// Adds this member's share of the stripe it works on at `step` to the
-/// bundle (at step 0 the bundle starts from it, or from zeros).
+/// bundle (at step 0 the bundle starts from it, or from zeros). The share
+/// was read ahead by the I/O thread; one not read (a failure is latched)
+/// counts as none.
 fn add_share(
     ctx: &Ctx,
     t: &Tables,
-    io: &mut MemberIo<'_>,
-    (step, off, len): (usize, u64, usize),
+    (step, len): (usize, usize),
     b: &mut RingBufs,
-    latched: &mut Option<ApplyError>,
-) {
+    ends: &mut pipe::Pipe,
+) -> Result<(), Halt> {
     let stripe = t.stripe(ctx.me, step, ctx.n);
     // XOR encode is exactly scr_reddesc_apply_xor()'s schedule.
     debug_assert!(t.start != 1 || xor::ring_slot(ctx.me, step, ctx.n).ok() == Some(stripe));
-    let share = t.mine[stripe].as_ref().filter(|_| latched.is_none());
-    let Some((src, coefs)) = share else {
+    let Some((_, coefs)) = &t.mine[stripe] else {
         if step == 0 {
             b.acc.fill(0);
         }
-        return;
+        return Ok(());
     };
-    if step == 0 && coefs.as_slice() == [1] {
-        // The XOR case: the first share is the bundle itself, so it is read
-        // straight into it (no zeroing, no copy, no XOR).
-        if latch(latched, io.read(ctx, *src, off, &mut b.acc)).is_none() {
+    let share = ends.next_share()?;
+    if !share.ok {
+        if step == 0 {
             b.acc.fill(0);
         }
-        return;
+        return Ok(ends.free(share.buf)?);
     }
-    let Some(bytes) = latch(latched, io.share(ctx, *src, off, &mut b.read)) else {
-        if step == 0 {
-            b.acc.fill(0);
-        }
-        return;
-    };
+    let bytes = share.buf;
+    assert_eq!(bytes.len(), len, "a share is one piece long");
+    if step == 0 && coefs.as_slice() == [1] {
+        // The XOR case: the first share is the bundle itself, so it becomes
+        // the bundle (no zeroing, no copy, no XOR).
+        let old = mem::replace(&mut b.acc, bytes);
+        return Ok(ends.free(old)?);
+    }
     for (q, &c) in coefs.iter().enumerate() {
         let row = &mut b.acc[q * len..(q + 1) * len];
         match (step, c) {
-            (0, 1) => row.copy_from_slice(bytes),
+            (0, 1) => row.copy_from_slice(&bytes),
             (0, _) => {
                 row.fill(0);
-                gf256::mul_add_into(row, bytes, c);
+                gf256::mul_add_into(row, &bytes, c);
             }
-            _ => gf256::mul_add_into(row, bytes, c),
+            _ => gf256::mul_add_into(row, &bytes, c),
         }
     }
+    Ok(ends.free(bytes)?)
 }
 
-/// The bundle now holds the finished outputs of stripe `mine_fin`: deliver
-/// each to the member that stores it, and store what others deliver here.
+/// The bundle now holds the finished outputs of this member's stripe: deliver
+/// each to the member that stores it, and hand what is stored here (this
+/// member's own outputs, what others deliver) to the I/O thread.
 fn deliver(
     ctx: &Ctx,
-    t: &Tables,
-    io: &mut MemberIo<'_>,
-    (mine_fin, off, len): (usize, u64, usize),
+    (off, len): (u64, usize),
     rounds: &[Round],
     b: &mut RingBufs,
-    latched: &mut Option<ApplyError>,
-) -> Result<(), ApplyError> {
-    for r in rounds {
+    ends: &mut pipe::Pipe,
+) -> Result<(), Halt> {
+    // The bundle is stored after the rounds that still send from it.
+    let mut keep = None;
+    for (i, r) in rounds.iter().enumerate() {
         if r.d == 0 {
-            for &q in &r.sends {
-                if latched.is_none() {
-                    let bytes = &b.acc[q * len..(q + 1) * len];
-                    latch(latched, io.write(ctx, t.sinks[mine_fin], off, bytes));
-                }
-            }
+            keep = (!r.sends.is_empty()).then_some(i);
             continue;
         }
         let payload: &[u8] = match r.sends.as_slice() {
@@ -439,18 +506,18 @@ fn deliver(
             continue;
         }
         if b.inc.len() != r.recvs.len() * len {
-            return Err(ctx.inconsistent(Inconsistency::Delivery {
-                from,
-                expected: r.recvs.len() * len,
-                received: b.inc.len(),
-            }));
+            return Err(ctx
+                .inconsistent(Inconsistency::Delivery {
+                    from,
+                    expected: r.recvs.len() * len,
+                    received: b.inc.len(),
+                })
+                .into());
         }
-        for i in 0..r.recvs.len() {
-            if latched.is_none() {
-                let bytes = &b.inc[i * len..(i + 1) * len];
-                latch(latched, io.write(ctx, t.sinks[r.from_fin], off, bytes));
-            }
-        }
+        b.inc = ends.write(mem::take(&mut b.inc), (off, len), i)?;
+    }
+    if let Some(i) = keep {
+        b.acc = ends.write(mem::take(&mut b.acc), (off, len), i)?;
     }
     Ok(())
 }

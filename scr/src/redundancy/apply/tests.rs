@@ -41,9 +41,9 @@ struct SetRun {
     /// Flip the bit in the target's redundancy file instead (XOR and RS:
     /// its parity; PARTNER: a copy it holds).
     flip_red: bool,
-    /// `SetInfo::survivors_verified`: the survivors lend without reading
-    /// their files first.
-    verified: bool,
+    /// The member whose file gets the flipped bit, when not the first one
+    /// [`flip_target`] would pick.
+    flip_member: Option<usize>,
 }
 
 /// What one rank saw: rebuilt (and verified) or the kind of error returned.
@@ -71,7 +71,6 @@ fn set_of_four(comm: &dyn Comm, (scheme, set_failures): Desc, piece_bytes: usize
         scheme,
         set_failures,
         piece_bytes,
-        survivors_verified: false,
     }
 }
 
@@ -108,7 +107,7 @@ fn flip_target(run: &SetRun) -> Option<usize> {
     {
         return None;
     }
-    (0..n).find(|&m| match run.scheme.0 {
+    let can = |m: usize| match run.scheme.0 {
         CopyType::Partner if run.red_flipped() => {
             let owner = (m + n - 1) % n;
             !run.lost[m].held && run.lost[owner].own && run.sizes[owner].iter().any(|&s| s > 0)
@@ -127,7 +126,11 @@ fn flip_target(run: &SetRun) -> Option<usize> {
             };
             !loss(run, m).any() && has_data
         }
-    })
+    };
+    match run.flip_member {
+        Some(m) => can(m).then_some(m),
+        None => (0..n).find(|&m| can(m)),
+    }
 }
 
 fn expected(run: &SetRun) -> Outcome {
@@ -201,7 +204,6 @@ fn rank_body(
         scheme: run.scheme.0,
         set_failures: run.scheme.1,
         piece_bytes: piece,
-        survivors_verified: run.verified,
     };
     let registered = RefCell::new(Vec::<(i64, PathBuf)>::new());
     let mut reg = |owner: i64, path: &Path, _meta: &Meta| -> Result<(), ApplyError> {
@@ -537,7 +539,7 @@ fn exhaustive_of(
                 lost,
                 flip: false,
                 flip_red: false,
-                verified: false,
+                flip_member: None,
             });
         }
     }
@@ -579,7 +581,7 @@ fn a_flipped_bit_in_a_held_partner_copy_is_reported_as_crc_not_restored() {
                 lost,
                 flip: true,
                 flip_red: true,
-                verified: false,
+                flip_member: None,
             }
         })
         .collect();
@@ -632,7 +634,7 @@ fn a_flipped_bit_in_a_survivor_is_reported_as_crc_on_every_member() {
                 lost,
                 flip: true,
                 flip_red: false,
-                verified: false,
+                flip_member: None,
             });
         }
     }
@@ -655,7 +657,7 @@ fn a_flipped_bit_in_a_survivors_xor_or_rs_file_is_reported_as_crc_on_every_membe
                 .to_vec(),
             flip: true,
             flip_red: true,
-            verified: false,
+            flip_member: None,
         })
         .collect();
     assert!(runs
@@ -665,31 +667,42 @@ fn a_flipped_bit_in_a_survivors_xor_or_rs_file_is_reported_as_crc_on_every_membe
 }
 
 #[test]
-fn an_unchecked_xor_survivor_with_a_flipped_bit_still_fails_the_rebuild_as_crc() {
-    // survivors_verified (restart checked every file just before): the
-    // survivors lend without a second read. A bit flipped after that check
-    // reaches the rebuilt bytes, whose CRC32 is checked as they land: the
-    // rebuild fails with Crc on every member, never rebuilding wrong bytes.
-    let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let runs: Vec<SetRun> = (3..=8)
-        .map(|n| {
-            let mut sizes = layout(&mut rng, n, 2000);
-            sizes[0] = vec![1500, 0, 700];
-            let mut lost = vec![MemberLoss::NONE; n];
-            lost[1] = MemberLoss::ALL;
-            SetRun {
-                scheme: XOR,
-                sizes,
-                lost,
-                flip: true,
-                flip_red: false,
-                verified: true,
+fn a_survivor_with_a_flipped_bit_fails_the_rebuild_as_crc_from_the_same_read() {
+    // A survivor lends its files with their sizes checked only; the ring's
+    // read of the same bytes checks their CRC32s (restart reads each
+    // surviving byte once). RS with k = 2 and one member lost decodes each
+    // stripe from N − 2 of its N − 1 survivors, so some survivor bytes are
+    // not read by the ring: those are read after it, once. Every survivor
+    // in turn gets the flipped bit, in its data and in its parity: the set
+    // fails with Crc every time, never handing back a rebuilt member.
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut runs = Vec::new();
+    for (scheme, n) in [(XOR, 4), (rs(2), 5), (rs(2), 6), (rs(3), 7)] {
+        for m in (0..n).filter(|&m| m != 1) {
+            for flip_red in [false, true] {
+                let mut sizes = layout(&mut rng, n, 3000);
+                sizes[m] = vec![1900, 0, 2300];
+                // The lost member has the most data: a flipped bit reaches
+                // its rebuilt data (a CRC error), not its zero padding (an
+                // Inconsistent one, which is as safe but another kind):
+                // 5208 bytes fill N − k = 3 or 4 chunks exactly.
+                sizes[1] = vec![2500, 2708];
+                let mut lost = vec![MemberLoss::NONE; n];
+                lost[1] = MemberLoss::ALL;
+                runs.push(SetRun {
+                    scheme,
+                    sizes,
+                    lost,
+                    flip: true,
+                    flip_red,
+                    flip_member: Some(m),
+                });
             }
-        })
-        .collect();
+        }
+    }
     assert!(runs
         .iter()
-        .all(|r| expected(r) == Outcome::Failed(FailureKind::Crc)));
+        .all(|r| flip_target(r).is_some() && expected(r) == Outcome::Failed(FailureKind::Crc)));
     run_job(&runs, 256, 9).unwrap_or_else(|e| panic!("{e}"));
 }
 
@@ -746,7 +759,7 @@ fn a_piece_of_one_byte_and_pieces_larger_than_chunks_both_work() {
                 lost: [0, 1, 0, 0, 1].map(|l| MemberLoss::whole(l == 1)).to_vec(),
                 flip: false,
                 flip_red: false,
-                verified: false,
+                flip_member: None,
             })
             .collect();
         run_job(&runs, piece, 21).unwrap_or_else(|e| panic!("{e}"));
@@ -775,7 +788,7 @@ fn files_large_enough_to_be_mapped_encode_and_rebuild_like_small_ones() {
                 .to_vec(),
             flip: false,
             flip_red: false,
-            verified: false,
+            flip_member: None,
         })
         .collect();
     run_job(&runs, 256 << 10, 77).unwrap_or_else(|e| panic!("{e}"));
@@ -797,7 +810,7 @@ fn two_hundred_forty_ranks_in_twenty_sets_of_mixed_schemes() {
                 lost,
                 flip: false,
                 flip_red: false,
-                verified: false,
+                flip_member: None,
             }
         })
         .collect();
@@ -956,7 +969,6 @@ fn bad_arguments_are_typed_errors() {
             scheme: CopyType::Rs,
             set_failures: 3,
             piece_bytes: 16,
-            survivors_verified: false,
         };
         let geometry = encode(
             &set,
@@ -1118,7 +1130,7 @@ fn random_job(seed: u64) -> (Vec<SetRun>, usize) {
                 lost,
                 flip: rng.gen_bool(0.25),
                 flip_red: rng.gen_bool(0.5),
-                verified: false,
+                flip_member: None,
             }
         })
         .collect();

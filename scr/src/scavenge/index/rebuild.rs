@@ -203,8 +203,9 @@ pub(super) fn run_set(
         })?;
     }
     // The members are threads of this process: a wait can only outlast the
-    // bound when the file system stalls, and a survivor verifies all its
-    // files (a full read) before the first exchange.
+    // bound when the file system stalls; a survivor reads its files once,
+    // in the ring's pieces (and, for RS, the bytes the decode did not need
+    // at the end, before the last agreement).
     let config = ThreadConfig {
         timeout: REBUILD_WAIT_BOUND,
         ..ThreadConfig::default()
@@ -220,7 +221,6 @@ pub(super) fn run_set(
             scheme: job.kind,
             set_failures: job.k,
             piece_bytes: REBUILD_PIECE_BYTES,
-            survivors_verified: false,
         };
         let mut accept = |_: i64, _: &Path, _: &Meta| Ok(());
         match &job.inputs[g] {

@@ -1,0 +1,299 @@
+//! Regression tests of the ring's I/O thread (issue 17 item 2: reads,
+//! sends and parity writes overlap): a slow read and a slow exchange take
+//! less than their sum, and a failing read ahead, or a communicator that
+//! fails mid-ring, ends the set as on one thread.
+
+use super::ring::test_hook;
+use super::*;
+use crate::comm::thread::{ThreadComm, ThreadConfig};
+use crate::comm::{CommError, CommResult, ReduceOp};
+use crate::records::FileType;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::ErrorKind;
+use std::time::{Duration, Instant};
+
+/// A communicator that sleeps before each `sendrecv_bytes` and, with
+/// `fail_after`, fails every one after that many.
+struct Wrapped<'c> {
+    inner: &'c dyn Comm,
+    delay: Duration,
+    fail_after: Option<usize>,
+    sends: Cell<usize>,
+}
+
+impl Comm for Wrapped<'_> {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn barrier(&self) -> CommResult<()> {
+        self.inner.barrier()
+    }
+    fn bcast_bytes(&self, root: usize, buf: &mut Vec<u8>) -> CommResult<()> {
+        self.inner.bcast_bytes(root, buf)
+    }
+    fn allreduce_i64(&self, vals: &mut [i64], op: ReduceOp) -> CommResult<()> {
+        self.inner.allreduce_i64(vals, op)
+    }
+    fn allreduce_f64(&self, vals: &mut [f64], op: ReduceOp) -> CommResult<()> {
+        self.inner.allreduce_f64(vals, op)
+    }
+    fn gather_bytes(&self, root: usize, data: &[u8]) -> CommResult<Option<Vec<Vec<u8>>>> {
+        self.inner.gather_bytes(root, data)
+    }
+    fn allgather_bytes(&self, data: &[u8]) -> CommResult<Vec<Vec<u8>>> {
+        self.inner.allgather_bytes(data)
+    }
+    fn sendrecv_bytes(
+        &self,
+        send: Option<(usize, &[u8])>,
+        recv_from: Option<usize>,
+        recv: &mut Vec<u8>,
+    ) -> CommResult<usize> {
+        let count = self.sends.get() + 1;
+        self.sends.set(count);
+        if self.fail_after.is_some_and(|f| count > f) {
+            return Err(CommError::PeerGone {
+                op: "sendrecv_bytes",
+                peer: self.inner.rank(),
+            });
+        }
+        std::thread::sleep(self.delay);
+        self.inner.sendrecv_bytes(send, recv_from, recv)
+    }
+    fn split(&self, color: Option<u32>, key: i64) -> CommResult<Option<Box<dyn Comm>>> {
+        self.inner.split(color, key)
+    }
+    fn exchange_sparse(
+        &self,
+        sends: &BTreeMap<usize, Vec<u8>>,
+    ) -> CommResult<BTreeMap<usize, Vec<u8>>> {
+        self.inner.exchange_sparse(sends)
+    }
+}
+
+/// Bytes of member `m`'s one file.
+fn bytes_of(m: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 + m * 7 + i / 251) as u8).collect()
+}
+
+/// How one member of a 4-member set encodes one file of `len` bytes in
+/// pieces of `piece` bytes.
+struct Member<'c> {
+    comm: &'c dyn Comm,
+    scheme: CopyType,
+    set_failures: usize,
+    piece: usize,
+    len: usize,
+}
+
+impl Member<'_> {
+    /// Encodes into `root/m<rank>`; `register` runs when the redundancy
+    /// file is registered (after the member's files were opened, before
+    /// the ring). Returns the result and the file's path.
+    fn encode(
+        &self,
+        root: &Path,
+        register: impl Fn(&Path),
+    ) -> (Result<Encoded, ApplyError>, PathBuf) {
+        let m = self.comm.rank();
+        let dir = root.join(format!("{:?}-m{m}", self.scheme));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let bytes = bytes_of(m, self.len);
+        let path = dir.join("ckpt");
+        std::fs::write(&path, &bytes).expect("write");
+        let meta = Meta {
+            file: Some(format!("/prefix/ckpt.2/r{m}")),
+            file_type: Some(FileType::Full),
+            complete: Some(true),
+            size_bytes: Some(self.len as u64),
+            crc32: Some(crc32fast::hash(&bytes)),
+            ckpt: Some(2),
+            ..Meta::default()
+        };
+        let mine = MemberFiles {
+            files: vec![FileEntry {
+                path: path.clone(),
+                meta,
+            }],
+        };
+        let set = SetInfo {
+            comm: self.comm,
+            group_id: 0,
+            world_ranks: vec![0, 1, 2, 3],
+            world_size: 4,
+            dataset: Dataset::new(2),
+            scheme: self.scheme,
+            set_failures: self.set_failures,
+            piece_bytes: self.piece,
+        };
+        let r = encode(&set, &mine, &dir, &mut |_, _, _| {
+            register(&path);
+            Ok(())
+        });
+        (r, path)
+    }
+}
+
+/// A directory in memory when there is one, so file system latency does
+/// not blur the timings.
+fn scratch_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(d) = tempfile::tempdir_in(shm) {
+            return d;
+        }
+    }
+    tempfile::tempdir().expect("tempdir")
+}
+
+#[test]
+fn reads_run_ahead_during_the_exchanges_so_slow_reads_and_slow_sends_overlap() {
+    // XOR over 4 members: per piece each member reads its 3 data shares
+    // and makes 3 exchanges (steps 1-2, then the delivery of its finished
+    // parity to the member that stores it). On one thread a piece costs at
+    // least 3 reads + 3 exchanges; with the reads ahead on the I/O thread
+    // about the larger of the two.
+    const PIECES: usize = 8;
+    let (piece, read_delay, send_delay) =
+        (4096, Duration::from_millis(25), Duration::from_millis(25));
+    let (reads, sends) = (3 * PIECES as u32, 3 * PIECES as u32);
+    let serial = read_delay * reads + send_delay * sends;
+    let root = scratch_dir();
+    let out = ThreadComm::run(4, |comm| {
+        let slow = Wrapped {
+            inner: comm,
+            delay: send_delay,
+            fail_after: None,
+            sends: Cell::new(0),
+        };
+        test_hook::set_read_delay(read_delay);
+        let member = Member {
+            comm: &slow,
+            scheme: CopyType::Xor,
+            set_failures: 1,
+            piece,
+            len: 3 * PIECES * piece,
+        };
+        let start = Instant::now();
+        let (r, path) = member.encode(root.path(), |_| {});
+        let took = start.elapsed();
+        (r.map(|e| e.app_crcs), path, took, slow.sends.get())
+    })
+    .expect("no panic");
+    for (m, (r, path, took, sent)) in out.into_iter().enumerate() {
+        let crcs = r.unwrap_or_else(|e| panic!("member {m}: {e}"));
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(crcs, vec![crc32fast::hash(&bytes)], "member {m}");
+        assert_eq!(sent, sends as usize, "member {m}: exchanges of the ring");
+        // The delays were paid: the reads of one member follow each other,
+        // and so do its exchanges.
+        assert!(
+            took >= (read_delay * reads).max(send_delay * sends),
+            "member {m} took {took:?}"
+        );
+        // ... but not one after the other: one thread needs `serial`
+        // (1.2 s), the overlap about 0.6 s.
+        assert!(
+            took < serial.mul_f64(0.85),
+            "member {m} took {took:?}, reads and exchanges one after the other take {serial:?}"
+        );
+    }
+}
+
+#[test]
+fn a_read_ahead_that_fails_mid_ring_fails_the_set_with_io_there_and_peer_elsewhere() {
+    // Member 2's file loses its tail after it was opened: its last data
+    // chunk reads fine for 5 pieces, then the read (ahead, while the ring
+    // exchanges the piece before) hits the end of the file.
+    const PIECES: usize = 12;
+    let piece = 4096;
+    let root = scratch_dir();
+    for (scheme, k) in [(CopyType::Xor, 1), (CopyType::Rs, 2)] {
+        let chunk = PIECES * piece;
+        let len = (4 - k) * chunk;
+        let cut = len - chunk + 5 * piece;
+        let out = ThreadComm::run(4, |comm| {
+            test_hook::set_read_delay(Duration::from_millis(1));
+            let member = Member {
+                comm,
+                scheme,
+                set_failures: k,
+                piece,
+                len,
+            };
+            member.encode(root.path(), |path| {
+                if comm.rank() == 2 {
+                    let f = OpenOptions::new().write(true).open(path).expect("open");
+                    f.set_len(cut as u64).expect("truncate");
+                }
+            })
+        })
+        .expect("no panic");
+        let bad = out[2].1.clone();
+        for (m, (r, _)) in out.into_iter().enumerate() {
+            match r {
+                Err(ApplyError::Io {
+                    world_rank: 2,
+                    path,
+                    offset: Some(at),
+                    source,
+                }) if m == 2 => {
+                    assert_eq!(path, bad, "{scheme:?}");
+                    assert_eq!(source.kind(), ErrorKind::UnexpectedEof, "{scheme:?}");
+                    assert_eq!(at, cut as u64, "{scheme:?}: the first piece past the cut");
+                }
+                Err(ApplyError::Peer {
+                    member: 2,
+                    world_rank: 2,
+                    kind: FailureKind::Io,
+                    path: Some(path),
+                }) if m != 2 => assert_eq!(path, bad, "{scheme:?}"),
+                other => panic!("{scheme:?} member {m}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_communicator_that_fails_mid_ring_ends_every_member_with_comm_not_a_hang() {
+    // Member 0's exchanges fail from the 5th on, while its I/O thread
+    // reads ahead and writes parity: it must end (and be joined) at once,
+    // and the others then see their peer gone.
+    let config = ThreadConfig {
+        timeout: Duration::from_secs(20),
+        ..ThreadConfig::default()
+    };
+    let root = scratch_dir();
+    for (scheme, k) in [(CopyType::Xor, 1), (CopyType::Rs, 2)] {
+        let start = Instant::now();
+        let out = ThreadComm::run_with(&config, 4, |comm| {
+            test_hook::set_read_delay(Duration::from_millis(1));
+            let failing = Wrapped {
+                inner: comm,
+                delay: Duration::ZERO,
+                fail_after: (comm.rank() == 0).then_some(4),
+                sends: Cell::new(0),
+            };
+            let member = Member {
+                comm: &failing,
+                scheme,
+                set_failures: k,
+                piece: 4096,
+                len: (4 - k) * 16 * 4096,
+            };
+            member.encode(root.path(), |_| {}).0.map_err(|e| e.kind())
+        })
+        .expect("no panic");
+        assert_eq!(out, vec![Err(FailureKind::Comm); 4], "{scheme:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "{scheme:?}: the set waited for a timeout ({:?})",
+            start.elapsed()
+        );
+    }
+}
