@@ -10,3 +10,17 @@ export OMPI_MCA_odls_base_sigkill_timeout=0
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+# node_contexts NODES PROG ARGS...: set the array CONTEXTS to mpirun's
+# application contexts for 4 ranks, rank i alone on simulated node n<i>
+# (SCR_NODE_NAME=n<i>, SCR_NODE_ROOT=NODES/n<i>), each running PROG ARGS:
+#   node_contexts "$nodes" ./app write; mpirun "${CONTEXTS[@]}"
+node_contexts() {
+  local nodes="$1" i
+  shift
+  CONTEXTS=()
+  for i in 0 1 2 3; do
+    [ "$i" -gt 0 ] && CONTEXTS+=(:)
+    CONTEXTS+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$nodes/n$i" "$@")
+  done
+}

@@ -52,11 +52,7 @@ run() {
   local case="$1"; shift
   local prefix="$work/$case/prefix" nodes="$work/$case/nodes"
   mkdir -p "$prefix" "$nodes"
-  local ctx=() i
-  for i in 0 1 2 3; do
-    [ "$i" -gt 0 ] && ctx+=(:)
-    ctx+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$nodes/n$i" "$@")
-  done
+  node_contexts "$nodes" "$@"
   local xs=(-x SCR_PREFIX -x SCR_JOB_ID -x SCR_COPY_TYPE -x SCR_SET_SIZE -x SCR_CACHE_SIZE)
   # SCR_FLUSH only when a step sets it (config.c sets it through SCR_Config).
   [ -n "${SCR_FLUSH:-}" ] && xs+=(-x SCR_FLUSH)
@@ -64,7 +60,7 @@ run() {
   [ -n "${SCR_ENCODE_ASYNC:-}" ] && xs+=(-x SCR_ENCODE_ASYNC)
   [ -n "${OMPI_MPI_THREAD_LEVEL:-}" ] && xs+=(-x OMPI_MPI_THREAD_LEVEL)
   (cd "$prefix" && SCR_PREFIX="$prefix" SCR_JOB_ID="capi-$case" \
-    timeout 60 mpirun --oversubscribe "${xs[@]}" "${ctx[@]}")
+    timeout 60 mpirun --oversubscribe "${xs[@]}" "${CONTEXTS[@]}")
 }
 
 # check NAME COMMAND...: run a step, count it.

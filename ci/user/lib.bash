@@ -48,14 +48,11 @@ nodes_run() {
   local case="$1"; shift
   local prefix="$WORK/$case/prefix" nodes="$WORK/$case/nodes"
   mkdir -p "$prefix" "$nodes"
-  local xs=() v ctx=() i
+  local xs=() v
   for v in $(compgen -e | grep '^SCR_') $MPI_EXPORT; do xs+=(-x "$v"); done
-  for i in 0 1 2 3; do
-    [ "$i" -gt 0 ] && ctx+=(:)
-    ctx+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$nodes/n$i" "$@")
-  done
+  node_contexts "$nodes" "$@"
   (cd "$prefix" && SCR_PREFIX="$prefix" SCR_JOB_ID="user-$part-$case" \
-    timeout 120 mpirun -np 4 --oversubscribe -x SCR_PREFIX -x SCR_JOB_ID "${xs[@]}" "${ctx[@]}")
+    timeout 120 mpirun -np 4 --oversubscribe -x SCR_PREFIX -x SCR_JOB_ID "${xs[@]}" "${CONTEXTS[@]}")
 }
 
 lose_node() {

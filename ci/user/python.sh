@@ -88,15 +88,11 @@ export SCR_JOB_ID="python-user" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 \
 # run_py SCRIPT ARGS...: a Python program on 4 ranks, rank i on simulated
 # node n<i> ($nodes/n<i>), in the prefix directory $prefix.
 run_py() {
-  local ctx=() i
-  for i in 0 1 2 3; do
-    [ "$i" -gt 0 ] && ctx+=(:)
-    ctx+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$nodes/n$i" "$py" "$@")
-  done
+  node_contexts "$nodes" "$py" "$@"
   mkdir -p "$prefix" "$nodes"
   (cd "$prefix" && SCR_PREFIX="$prefix" timeout 120 mpirun --oversubscribe \
     -x SCR_LIBRARY -x SCR_PREFIX -x SCR_JOB_ID -x SCR_COPY_TYPE -x SCR_SET_SIZE \
-    -x SCR_CACHE_SIZE -x SCR_FLUSH "${ctx[@]}")
+    -x SCR_CACHE_SIZE -x SCR_FLUSH "${CONTEXTS[@]}")
 }
 # run ARGS...: the example.
 run() { run_py "$example" "$@"; }

@@ -58,15 +58,11 @@ run() {
   local name="$1"; shift
   local prefix="$WORK/prefix" out="$WORK/run.$passed.$failed"
   mkdir -p "$prefix"
-  local ctx=() i
-  for i in 0 1 2 3; do
-    [ "$i" -gt 0 ] && ctx+=(:)
-    ctx+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$WORK/nodes/n$i" "$bin" 6)
-  done
+  node_contexts "$WORK/nodes" "$bin" 6
   local rc=0
   (cd "$prefix" && SCR_PREFIX="$prefix" SCR_JOB_ID=rust-quickstart SCR_COPY_TYPE=XOR \
     SCR_SET_SIZE=4 SCR_FLUSH=0 timeout 120 mpirun --oversubscribe \
-    -x SCR_PREFIX -x SCR_JOB_ID -x SCR_COPY_TYPE -x SCR_SET_SIZE -x SCR_FLUSH "${ctx[@]}") \
+    -x SCR_PREFIX -x SCR_JOB_ID -x SCR_COPY_TYPE -x SCR_SET_SIZE -x SCR_FLUSH "${CONTEXTS[@]}") \
     >"$out" 2>&1 || rc=$?
   if [ "$rc" -ne 0 ]; then
     fail "$name (exit $rc)" "$out"

@@ -245,14 +245,12 @@ fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().collect();
     if let Some(share) = scr::cli_docs::asked("scr-harness", &args) {
         let share = share.unwrap_or_else(|e| e.exit());
-        return match scr::cli_docs::generate(Cli::command(), &share) {
-            Ok(written) => {
-                for path in written {
-                    println!("{}", path.display());
-                }
-                Code::Success.into()
-            }
-            Err(e) => harness_error(e),
+        return match name_written(
+            scr::cli_docs::generate(Cli::command(), &share),
+            Named::Stdout,
+        ) {
+            Ok(()) => Code::Success.into(),
+            Err(code) => code,
         };
     }
     // clap exits USAGE (2) on bad usage, SUCCESS on --help/--version.
@@ -285,15 +283,34 @@ fn plot_cmd(from: &Path, out: Option<PathBuf>) -> ExitCode {
         }
     };
     let png = out.unwrap_or_else(|| from.with_extension("png"));
-    match harness::plot::matrix(&report, &png) {
-        Ok(files) => {
-            for f in files {
-                println!("{}", f.display());
-            }
-            Code::Success.into()
-        }
-        Err(e) => harness_error(e),
+    match name_written(harness::plot::matrix(&report, &png), Named::Stdout) {
+        Ok(()) => Code::Success.into(),
+        Err(code) => code,
     }
+}
+
+/// Where [`name_written`] names the files: on stdout when they are the
+/// command's output (`generate`, `plot`), on stderr beside a campaign's or
+/// a sweep's own report.
+enum Named {
+    Stdout,
+    Stderr,
+}
+
+/// Name each file a command wrote, one per line, or give the exit code of
+/// a harness that could not write them (FAILED, with the error).
+fn name_written<E: std::fmt::Display>(
+    written: Result<Vec<PathBuf>, E>,
+    to: Named,
+) -> Result<(), ExitCode> {
+    let files = written.map_err(harness_error)?;
+    for f in files {
+        match to {
+            Named::Stdout => println!("{}", f.display()),
+            Named::Stderr => eprintln!("scr-harness: wrote {}", f.display()),
+        }
+    }
+    Ok(())
 }
 
 /// The harness could not do its job: exit FAILED.
@@ -863,13 +880,8 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
         time_s: start.elapsed().as_secs_f64(),
     };
     if !a.no_results {
-        match report.write(&a.out) {
-            Ok(files) => {
-                for f in files {
-                    eprintln!("scr-harness: wrote {}", f.display());
-                }
-            }
-            Err(e) => return harness_error(e),
+        if let Err(code) = name_written(report.write(&a.out), Named::Stderr) {
+            return code;
         }
     }
     if a.common.json {
@@ -1031,13 +1043,9 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
     print!("{}", sweep::counts_table(&cells));
     if !a.no_results {
         let command = std::env::args().collect::<Vec<_>>().join(" ");
-        match sweep::write_results(&a.out, name, &command, a.scheme, &cells, time_s) {
-            Ok(files) => {
-                for f in files {
-                    eprintln!("wrote {}", f.display());
-                }
-            }
-            Err(e) => return harness_error(e),
+        let written = sweep::write_results(&a.out, name, &command, a.scheme, &cells, time_s);
+        if let Err(code) = name_written(written, Named::Stderr) {
+            return code;
         }
     }
     println!(

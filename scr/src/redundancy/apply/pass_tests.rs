@@ -4,6 +4,7 @@
 //! (golden digests below were produced by it), encode maps nothing, and a
 //! CRC mismatch found at the end of the pass fails the set as before.
 
+use super::tests::set_of_four;
 use super::*;
 use crate::comm::thread::ThreadComm;
 use crate::records::FileType;
@@ -76,14 +77,8 @@ fn digest(scheme: CopyType, set_failures: usize, case: usize, piece: usize) -> S
             });
         }
         let set = SetInfo {
-            comm,
-            group_id: 0,
-            world_ranks: vec![0, 1, 2, 3],
-            world_size: 4,
             dataset: Dataset::new(2),
-            scheme,
-            set_failures,
-            piece_bytes: piece,
+            ..set_of_four(comm, (scheme, set_failures), piece)
         };
         let enc = encode(&set, &mine, &dir, &mut |_, _, _| Ok(())).expect("encode");
         let mut lines = vec![format!("{m} app {:x?}", enc.app_crcs)];
@@ -170,14 +165,8 @@ fn encode_one_file_each(
             }],
         };
         let set = SetInfo {
-            comm,
-            group_id: 0,
-            world_ranks: vec![0, 1, 2, 3],
-            world_size: 4,
             dataset: Dataset::new(4),
-            scheme,
-            set_failures,
-            piece_bytes: 1 << 16,
+            ..set_of_four(comm, (scheme, set_failures), 1 << 16)
         };
         let r = encode(&set, &mine, &dir, &mut |_, _, _| Ok(()));
         (r, path)

@@ -4,6 +4,7 @@
 //! fails mid-ring, ends the set as on one thread.
 
 use super::ring::test_hook;
+use super::tests::set_of_four;
 use super::*;
 use crate::comm::thread::{ThreadComm, ThreadConfig};
 use crate::comm::{CommError, CommResult, ReduceOp};
@@ -122,14 +123,8 @@ impl Member<'_> {
             }],
         };
         let set = SetInfo {
-            comm: self.comm,
-            group_id: 0,
-            world_ranks: vec![0, 1, 2, 3],
-            world_size: 4,
             dataset: Dataset::new(2),
-            scheme: self.scheme,
-            set_failures: self.set_failures,
-            piece_bytes: self.piece,
+            ..set_of_four(self.comm, (self.scheme, self.set_failures), self.piece)
         };
         let r = encode(&set, &mine, &dir, &mut |_, _, _| {
             register(&path);

@@ -60,8 +60,13 @@ fn content(seed: u64, world: usize, file: usize, len: usize) -> Vec<u8> {
     v
 }
 
-/// The one set of a 4-rank job, dataset 1.
-fn set_of_four(comm: &dyn Comm, (scheme, set_failures): Desc, piece_bytes: usize) -> SetInfo<'_> {
+/// The one set of a 4-rank job, dataset 1 (the other test modules of
+/// `apply` build theirs from it too).
+pub(super) fn set_of_four(
+    comm: &dyn Comm,
+    (scheme, set_failures): (CopyType, usize),
+    piece_bytes: usize,
+) -> SetInfo<'_> {
     SetInfo {
         comm,
         group_id: 0,
