@@ -37,10 +37,20 @@ printf 'scr = { path = "%s/scr" }\n' "$REPO" >> "$app/Cargo.toml"
 cp "$REPO/scr/examples/checkpoint_restart.rs" "$app/src/main.rs"
 cp "$REPO/Cargo.lock" "$app/Cargo.lock"
 
+# The workspace's dev profile, read from its Cargo.toml (every key = value
+# of [profile.dev] and [profile.dev.package."*"]) so the two cannot drift:
+# one setting different recompiles every dependency (74 crates, 254 s).
+profile=()
+while IFS= read -r setting; do profile+=(--config "$setting"); done < <(
+  awk '/^\[/ { sect = $0; next }
+       sect == "[profile.dev]" && /^[a-z-]+ *=/ { sub(/ *= */, "="); print "profile.dev." $0 }
+       sect == "[profile.dev.package.\"*\"]" && /^[a-z-]+ *=/ { sub(/ *= */, "="); print "profile.dev.package.\"*\"." $0 }' \
+    "$REPO/Cargo.toml")
+[ "${#profile[@]}" -ge 4 ] || { fail "read the dev profile from $REPO/Cargo.toml"; finish; }
+
 log="$WORK/build.log"
 start=$(date +%s)
-if (cd "$app" && CARGO_TARGET_DIR="$target" cargo build --offline \
-      --config 'profile.dev.opt-level=1' --config 'profile.dev.package."*".opt-level=2' \
+if (cd "$app" && CARGO_TARGET_DIR="$target" cargo build --offline "${profile[@]}" \
       --config 'profile.dev.package.scr.opt-level=1') >"$log" 2>&1; then
   secs=$(( $(date +%s) - start ))
   compiled=$(grep -c '^ *Compiling ' "$log")
