@@ -1,12 +1,14 @@
 //! Read-only memory mappings of cached files.
 //!
 //! Why map: on node-local RAM disks (tmpfs, /dev/shm) a `pread` copies every
-//! byte out of the page cache, and that copy costs about as much as reading
-//! the pages at all, so a whole-file check (`storage::verify`) maps large
-//! files. The redundancy encode does not: it reads each file once in
-//! bounded pieces that feed both the CRC32 and the scheme
-//! (`redundancy::apply`, "One pass"), so a mapping would only add the
-//! file's pages to the rank's resident set (results/checkpoint.md).
+//! byte out of the page cache; a mapping lends the bytes without that copy
+//! (`redundancy::logical::LogicalFile::open_mapped`). The checkpoint and
+//! restart paths do not map: the redundancy encode and rebuild and the
+//! whole-file check (`storage::verify`) read each file once in bounded
+//! pieces (`redundancy::apply`, "One pass"), which keeps the file's pages
+//! out of the rank's resident set and, with several threads in the
+//! process, is faster than populating and unmapping mappings
+//! (results/checkpoint.md, "SINGLE's CRC read through a buffer").
 //!
 //! Cache files are private to the job (0700 directories that refuse foreign
 //! owners, `storage::dirs`) and SCR reads them only between the
@@ -15,25 +17,6 @@
 //! is the one thing the callers rely on not happening.
 
 use std::fs::File;
-
-/// Bytes of one window of [`crc_windowed`] (a multiple of any page size).
-pub const WINDOW_BYTES: usize = 16 << 20;
-
-/// The CRC32 of the first `len` bytes of `file`, mapped [`WINDOW_BYTES`] at
-/// a time: no copy out of the page cache, and at most one window resident
-/// (a whole-file mapping put the file's pages in the rank's resident set,
-/// 2× an application's peak for a SINGLE checkpoint; issue 17).
-pub fn crc_windowed(file: &File, len: u64) -> std::io::Result<u32> {
-    let mut h = crc32fast::Hasher::new();
-    let mut off = 0u64;
-    while off < len {
-        let n = (len - off).min(WINDOW_BYTES as u64) as usize;
-        let w = Mapped::window(file, off, n)?;
-        h.update(w.bytes());
-        off += n as u64;
-    }
-    Ok(h.finalize())
-}
 
 /// Files smaller than this are read rather than mapped: below it the
 /// mmap/munmap calls (and, in a multithreaded process, the TLB shootdown
@@ -70,28 +53,6 @@ impl Mapped {
         // may change them (see the module documentation).
         let map = unsafe { memmap2::MmapOptions::new().len(len).populate().map(file)? };
         // Readahead hint only; failure changes nothing.
-        let _ = map.advise(memmap2::Advice::Sequential);
-        Ok(Mapped { map: Some(map) })
-    }
-
-    /// Maps `len` bytes of `file` from `offset` (a multiple of the page
-    /// size), populated, for a pass over a file in bounded windows: the
-    /// resident set grows by one window, not by the file.
-    pub fn window(file: &File, offset: u64, len: usize) -> std::io::Result<Self> {
-        if len == 0 {
-            return Ok(Mapped { map: None });
-        }
-        #[cfg(test)]
-        test_hook::record(file);
-        // SAFETY: as in `Mapped::new`: a read-only mapping of a cache file
-        // that nothing truncates or writes while it is mapped.
-        let map = unsafe {
-            memmap2::MmapOptions::new()
-                .offset(offset)
-                .len(len)
-                .populate()
-                .map(file)?
-        };
         let _ = map.advise(memmap2::Advice::Sequential);
         Ok(Mapped { map: Some(map) })
     }
@@ -154,39 +115,5 @@ mod tests {
         File::create(&e).unwrap();
         let m = Mapped::new(&File::open(&e).unwrap(), 0).unwrap();
         assert!(m.bytes().is_empty());
-    }
-
-    #[test]
-    fn the_crc_of_a_mapped_file_is_the_crc_of_its_bytes() {
-        // Past MAP_MIN_BYTES crc_of_file takes the mapping, not reads.
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("big");
-        let n = MAP_MIN_BYTES as usize + 4099;
-        let data: Vec<u8> = (0..n as u32).map(|i| (i * 7 + i / 977) as u8).collect();
-        File::create(&p).unwrap().write_all(&data).unwrap();
-        let m = Mapped::new(&File::open(&p).unwrap(), n as u64).unwrap();
-        assert_eq!(m.bytes(), &data[..]);
-        assert_eq!(
-            crate::storage::verify::crc_of_file(&p).unwrap(),
-            (crc32fast::hash(&data), n as u64)
-        );
-    }
-
-    #[test]
-    fn a_file_of_several_windows_has_the_crc_of_its_bytes() {
-        // Two whole windows and a part, so every window boundary is crossed.
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("windows");
-        let n = 2 * WINDOW_BYTES + 12_345;
-        let data: Vec<u8> = (0..n as u64).map(|i| (i ^ (i >> 13)) as u8).collect();
-        File::create(&p).unwrap().write_all(&data).unwrap();
-        let f = File::open(&p).unwrap();
-        assert_eq!(crc_windowed(&f, n as u64).unwrap(), crc32fast::hash(&data));
-        // A prefix ending inside the second window.
-        let part = WINDOW_BYTES + 7;
-        assert_eq!(
-            crc_windowed(&f, part as u64).unwrap(),
-            crc32fast::hash(&data[..part])
-        );
     }
 }
