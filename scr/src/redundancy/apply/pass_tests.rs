@@ -4,7 +4,7 @@
 //! (golden digests below were produced by it), encode maps nothing, and a
 //! CRC mismatch found at the end of the pass fails the set as before.
 
-use super::tests::set_of_four;
+use super::tests::{one_file, set_of_four};
 use super::*;
 use crate::comm::thread::ThreadComm;
 use crate::records::FileType;
@@ -158,12 +158,7 @@ fn encode_one_file_each(
             ckpt: Some(4),
             ..Meta::default()
         };
-        let mine = MemberFiles {
-            files: vec![FileEntry {
-                path: path.clone(),
-                meta,
-            }],
-        };
+        let mine = one_file(path.clone(), meta);
         let set = SetInfo {
             dataset: Dataset::new(4),
             ..set_of_four(comm, (scheme, set_failures), 1 << 16)

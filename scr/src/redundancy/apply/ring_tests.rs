@@ -4,7 +4,7 @@
 //! fails mid-ring, ends the set as on one thread.
 
 use super::ring::test_hook;
-use super::tests::set_of_four;
+use super::tests::{one_file, set_of_four};
 use super::*;
 use crate::comm::thread::{ThreadComm, ThreadConfig};
 use crate::comm::{CommError, CommResult, ReduceOp};
@@ -116,12 +116,7 @@ impl Member<'_> {
             ckpt: Some(2),
             ..Meta::default()
         };
-        let mine = MemberFiles {
-            files: vec![FileEntry {
-                path: path.clone(),
-                meta,
-            }],
-        };
+        let mine = one_file(path.clone(), meta);
         let set = SetInfo {
             dataset: Dataset::new(2),
             ..set_of_four(self.comm, (self.scheme, self.set_failures), self.piece)

@@ -79,6 +79,14 @@ pub(super) fn set_of_four(
     }
 }
 
+/// A member whose one file is `path` (the other test modules of `apply`
+/// use it too).
+pub(super) fn one_file(path: PathBuf, meta: Meta) -> MemberFiles {
+    MemberFiles {
+        files: vec![FileEntry { path, meta }],
+    }
+}
+
 fn logical_name(world: usize, file: usize) -> String {
     format!("/prefix/ckpt.3/rank{world}/part{file}.dat")
 }
@@ -725,12 +733,7 @@ fn a_member_that_dies_before_encode_ends_the_others_with_a_comm_error_not_a_hang
             let dir = tempfile::tempdir().expect("tempdir");
             let path = dir.path().join("f");
             std::fs::write(&path, b"abcdef").expect("write");
-            let mine = MemberFiles {
-                files: vec![FileEntry {
-                    path,
-                    meta: app_meta(comm.rank(), 0, b"abcdef"),
-                }],
-            };
+            let mine = one_file(path, app_meta(comm.rank(), 0, b"abcdef"));
             let set = set_of_four(comm, scheme, 2);
             Some(
                 encode(&set, &mine, dir.path(), &mut |_, _, _| Ok(()))
@@ -828,12 +831,7 @@ fn a_refusing_register_callback_fails_every_member_with_register() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("f");
         std::fs::write(&path, b"abc").expect("write");
-        let mine = MemberFiles {
-            files: vec![FileEntry {
-                path,
-                meta: app_meta(comm.rank(), 0, b"abc"),
-            }],
-        };
+        let mine = one_file(path, app_meta(comm.rank(), 0, b"abc"));
         let set = set_of_four(comm, XOR, 2);
         let me = comm.rank();
         let mut reg = |owner: i64, path: &Path, _: &Meta| {
@@ -869,9 +867,7 @@ fn a_file_that_differs_from_its_recorded_crc_fails_the_encode_with_crc_on_every_
             if comm.rank() == 1 {
                 meta.crc32 = meta.crc32.map(|c| c ^ 1);
             }
-            let mine = MemberFiles {
-                files: vec![FileEntry { path, meta }],
-            };
+            let mine = one_file(path, meta);
             let set = set_of_four(comm, scheme, 1000);
             encode(&set, &mine, &dir, &mut |_, _, _| Ok(()))
                 .map(|_| ())
@@ -902,12 +898,7 @@ fn members_given_different_sets_all_fail_inconsistent_before_data_moves() {
                 let path = dir.join("f");
                 let bytes = content(5, comm.rank(), 0, 3000);
                 std::fs::write(&path, &bytes).expect("write");
-                let mine = MemberFiles {
-                    files: vec![FileEntry {
-                        path,
-                        meta: app_meta(comm.rank(), 0, &bytes),
-                    }],
-                };
+                let mine = one_file(path, app_meta(comm.rank(), 0, &bytes));
                 let mut set = set_of_four(comm, scheme, 1000);
                 if comm.rank() == 2 {
                     set.piece_bytes = piece_2;
@@ -941,9 +932,7 @@ fn a_peers_failure_names_the_member_and_the_file() {
         if comm.rank() == 1 {
             meta.crc32 = meta.crc32.map(|c| c ^ 1);
         }
-        let mine = MemberFiles {
-            files: vec![FileEntry { path, meta }],
-        };
+        let mine = one_file(path, meta);
         let set = set_of_four(comm, XOR, 1000);
         encode(&set, &mine, &dir, &mut |_, _, _| Ok(())).map(|_| ())
     })
@@ -1187,12 +1176,7 @@ fn encode_ratio_to_raw_write() {
             }
             comm.barrier().expect("barrier");
             let raw = t0.elapsed().as_secs_f64();
-            let mine = MemberFiles {
-                files: vec![FileEntry {
-                    path,
-                    meta: app_meta(comm.rank(), 0, &bytes),
-                }],
-            };
+            let mine = one_file(path, app_meta(comm.rank(), 0, &bytes));
             let set = set_of_four(comm, scheme, 1 << 20);
             let t1 = std::time::Instant::now();
             encode(&set, &mine, &dir, &mut |_, _, _| Ok(())).expect("encode");
