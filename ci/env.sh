@@ -24,3 +24,36 @@ node_contexts() {
     CONTEXTS+=(-np 1 -x "SCR_NODE_NAME=n$i" -x "SCR_NODE_ROOT=$nodes/n$i" "$@")
   done
 }
+
+# workspace_bins: every binary of the workspace as ci/test's `cargo test
+# --workspace` built them. A script that built one package alone
+# (`cargo build -p testing --bin scr_app`) unified scr's features and its
+# dependencies' differently and compiled scr again: minutes per script on
+# 2 cores. With the whole workspace selected and its tests' unification,
+# every script finds them built.
+workspace_bins() { cargo test --workspace --no-run --quiet; }
+
+# workspace_test TEST ARGS...: one integration test target of the
+# workspace, built with the same unification (ARGS go to cargo test, e.g.
+# -- --ignored).
+workspace_test() {
+  local t="$1"
+  shift
+  cargo test --workspace --quiet --test "$t" "$@"
+}
+
+# fault_injection_bins: scr_app and the `scr` command with injection points
+# (scr/fault-injection), in target/fault-injection/debug where the harness
+# looks for them (harness/src/tools.rs). They are compiled in the
+# workspace's target directory, which has every dependency compiled already
+# (a target directory of their own compiled all of them again: about
+# 5 minutes), copied there, and the workspace's own binaries are linked
+# back at once (workspace_bins), so those stay free of injection points
+# (ci/tests.d/fault-points-free.sh).
+fault_injection_bins() {
+  cargo build --quiet -p testing --bin scr_app -p scr --bin scr \
+    --features scr/fault-injection,scr/cli
+  mkdir -p target/fault-injection/debug
+  cp target/debug/scr_app target/debug/scr target/fault-injection/debug/
+  workspace_bins
+}

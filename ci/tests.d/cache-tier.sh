@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app
+workspace_bins
 export SCR_APP_BIN="$PWD/target/debug/scr_app"
 # Two scenarios at a time: each is 8 ranks on 2 cores.
-cargo test --quiet -p harness --test cache_tier -- --ignored --test-threads 2
+workspace_test cache_tier -- --ignored --test-threads 2
 echo "cache-tier: ok"

@@ -4,14 +4,13 @@
 # then `scr-harness validate` (the new-system checklist) on simulated nodes.
 # scr_app and the `scr` command (whose `scr postrun` runs `scr copy` on
 # every node, with the injection point scavenge.file) are built with
-# injection points in their own target directory, so the workspace's
-# binaries stay free of them (ci/tests.d/fault-points-free.sh).
+# injection points into target/fault-injection/debug, and the workspace's
+# binaries stay free of them (ci/env.sh fault_injection_bins,
+# ci/tests.d/fault-points-free.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app -p scr --bin scr --features scr/fault-injection,scr/cli \
-  --target-dir target/fault-injection
-cargo build --quiet -p harness --bin scr-harness -p scr --bin scr
+fault_injection_bins
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s)
@@ -20,10 +19,10 @@ target/debug/scr-harness campaign --quick --app target/fault-injection/debug/scr
   --jobs 2 --out "$out" --work target/scr-harness
 echo "quick campaign: $(( $(date +%s) - start )) s"
 SCR_HARNESS_QUICK_JSON="$out/campaign-quick.json" \
-  cargo test --quiet -p harness --test campaign_snapshot
+  workspace_test campaign_snapshot
 # The run loop's RUN_START/RUN_END/NODE_FAIL beside the library's log.
 SCR_APP_BIN="$PWD/target/fault-injection/debug/scr_app" \
-  cargo test --quiet -p harness --test runloop_log -- --ignored
+  workspace_test runloop_log -- --ignored
 # The new-system checklist on simulated nodes (about 10 s).
 target/debug/scr-harness validate --app target/fault-injection/debug/scr_app \
   --work target/scr-harness/validate

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The C API (issue 7): install libscr + scr.h + scrf.h + scr.pc into a
-# temporary prefix (ci/install: its one release build of the C API and the
-# tools is the one ci/tests.d/user-install.sh reuses), build the C programs of testing/c with
+# temporary prefix (ci/install: its one build of the C API and the tools,
+# dev under ci/test, is the one ci/tests.d/user-install.sh reuses), build the C programs of testing/c with
 # mpicc and pkg-config (and testing/fortran with mpifort), and run them under mpirun -np 4 on four simulated nodes
 # (SCR_NODE_NAME=n<i>, SCR_NODE_ROOT=<tmp>/nodes/n<i>). Ends with
 # "N passed, M failed"; exits non-zero when any failed.
@@ -16,7 +16,7 @@ install="$work/install"
 
 echo "-- installing the C API into $install"
 ci/install "$install" >/dev/null || { echo "ci/install failed"; echo "0 passed, 1 failed"; exit 1; }
-cargo build -p testing --bin scr_halt_file --quiet || { echo "0 passed, 1 failed"; exit 1; }
+workspace_bins || { echo "0 passed, 1 failed"; exit 1; }
 halt_helper="${CARGO_TARGET_DIR:-$repo/target}/debug/scr_halt_file"
 
 export PKG_CONFIG_PATH="$install/lib/pkgconfig"

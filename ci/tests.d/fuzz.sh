@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Bounded decoder fuzzing for CI (docs/fuzzing.md), a few seconds:
 # the in-tree seeded mutation fuzzer for the kvtree decoders. ci/test has
-# already built it (cargo test builds examples). The seed is random unless
+# already built it (cargo test builds examples; workspace_bins finds it
+# built, where `cargo run -p scr` would compile scr again with its own
+# features). The seed is random unless
 # SCR_FUZZ_SEED is set; it is printed, and a failure prints the exact
 # replay command.
 #
@@ -15,7 +17,9 @@ cd "$(dirname "$0")/../.."
 seed="${SCR_FUZZ_SEED:-$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')}"
 iters="${SCR_FUZZ_ITERS:-300000}"
 echo "kvtree_fuzz: seed $seed, $iters iterations (replay: SCR_FUZZ_SEED=$seed $0)"
-cargo run --quiet -p scr --example kvtree_fuzz -- --seed "$seed" --iters "$iters"
+. ci/env.sh
+workspace_bins
+target/debug/examples/kvtree_fuzz --seed "$seed" --iters "$iters"
 
 if [ "${SCR_CARGO_FUZZ:-0}" = 1 ]; then
   if ! command -v cargo-fuzz >/dev/null; then

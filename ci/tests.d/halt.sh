@@ -4,11 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app
-cargo build --quiet -p scr --bin scr --features cli
+workspace_bins
 export SCR_APP_BIN="$PWD/target/debug/scr_app"
 export SCR_BIN="$PWD/target/debug/scr"
 # Two jobs at a time: each is 4 ranks on 2 cores; the time conditions are
 # judged against clock readings, so load does not make them flaky.
-cargo test --quiet -p harness --test halt -- --ignored --test-threads 2
+workspace_test halt -- --ignored --test-threads 2
 echo "halt: ok"

@@ -34,8 +34,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
   -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off" start >/dev/null \
   || { cat "$dir/server.log" >&2; exit 1; }
-cargo build --quiet -p scr --bin scr --features cli
+workspace_bins
 export SCR_TEST_PG_HOST="127.0.0.1:$port" SCR_TEST_PG_USER=scradmin SCR_TEST_PG_PASS="$pass"
 export SCR_BIN="$PWD/target/debug/scr"
-timeout 600 cargo test --quiet -p scr --features cli --test log_db_server -- --ignored
+timeout 600 cargo test --workspace --quiet --test log_db_server -- --ignored
 echo "logdb-server: ok"

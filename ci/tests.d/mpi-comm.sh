@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin comm_conformance -p harness --bin mpirun-sim
+workspace_bins
 bin=target/debug
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

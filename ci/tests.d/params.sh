@@ -2,17 +2,16 @@
 # copy and on delete, copy metadata, the flush watchdog, SCR_DEBUG levels,
 # prefix size and purge, Need_checkpoint without a policy, refused
 # parameters, containers (flush, fetch, a short container, scavenge).
-# scr_app is built with injection points in its own target directory (shared with ci/tests.d/campaign.sh): the faults that strike
-# mid-run are delays at injection points. Every job is bounded.
+# scr_app is built with injection points (ci/env.sh fault_injection_bins,
+# as for ci/tests.d/campaign.sh): the faults that strike mid-run are
+# delays at injection points. Every job is bounded.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app --features scr/fault-injection,scr/cli \
-  --target-dir target/fault-injection
-# `scr postrun` for the containers scavenge test.
-cargo build --quiet -p scr --bin scr --features scr/fault-injection,scr/cli \
-  --target-dir target/fault-injection
+# `scr` (with injection points too) runs `scr postrun` for the containers
+# scavenge test.
+fault_injection_bins
 SCR_APP_BIN="$PWD/target/fault-injection/debug/scr_app" \
   SCR_BIN="$PWD/target/fault-injection/debug/scr" \
-  cargo test --quiet -p harness --test params -- --ignored --test-threads 2
+  workspace_test params -- --ignored --test-threads 2
 echo "params: ok"

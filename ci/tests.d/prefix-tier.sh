@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app
+workspace_bins
 export SCR_APP_BIN="$PWD/target/debug/scr_app"
-cargo test --quiet -p harness --test prefix_tier -- --ignored --test-threads 2
+workspace_test prefix_tier -- --ignored --test-threads 2
 echo "prefix-tier: ok"

@@ -5,9 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app
-cargo build --quiet -p scr --bin scr --features cli
+workspace_bins
 export SCR_APP_BIN="$PWD/target/debug/scr_app"
 export SCR_BIN="$PWD/target/debug/scr"
-cargo test --quiet -p harness --test scavenge -- --ignored --test-threads 1
+workspace_test scavenge -- --ignored --test-threads 1
 echo "scavenge: ok"

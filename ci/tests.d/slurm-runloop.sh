@@ -29,9 +29,7 @@ if [ -n "$why" ]; then
   echo "slurm-runloop: (SCR_SLURM_SKIP=1 skips these tests on purpose)" >&2
   exit 1
 fi
-cargo build --quiet -p testing --bin scr_app
-cargo build --quiet -p scr --bin scr --features cli
-cargo build --quiet -p harness --bin scr-harness
+workspace_bins
 WORK=$(mktemp -d /var/tmp/scr-slurm-runloop.XXXXXX)   # every node sees /var/tmp
 # SCR_SLURM_KEEP=1 keeps the work directory (outputs, prefixes, logs).
 trap 'ci/slurm-cluster stop >/dev/null 2>&1 || true; [ "${SCR_SLURM_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT

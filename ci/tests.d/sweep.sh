@@ -9,9 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . ci/env.sh
-cargo build --quiet -p testing --bin scr_app -p scr --bin scr --features scr/fault-injection,scr/cli \
-  --target-dir target/fault-injection
-cargo build --quiet -p harness --bin scr-harness
+fault_injection_bins
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s)
