@@ -19,6 +19,17 @@
 //! = raw / (raw + floor) is the ratio such an implementation could reach if
 //! reading, encoding and communicating cost nothing more.
 //!
+//! On simulated nodes of one machine the bytes that cross between nodes are
+//! copied by the same cores (a real cluster's network adapter moves them
+//! without the CPU), and the scheme's arithmetic runs on them too. So a
+//! second floor adds, measured in the same repetition, what any
+//! implementation of the scheme must also do there: move the fewest bytes
+//! the scheme needs between members through the same communicator (ring
+//! sendrecvs of SCR_MPI_BUF_SIZE pieces; [`transfer_bytes`]) and do its
+//! fewest XOR / GF(2^8) multiply-adds on bytes in memory
+//! ([`arithmetic_bytes`]). "best with transfer" = raw / (raw + read + write
+//! + transfer + arithmetic).
+//!
 //! `<SCHEME>+async` sets SCR_ENCODE_ASYNC=1: "SCR checkpoint" is then the
 //! time the application is blocked (Start_output to Complete_output's
 //! return) and "until protected" the time until every rank's background
@@ -99,6 +110,16 @@ impl Params {
     }
 }
 
+/// The pieces the schemes move and compute in: SCR_MPI_BUF_SIZE from the
+/// environment (which [`init`] passes on to SCR), else SCR's default.
+pub fn piece_bytes() -> usize {
+    std::env::var("SCR_MPI_BUF_SIZE")
+        .ok()
+        .and_then(|v| scr::units::parse_bytes(&v))
+        .map_or(scr::redundancy::xor::DEFAULT_PIECE_BYTES, |b| b as usize)
+        .max(1)
+}
+
 /// A fresh world communicator for each SCR_Init (the thread communicator
 /// splits its world, MPI duplicates MPI_COMM_WORLD).
 pub type WorldFn<'a> = &'a dyn Fn() -> Box<dyn Comm>;
@@ -112,6 +133,81 @@ pub fn redundancy_bytes(scheme: &str, size: usize) -> usize {
         "XOR" => size.div_ceil(n - 1),
         "RS" => RS_K * size.div_ceil(n - RS_K),
         _ => 0,
+    }
+}
+
+/// Bytes a member of a set of [`RANKS`] must send to other members to
+/// encode `size` bytes of its own under `scheme`, at the least:
+/// - PARTNER: its whole data (the copy);
+/// - XOR: each parity chunk (SIZE/(N−1)) combines N−1 members' chunks, and
+///   none of them is on the chunk's holder, so N−1 chunk transfers per
+///   stripe (chained or not), N stripes over N members: SIZE each;
+/// - RS with k parity rows: a chain of the N−k data members of a stripe
+///   that forwards, after j contributions, min(j, k) pieces (the raw data
+///   while there are fewer than k, then the k partial rows), and delivers k
+///   rows to the k holders (none of them holds data of the stripe):
+///   Σ_{j=1}^{N−k−1} min(j, k) + k chunks of SIZE/(N−k) per stripe.
+pub fn transfer_bytes(scheme: &str, size: usize) -> usize {
+    let n = RANKS;
+    match scheme {
+        "PARTNER" => size,
+        "XOR" => size.div_ceil(n - 1) * (n - 1),
+        "RS" => {
+            let chunks: usize = (1..n - RS_K).map(|j| j.min(RS_K)).sum::<usize>() + RS_K;
+            size.div_ceil(n - RS_K) * chunks
+        }
+        _ => 0,
+    }
+}
+
+/// Bytes a member's share of `scheme`'s arithmetic runs over, at the
+/// least: XOR combines N−1 chunks into each parity chunk (N−2 XORs of a
+/// chunk per stripe: (N−2)·SIZE/(N−1) per member); RS computes k rows from
+/// N−k data chunks per stripe (k·(N−k) multiply-adds of a chunk: k·SIZE per
+/// member). [`arithmetic`] runs them.
+pub fn arithmetic_bytes(scheme: &str, size: usize) -> usize {
+    let n = RANKS;
+    match scheme {
+        "XOR" => size.div_ceil(n - 1) * (n - 2),
+        "RS" => RS_K * size,
+        _ => 0,
+    }
+}
+
+/// The scheme's fewest arithmetic passes over `data` into a piece-sized
+/// accumulator (XOR: [`scr::redundancy::gf256::xor_into`]; RS: the fastest
+/// multiply-add kernel with a coefficient other than 0 and 1).
+fn arithmetic(scheme: &str, data: &[u8], piece: usize, acc: &mut [u8]) {
+    let mut left = arithmetic_bytes(scheme, data.len());
+    let kernel = scr::redundancy::gf256::Kernel::best();
+    let mut off = 0;
+    while left > 0 {
+        let len = left.min(piece).min(data.len() - off);
+        let src = &data[off..off + len];
+        match scheme {
+            "XOR" => scr::redundancy::gf256::xor_into(&mut acc[..len], src),
+            _ => kernel.mul_add_into(&mut acc[..len], src, 0x53),
+        }
+        left -= len;
+        off = (off + len) % data.len();
+    }
+    std::hint::black_box(acc);
+}
+
+/// Sends `bytes` to the right neighbour while receiving as many from the
+/// left, in `piece`-byte sendrecvs (every member at once, as in the
+/// schemes' rings).
+fn transfer(comm: &dyn Comm, data: &[u8], bytes: usize, piece: usize, inc: &mut Vec<u8>) {
+    let (n, me) = (comm.size(), comm.rank());
+    let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+    let mut off = 0;
+    while off < bytes {
+        let len = (bytes - off).min(piece);
+        let at = off % data.len();
+        let len = len.min(data.len() - at);
+        comm.sendrecv_bytes(Some((right, &data[at..at + len])), Some(left), inc)
+            .expect("sendrecv");
+        off += len;
     }
 }
 
@@ -179,6 +275,10 @@ pub struct CkptRow {
     pub read_s: f64,
     /// Raw write+fsync of the scheme's redundancy bytes.
     pub red_write_s: f64,
+    /// Moving [`transfer_bytes`] through the communicator.
+    pub transfer_s: f64,
+    /// The scheme's [`arithmetic`] on bytes in memory.
+    pub arith_s: f64,
     /// `+async` rows (SCR_ENCODE_ASYNC=1): from Start_output until the
     /// checkpoint is protected on every rank (`scr_s` is then the time the
     /// application was blocked: Start_output to Complete_output's return).
@@ -194,6 +294,11 @@ impl CkptRow {
     /// raw / (raw + read once + redundancy write).
     pub fn best_ratio(&self) -> f64 {
         self.raw_s / (self.raw_s + self.read_s + self.red_write_s)
+    }
+
+    /// raw / (raw + read once + redundancy write + transfer + arithmetic).
+    pub fn best_ratio_moving(&self) -> f64 {
+        self.raw_s / (self.raw_s + self.read_s + self.red_write_s + self.transfer_s + self.arith_s)
     }
 }
 
@@ -234,8 +339,11 @@ pub fn checkpoint_row(
     ];
     let mut scr = init(world, &prefix, root, rank, &vars);
     let red = redundancy_bytes(copy_type, size).min(size);
+    let moved = transfer_bytes(copy_type, size);
+    let piece = piece_bytes();
+    let (mut acc, mut inc) = (vec![0u8; piece], Vec::with_capacity(piece));
     let (mut raw, mut ours, mut read, mut red_write) = (vec![], vec![], vec![], vec![]);
-    let mut protected = vec![];
+    let (mut transferred, mut arith, mut protected) = (vec![], vec![], vec![]);
     // Repetition 0 warms up (first-touch page allocation, page tables of
     // fresh buffers, the dataset directories) and is not counted.
     for rep in 0..=p.reps {
@@ -245,6 +353,8 @@ pub fn checkpoint_row(
                 &mut ours,
                 &mut read,
                 &mut red_write,
+                &mut transferred,
+                &mut arith,
                 &mut protected,
             ] {
                 v.clear();
@@ -263,6 +373,14 @@ pub fn checkpoint_row(
         });
         let _ = std::fs::remove_file(&red_path);
         std::fs::remove_file(&raw_path).expect("remove raw");
+        transferred.push(if moved > 0 {
+            timed(comm, || transfer(comm, &data, moved, piece, &mut inc))
+        } else {
+            0.0
+        });
+        arith.push(timed(comm, || {
+            arithmetic(copy_type, &data, piece, &mut acc)
+        }));
         let name = format!("bench.{rep}");
         let file = prefix.join(format!("rank{rank}.ckpt"));
         let scr = &mut scr;
@@ -310,6 +428,8 @@ pub fn checkpoint_row(
         scr_s: median(ours),
         read_s: median(read),
         red_write_s: median(red_write),
+        transfer_s: median(transferred),
+        arith_s: median(arith),
         protected_s: asynchronous.then(|| median(protected)),
     }
 }
@@ -406,8 +526,8 @@ pub fn run_all(comm: &dyn Comm, world: WorldFn, root: &Path, p: &Params, label: 
         p.reps
     ));
     say(String::new());
-    say("| size per rank | scheme | raw write+fsync (s) | SCR checkpoint (s) | ratio raw/SCR | floor: read once + write redundancy (s) | best possible ratio | until protected (s) | raw / until protected |".into());
-    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- |".into());
+    say("| size per rank | scheme | raw write+fsync (s) | SCR checkpoint (s) | ratio raw/SCR | floor: read once + write redundancy (s) | best possible ratio | until protected (s) | raw / until protected | transfer + arithmetic (s) | best with transfer | SCR / best with transfer |".into());
+    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |".into());
     for &mib in &p.sizes_mib {
         for scheme in &p.schemes {
             let dir = root.join(format!("{scheme}-{mib}"));
@@ -417,13 +537,17 @@ pub fn run_all(comm: &dyn Comm, world: WorldFn, root: &Path, p: &Params, label: 
                 None => ("=".into(), "=".into()),
             };
             say(format!(
-                "| {mib} MiB | {scheme} | {:.3} | {:.3} | {:.2} | {:.3} + {:.3} | {:.2} | {until} | {until_ratio} |",
+                "| {mib} MiB | {scheme} | {:.3} | {:.3} | {:.2} | {:.3} + {:.3} | {:.2} | {until} | {until_ratio} | {:.3} + {:.3} | {:.2} | {:.2} |",
                 r.raw_s,
                 r.scr_s,
                 r.ratio(),
                 r.read_s,
                 r.red_write_s,
-                r.best_ratio()
+                r.best_ratio(),
+                r.transfer_s,
+                r.arith_s,
+                r.best_ratio_moving(),
+                r.ratio() / r.best_ratio_moving()
             ));
             cleanup(comm, &dir);
         }
