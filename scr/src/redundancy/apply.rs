@@ -69,6 +69,15 @@
 //! every output byte written once, and the only buffers are a few pieces,
 //! reused across steps.
 //!
+//! An RS encode with k ≥ 2 and at least two data members per stripe sends
+//! less at step 0: a bundle after one contribution is that member's share
+//! times its k coefficients, so the share alone (one piece, not k) goes
+//! right, and the second contributor computes the k rows from both shares in
+//! one pass each (`gf256::Kernel::mul2_into`). With 4 members and k = 2 that
+//! is 3 pieces per stripe and piece instead of 4 (1.5 × SIZE sent per member
+//! instead of 2 ×), the fewest a chain of contributors can send; the rows,
+//! and so the files, are the same bytes.
+//!
 //! A member's file I/O runs beside its exchanges: for the length of the
 //! ring a scoped I/O thread owns the member's files, reads its shares ahead
 //! in schedule order (two piece buffers circulate) and stores delivered

@@ -209,6 +209,73 @@ impl Kernel {
             _ => mul_add_row(dst, src, c),
         }
     }
+
+    /// `dst = ca·a ⊕ cb·b` over the common length of the three slices,
+    /// with this kernel: the first combination of a Reed–Solomon bundle
+    /// from two members' data in one pass (no zeroing, no copy, `dst` not
+    /// read). A kernel the CPU lacks falls back to the portable one.
+    pub fn mul2_into(self, dst: &mut [u8], (a, ca): (&[u8], u8), (b, cb): (&[u8], u8)) {
+        let n = dst.len().min(a.len()).min(b.len());
+        let (dst, a, b) = (&mut dst[..n], &a[..n], &b[..n]);
+        match (ca, cb) {
+            (0, 0) => return dst.fill(0),
+            (1, 0) => return dst.copy_from_slice(a),
+            (0, 1) => return dst.copy_from_slice(b),
+            (0, _) => {
+                dst.fill(0);
+                return self.mul_add_into(dst, b, cb);
+            }
+            (_, 0) => {
+                dst.fill(0);
+                return self.mul_add_into(dst, a, ca);
+            }
+            (1, 1) => return xor2_into(dst, a, b),
+            _ => {}
+        }
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 if std::arch::is_x86_feature_detected!("avx2") => {
+                let (ta, tb) = (nibble_tables(ca), nibble_tables(cb));
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                unsafe { x86::mul2_avx2(dst, a, &ta, b, &tb) }
+            }
+            _ => {
+                let (ra, rb) = (&MUL[ca as usize], &MUL[cb as usize]);
+                for ((d, x), y) in dst.iter_mut().zip(a).zip(b) {
+                    *d = ra[*x as usize] ^ rb[*y as usize];
+                }
+            }
+        }
+    }
+}
+
+/// `dst = a ⊕ b` over the common length of the three slices, in 32-byte
+/// blocks of `u64` words as [`xor_into`].
+fn xor2_into(dst: &mut [u8], a: &[u8], b: &[u8]) {
+    let n = dst.len().min(a.len()).min(b.len());
+    let (dst, a, b) = (&mut dst[..n], &a[..n], &b[..n]);
+    let mut d_blocks = dst.chunks_exact_mut(32);
+    let mut a_blocks = a.chunks_exact(32);
+    let mut b_blocks = b.chunks_exact(32);
+    for ((d, x), y) in (&mut d_blocks).zip(&mut a_blocks).zip(&mut b_blocks) {
+        for ((dw, xw), yw) in d
+            .chunks_exact_mut(8)
+            .zip(x.chunks_exact(8))
+            .zip(y.chunks_exact(8))
+        {
+            let v = u64::from_ne_bytes(xw.try_into().unwrap_or([0; 8]))
+                ^ u64::from_ne_bytes(yw.try_into().unwrap_or([0; 8]));
+            dw.copy_from_slice(&v.to_ne_bytes());
+        }
+    }
+    for ((d, x), y) in d_blocks
+        .into_remainder()
+        .iter_mut()
+        .zip(a_blocks.remainder())
+        .zip(b_blocks.remainder())
+    {
+        *d = x ^ y;
+    }
 }
 
 /// `dst ^= c·src` over the common length of both slices, with the fastest
@@ -316,6 +383,48 @@ mod x86 {
         }
         for (d, s) in dst[n..].iter_mut().zip(&src[n..]) {
             *d ^= lo[(*s & 15) as usize] ^ hi[(*s >> 4) as usize];
+        }
+    }
+
+    /// Nibble product tables (lo, hi) of one coefficient.
+    type Tables = ([u8; 16], [u8; 16]);
+
+    /// `dst = ca·a ⊕ cb·b` 32 bytes at a time; `ta`/`tb` from
+    /// `nibble_tables(ca)` / `nibble_tables(cb)`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2; the three slices have the same length.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn mul2_avx2(dst: &mut [u8], a: &[u8], ta: &Tables, b: &[u8], tb: &Tables) {
+        assert!(dst.len() == a.len() && dst.len() == b.len());
+        let n = dst.len() / 32 * 32;
+        // SAFETY: the tables are 16 bytes each; unaligned loads allowed.
+        let [al, ah, bl, bh] = [&ta.0, &ta.1, &tb.0, &tb.1]
+            .map(|t| unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast())) });
+        let mask = _mm256_set1_epi8(0x0f);
+        let mut i = 0;
+        while i < n {
+            // SAFETY: i + 32 <= n <= len of all three slices.
+            unsafe {
+                let x = _mm256_loadu_si256(a.as_ptr().add(i).cast());
+                let y = _mm256_loadu_si256(b.as_ptr().add(i).cast());
+                let px = _mm256_xor_si256(
+                    _mm256_shuffle_epi8(al, _mm256_and_si256(x, mask)),
+                    _mm256_shuffle_epi8(ah, _mm256_and_si256(_mm256_srli_epi64(x, 4), mask)),
+                );
+                let py = _mm256_xor_si256(
+                    _mm256_shuffle_epi8(bl, _mm256_and_si256(y, mask)),
+                    _mm256_shuffle_epi8(bh, _mm256_and_si256(_mm256_srli_epi64(y, 4), mask)),
+                );
+                _mm256_storeu_si256(dst.as_mut_ptr().add(i).cast(), _mm256_xor_si256(px, py));
+            }
+            i += 32;
+        }
+        for ((d, x), y) in dst[n..].iter_mut().zip(&a[n..]).zip(&b[n..]) {
+            *d = ta.0[(*x & 15) as usize]
+                ^ ta.1[(*x >> 4) as usize]
+                ^ tb.0[(*y & 15) as usize]
+                ^ tb.1[(*y >> 4) as usize];
         }
     }
 }
@@ -430,6 +539,29 @@ mod tests {
             let mut got = dst.clone();
             mul_add_into(&mut got[skip..], &src[skip..], c);
             prop_assert_eq!(&got, &want);
+        }
+
+        #[test]
+        fn every_kernel_combines_two_sources_as_the_product_defines(
+            dst in proptest::collection::vec(any::<u8>(), 0..300),
+            a in proptest::collection::vec(any::<u8>(), 0..300),
+            b in proptest::collection::vec(any::<u8>(), 0..300),
+            // 0 and 1 half of the time each: the special cases.
+            ca in prop_oneof![Just(0u8), Just(1u8), any::<u8>()],
+            cb in prop_oneof![Just(0u8), Just(1u8), any::<u8>()],
+            skip in 0usize..8,
+        ) {
+            let n = dst.len().min(a.len()).min(b.len());
+            let skip = skip.min(n);
+            let mut want = dst.clone();
+            for i in skip..n {
+                want[i] = slow_mul(ca, a[i]) ^ slow_mul(cb, b[i]);
+            }
+            for kernel in Kernel::available() {
+                let mut got = dst.clone();
+                kernel.mul2_into(&mut got[skip..], (&a[skip..], ca), (&b[skip..], cb));
+                prop_assert_eq!(&got, &want, "kernel {:?}, {}·a ⊕ {}·b", kernel, ca, cb);
+            }
         }
     }
 }

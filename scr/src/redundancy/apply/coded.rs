@@ -366,7 +366,22 @@ fn encode_tables(ctx: &Ctx, layout: &RsSet) -> Result<Tables, ApplyError> {
     }
     // A stripe's bundle starts at its first data member (s + k) and only
     // passes the N − k data members; the last one hands row j to s + j.
-    Ok(Tables::new(n, k, n - k, k, cols))
+    let t = Tables::new(n, k, n - k, k, cols);
+    if k < 2 || n - k < 2 {
+        return Ok(t);
+    }
+    // With two rows or more, the first data member sends its share alone
+    // (one piece, not k) and the second makes the rows from both.
+    let first = (0..n)
+        .map(|s| match layout.slot((s + k) % n, s) {
+            Ok(Slot::Data { position, .. }) => Ok((0..k)
+                .map(|q| codec.coefficient(q, position).unwrap_or(0))
+                .collect()),
+            Ok(Slot::Parity { .. }) => unreachable!("member s + k holds data of stripe s"),
+            Err(e) => Err(ctx.red_err(None)(e)),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(t.forwarding_first(first))
 }
 
 /// The header of this member's redundancy file for the set's `members`.

@@ -81,6 +81,11 @@ pub(super) struct Tables {
     /// Delivery distances d: the member finishing a stripe's bundle sends
     /// some output of it to the member d places to its right.
     rounds: Vec<usize>,
+    /// first[stripe]: the coefficients of the stripe's first contributor,
+    /// when that member forwards its raw share (one piece) at step 0
+    /// instead of a bundle of `width` pieces, and the second contributor
+    /// makes the bundle from both shares ([`Tables::forwarding_first`]).
+    first: Option<Vec<Vec<u8>>>,
 }
 
 /// The per-stripe columns of a [`Tables`], one entry per stripe.
@@ -121,6 +126,7 @@ impl Tables {
             start,
             steps,
             rounds: Vec::new(),
+            first: None,
         };
         let mut used = vec![false; n];
         for (s, ds) in t.dests.iter().enumerate() {
@@ -130,6 +136,30 @@ impl Tables {
         }
         t.rounds = (0..n).filter(|&d| used[d]).collect();
         t
+    }
+
+    /// The plan with step 0 forwarding raw shares: `first[stripe]` holds the
+    /// coefficients of the stripe's first contributor (the member working
+    /// on it at step 0). A bundle after one contribution is that share
+    /// times its coefficients, so the share alone (one piece) carries it:
+    /// with `width` ≥ 2 outputs that sends width − 1 pieces fewer per
+    /// stripe and piece, and the second contributor computes every row
+    /// from both shares in one pass (`gf256::Kernel::mul2_into`) where the
+    /// first made the rows and the second added to them. Every contributor
+    /// must have a share at steps 0 and 1 (the encode plan: only data
+    /// members see a bundle).
+    pub(super) fn forwarding_first(mut self, first: Vec<Vec<u8>>) -> Self {
+        let n = self.mine.len();
+        assert!(
+            self.width >= 2 && self.steps >= 2,
+            "forwarding raw shares pays only with two outputs and two contributors or more"
+        );
+        assert!(
+            first.len() == n && first.iter().all(|c| c.len() == self.width),
+            "one coefficient per output of each stripe's first contributor"
+        );
+        self.first = Some(first);
+        self
     }
 
     /// The stripe member `m` works on at ring step `step`.
@@ -387,10 +417,16 @@ fn pieces_round(
         // Only the length is set here: step 0 overwrites every byte.
         b.acc.resize(t.width * len, 0);
         for step in 0..t.steps {
-            if step > 0 {
-                pass_right(ctx, step, &mut b)?;
+            match (&t.first, step) {
+                (Some(_), 0) => forward_share(ctx, t, len, &mut b, ends)?,
+                (Some(first), 1) => combine_first(ctx, t, first, len, &mut b, ends)?,
+                _ => {
+                    if step > 0 {
+                        pass_right(ctx, step, &mut b)?;
+                    }
+                    add_share(ctx, t, (step, len), &mut b, ends)?;
+                }
             }
-            add_share(ctx, t, (step, len), &mut b, ends)?;
         }
         deliver(ctx, (off, len), rounds, &mut b, ends)?;
     }
@@ -413,6 +449,76 @@ fn pass_right(ctx: &Ctx, step: usize, b: &mut RingBufs) -> Result<(), ApplyError
     }
     mem::swap(&mut b.acc, &mut b.inc);
     Ok(())
+}
+
+/// Step 0 of a plan that forwards raw shares ([`Tables::forwarding_first`]):
+/// this member's share (zeros when it was not read: a failure is latched)
+/// goes right as it is, and the left neighbour's arrives in `b.inc`.
+fn forward_share(
+    ctx: &Ctx,
+    t: &Tables,
+    len: usize,
+    b: &mut RingBufs,
+    ends: &mut pipe::Pipe,
+) -> Result<(), Halt> {
+    let stripe = t.stripe(ctx.me, 0, ctx.n);
+    assert!(
+        t.mine[stripe].is_some(),
+        "a plan that forwards raw shares has a share at step 0"
+    );
+    let share = ends.next_share()?;
+    let bytes: &[u8] = if share.ok {
+        assert_eq!(share.buf.len(), len, "a share is one piece long");
+        &share.buf
+    } else {
+        b.out.clear();
+        b.out.resize(len, 0);
+        &b.out
+    };
+    ctx.set
+        .comm
+        .sendrecv_bytes(Some((ctx.right(1), bytes)), Some(ctx.left(1)), &mut b.inc)
+        .map_err(ctx.comm_err())?;
+    ends.free(share.buf)?;
+    if b.inc.len() != len {
+        return Err(ctx
+            .inconsistent(Inconsistency::RingStep {
+                step: 1,
+                expected: len,
+                received: b.inc.len(),
+            })
+            .into());
+    }
+    Ok(())
+}
+
+/// Step 1 of a plan that forwards raw shares: the bundle's rows from the
+/// left neighbour's share (in `b.inc`, with `first`'s coefficients) and
+/// this member's, in one pass per row (a share not read counts as none).
+fn combine_first(
+    ctx: &Ctx,
+    t: &Tables,
+    first: &[Vec<u8>],
+    len: usize,
+    b: &mut RingBufs,
+    ends: &mut pipe::Pipe,
+) -> Result<(), Halt> {
+    let stripe = t.stripe(ctx.me, 1, ctx.n);
+    let Some((_, coefs)) = &t.mine[stripe] else {
+        unreachable!("a plan that forwards raw shares has a share at step 1")
+    };
+    let share = ends.next_share()?;
+    let kernel = gf256::Kernel::best();
+    for (q, (&cl, &cm)) in first[stripe].iter().zip(coefs).enumerate() {
+        let row = &mut b.acc[q * len..(q + 1) * len];
+        if share.ok {
+            assert_eq!(share.buf.len(), len, "a share is one piece long");
+            kernel.mul2_into(row, (&b.inc, cl), (&share.buf, cm));
+        } else {
+            kernel.mul2_into(row, (&b.inc, cl), (&b.inc, 0));
+        }
+    }
+    Ok(ends.free(share.buf)?)
 }
 
 /// Adds this member's share of the stripe it works on at `step` to the
