@@ -213,7 +213,8 @@ impl Kernel {
     /// `dst = ca·a ⊕ cb·b` over the common length of the three slices,
     /// with this kernel: the first combination of a Reed–Solomon bundle
     /// from two members' data in one pass (no zeroing, no copy, `dst` not
-    /// read). A kernel the CPU lacks falls back to the portable one.
+    /// read). AVX2 has a fused kernel; the others (and a kernel the CPU
+    /// lacks) look both products up in the full product rows.
     pub fn mul2_into(self, dst: &mut [u8], (a, ca): (&[u8], u8), (b, cb): (&[u8], u8)) {
         let n = dst.len().min(a.len()).min(b.len());
         let (dst, a, b) = (&mut dst[..n], &a[..n], &b[..n]);
@@ -546,7 +547,7 @@ mod tests {
             dst in proptest::collection::vec(any::<u8>(), 0..300),
             a in proptest::collection::vec(any::<u8>(), 0..300),
             b in proptest::collection::vec(any::<u8>(), 0..300),
-            // 0 and 1 half of the time each: the special cases.
+            // 0 and 1 a third of the time each: the special cases.
             ca in prop_oneof![Just(0u8), Just(1u8), any::<u8>()],
             cb in prop_oneof![Just(0u8), Just(1u8), any::<u8>()],
             skip in 0usize..8,

@@ -414,7 +414,8 @@ fn pieces_round(
             len >= 1 && len <= ctx.set.piece_bytes,
             "piece of {len} bytes"
         );
-        // Only the length is set here: step 0 overwrites every byte.
+        // Only the length is set here: step 0 overwrites every byte (step 1
+        // when the plan forwards raw shares).
         b.acc.resize(t.width * len, 0);
         for step in 0..t.steps {
             match (&t.first, step) {
