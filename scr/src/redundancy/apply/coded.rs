@@ -699,25 +699,42 @@ fn decode_tables(ctx: &Ctx, layout: &RsSet, lost: &[bool]) -> Result<Tables, App
     let (n, k, me) = (ctx.n, ctx.k, ctx.me);
     let codec = layout.codec();
     let width = lost.iter().filter(|l| **l).count();
+    let steps = decode_steps(n, k, DECODE_START, lost);
     let mut cols = Columns {
         dests: Vec::with_capacity(n),
         mine: Vec::with_capacity(n),
         sinks: Vec::with_capacity(n),
     };
     for s in 0..n {
-        let present: Vec<bool> = (0..n).map(|p| !lost[holder(n, k, s, p)]).collect();
+        // Only the members the stripe's bundle visits may contribute.
+        let present: Vec<bool> = (0..n)
+            .map(|p| {
+                let m = holder(n, k, s, p);
+                !lost[m] && in_window(n, DECODE_START, steps, s, m)
+            })
+            .collect();
         let plan = codec.decode_plan(&present).map_err(ctx.red_err(None))?;
+        // The outputs are the lost members' positions; a survivor outside
+        // the window is "missing" to the plan only.
+        let outputs: Vec<usize> = (0..plan.missing.len())
+            .filter(|&q| lost[holder(n, k, s, plan.missing[q])])
+            .collect();
         let slot = layout.slot(me, s).map_err(ctx.red_err(None))?;
         let p = position(slot, n, k);
         assert_eq!(holder(n, k, s, p), me, "the layout and holder() agree");
-        cols.dests
-            .push(plan.missing.iter().map(|&q| holder(n, k, s, q)).collect());
+        cols.dests.push(
+            outputs
+                .iter()
+                .map(|&q| holder(n, k, s, plan.missing[q]))
+                .collect(),
+        );
         let share = if lost[me] {
             None
         } else {
             plan.survivors.iter().position(|&x| x == p).map(|i| {
-                let coefs = (0..plan.missing.len())
-                    .map(|q| plan.coefs[q * (n - k) + i])
+                let coefs = outputs
+                    .iter()
+                    .map(|&q| plan.coefs[q * (n - k) + i])
                     .collect();
                 (Src::from(slot), coefs)
             })
@@ -725,7 +742,37 @@ fn decode_tables(ctx: &Ctx, layout: &RsSet, lost: &[bool]) -> Result<Tables, App
         cols.mine.push(share);
         cols.sinks.push(Src::from(slot));
     }
-    Ok(Tables::new(n, 1, n, width, cols))
+    Ok(Tables::new(n, DECODE_START, steps, width, cols))
+}
+
+/// The stripe offset of the rebuild's ring: at step t member m adds its
+/// share of stripe (m − 1 − t) mod N.
+const DECODE_START: usize = 1;
+
+/// Whether stripe `s`'s bundle visits member `m` in a ring of `steps`
+/// steps starting at stripe offset `start`.
+fn in_window(n: usize, start: usize, steps: usize, s: usize, m: usize) -> bool {
+    (m + 2 * n - s - start) % n < steps
+}
+
+/// The fewest ring steps of a rebuild after the `lost` members: each
+/// stripe's bundle passes `steps` consecutive members, and must pass N − k
+/// survivors to decode. XOR (k = 1) needs all N: the N − 1 survivors of a
+/// stripe are never N − 1 consecutive members of every stripe's window. RS
+/// with fewer losses than k needs fewer: one loss in an RS set of 4 with
+/// k = 2 passes each bundle to 3 members instead of 4, so each member sends
+/// a quarter fewer bundles.
+pub(super) fn decode_steps(n: usize, k: usize, start: usize, lost: &[bool]) -> usize {
+    (1..=n)
+        .find(|&steps| {
+            (0..n).all(|s| {
+                (0..n)
+                    .filter(|&m| !lost[m] && in_window(n, start, steps, s, m))
+                    .count()
+                    >= n - k
+            })
+        })
+        .unwrap_or(n)
 }
 
 /// `scr_reddesc_recover_xor()` (k = 1) and redset's `redset_recover_rs()`.

@@ -4,7 +4,7 @@
 //! own results and reports them instead of panicking (a panicking rank would
 //! leave its set waiting until the communicator times out).
 
-use super::coded::CodedHeader;
+use super::coded::{decode_steps, CodedHeader};
 use super::member::metas;
 use super::ring::{holder, position};
 use super::*;
@@ -1082,6 +1082,49 @@ fn holder_agrees_with_the_rs_set_layout() {
                         m,
                         "n {n} k {k} s {s} m {m}"
                     );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_rebuild_passes_each_bundle_only_as_far_as_its_decode_needs() {
+    let lost = |n: usize, which: &[usize]| (0..n).map(|m| which.contains(&m)).collect::<Vec<_>>();
+    // XOR: every survivor of a stripe adds to it, so the bundle goes round.
+    for n in 2..=8 {
+        for l in 0..n {
+            assert_eq!(
+                decode_steps(n, 1, 1, &lost(n, &[l])),
+                n,
+                "XOR n {n} lost {l}"
+            );
+        }
+    }
+    // RS k = 2 of 4 after one loss: three members of four suffice.
+    for l in 0..4 {
+        assert_eq!(decode_steps(4, 2, 1, &lost(4, &[l])), 3, "lost {l}");
+    }
+    // After as many losses as parity rows, the bundle still goes round.
+    assert_eq!(decode_steps(4, 2, 1, &lost(4, &[0, 2])), 4);
+    assert_eq!(decode_steps(8, 3, 1, &lost(8, &[0, 3, 5])), 8);
+    // RS k = 3 of 8 after one loss: 6 members.
+    assert_eq!(decode_steps(8, 3, 1, &lost(8, &[4])), 6);
+    // Every window of that many steps holds N − k survivors, whatever the
+    // losses (up to k).
+    for n in 3..=9 {
+        for k in 1..n {
+            for mask in 0u32..(1 << n) {
+                let which: Vec<usize> = (0..n).filter(|m| mask & (1 << m) != 0).collect();
+                if which.is_empty() || which.len() > k {
+                    continue;
+                }
+                let steps = decode_steps(n, k, 1, &lost(n, &which));
+                assert!(steps >= n - k && steps <= n, "n {n} k {k} lost {which:?}");
+                for s in 0..n {
+                    let visited = (0..steps).map(|t| (s + 1 + t) % n);
+                    let survivors = visited.filter(|m| !which.contains(m)).count();
+                    assert!(survivors >= n - k, "n {n} k {k} lost {which:?} stripe {s}");
                 }
             }
         }
