@@ -328,6 +328,9 @@ struct RingBufs {
     inc: Vec<u8>,
     /// Several outputs for one destination, joined.
     out: Vec<u8>,
+    /// Nobody has added a share to the bundle yet: it stands for zeros,
+    /// whatever `acc` holds, and goes right as an empty message.
+    zero: bool,
 }
 
 /// Why the ring's thread stopped early.
@@ -417,6 +420,7 @@ fn pieces_round(
         // Only the length is set here: step 0 overwrites every byte (step 1
         // when the plan forwards raw shares).
         b.acc.resize(t.width * len, 0);
+        b.zero = false;
         for step in 0..t.steps {
             match (&t.first, step) {
                 (Some(_), 0) => forward_share(ctx, t, len, &mut b, ends)?,
@@ -429,18 +433,31 @@ fn pieces_round(
                 }
             }
         }
+        if b.zero {
+            // No member added anything (every share failed to be read).
+            b.acc.fill(0);
+            b.zero = false;
+        }
         deliver(ctx, (off, len), rounds, &mut b, ends)?;
     }
     assert_eq!(done, piece_count, "every piece of the chunk went round");
     Ok(())
 }
 
-/// Ring step > 0: send the bundle right, take the left neighbour's.
+/// Ring step > 0: send the bundle right, take the left neighbour's. A
+/// bundle nobody added to yet goes as an empty message (a rebuild's bundle
+/// whose first members lost their files or hold no share of the stripe):
+/// no bytes to send, and the next contributor starts it from its share.
 fn pass_right(ctx: &Ctx, step: usize, b: &mut RingBufs) -> Result<(), ApplyError> {
+    let payload: &[u8] = if b.zero { &[] } else { &b.acc };
     ctx.set
         .comm
-        .sendrecv_bytes(Some((ctx.right(1), &b.acc)), Some(ctx.left(1)), &mut b.inc)
+        .sendrecv_bytes(Some((ctx.right(1), payload)), Some(ctx.left(1)), &mut b.inc)
         .map_err(ctx.comm_err())?;
+    b.zero = b.inc.is_empty();
+    if b.zero {
+        return Ok(());
+    }
     if b.inc.len() != b.acc.len() {
         return Err(ctx.inconsistent(Inconsistency::RingStep {
             step,
@@ -519,13 +536,14 @@ fn combine_first(
             kernel.mul2_into(row, (&b.inc, cl), (&b.inc, 0));
         }
     }
+    b.zero = false;
     Ok(ends.free(share.buf)?)
 }
 
 /// Adds this member's share of the stripe it works on at `step` to the
-/// bundle (at step 0 the bundle starts from it, or from zeros). The share
-/// was read ahead by the I/O thread; one not read (a failure is latched)
-/// counts as none.
+/// bundle (at step 0, or while nobody added to it, the bundle starts from
+/// it; with no share it stays zeros). The share was read ahead by the I/O
+/// thread; one not read (a failure is latched) counts as none.
 fn add_share(
     ctx: &Ctx,
     t: &Tables,
@@ -536,22 +554,20 @@ fn add_share(
     let stripe = t.stripe(ctx.me, step, ctx.n);
     // XOR encode is exactly scr_reddesc_apply_xor()'s schedule.
     debug_assert!(t.start != 1 || xor::ring_slot(ctx.me, step, ctx.n).ok() == Some(stripe));
+    if step == 0 {
+        b.zero = true;
+    }
     let Some((_, coefs)) = &t.mine[stripe] else {
-        if step == 0 {
-            b.acc.fill(0);
-        }
         return Ok(());
     };
     let share = ends.next_share()?;
     if !share.ok {
-        if step == 0 {
-            b.acc.fill(0);
-        }
         return Ok(ends.free(share.buf)?);
     }
     let bytes = share.buf;
     assert_eq!(bytes.len(), len, "a share is one piece long");
-    if step == 0 && coefs.as_slice() == [1] {
+    let first = mem::replace(&mut b.zero, false);
+    if first && coefs.as_slice() == [1] {
         // The XOR case: the first share is the bundle itself, so it becomes
         // the bundle (no zeroing, no copy, no XOR).
         let old = mem::replace(&mut b.acc, bytes);
@@ -559,13 +575,13 @@ fn add_share(
     }
     for (q, &c) in coefs.iter().enumerate() {
         let row = &mut b.acc[q * len..(q + 1) * len];
-        match (step, c) {
-            (0, 1) => row.copy_from_slice(&bytes),
-            (0, _) => {
+        match (first, c) {
+            (true, 1) => row.copy_from_slice(&bytes),
+            (true, _) => {
                 row.fill(0);
                 gf256::mul_add_into(row, &bytes, c);
             }
-            _ => gf256::mul_add_into(row, &bytes, c),
+            (false, _) => gf256::mul_add_into(row, &bytes, c),
         }
     }
     Ok(ends.free(bytes)?)

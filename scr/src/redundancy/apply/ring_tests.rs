@@ -16,12 +16,26 @@ use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 /// A communicator that sleeps before each `sendrecv_bytes` and, with
-/// `fail_after`, fails every one after that many.
+/// `fail_after`, fails every one after that many; it counts the calls and
+/// the bytes they send.
 struct Wrapped<'c> {
     inner: &'c dyn Comm,
     delay: Duration,
     fail_after: Option<usize>,
     sends: Cell<usize>,
+    sent_bytes: Cell<usize>,
+}
+
+impl<'c> Wrapped<'c> {
+    fn new(inner: &'c dyn Comm, delay: Duration, fail_after: Option<usize>) -> Self {
+        Wrapped {
+            inner,
+            delay,
+            fail_after,
+            sends: Cell::new(0),
+            sent_bytes: Cell::new(0),
+        }
+    }
 }
 
 impl Comm for Wrapped<'_> {
@@ -64,6 +78,8 @@ impl Comm for Wrapped<'_> {
             });
         }
         std::thread::sleep(self.delay);
+        let bytes = send.map_or(0, |(_, b)| b.len());
+        self.sent_bytes.set(self.sent_bytes.get() + bytes);
         self.inner.sendrecv_bytes(send, recv_from, recv)
     }
     fn split(&self, color: Option<u32>, key: i64) -> CommResult<Option<Box<dyn Comm>>> {
@@ -101,31 +117,44 @@ impl Member<'_> {
         root: &Path,
         register: impl Fn(&Path),
     ) -> (Result<Encoded, ApplyError>, PathBuf) {
-        let m = self.comm.rank();
-        let dir = root.join(format!("{:?}-m{m}", self.scheme));
+        let dir = self.dir(root);
         std::fs::create_dir_all(&dir).expect("dir");
-        let bytes = bytes_of(m, self.len);
-        let path = dir.join("ckpt");
-        std::fs::write(&path, &bytes).expect("write");
+        let mine = self.files(root);
+        let path = mine.files[0].path.clone();
+        std::fs::write(&path, bytes_of(self.comm.rank(), self.len)).expect("write");
+        let r = encode(&self.set(self.comm), &mine, &dir, &mut |_, _, _| {
+            register(&path);
+            Ok(())
+        });
+        (r, path)
+    }
+
+    /// The member's directory below `root`.
+    fn dir(&self, root: &Path) -> PathBuf {
+        root.join(format!("{:?}-m{}", self.scheme, self.comm.rank()))
+    }
+
+    /// The member's one file as encode records it.
+    fn files(&self, root: &Path) -> MemberFiles {
+        let m = self.comm.rank();
         let meta = Meta {
             file: Some(format!("/prefix/ckpt.2/r{m}")),
             file_type: Some(FileType::Full),
             complete: Some(true),
             size_bytes: Some(self.len as u64),
-            crc32: Some(crc32fast::hash(&bytes)),
+            crc32: Some(crc32fast::hash(&bytes_of(m, self.len))),
             ckpt: Some(2),
             ..Meta::default()
         };
-        let mine = one_file(path.clone(), meta);
-        let set = SetInfo {
+        one_file(self.dir(root).join("ckpt"), meta)
+    }
+
+    /// The set, over `comm`.
+    fn set<'s>(&self, comm: &'s dyn Comm) -> SetInfo<'s> {
+        SetInfo {
             dataset: Dataset::new(2),
-            ..set_of_four(self.comm, (self.scheme, self.set_failures), self.piece)
-        };
-        let r = encode(&set, &mine, &dir, &mut |_, _, _| {
-            register(&path);
-            Ok(())
-        });
-        (r, path)
+            ..set_of_four(comm, (self.scheme, self.set_failures), self.piece)
+        }
     }
 }
 
@@ -155,12 +184,7 @@ fn reads_run_ahead_during_the_exchanges_so_slow_reads_and_slow_sends_overlap() {
     let serial = read_delay * reads + send_delay * sends;
     let root = scratch_dir();
     let out = ThreadComm::run(4, |comm| {
-        let slow = Wrapped {
-            inner: comm,
-            delay: send_delay,
-            fail_after: None,
-            sends: Cell::new(0),
-        };
+        let slow = Wrapped::new(comm, send_delay, None);
         test_hook::set_read_delay(read_delay);
         let member = Member {
             comm: &slow,
@@ -263,12 +287,7 @@ fn a_communicator_that_fails_mid_ring_ends_every_member_with_comm_not_a_hang() {
         let start = Instant::now();
         let out = ThreadComm::run_with(&config, 4, |comm| {
             test_hook::set_read_delay(Duration::from_millis(1));
-            let failing = Wrapped {
-                inner: comm,
-                delay: Duration::ZERO,
-                fail_after: (comm.rank() == 0).then_some(4),
-                sends: Cell::new(0),
-            };
+            let failing = Wrapped::new(comm, Duration::ZERO, (comm.rank() == 0).then_some(4));
             let member = Member {
                 comm: &failing,
                 scheme,
@@ -284,6 +303,76 @@ fn a_communicator_that_fails_mid_ring_ends_every_member_with_comm_not_a_hang() {
             start.elapsed() < Duration::from_secs(15),
             "{scheme:?}: the set waited for a timeout ({:?})",
             start.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_rebuild_sends_each_bundle_only_to_members_that_add_to_it_or_store_it() {
+    // Member 1 of 4 loses everything; per piece of every chunk, what the
+    // ring sends (pieces of `piece` bytes), counted by hand from the plan
+    // (ring.rs, coded.rs `decode_tables`):
+    // - XOR: every bundle goes round the 4 members (3 passes each, 12),
+    //   the one member 1 starts goes empty (it holds no share of any
+    //   stripe), and 3 of 4 finished bundles go to member 1: 14 (15 when
+    //   the empty bundle went as zeros);
+    // - RS k = 2: a bundle passes 3 members (2 passes each, 8), 2 of them
+    //   empty (started by member 1, or by a survivor the decode does not
+    //   need), 3 delivered: 9 (15 when every bundle went round all 4).
+    const PIECES: usize = 5;
+    let piece = 4096;
+    let root = scratch_dir();
+    for (scheme, k, per_piece) in [(CopyType::Xor, 1, 14), (CopyType::Rs, 2, 9)] {
+        let chunk = PIECES * piece;
+        let len = (4 - k) * chunk;
+        let lost = [
+            MemberLoss::NONE,
+            MemberLoss::ALL,
+            MemberLoss::NONE,
+            MemberLoss::NONE,
+        ];
+        let out = ThreadComm::run(4, |comm| {
+            let member = Member {
+                comm,
+                scheme,
+                set_failures: k,
+                piece,
+                len,
+            };
+            let (encoded, path) = member.encode(root.path(), |_| {});
+            let red = encoded.expect("encode").redundancy;
+            let mine = member.files(root.path());
+            let gone = comm.rank() == 1;
+            if gone {
+                std::fs::remove_file(&path).expect("lose the file");
+                for f in &red {
+                    std::fs::remove_file(&f.path).expect("lose the redundancy file");
+                }
+            }
+            let counting = Wrapped::new(comm, Duration::ZERO, None);
+            let rebuilt = rebuild(
+                &member.set(&counting),
+                &lost,
+                (!gone).then_some(&mine),
+                (!gone).then_some(&red[..]),
+                &member.dir(root.path()),
+                &mut |_, _, _| Ok(()),
+            )
+            .expect("rebuild");
+            if gone {
+                let again = std::fs::read(&rebuilt.app_files[0].path).expect("rebuilt");
+                assert!(
+                    again == bytes_of(1, len),
+                    "{scheme:?}: rebuilt bytes differ"
+                );
+            }
+            counting.sent_bytes.get()
+        })
+        .expect("no panic");
+        assert_eq!(
+            out.iter().sum::<usize>(),
+            per_piece * PIECES * piece,
+            "{scheme:?}: bytes sent per member {out:?}"
         );
     }
 }
