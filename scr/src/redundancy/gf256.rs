@@ -219,17 +219,8 @@ impl Kernel {
         let n = dst.len().min(a.len()).min(b.len());
         let (dst, a, b) = (&mut dst[..n], &a[..n], &b[..n]);
         match (ca, cb) {
-            (0, 0) => return dst.fill(0),
-            (1, 0) => return dst.copy_from_slice(a),
-            (0, 1) => return dst.copy_from_slice(b),
-            (0, _) => {
-                dst.fill(0);
-                return self.mul_add_into(dst, b, cb);
-            }
-            (_, 0) => {
-                dst.fill(0);
-                return self.mul_add_into(dst, a, ca);
-            }
+            (0, _) => return self.mul_into(dst, b, cb),
+            (_, 0) => return self.mul_into(dst, a, ca),
             (1, 1) => return xor2_into(dst, a, b),
             _ => {}
         }
@@ -244,6 +235,34 @@ impl Kernel {
                 let (ra, rb) = (&MUL[ca as usize], &MUL[cb as usize]);
                 for ((d, x), y) in dst.iter_mut().zip(a).zip(b) {
                     *d = ra[*x as usize] ^ rb[*y as usize];
+                }
+            }
+        }
+    }
+
+    /// `dst = c·src` over the common length, in one pass (`dst` not read):
+    /// the first share of a bundle. AVX2 runs the fused two-source kernel
+    /// with the second coefficient 0 (the same bytes, still in L1); the
+    /// others look the product up in the full row.
+    pub fn mul_into(self, dst: &mut [u8], src: &[u8], c: u8) {
+        let n = dst.len().min(src.len());
+        let (dst, src) = (&mut dst[..n], &src[..n]);
+        match c {
+            0 => return dst.fill(0),
+            1 => return dst.copy_from_slice(src),
+            _ => {}
+        }
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 if std::arch::is_x86_feature_detected!("avx2") => {
+                let (t, zero) = (nibble_tables(c), nibble_tables(0));
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                unsafe { x86::mul2_avx2(dst, src, &t, src, &zero) }
+            }
+            _ => {
+                let row = &MUL[c as usize];
+                for (d, x) in dst.iter_mut().zip(src) {
+                    *d = row[*x as usize];
                 }
             }
         }
@@ -540,6 +559,26 @@ mod tests {
             let mut got = dst.clone();
             mul_add_into(&mut got[skip..], &src[skip..], c);
             prop_assert_eq!(&got, &want);
+        }
+
+        #[test]
+        fn every_kernel_multiplies_into_as_the_product_defines(
+            dst in proptest::collection::vec(any::<u8>(), 0..300),
+            src in proptest::collection::vec(any::<u8>(), 0..300),
+            c in prop_oneof![Just(0u8), Just(1u8), any::<u8>()],
+            skip in 0usize..8,
+        ) {
+            let n = dst.len().min(src.len());
+            let skip = skip.min(n);
+            let mut want = dst.clone();
+            for i in skip..n {
+                want[i] = slow_mul(c, src[i]);
+            }
+            for kernel in Kernel::available() {
+                let mut got = dst.clone();
+                kernel.mul_into(&mut got[skip..], &src[skip..], c);
+                prop_assert_eq!(&got, &want, "kernel {:?}, {}·src", kernel, c);
+            }
         }
 
         #[test]

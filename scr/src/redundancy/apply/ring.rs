@@ -573,15 +573,13 @@ fn add_share(
         let old = mem::replace(&mut b.acc, bytes);
         return Ok(ends.free(old)?);
     }
+    let kernel = gf256::Kernel::best();
     for (q, &c) in coefs.iter().enumerate() {
         let row = &mut b.acc[q * len..(q + 1) * len];
-        match (first, c) {
-            (true, 1) => row.copy_from_slice(&bytes),
-            (true, _) => {
-                row.fill(0);
-                gf256::mul_add_into(row, &bytes, c);
-            }
-            (false, _) => gf256::mul_add_into(row, &bytes, c),
+        if first {
+            kernel.mul_into(row, &bytes, c);
+        } else {
+            kernel.mul_add_into(row, &bytes, c);
         }
     }
     Ok(ends.free(bytes)?)
