@@ -78,6 +78,14 @@
 //! instead of 2 ×), the fewest a chain of contributors can send; the rows,
 //! and so the files, are the same bytes.
 //!
+//! A rebuild's bundles go only as far as their decode needs: each stripe's
+//! bundle passes the fewest consecutive members that hold N − k survivors
+//! of every stripe (`coded::decode_steps`; all N for XOR, 3 of 4 for RS
+//! k = 2 after one loss), and the decode uses survivors inside that window.
+//! A bundle nobody added to yet (its first members lost their files or are
+//! not needed) goes as an empty message, and the first member with a share
+//! starts it from that share in one pass (`gf256::Kernel::mul_into`).
+//!
 //! A member's file I/O runs beside its exchanges: for the length of the
 //! ring a scoped I/O thread owns the member's files, reads its shares ahead
 //! in schedule order (two piece buffers circulate) and stores delivered

@@ -76,7 +76,8 @@ pub(super) struct Tables {
     /// At step t member m adds its share of stripe (m − start − t) mod N.
     start: usize,
     /// Ring steps (1..=N): N − k at encode, where only data members need to
-    /// see a stripe's bundle; N at rebuild, where any survivor may.
+    /// see a stripe's bundle; at rebuild as many as hold N − k survivors of
+    /// every stripe (`coded::decode_steps`).
     steps: usize,
     /// Delivery distances d: the member finishing a stripe's bundle sends
     /// some output of it to the member d places to its right.
