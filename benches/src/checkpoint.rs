@@ -14,7 +14,7 @@
 //! Beside it, the floor measured in the same repetition: what any
 //! implementation that records a CRC32 of every file and stores the
 //! scheme's redundancy bytes on the same storage must at least do — read
-//! the file once (CRC32 of the mapped file) and write+fsync the redundancy
+//! the file once (its CRC32 through scr's `crc_of_file`) and write+fsync the redundancy
 //! bytes (PARTNER: SIZE; XOR: SIZE/(N−1); RS: k·SIZE/(N−k)). "best ratio"
 //! = raw / (raw + floor) is the ratio such an implementation could reach if
 //! reading, encoding and communicating cost nothing more.
@@ -271,7 +271,7 @@ pub struct CkptRow {
     pub raw_s: f64,
     /// SCR checkpoint of the same bytes.
     pub scr_s: f64,
-    /// CRC32 of the written file, mapped (reading it once).
+    /// CRC32 of the written file through scr's `crc_of_file` (reading it once).
     pub read_s: f64,
     /// Raw write+fsync of the scheme's redundancy bytes.
     pub red_write_s: f64,
