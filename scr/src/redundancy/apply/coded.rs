@@ -344,6 +344,12 @@ fn chunk_of(layout: &RsSet, members: &[XorMember]) -> u64 {
 fn encode_tables(ctx: &Ctx, layout: &RsSet) -> Result<Tables, ApplyError> {
     let (n, k) = (ctx.n, ctx.k);
     let codec = layout.codec();
+    // The generator coefficients of the k parity rows for a data position.
+    let coefs_of = |position| {
+        (0..k)
+            .map(|q| codec.coefficient(q, position).unwrap_or(0))
+            .collect::<Vec<u8>>()
+    };
     let mut cols = Columns {
         dests: (0..n)
             .map(|s| (0..k).map(|q| (s + q) % n).collect())
@@ -354,12 +360,7 @@ fn encode_tables(ctx: &Ctx, layout: &RsSet) -> Result<Tables, ApplyError> {
     for s in 0..n {
         let slot = layout.slot(ctx.me, s).map_err(ctx.red_err(None))?;
         cols.mine.push(match slot {
-            Slot::Data { chunk, position } => {
-                let coefs = (0..k)
-                    .map(|q| codec.coefficient(q, position).unwrap_or(0))
-                    .collect();
-                Some((Src::Data { chunk }, coefs))
-            }
+            Slot::Data { chunk, position } => Some((Src::Data { chunk }, coefs_of(position))),
             Slot::Parity { .. } => None,
         });
         cols.sinks.push(Src::from(slot));
@@ -374,9 +375,7 @@ fn encode_tables(ctx: &Ctx, layout: &RsSet) -> Result<Tables, ApplyError> {
     // (one piece, not k) and the second makes the rows from both.
     let first = (0..n)
         .map(|s| match layout.slot((s + k) % n, s) {
-            Ok(Slot::Data { position, .. }) => Ok((0..k)
-                .map(|q| codec.coefficient(q, position).unwrap_or(0))
-                .collect()),
+            Ok(Slot::Data { position, .. }) => Ok(coefs_of(position)),
             Ok(Slot::Parity { .. }) => unreachable!("member s + k holds data of stripe s"),
             Err(e) => Err(ctx.red_err(None)(e)),
         })
