@@ -240,10 +240,12 @@ impl Kernel {
         }
     }
 
-    /// `dst = c·src` over the common length, in one pass (`dst` not read):
-    /// the first share of a bundle. AVX2 runs the fused two-source kernel
-    /// with the second coefficient 0 (the same bytes, still in L1); the
-    /// others look the product up in the full row.
+    /// `dst = c·src` over the common length: the first share of a bundle.
+    /// AVX2 does it in one pass (`dst` not read) with the fused two-source
+    /// kernel and the second coefficient 0 (the same bytes, still in L1);
+    /// SSSE3 zeroes `dst` and multiplies-and-adds (two passes, both faster
+    /// than one lookup per byte); the portable kernels look the product up
+    /// in the full row.
     pub fn mul_into(self, dst: &mut [u8], src: &[u8], c: u8) {
         let n = dst.len().min(src.len());
         let (dst, src) = (&mut dst[..n], &src[..n]);
@@ -258,6 +260,11 @@ impl Kernel {
                 let (t, zero) = (nibble_tables(c), nibble_tables(0));
                 // SAFETY: the CPU supports AVX2 (checked just above).
                 unsafe { x86::mul2_avx2(dst, src, &t, src, &zero) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Ssse3 if std::arch::is_x86_feature_detected!("ssse3") => {
+                dst.fill(0);
+                self.mul_add_into(dst, src, c);
             }
             _ => {
                 let row = &MUL[c as usize];
