@@ -84,7 +84,11 @@
 //! k = 2 after one loss), and the decode uses survivors inside that window.
 //! A bundle nobody added to yet (its first members lost their files or are
 //! not needed) goes as an empty message, and the first member with a share
-//! starts it from that share in one pass (`gf256::Kernel::mul_into`).
+//! starts it from that share in one pass (`gf256::Kernel::mul_into`). An
+//! XOR set that lost one member runs SCR's pipelined reduction to it
+//! instead (`ring::reduce`): each stripe's bundle starts at the survivor
+//! right of it and passes the others to it, so it receives only its
+//! outputs and nobody passes on a bundle without adding to it.
 //!
 //! A member's file I/O runs beside its exchanges: for the length of the
 //! ring a scoped I/O thread owns the member's files, reads its shares ahead

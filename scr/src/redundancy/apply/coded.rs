@@ -741,7 +741,13 @@ fn decode_tables(ctx: &Ctx, layout: &RsSet, lost: &[bool]) -> Result<Tables, App
         cols.mine.push(share);
         cols.sinks.push(Src::from(slot));
     }
-    Ok(Tables::new(n, DECODE_START, steps, width, cols))
+    let t = Tables::new(n, DECODE_START, steps, width, cols);
+    // XOR after one loss: SCR's pipelined reduction to the lost member
+    // sends less, and has it receive only its outputs (docs/decisions.md).
+    Ok(match (k, lost.iter().position(|&l| l)) {
+        (1, Some(root)) if width == 1 => t.reducing_to(root),
+        _ => t,
+    })
 }
 
 /// The stripe offset of the rebuild's ring: at step t member m adds its

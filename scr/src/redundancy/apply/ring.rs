@@ -87,6 +87,9 @@ pub(super) struct Tables {
     /// instead of a bundle of `width` pieces, and the second contributor
     /// makes the bundle from both shares ([`Tables::forwarding_first`]).
     first: Option<Vec<Vec<u8>>>,
+    /// The one lost member of a rebuild run as a reduction to it
+    /// ([`Tables::reducing_to`]) instead of the ring.
+    pub(super) root: Option<usize>,
 }
 
 /// The per-stripe columns of a [`Tables`], one entry per stripe.
@@ -128,6 +131,7 @@ impl Tables {
             steps,
             rounds: Vec::new(),
             first: None,
+            root: None,
         };
         let mut used = vec![false; n];
         for (s, ds) in t.dests.iter().enumerate() {
@@ -160,6 +164,21 @@ impl Tables {
             "one coefficient per output of each stripe's first contributor"
         );
         self.first = Some(first);
+        self
+    }
+
+    /// The plan run as SCR's pipelined reduction to `root`
+    /// (`scr_reddesc_recover_xor()`): the rebuild of one lost member whose
+    /// every survivor adds to every stripe (XOR). Each stripe's bundle
+    /// starts at the survivor right of the root and passes the others in
+    /// turn to the root, so the root receives only its outputs and nobody
+    /// passes on a bundle it adds nothing to: with N members, N − 1 pieces
+    /// sent per stripe and piece, where the ring sends N − 1 passes and
+    /// N − 1 deliveries per N stripes more.
+    pub(super) fn reducing_to(mut self, root: usize) -> Self {
+        let n = self.mine.len();
+        assert!(root < n && self.width == 1, "a reduction has one root");
+        self.root = Some(root);
         self
     }
 
@@ -383,7 +402,10 @@ pub(super) fn ring(
     let (mut ends, io_end) = pipe::pipe();
     thread::scope(|s| {
         let io_thread = s.spawn(move || pipe::serve(plan, io, latched, io_end));
-        let run = pieces_round(ctx, chunk, t, pieces, &rounds, &mut ends);
+        let run = match t.root {
+            Some(root) => reduce(ctx, chunk, t, root, &mut ends),
+            None => pieces_round(ctx, chunk, t, pieces, &rounds, &mut ends),
+        };
         // The I/O thread ends once it sees the ring's end dropped (after
         // the writes still queued): on success and on failure alike.
         drop(ends);
@@ -558,6 +580,17 @@ fn add_share(
     if step == 0 {
         b.zero = true;
     }
+    add_to_bundle(t, (stripe, len), b, ends)
+}
+
+/// Adds this member's share of `stripe` to the bundle (or, while nobody
+/// added to it, starts the bundle from it); see [`add_share`].
+fn add_to_bundle(
+    t: &Tables,
+    (stripe, len): (usize, usize),
+    b: &mut RingBufs,
+    ends: &mut pipe::Pipe,
+) -> Result<(), Halt> {
     let Some((_, coefs)) = &t.mine[stripe] else {
         return Ok(());
     };
@@ -584,6 +617,86 @@ fn add_share(
         }
     }
     Ok(ends.free(bytes)?)
+}
+
+/// The rebuild as a reduction to `root` ([`Tables::reducing_to`]). Units
+/// are (piece, stripe) in that order; member m sits at place j of the chain
+/// (1 for the survivor right of the root, …, N − 1 for the one left of it,
+/// N for the root). At tick τ it sends right the bundle of unit τ − j (made
+/// at the tick before), receives from its left that of unit τ − j + 1 and
+/// adds its share to it; place 1 starts each bundle from its share, and the
+/// root stores what arrives. Every member makes the same N · pieces + N − 1
+/// ticks, each one exchange at most, so the chain stays in step.
+fn reduce(
+    ctx: &Ctx,
+    chunk: u64,
+    t: &Tables,
+    root: usize,
+    ends: &mut pipe::Pipe,
+) -> Result<(), Halt> {
+    let n = ctx.n;
+    let piece = ctx.set.piece_bytes as u64;
+    let units = chunk.div_ceil(piece) as usize * n;
+    // (offset, length) of a unit's piece, and its stripe.
+    let unit = |u: usize| {
+        let off = (u / n) as u64 * piece;
+        ((off, piece.min(chunk - off) as usize), u % n)
+    };
+    let j = match (ctx.me + n - root) % n {
+        0 => n,
+        j => j,
+    };
+    let at = |tick: usize, back: usize| tick.checked_sub(back).filter(|&u| u < units);
+    let mut b = RingBufs::default();
+    for tick in 0..units + n - 1 {
+        let sending = if j < n { at(tick, j) } else { None };
+        let arriving = if j >= 2 { at(tick + 1, j) } else { None };
+        if sending.is_some() || arriving.is_some() {
+            let payload: &[u8] = if b.zero { &[] } else { &b.acc };
+            ctx.set
+                .comm
+                .sendrecv_bytes(
+                    sending.map(|_| (ctx.right(1), payload)),
+                    arriving.map(|_| ctx.left(1)),
+                    &mut b.inc,
+                )
+                .map_err(ctx.comm_err())?;
+        }
+        // The unit this member works on at this tick.
+        let Some(u) = at(tick + 1, j) else {
+            continue;
+        };
+        let ((off, len), stripe) = unit(u);
+        // An empty bundle: nobody before added to it (zeros).
+        b.zero = j == 1 || b.inc.is_empty();
+        if j >= 2 && !b.zero && b.inc.len() != len {
+            return Err(ctx
+                .inconsistent(Inconsistency::RingStep {
+                    step: tick,
+                    expected: len,
+                    received: b.inc.len(),
+                })
+                .into());
+        }
+        if j == n {
+            if b.zero {
+                b.inc.clear();
+                b.inc.resize(len, 0);
+            }
+            b.inc = ends.write(
+                mem::take(&mut b.inc),
+                (off, len),
+                pipe::Dest::Stripe(stripe),
+            )?;
+            continue;
+        }
+        if !b.zero {
+            mem::swap(&mut b.acc, &mut b.inc);
+        }
+        b.acc.resize(len, 0);
+        add_to_bundle(t, (stripe, len), &mut b, ends)?;
+    }
+    Ok(())
 }
 
 /// The bundle now holds the finished outputs of this member's stripe: deliver
@@ -636,10 +749,10 @@ fn deliver(
                 })
                 .into());
         }
-        b.inc = ends.write(mem::take(&mut b.inc), (off, len), i)?;
+        b.inc = ends.write(mem::take(&mut b.inc), (off, len), pipe::Dest::Round(i))?;
     }
     if let Some(i) = keep {
-        b.acc = ends.write(mem::take(&mut b.acc), (off, len), i)?;
+        b.acc = ends.write(mem::take(&mut b.acc), (off, len), pipe::Dest::Round(i))?;
     }
     Ok(())
 }

@@ -17,13 +17,14 @@ use std::time::{Duration, Instant};
 
 /// A communicator that sleeps before each `sendrecv_bytes` and, with
 /// `fail_after`, fails every one after that many; it counts the calls and
-/// the bytes they send.
+/// the bytes they send and receive.
 struct Wrapped<'c> {
     inner: &'c dyn Comm,
     delay: Duration,
     fail_after: Option<usize>,
     sends: Cell<usize>,
     sent_bytes: Cell<usize>,
+    received_bytes: Cell<usize>,
 }
 
 impl<'c> Wrapped<'c> {
@@ -34,6 +35,7 @@ impl<'c> Wrapped<'c> {
             fail_after,
             sends: Cell::new(0),
             sent_bytes: Cell::new(0),
+            received_bytes: Cell::new(0),
         }
     }
 }
@@ -80,7 +82,9 @@ impl Comm for Wrapped<'_> {
         std::thread::sleep(self.delay);
         let bytes = send.map_or(0, |(_, b)| b.len());
         self.sent_bytes.set(self.sent_bytes.get() + bytes);
-        self.inner.sendrecv_bytes(send, recv_from, recv)
+        let got = self.inner.sendrecv_bytes(send, recv_from, recv)?;
+        self.received_bytes.set(self.received_bytes.get() + got);
+        Ok(got)
     }
     fn split(&self, color: Option<u32>, key: i64) -> CommResult<Option<Box<dyn Comm>>> {
         self.inner.split(color, key)
@@ -307,41 +311,46 @@ fn a_communicator_that_fails_mid_ring_ends_every_member_with_comm_not_a_hang() {
     }
 }
 
-#[test]
-fn a_rebuild_sends_each_bundle_only_to_members_that_add_to_it_or_store_it() {
-    // Member 1 of 4 loses everything; per piece of every chunk, what the
-    // ring sends (pieces of `piece` bytes), counted by hand from the plan
-    // (ring.rs, coded.rs `decode_tables`):
-    // - XOR: every bundle goes round the 4 members (3 passes each, 12),
-    //   the one member 1 starts goes empty (it holds no share of any
-    //   stripe), and 3 of 4 finished bundles go to member 1: 14 (15 when
-    //   the empty bundle went as zeros);
-    // - RS k = 2: a bundle passes 3 members (2 passes each, 8), 2 of them
-    //   empty (started by member 1, or by a survivor the decode does not
-    //   need), 3 delivered: 9 (15 when every bundle went round all 4).
-    const PIECES: usize = 5;
-    let piece = 4096;
-    let root = scratch_dir();
-    for (scheme, k, per_piece) in [(CopyType::Xor, 1, 14), (CopyType::Rs, 2, 9)] {
-        let chunk = PIECES * piece;
-        let len = (4 - k) * chunk;
+/// A rebuild after member 1 of a 4-member set lost everything.
+struct LoseMember1 {
+    scheme: CopyType,
+    k: usize,
+    piece: usize,
+    /// Bytes of each member's one file.
+    len: usize,
+}
+
+impl LoseMember1 {
+    /// Encodes, removes member 1's files, and rebuilds through a
+    /// [`Wrapped`] communicator whose exchanges fail after `fail_after(rank)`;
+    /// per member: the rebuild's outcome (member 1: its file's bytes are
+    /// checked), and the bytes the rebuild sent and received.
+    fn run(
+        &self,
+        root: &Path,
+        fail_after: impl Fn(usize) -> Option<usize> + Sync,
+    ) -> Vec<(Result<(), FailureKind>, usize, usize)> {
+        let config = ThreadConfig {
+            timeout: Duration::from_secs(20),
+            ..ThreadConfig::default()
+        };
         let lost = [
             MemberLoss::NONE,
             MemberLoss::ALL,
             MemberLoss::NONE,
             MemberLoss::NONE,
         ];
-        let out = ThreadComm::run(4, |comm| {
+        ThreadComm::run_with(&config, 4, |comm| {
             let member = Member {
                 comm,
-                scheme,
-                set_failures: k,
-                piece,
-                len,
+                scheme: self.scheme,
+                set_failures: self.k,
+                piece: self.piece,
+                len: self.len,
             };
-            let (encoded, path) = member.encode(root.path(), |_| {});
+            let (encoded, path) = member.encode(root, |_| {});
             let red = encoded.expect("encode").redundancy;
-            let mine = member.files(root.path());
+            let mine = member.files(root);
             let gone = comm.rank() == 1;
             if gone {
                 std::fs::remove_file(&path).expect("lose the file");
@@ -349,30 +358,101 @@ fn a_rebuild_sends_each_bundle_only_to_members_that_add_to_it_or_store_it() {
                     std::fs::remove_file(&f.path).expect("lose the redundancy file");
                 }
             }
-            let counting = Wrapped::new(comm, Duration::ZERO, None);
+            let counting = Wrapped::new(comm, Duration::ZERO, fail_after(comm.rank()));
             let rebuilt = rebuild(
                 &member.set(&counting),
                 &lost,
                 (!gone).then_some(&mine),
                 (!gone).then_some(&red[..]),
-                &member.dir(root.path()),
+                &member.dir(root),
                 &mut |_, _, _| Ok(()),
+            );
+            let outcome = rebuilt.map_err(|e| e.kind()).map(|r| {
+                if gone {
+                    let again = std::fs::read(&r.app_files[0].path).expect("rebuilt");
+                    assert!(
+                        again == bytes_of(1, self.len),
+                        "{:?}: rebuilt bytes differ",
+                        self.scheme
+                    );
+                }
+            });
+            (
+                outcome,
+                counting.sent_bytes.get(),
+                counting.received_bytes.get(),
             )
-            .expect("rebuild");
-            if gone {
-                let again = std::fs::read(&rebuilt.app_files[0].path).expect("rebuilt");
-                assert!(
-                    again == bytes_of(1, len),
-                    "{scheme:?}: rebuilt bytes differ"
-                );
-            }
-            counting.sent_bytes.get()
         })
-        .expect("no panic");
+        .expect("no panic")
+    }
+}
+
+#[test]
+fn a_rebuild_sends_each_bundle_only_to_members_that_add_to_it_or_store_it() {
+    // Member 1 of 4 loses everything; per piece of every chunk, the pieces
+    // (of `piece` bytes) every member sends and member 1 receives, counted
+    // by hand from the plan (ring.rs, coded.rs `decode_tables`):
+    // - XOR, a reduction to member 1: each of the 4 stripes' bundles starts
+    //   at member 2 and passes 3 and 0 to 1: 12 sent, 4 received (the ring
+    //   sent 15 — 12 passes and 3 deliveries — and member 1 received 6);
+    // - RS k = 2, the ring: a bundle passes 3 members (2 passes each, 8), 2
+    //   of them empty (started by member 1, or by a survivor the decode does
+    //   not need), 3 delivered: 9 sent (15 when every bundle went round all
+    //   4); member 1 receives its 4 outputs and one bundle it passes on.
+    const PIECES: usize = 5;
+    let piece = 4096;
+    let root = scratch_dir();
+    for (scheme, k, per_piece, to_lost) in [(CopyType::Xor, 1, 12, 4), (CopyType::Rs, 2, 9, 5)] {
+        let len = (4 - k) * PIECES * piece;
+        let out = LoseMember1 {
+            scheme,
+            k,
+            piece,
+            len,
+        }
+        .run(root.path(), |_| None);
+        assert!(out.iter().all(|(r, _, _)| r.is_ok()), "{scheme:?}: {out:?}");
         assert_eq!(
-            out.iter().sum::<usize>(),
+            out.iter().map(|(_, sent, _)| sent).sum::<usize>(),
             per_piece * PIECES * piece,
-            "{scheme:?}: bytes sent per member {out:?}"
+            "{scheme:?}: (outcome, bytes sent, received) per member {out:?}"
         );
+        assert_eq!(
+            out[1].2,
+            to_lost * PIECES * piece,
+            "{scheme:?}: (outcome, bytes sent, received) per member {out:?}"
+        );
+    }
+}
+
+#[test]
+fn a_communicator_that_fails_mid_rebuild_ends_every_member_with_comm_not_a_hang() {
+    // Each member in turn fails its exchanges from the 6th on, in the
+    // middle of the XOR reduction to member 1 (first survivor, middle, last
+    // survivor, the root itself) and of the RS ring: every member ends with
+    // a communicator failure, none waits for the timeout.
+    let root = scratch_dir();
+    for (scheme, k) in [(CopyType::Xor, 1), (CopyType::Rs, 2)] {
+        for failing in 0..4 {
+            let start = Instant::now();
+            let lose = LoseMember1 {
+                scheme,
+                k,
+                piece: 4096,
+                len: (4 - k) * 8 * 4096,
+            };
+            let out = lose.run(root.path(), |rank| (rank == failing).then_some(5));
+            let kinds: Vec<_> = out.into_iter().map(|(r, _, _)| r).collect();
+            assert_eq!(
+                kinds,
+                vec![Err(FailureKind::Comm); 4],
+                "{scheme:?} member {failing} failing"
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(15),
+                "{scheme:?} member {failing} failing: the set waited for a timeout ({:?})",
+                start.elapsed()
+            );
+        }
     }
 }

@@ -49,14 +49,24 @@ const SPARE_BUNDLES: usize = 1;
 enum ToIo {
     /// A read buffer the ring is done with.
     Free(Vec<u8>),
-    /// Store the outputs of delivery round `round` of the piece at `off`
-    /// (`len` bytes per output) that `buf` holds, then hand `buf` back.
+    /// Store the outputs `to` of the piece at `off` (`len` bytes per
+    /// output) that `buf` holds, then hand `buf` back.
     Write {
         buf: Vec<u8>,
         off: u64,
         len: usize,
-        round: usize,
+        to: Dest,
     },
+}
+
+/// Which outputs a bundle handed to the I/O thread holds.
+#[derive(Clone, Copy)]
+pub(super) enum Dest {
+    /// Those of delivery round `i` of the ring (`Tables::rounds`).
+    Round(usize),
+    /// The one output of stripe `s` that a reduction to this member (the
+    /// root, [`Tables::reducing_to`]) brought.
+    Stripe(usize),
 }
 
 /// One share of this member, in schedule order.
@@ -94,21 +104,16 @@ impl Pipe {
         self.to_io.send(ToIo::Free(buf)).map_err(|_| Gone)
     }
 
-    /// Has the outputs of delivery round `round` that `buf` holds stored,
-    /// and returns a bundle to go on with (waits only while the spare one
-    /// is still being written).
+    /// Has the outputs `to` that `buf` holds stored, and returns a bundle
+    /// to go on with (waits only while the spare one is still being
+    /// written).
     pub(super) fn write(
         &mut self,
         buf: Vec<u8>,
         (off, len): (u64, usize),
-        round: usize,
+        to: Dest,
     ) -> Result<Vec<u8>, Gone> {
-        let job = ToIo::Write {
-            buf,
-            off,
-            len,
-            round,
-        };
+        let job = ToIo::Write { buf, off, len, to };
         self.to_io.send(job).map_err(|_| Gone)?;
         self.pool.extend(self.spent.try_iter());
         if let Some(b) = self.pool.pop() {
@@ -282,9 +287,16 @@ pub(super) fn serve(
     let ctx = latch(latched, Ctx::new(&set));
     let t = plan.t;
     let (me, n) = (p.rank, p.size);
-    let mut todo = plan.pieces.clone().flat_map(|(off, len)| {
-        (0..t.steps).filter_map(move |step| {
-            let stripe = t.stripe(me, step, n);
+    // The ring's order: per piece, the stripe of each step; a reduction to
+    // a root: per piece, stripe by stripe.
+    let reducing = t.root.is_some();
+    let mut todo = plan.pieces.clone().flat_map(move |(off, len)| {
+        (0..if reducing { n } else { t.steps }).filter_map(move |step| {
+            let stripe = if reducing {
+                step
+            } else {
+                t.stripe(me, step, n)
+            };
             t.mine[stripe].as_ref().map(|(src, _)| (*src, off, len))
         })
     });
@@ -320,13 +332,8 @@ pub(super) fn serve(
         };
         match msg {
             ToIo::Free(buf) => free.push(buf),
-            ToIo::Write {
-                buf,
-                off,
-                len,
-                round,
-            } => {
-                store(&plan, &ctx, io, latched, (&buf, off, len), round);
+            ToIo::Write { buf, off, len, to } => {
+                store(&plan, &ctx, io, latched, (&buf, off, len), to);
                 if end.spent.send(buf).is_err() {
                     return;
                 }
@@ -361,16 +368,26 @@ fn read_share(
     Ok(())
 }
 
-/// Stores the outputs of delivery round `round` (the ring's own bundle for
-/// round 0, else what arrived) unless a failure is latched.
+/// Stores the outputs `to` (of a delivery round: the ring's own bundle for
+/// round 0, else what arrived; or what a reduction brought) unless a
+/// failure is latched.
 fn store(
     plan: &Plan<'_>,
     ctx: &Option<Ctx<'_>>,
     io: &mut MemberIo<'_>,
     latched: &mut Option<ApplyError>,
     (buf, off, len): (&[u8], u64, usize),
-    round: usize,
+    to: Dest,
 ) {
+    let round = match to {
+        Dest::Round(i) => i,
+        Dest::Stripe(s) => {
+            if let Some(c) = live(ctx, latched) {
+                latch(latched, io.write(c, plan.t.sinks[s], off, &buf[..len]));
+            }
+            return;
+        }
+    };
     let r = &plan.rounds[round];
     let (sink, rows): (Src, &mut dyn Iterator<Item = usize>) = if r.d == 0 {
         (plan.t.sinks[plan.mine_fin], &mut r.sends.iter().copied())
