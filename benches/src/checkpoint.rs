@@ -62,7 +62,7 @@ pub const RS_K: usize = 2;
 /// "64,256"), `BENCH_REPS` (3), `BENCH_SCHEMES`
 /// ("SINGLE,SINGLE+writer,PARTNER,XOR,RS"; `+writer` on any scheme writes
 /// through `route_writer`),
-/// `BENCH_RESTART_MIB` (64), `BENCH_PHASES` (set: print rank 0's phase
+/// `BENCH_RESTART_MIB` (64; 0 skips the restart table), `BENCH_PHASES` (set: print rank 0's phase
 /// times to stderr).
 #[derive(Debug, Clone)]
 pub struct Params {
