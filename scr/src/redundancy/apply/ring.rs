@@ -481,15 +481,22 @@ fn pass_right(ctx: &Ctx, step: usize, b: &mut RingBufs) -> Result<(), ApplyError
     if b.zero {
         return Ok(());
     }
-    if b.inc.len() != b.acc.len() {
-        return Err(ctx.inconsistent(Inconsistency::RingStep {
-            step,
-            expected: b.acc.len(),
-            received: b.inc.len(),
-        }));
-    }
+    step_len(ctx, step, b.acc.len(), &b.inc)?;
     mem::swap(&mut b.acc, &mut b.inc);
     Ok(())
+}
+
+/// What arrived at ring step `step` must be `expected` bytes long (every
+/// member derives the lengths from the same tables).
+fn step_len(ctx: &Ctx, step: usize, expected: usize, arrived: &[u8]) -> Result<(), ApplyError> {
+    if arrived.len() == expected {
+        return Ok(());
+    }
+    Err(ctx.inconsistent(Inconsistency::RingStep {
+        step,
+        expected,
+        received: arrived.len(),
+    }))
 }
 
 /// Step 0 of a plan that forwards raw shares ([`Tables::forwarding_first`]):
@@ -521,16 +528,7 @@ fn forward_share(
         .sendrecv_bytes(Some((ctx.right(1), bytes)), Some(ctx.left(1)), &mut b.inc)
         .map_err(ctx.comm_err())?;
     ends.free(share.buf)?;
-    if b.inc.len() != len {
-        return Err(ctx
-            .inconsistent(Inconsistency::RingStep {
-                step: 1,
-                expected: len,
-                received: b.inc.len(),
-            })
-            .into());
-    }
-    Ok(())
+    Ok(step_len(ctx, 1, len, &b.inc)?)
 }
 
 /// Step 1 of a plan that forwards raw shares: the bundle's rows from the
@@ -669,14 +667,8 @@ fn reduce(
         let ((off, len), stripe) = unit(u);
         // An empty bundle: nobody before added to it (zeros).
         b.zero = j == 1 || b.inc.is_empty();
-        if j >= 2 && !b.zero && b.inc.len() != len {
-            return Err(ctx
-                .inconsistent(Inconsistency::RingStep {
-                    step: tick,
-                    expected: len,
-                    received: b.inc.len(),
-                })
-                .into());
+        if j >= 2 && !b.zero {
+            step_len(ctx, tick, len, &b.inc)?;
         }
         if j == n {
             if b.zero {
