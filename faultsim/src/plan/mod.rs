@@ -85,7 +85,7 @@ pub const KNOWN_POINTS: &[&str] = &[
     // Entry of the redundancy encode at Complete_output, every scheme.
     "redundancy.encode",
     // SCR_ENCODE_ASYNC: entry of the background encode thread (every
-    // scheme), and once the dataset is recorded protected on disk.
+    // scheme), and once every rank recorded the dataset protected on disk.
     "protect.background",
     "protect.protected",
     "xor.encode.chunk",

@@ -187,9 +187,10 @@ fn encode_here(
 }
 
 /// Wait for this rank's background encode, then agree with every rank
-/// whether the dataset is protected: if so record COMPLETE=1 (filemap and
-/// master filemap) and log PROTECTED; if not delete it on every rank.
-/// Collective over the world.
+/// whether the dataset is protected: if every encode succeeded, record
+/// COMPLETE=1 (filemap and master filemap) and agree again that every rank
+/// recorded it, then log PROTECTED; if either vote fails delete it on
+/// every rank. Collective over the world.
 pub fn settle(job: &mut Job, p: Protecting) -> ScrResult<Settled> {
     let Protecting {
         dset,
@@ -221,23 +222,52 @@ pub fn settle(job: &mut Job, p: Protecting) -> ScrResult<Settled> {
         ),
     };
     let me = job.rank();
-    let protected = job.world.all_true(result.is_ok())?;
+    let encoded = job.world.all_true(result.is_ok())?;
     let mut slowest = [secs];
     job.world
         .allreduce_f64(&mut slowest, crate::comm::ReduceOp::Max)?;
-    if !protected {
-        let error = result.err();
+    // Every rank's encode finished: record COMPLETE=1, then agree that
+    // every rank recorded it. Only then is the dataset protected: a node
+    // lost while some ranks were still writing their filemap would leave a
+    // dataset complete on some ranks and not on others, which a restart
+    // rightly refuses, so the PROTECTED entry must not be logged before.
+    // The node's master filemap is written by every rank (a collective of
+    // the node), even after this rank's own write failed.
+    let (recorded, desc) = if encoded {
+        if let Ok(Some(PartnerTag(node))) = &result {
+            // The tag name is not one of the filemap's own keys: cannot fail.
+            let _ = job.filemap.set_tag(dset, me, PARTNER_NODE_TAG, node);
+        }
+        let mut desc = job
+            .dataset(dset)
+            .unwrap_or_else(|| crate::records::dataset::Dataset::new(dset.get()));
+        desc.complete = Some(true);
+        job.filemap.set_dataset(dset, me, &desc);
+        let own = job.write_filemap();
+        let master = job.write_master_filemap();
+        (own.and(master), Some(desc))
+    } else {
+        (Ok(()), None)
+    };
+    let protected = encoded && job.world.all_true(recorded.is_ok())?;
+    let (true, Some(desc)) = (protected, desc) else {
+        let error = match (result, recorded) {
+            (Err(e), _) | (Ok(_), Err(e)) => Some(e),
+            (Ok(_), Ok(())) => None,
+        };
         if let Some(e) = &error {
             eprintln!("SCR: rank {me}: dataset {dset}: background protection failed: {e}");
         }
+        let why = match (&error, encoded) {
+            (Some(e), _) => format!("failed: {e}"),
+            (None, false) => "failed: redundancy failed on another rank".into(),
+            (None, true) => "failed: another rank could not record it protected".into(),
+        };
         job.log(
             Entry::event(EventType::Protected)
                 .dset(dset)
                 .secs(job.clock.elapsed(started).as_secs_f64())
-                .note(match &error {
-                    Some(e) => format!("failed: {e}"),
-                    None => "failed: redundancy failed on another rank".into(),
-                }),
+                .note(why),
         );
         job.delete_dataset(dset)?;
         return Ok(Settled {
@@ -245,20 +275,10 @@ pub fn settle(job: &mut Job, p: Protecting) -> ScrResult<Settled> {
             protected: false,
             error,
         });
-    }
-    if let Ok(Some(PartnerTag(node))) = &result {
-        // The tag name is not one of the filemap's own keys: cannot fail.
-        let _ = job.filemap.set_tag(dset, me, PARTNER_NODE_TAG, node);
-    }
-    let mut desc = job
-        .dataset(dset)
-        .unwrap_or_else(|| crate::records::dataset::Dataset::new(dset.get()));
-    desc.complete = Some(true);
-    job.filemap.set_dataset(dset, me, &desc);
-    job.write_filemap()?;
-    job.write_master_filemap()?;
-    // Kill and delay faults act once the dataset is protected on disk; an
-    // injected error has nothing left to fail, so it is only reported.
+    };
+    // Kill and delay faults act once every rank recorded the dataset
+    // protected on disk; an injected error has nothing left to fail, so it
+    // is only reported.
     if let Err(e) = crate::fault_point!("protect.protected", rank = me.0) {
         eprintln!(
             "SCR: rank {me}: {}",
