@@ -13,7 +13,10 @@
 //!   loss: a seeded property test (replay: `ASYNC_SEED=<seed> cargo test -p
 //!   scr --test encode_async`);
 //! - the wait for a background encode counts in the checkpoint's cost, as
-//!   Need_checkpoint's overhead and adaptive policies read it.
+//!   Need_checkpoint's overhead and adaptive policies read it;
+//! - a rank that cannot write its filemap at Complete_output fails the
+//!   checkpoint on every rank (synchronous and asynchronous), with no rank
+//!   left in a collective the others skipped.
 
 mod common;
 
@@ -496,4 +499,70 @@ fn the_wait_for_a_background_encode_counts_in_the_checkpoint_s_cost() {
         assert_eq!(scr.checkpoint_costs(), &after[..]);
         None
     });
+}
+
+/// Rank `rank`'s filemap file (node trees below `root`, two ranks a node).
+fn filemap_of(root: &Path, rank: usize) -> std::path::PathBuf {
+    let want = format!("filemap_{}.scrinfo", rank % 2);
+    common::files_below(&root.join(format!("n{}", node_of(rank))))
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == want))
+        .unwrap_or_else(|| panic!("rank {rank}: no {want} below {}", root.display()))
+}
+
+#[test]
+fn a_filemap_one_rank_cannot_write_at_complete_fails_the_checkpoint_everywhere_without_a_hang() {
+    // Rank 2's filemap path is made a non-empty directory between its
+    // files' writes and Complete_output, so its record of checkpoint 2
+    // cannot be renamed into place. Every rank must learn it (no rank left
+    // waiting in a collective the failing one skipped), none may restart
+    // from checkpoint 2, and the job goes on once the path is writable.
+    for (scheme, asynchronous) in [("SINGLE", "0"), ("XOR", "0"), ("SINGLE", "1"), ("XOR", "1")] {
+        let cl = Cluster::new();
+        let e = [
+            ("SCR_COPY_TYPE", scheme),
+            ("SCR_SET_SIZE", "4"),
+            ("SCR_ENCODE_ASYNC", asynchronous),
+        ];
+        run(&cl, RANKS, node_of, &e, |scr, c| {
+            let rank = c.rank();
+            write_ckpt(scr, c, &cl.prefix, 1, true);
+            let mut out = scr.start_output(Some("ckpt.2"), Flags::CHECKPOINT).unwrap();
+            let p = out
+                .route_file(cl.prefix.join(format!("ckpt.2/rank{rank}.f0")))
+                .unwrap();
+            std::fs::write(&p, data(SEED, rank, 2, 0)).unwrap();
+            let blocked = (rank == 2).then(|| {
+                let fm = filemap_of(&cl.root, rank);
+                std::fs::remove_file(&fm).unwrap();
+                std::fs::create_dir(&fm).unwrap();
+                std::fs::write(fm.join("in-the-way"), b"x").unwrap();
+                fm
+            });
+            let got = out.complete(true);
+            assert!(
+                !matches!(got, Ok(true)),
+                "{scheme} async={asynchronous} rank {rank}: checkpoint 2 must fail, got {got:?}"
+            );
+            if let Some(fm) = blocked {
+                std::fs::remove_dir_all(fm).unwrap();
+            }
+            c.barrier().unwrap();
+            write_ckpt(scr, c, &cl.prefix, 3, true);
+            None
+        });
+        let got = run(&cl, RANKS, node_of, &e, |scr, c| {
+            restart_and_verify(scr, c, &cl.prefix, SEED)
+        });
+        assert_eq!(
+            got[0].as_deref(),
+            Some("ckpt.3"),
+            "{scheme} async={asynchronous}"
+        );
+        let flags = complete_flags(&cl.root, 2);
+        assert!(
+            flags.iter().all(|f| *f != Some(true)),
+            "{scheme} async={asynchronous}: no rank records checkpoint 2 complete: {flags:?}"
+        );
+    }
 }

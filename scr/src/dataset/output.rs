@@ -309,17 +309,22 @@ pub fn complete(
     };
     // all_valid is identical on every rank, so the short circuit keeps the
     // collective matched.
-    let protected = all_valid && job.world.all_true(applied.is_ok())?;
+    let encoded = all_valid && job.world.all_true(applied.is_ok())?;
     // Measured after the vote, so rank 0's figure covers the slowest set.
     let encode_s = job.clock.elapsed(encode_at).as_secs_f64();
     let total_bytes = job.sum(bytes as i64)?.max(0) as u64;
     let total_files = job.sum(files as i64)?.max(0) as u64;
-    ds.desc.complete = Some(protected);
+    ds.desc.complete = Some(encoded);
     ds.desc.size_bytes = Some(total_bytes);
     ds.desc.files = Some(total_files);
     let me = job.rank();
     job.filemap.set_dataset(dset, me, &ds.desc);
-    job.write_filemap()?;
+    // Every rank must have its record on disk, or none uses the dataset:
+    // a rank returning early here would leave the others in the next
+    // collective (the master filemap's gather) for ever.
+    let wrote = job.write_filemap();
+    let protected = job.world.all_true(wrote.is_ok())? && encoded;
+    let applied = applied.and(wrote);
     let times = Times {
         started,
         write_s,
@@ -375,7 +380,32 @@ fn complete_async(
     ds.desc.files = Some(total_files);
     let me = job.rank();
     job.filemap.set_dataset(dset, me, &ds.desc);
-    job.write_filemap()?;
+    // As in the synchronous path: no rank starts an encode the others
+    // will not join.
+    let wrote = job.write_filemap();
+    if !job.world.all_true(wrote.is_ok())? {
+        let error = wrote.err();
+        if let Some(e) = &error {
+            eprintln!("SCR: rank {me}: dataset {dset}: {e}");
+        }
+        job.log(
+            Entry::event(EventType::CheckpointEnd)
+                .dset(dset)
+                .name(ds.name().as_str())
+                .secs(job.clock.elapsed(started).as_secs_f64())
+                .note(match &error {
+                    Some(e) => format!("failed: {e}"),
+                    None => "failed: its record failed on another rank".into(),
+                }),
+        );
+        job.delete_dataset(dset)?;
+        ds.state = State::Failed;
+        return Ok(Completion {
+            protected: false,
+            error,
+            protecting: None,
+        });
+    }
     let name = ds.name();
     let to = ds.dir.to_record();
     job.log(
@@ -513,7 +543,7 @@ fn log_complete(
     } else if let Err(err) = applied {
         e = e.note(format!("failed: {err}"));
     } else if !protected {
-        e = e.note("failed: redundancy failed on another rank");
+        e = e.note("failed: redundancy or its record failed on another rank");
     }
     job.log(e);
 }
