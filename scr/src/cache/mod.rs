@@ -475,14 +475,43 @@ impl Job {
         self.filemap_file.clone()
     }
 
-    /// Persist this process's filemap, and on the node master the master
-    /// filemap listing every local filemap file. Not collective.
+    /// Persist this process's filemap. Not collective: a caller that goes
+    /// on into a collective after it either votes on the result or calls
+    /// [`Job::write_filemap_agreed`].
     pub fn write_filemap(&self) -> ScrResult<()> {
         if let Some(dset) = self.filemap_lent {
             return Err(ScrError::FilemapLent { dset });
         }
         self.filemap.write_file(&self.filemap_file)?;
         Ok(())
+    }
+
+    /// `local` on this rank, agreed over the world: an error on any rank is
+    /// an error on every rank (this rank's own, else "failed on another
+    /// rank"), so no rank goes on into a collective one of them skipped.
+    /// Collective over the world.
+    pub fn agree(&self, op: &'static str, local: ScrResult<()>) -> ScrResult<()> {
+        let all = self.world.all_true(local.is_ok())?;
+        local?;
+        if !all {
+            return Err(ScrError::elsewhere(op, None));
+        }
+        Ok(())
+    }
+
+    /// [`Job::write_filemap`] on every rank, agreed ([`Job::agree`]).
+    /// Collective over the world.
+    pub fn write_filemap_agreed(&self) -> ScrResult<()> {
+        self.agree("write the filemap", self.write_filemap())
+    }
+
+    /// This rank's filemap and its node's master filemap, agreed
+    /// ([`Job::agree`]; the master filemap is gathered even when this
+    /// rank's own write failed). Collective over the world and the node.
+    pub fn write_filemaps_agreed(&self) -> ScrResult<()> {
+        let own = self.write_filemap();
+        let master = self.write_master_filemap();
+        self.agree("write the filemap", own.and(master))
     }
 
     /// Write the node's master filemap (collective over the node).

@@ -321,8 +321,11 @@ pub fn complete(
     job.filemap.set_dataset(dset, me, &ds.desc);
     // Every rank must have its record on disk, or none uses the dataset:
     // a rank returning early here would leave the others in the next
-    // collective (the master filemap's gather) for ever.
-    let wrote = job.write_filemap();
+    // collective for ever. The node's master filemap is written by every
+    // rank (a collective of the node), even after its own write failed.
+    let own = job.write_filemap();
+    let master = job.write_master_filemap();
+    let wrote = own.and(master);
     let protected = job.world.all_true(wrote.is_ok())? && encoded;
     let applied = applied.and(wrote);
     let times = Times {
@@ -351,7 +354,6 @@ pub fn complete(
             protecting: None,
         });
     }
-    job.write_master_filemap()?;
     ds.state = State::Protected;
     Ok(Completion {
         protected,

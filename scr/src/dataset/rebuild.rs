@@ -34,6 +34,38 @@ fn gather_losses(set_comm: &dyn Comm, loss: MemberLoss) -> Result<Vec<MemberLoss
         .collect())
 }
 
+/// `local` on this member, agreed over the set: when it failed on any
+/// member every member fails here, before the set's exchanges, which a
+/// member that returned early would never join.
+fn agreed(
+    set: &dyn Comm,
+    op: &'static str,
+    local: Result<(), RebuildError>,
+) -> Result<(), RebuildError> {
+    let all = set.all_true(local.is_ok())?;
+    local?;
+    if !all {
+        return Err(RebuildError::Elsewhere { op });
+    }
+    Ok(())
+}
+
+/// [`drop_lost_entries`] when this member lost anything, agreed over the
+/// set ([`agreed`]).
+fn drop_lost_agreed(
+    job: &mut Job,
+    set: &dyn Comm,
+    dset: DatasetId,
+    loss: MemberLoss,
+) -> Result<(), RebuildError> {
+    let dropped = if loss.any() {
+        drop_lost_entries(job, dset, loss)
+    } else {
+        Ok(())
+    };
+    agreed(set, "drop the lost entries", dropped)
+}
+
 /// What was lost starts from a clean slate: whatever partial entries and
 /// files it has are unusable. A whole loss drops every entry (also one
 /// without meta); otherwise only the lost kind goes.
@@ -117,12 +149,14 @@ pub fn rebuild_dataset(
         job.dataset_dir(&LogicalPath::new(&rd.directory), dset),
     );
     let cache_real = job.real(&LogicalPath::new(&rd.directory));
-    fs::create_dir_all(&cache_real).map_err(|source| RebuildError::Io {
-        path: cache_real.to_path_buf(),
-        op: "create cache directory",
-        source,
-    })?;
-    dirs::create_private_dirs_below(&cache_real, &dir.real)?;
+    let prepared = fs::create_dir_all(&cache_real)
+        .map_err(|source| RebuildError::Io {
+            path: cache_real.to_path_buf(),
+            op: "create cache directory",
+            source,
+        })
+        .and_then(|()| Ok(dirs::create_private_dirs_below(&cache_real, &dir.real)?));
+    agreed(set, "prepare the dataset directory", prepared)?;
     let round = Round {
         dset,
         ds,
@@ -136,9 +170,7 @@ pub fn rebuild_dataset(
     if checked == Checked::Sizes && scheme == CopyType::Partner {
         return partner_rounds(job, &round, &lost, loss);
     }
-    if loss.any() {
-        drop_lost_entries(job, dset, loss)?;
-    }
+    drop_lost_agreed(job, set, dset, loss)?;
     let rebuilt = match run_set_rebuild(job, dset, ds, rd, set, &lost, loss) {
         // A survivor's bytes did not match their CRC32 in the pass, or the
         // rebuilt bytes came out inconsistent (every member of the set gets
@@ -160,9 +192,7 @@ pub fn rebuild_dataset(
             if lost == before {
                 return Err(RebuildError::Apply(e));
             }
-            if loss.any() {
-                drop_lost_entries(job, dset, loss)?;
-            }
+            drop_lost_agreed(job, set, dset, loss)?;
             run_set_rebuild(job, dset, ds, rd, set, &lost, loss)?
         }
         r => r?,
@@ -220,9 +250,7 @@ fn partner_round(
     lost: &[MemberLoss],
     loss: MemberLoss,
 ) -> Result<(), RebuildError> {
-    if loss.any() {
-        drop_lost_entries(job, round.dset, loss)?;
-    }
+    drop_lost_agreed(job, round.set, round.dset, loss)?;
     let rebuilt = run_set_rebuild(job, round.dset, round.ds, round.rd, round.set, lost, loss)?;
     finish_round(job, round, rebuilt, loss)
 }

@@ -159,8 +159,7 @@ fn scatter_filemaps(job: &mut Job) -> ScrResult<()> {
         mine.merge(&Filemap::from_tree(&tree)?);
     }
     job.filemap = mine;
-    job.write_filemap()?;
-    job.write_master_filemap()?;
+    job.write_filemaps_agreed()?;
     // Filemap files of processes that no longer exist on this node would
     // be read again next time: drop any the master filemap does not list.
     if job.node_comm.rank() == 0 {
@@ -301,7 +300,14 @@ fn distribute_files(job: &mut Job, dset: DatasetId, dir_logical: &LogicalPath) -
             sent += 1;
         }
         for msg in received.values() {
-            receive_file(job, dset, dir_logical, msg)?;
+            // A file this rank cannot take (its cache full, a damaged
+            // message) is recorded and missing: the size check that follows
+            // counts it lost and the set's redundancy rebuilds it. The rank
+            // keeps taking part in every round: returning here would leave
+            // the others in the next exchange.
+            if let Err(e) = receive_file(job, dset, dir_logical, msg) {
+                eprintln!("SCR: rank {me}: dataset {dset}: a file moved to this rank is lost: {e}");
+            }
         }
     }
     // Entries for other ranks without files (descriptors only) go too.
@@ -310,7 +316,7 @@ fn distribute_files(job: &mut Job, dset: DatasetId, dir_logical: &LogicalPath) -
             job.filemap.remove_rank_by_dataset(dset, r);
         }
     }
-    job.write_filemap()?;
+    job.write_filemap_agreed()?;
     Ok(sent)
 }
 
@@ -389,7 +395,7 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
     }
     job.dataset_id = job.max(max_dset)?;
     job.checkpoint_id = job.max(max_ckpt)?;
-    job.write_master_filemap()?;
+    job.agree("write the master filemap", job.write_master_filemap())?;
     Ok(report)
 }
 
@@ -425,8 +431,9 @@ fn forget_bypass(job: &mut Job) -> ScrResult<(Vec<DatasetId>, i64)> {
     for &d in &ids {
         job.filemap.remove_dataset(d);
     }
+    // `ids` is the same on every rank.
     if !ids.is_empty() {
-        job.write_filemap()?;
+        job.write_filemap_agreed()?;
     }
     Ok((ids, job.max(max_ckpt)?))
 }
@@ -528,7 +535,7 @@ fn restart_dataset(
             report.rebuilt.push(dset);
         }
         report.available.push(dset);
-        job.write_filemap()?;
+        job.write_filemap_agreed()?;
         return Ok(Some(ckpt));
     }
     let mine = match (&outcome, check.problem()) {
@@ -581,12 +588,16 @@ fn first_reason(job: &Job, mine: &str) -> ScrResult<String> {
 
 /// Remove everything this job has in cache on this node (SCR_DISTRIBUTE=0
 /// or SCR_CACHE_PURGE): every dataset listed in this node's filemaps.
-/// Collective over the node.
+/// Collective; an error on any rank is an error on every rank.
 pub fn purge_cache(job: &mut Job) -> ScrResult<()> {
     scatter_filemaps(job)?;
+    let mut local = Ok(());
     for d in job.filemap.list_datasets() {
-        job.delete_dataset_local(d)?;
+        local = job.delete_dataset_local(d);
+        if local.is_err() {
+            break;
+        }
     }
-    job.write_master_filemap()?;
-    Ok(())
+    let master = job.write_master_filemap();
+    job.agree("purge the cache", local.and(master))
 }

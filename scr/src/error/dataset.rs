@@ -113,6 +113,13 @@ pub enum RebuildError {
         /// Where it was rebuilt.
         path: PathBuf,
     },
+    /// A step before the set's exchanges failed on another member (that
+    /// member reports the cause); every member stops there together.
+    #[error("{op} failed on another member of the set")]
+    Elsewhere {
+        /// The step.
+        op: &'static str,
+    },
 }
 
 impl From<ScrError> for RebuildError {

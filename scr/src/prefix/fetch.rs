@@ -17,7 +17,7 @@ use super::{
     windowed, CopyChecks, CopyError, CopyItem, FetchError, PrefixError,
 };
 use crate::cache::Job;
-use crate::error::ScrResult;
+use crate::error::{ScrError, ScrResult};
 use crate::ids::DatasetId;
 use crate::kvtree::KvTree;
 use crate::log::writer::{Entry, EventType, XferType};
@@ -496,7 +496,11 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     }
     ds.complete = Some(true);
     job.filemap.set_dataset(dset, me, &ds);
-    job.write_filemap()?;
+    // Every rank's record is on disk before the set's encode, which a rank
+    // that returned here would never join.
+    if let Err(e) = job.write_filemap_agreed() {
+        return unrecorded(job, dset, e);
+    }
     // Protect the fetched copy in cache as a new checkpoint would be.
     let applied = crate::dataset::encode::encode(job, dset);
     let protected = job.world.all_true(applied.is_ok())?;
@@ -507,14 +511,26 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
         job.delete_dataset(dset)?;
         return Ok(Attempt::Failed(FetchError::NotProtected));
     }
-    job.write_filemap()?;
-    job.write_master_filemap()?;
+    if let Err(e) = job.write_filemaps_agreed() {
+        return unrecorded(job, dset, e);
+    }
     job.dataset_id = job.dataset_id.max(id);
     job.checkpoint_id = job.checkpoint_id.max(ckpt);
     Ok(Attempt::Done {
         orig_dir: summary.orig_dir,
         in_place: false,
     })
+}
+
+/// A fetched dataset some rank could not record in cache (its filemap or
+/// the node's master filemap; every rank has an error, [`Job::agree`]):
+/// deleted from cache everywhere, and the fetch ends with the error on
+/// every rank. The copy in the prefix is not to blame: it is not marked
+/// failed, and an older one would meet the same cache.
+fn unrecorded(job: &mut Job, dset: DatasetId, e: ScrError) -> ScrResult<Attempt> {
+    eprintln!("SCR: rank {}: fetch of dataset {dset}: {e}", job.rank());
+    job.delete_dataset(dset)?;
+    Err(e)
 }
 
 /// The prefix side of the fetch of the file `rel` (map entry `e`): its
@@ -707,8 +723,9 @@ fn read_in_place(
     }
     ds.complete = Some(true);
     job.filemap.set_dataset(dset, me, &ds);
-    job.write_filemap()?;
-    job.write_master_filemap()?;
+    if let Err(e) = job.write_filemaps_agreed() {
+        return unrecorded(job, dset, e);
+    }
     job.dataset_id = job.dataset_id.max(id);
     job.checkpoint_id = job.checkpoint_id.max(ckpt);
     Ok(Attempt::Done {

@@ -633,6 +633,10 @@ fn announce(job: &Job, plan: &FlushPlan) {
 pub struct AsyncFlush {
     plan: FlushPlan,
     handle: Option<JoinHandle<Result<Vec<Copied>, CopyError>>>,
+    /// Why this rank's copy thread could not start: the flush is failed at
+    /// its test like a copy that failed (voted there), never left pending
+    /// on this rank alone.
+    not_started: Option<CopyError>,
     progress: std::sync::Arc<Progress>,
 }
 
@@ -673,18 +677,29 @@ pub fn flush_async_start(job: &Job, dset: DatasetId) -> ScrResult<Option<AsyncFl
     let me = job.rank().0;
     let progress = Progress::shared();
     let p = progress.clone();
-    let handle = std::thread::Builder::new()
+    let spawned = std::thread::Builder::new()
         .name(format!("scr-flush-{dset}"))
         .spawn(move || {
             copy_all(&items, checks, Some(throttle), Some(&p), || {
                 crate::fault_point!("flush.async.file.copied", rank = me)
                     .map_err(|e| CopyError::Injected(e.into()))
             })
-        })
-        .map_err(crate::error::io_err("scr-flush", "spawn thread"))?;
+        });
+    let (handle, not_started) = match spawned {
+        Ok(h) => (Some(h), None),
+        Err(source) => (
+            None,
+            Some(CopyError::Io {
+                path: "scr-flush".into(),
+                op: "spawn the flush thread",
+                source,
+            }),
+        ),
+    };
     Ok(Some(AsyncFlush {
         plan,
-        handle: Some(handle),
+        handle,
+        not_started,
         progress,
     }))
 }
@@ -698,9 +713,10 @@ pub fn flush_async_test(job: &Job, af: &mut AsyncFlush, wait: bool) -> ScrResult
         return Ok(None);
     }
     // Waiting for a background copy is where its watchdog applies.
-    let local = match af.handle.take() {
-        Some(h) => watchdog::wait(h, &af.progress, Bound::of(&job.settings)),
-        None => Err(CopyError::AlreadyCompleted),
+    let local = match (af.handle.take(), af.not_started.take()) {
+        (Some(h), _) => watchdog::wait(h, &af.progress, Bound::of(&job.settings)),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(CopyError::AlreadyCompleted),
     };
     finish(job, &af.plan, local, XferType::FlushAsync).map(Some)
 }
