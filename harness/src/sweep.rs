@@ -19,6 +19,10 @@
 //! With `--power-loss` ([`Kill::Power`]) every node loses power at the
 //! point instead (checkpoint and fetch phases): files keep only what was
 //! fsynced (`faultrt::durable`), and the restart range is the same.
+//! With `--io-error` ([`Kill::IoError`]) the rank's I/O at the point fails
+//! once with ENOSPC instead (checkpoint and fetch phases): the job must end
+//! completed with no hang and no wrong byte; the restart range does not
+//! apply (the job may go on past the failed call).
 //!
 //! A clean run of each (phase, mode) first records every point reached, with
 //! its hit count and rank (`SCR_FAULT_TRACE`, see `faultrt`). Each cell then
@@ -117,6 +121,12 @@ pub enum Kill {
     /// trees and the prefix loses what was written after its last fsync
     /// (`faultrt::durable`), then the job dies.
     Power,
+    /// The rank's I/O at the point fails with ENOSPC (the cache or the
+    /// prefix full) once: the library must fail what it was doing on every
+    /// rank alike — never leave the others waiting in a collective the
+    /// failing rank skipped — and the job must end completed (relaunched
+    /// if need be), every byte it restores verified.
+    IoError,
 }
 
 /// Checkpoints the first launch writes.
@@ -304,11 +314,19 @@ pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>, how: Kill) -> S
             t.point,
             t.hit
         ))),
+        Some(t) if how == Kill::IoError => faults.push(fault(&format!(
+            "what = {{ kind = \"io-error\", error = \"enospc\" }}\nwhen = {{ at = \"point\", point = \"{}\", hit = {}, rank = {} }}\nrun = {}",
+            t.point,
+            t.hit,
+            t.rank,
+            phase.launch()
+        ))),
         Some(t) => faults.push(fault(&format!(
             "what = {{ kind = \"{}\", rank = {} }}\nwhen = {{ at = \"point\", point = \"{}\", hit = {} }}\nrun = {}",
             match how {
                 Kill::Rank => "kill-rank",
                 Kill::Power => "power-loss",
+                Kill::IoError => unreachable!("the arm above"),
             },
             t.rank,
             t.point,
@@ -333,7 +351,13 @@ pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>, how: Kill) -> S
         relaunch_checkpoints: 1,
         launches: if phase == Phase::Scavenge { 1 } else { 3 },
         mean_bytes: 16 * 1024,
-        app_args: Vec::new(),
+        // An I/O error must fail the library's call on every rank alike:
+        // an application that goes on after it shows a mismatch as a hang.
+        app_args: if how == Kill::IoError {
+            vec!["--keep-going".into()]
+        } else {
+            Vec::new()
+        },
         env,
         schemes: None,
         faults,
@@ -362,6 +386,7 @@ pub fn cell_name(mode: Mode, phase: Phase, t: &Target, how: Kill) -> String {
         match how {
             Kill::Rank => "",
             Kill::Power => "power-",
+            Kill::IoError => "io-error-",
         },
         mode.name(),
         phase.name(),
@@ -448,6 +473,11 @@ pub fn judge(phase: Phase, t: &Target, how: Kill, r: &RunResult) -> Result<(), S
             r.outcome.end
         ));
     }
+    if how == Kill::IoError {
+        // The job may fail the call and go on, or stop and be relaunched:
+        // either way it completed, with nothing that must never happen.
+        return Ok(());
+    }
     let next = r
         .outcome
         .launches
@@ -461,6 +491,7 @@ pub fn judge(phase: Phase, t: &Target, how: Kill, r: &RunResult) -> Result<(), S
     let what = match how {
         Kill::Rank => "the launch after the kill",
         Kill::Power => "the launch after the power loss",
+        Kill::IoError => unreachable!("returned above"),
     };
     in_range(next.class, next.ckpt, t, what)
 }
@@ -503,7 +534,9 @@ pub fn run_cell(
 ) -> Cell {
     let sc = scenario(mode, phase, Some(t), how);
     let dir = settings.work.join(sc.name.replace(['#', '@'], "-"));
-    let expected = if t.lo == t.hi {
+    let expected = if how == Kill::IoError {
+        "completed, no hang".to_string()
+    } else if t.lo == t.hi {
         format!("restart from {}", restart_name(t.lo))
     } else {
         format!(
@@ -709,12 +742,22 @@ pub fn write_results(
     let base = dir.join(format!("sweep-{name}"));
     let (md, json) = (base.with_extension("md"), base.with_extension("json"));
     let ok = cells.iter().filter(|(_, c)| c.ok()).count();
+    let each = match cells.first().map(|(p, _)| p.how) {
+        Some(Kill::IoError) => {
+            "Each cell makes one rank's I/O fail with ENOSPC once, at one hit of one \
+             injection point; the job must end completed (the run loop relaunches \
+             it if it stops), with no hang and every restored byte verified"
+        }
+        _ => {
+            "Each kill is one rank SIGKILLed (or, power-*, every node losing \
+             power) at one hit of one injection point; the run loop relaunches and \
+             the next launch must restart from the checkpoint range the trace allows, \
+             every byte verified"
+        }
+    };
     let mut s = format!(
         "# Crash-point sweep `{name}` ({scheme})\n\nCommand: `{command}`\n\n\
-         {ok} of {} kills as expected in {time_s:.0} s. Each kill is one rank \
-         SIGKILLed at one hit of one injection point; the run loop relaunches and \
-         the next launch must restart from the checkpoint range the trace allows, \
-         every byte verified (harness/src/sweep.rs).\n\n",
+         {ok} of {} cells as expected in {time_s:.0} s. {each} (harness/src/sweep.rs).\n\n",
         cells.len()
     );
     s.push_str(&counts_table(cells));
@@ -857,6 +900,34 @@ mod tests {
             cell_name(Mode::Cache, Phase::Scavenge, &t[0], Kill::Rank),
             "sweep-cache-scavenge-scavenge.file#1@n0"
         );
+    }
+
+    #[test]
+    fn an_io_error_cell_fails_the_rank_s_io_once_and_the_application_goes_on() {
+        let t = Target {
+            point: "meta.filemap.synced".into(),
+            hit: 8,
+            rank: 2,
+            node: None,
+            lo: 1,
+            hi: 2,
+        };
+        let sc = scenario(Mode::Cache, Phase::Fetch, Some(&t), Kill::IoError);
+        assert_eq!(sc.app_args, ["--keep-going"]);
+        let f = serde_json::to_value(sc.faults.last().expect("the cell's fault")).unwrap();
+        assert_eq!(f["what"]["kind"], "io-error", "{f}");
+        assert_eq!(f["what"]["error"], "enospc", "{f}");
+        assert_eq!(f["when"]["point"], "meta.filemap.synced", "{f}");
+        assert_eq!(f["when"]["hit"], 8, "{f}");
+        assert_eq!(f["when"]["rank"], 2, "{f}");
+        assert_eq!(f["run"], 2, "the fetch phase's launch: {f}");
+        assert_eq!(
+            cell_name(Mode::Cache, Phase::Fetch, &t, Kill::IoError),
+            "sweep-io-error-cache-fetch-meta.filemap.synced#8@2"
+        );
+        // A kill cell's application stops at an error as before.
+        let kill = scenario(Mode::Cache, Phase::Fetch, Some(&t), Kill::Rank);
+        assert!(kill.app_args.is_empty());
     }
 
     #[test]

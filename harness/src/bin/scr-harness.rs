@@ -219,6 +219,10 @@ struct SweepArgs {
     /// was written after their last fsync (checkpoint and fetch phases).
     #[arg(long)]
     power_loss: bool,
+    /// One ENOSPC on the rank's I/O at the point instead of a kill: the job
+    /// must end completed with no hang (checkpoint and fetch phases).
+    #[arg(long, conflicts_with = "power_loss")]
+    io_error: bool,
     /// Only these cells, by name (repeatable).
     #[arg(long)]
     only: Vec<String>,
@@ -951,19 +955,23 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
         .collect();
     let how = if a.power_loss {
         sweep::Kill::Power
+    } else if a.io_error {
+        sweep::Kill::IoError
     } else {
         sweep::Kill::Rank
     };
-    // A power loss hits ranks; the scavenge has none.
+    // A power loss and an I/O error hit ranks; the scavenge has none.
     let phases: Vec<Phase> = phases
         .into_iter()
         .filter(|p| how == sweep::Kill::Rank || *p != Phase::Scavenge)
         .collect();
-    let name = match (a.full, a.power_loss) {
-        (true, false) => "full",
-        (false, false) => "quick",
-        (true, true) => "power-full",
-        (false, true) => "power-quick",
+    let name = match (a.full, how) {
+        (true, sweep::Kill::Rank) => "full",
+        (false, sweep::Kill::Rank) => "quick",
+        (true, sweep::Kill::Power) => "power-full",
+        (false, sweep::Kill::Power) => "power-quick",
+        (true, sweep::Kill::IoError) => "io-error-full",
+        (false, sweep::Kill::IoError) => "io-error-quick",
     };
     let mut replay = format!(
         "scr-harness sweep --scheme {} --seed {}{}",
@@ -973,6 +981,9 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
     );
     if a.power_loss {
         replay.push_str(" --power-loss");
+    }
+    if a.io_error {
+        replay.push_str(" --io-error");
     }
     for m in &a.mode {
         replay.push_str(&format!(" --mode {m}"));

@@ -131,6 +131,13 @@ struct Args {
     /// 3.1); a restart reads back and checks each rank's region.
     #[arg(long, value_name = "N")]
     shared_bytes: Option<u64>,
+    /// An error from SCR_Start_output, SCR_Route_file or
+    /// SCR_Complete_output (or a checkpoint found invalid) is reported and
+    /// the run goes on to its next step, as an application that checks the
+    /// return code and carries on: the library must have failed the call
+    /// on every rank alike, or the ranks hang in mismatched collectives.
+    #[arg(long)]
+    keep_going: bool,
 }
 
 fn unix_ms() -> u128 {
@@ -520,19 +527,26 @@ fn write_checkpoint(
         Some(k) if k > 0 && c.is_multiple_of(k) => Flags::CHECKPOINT | Flags::OUTPUT,
         _ => Flags::CHECKPOINT,
     };
-    let mut out = ok_or_fail(
-        rank,
-        "SCR_Start_output",
-        scr.start_output(Some(&name), flags),
-    );
+    let mut out = match scr.start_output(Some(&name), flags) {
+        Ok(out) => out,
+        Err(e) if args.keep_going => {
+            eprintln!("scr_app: rank {rank}: SCR_Start_output {name}: {e}; going on");
+            return after_checkpoint(args, app, name, false, written);
+        }
+        Err(e) => fail(rank, "SCR_Start_output", &e),
+    };
     let mut ok = true;
     let mut mid_write_passed = false;
     for spec in file_plan(args.seed, rank as u32, c, args.mean_bytes) {
-        let path = ok_or_fail(
-            rank,
-            "SCR_Route_file",
-            out.route_file(ckpt_path(prefix, c, &spec)),
-        );
+        let path = match out.route_file(ckpt_path(prefix, c, &spec)) {
+            Ok(p) => p,
+            Err(e) if args.keep_going => {
+                eprintln!("scr_app: rank {rank}: SCR_Route_file: {e}; going on");
+                ok = false;
+                continue;
+            }
+            Err(e) => fail(rank, "SCR_Route_file", &e),
+        };
         if let Err(e) = write_file(&path, &spec) {
             eprintln!("scr_app: rank {rank}: writing {}: {e}", path.display());
             ok = false;
@@ -556,14 +570,37 @@ fn write_checkpoint(
             ok = false;
         }
     }
-    let complete = ok_or_fail(rank, "SCR_Complete_output", out.complete(ok));
+    let complete = match out.complete(ok) {
+        Ok(c) => c,
+        Err(e) if args.keep_going => {
+            eprintln!("scr_app: rank {rank}: SCR_Complete_output {name}: {e}; going on");
+            false
+        }
+        Err(e) => fail(rank, "SCR_Complete_output", &e),
+    };
     if rank == 0 {
         println!("SCR_APP checkpoint name={name} complete={complete}");
     }
-    if !complete {
+    if !complete && !args.keep_going {
         fail(rank, "SCR_Complete_output", &format!("{name} is not valid"));
     }
-    *written += 1;
+    after_checkpoint(args, app, name, complete, written)
+}
+
+/// What follows a checkpoint's Complete_output (or its failed
+/// Start_output with `--keep-going`): count it when it completed, the
+/// barrier and the `app.compute` moment, and `--fail-after`'s crash.
+fn after_checkpoint(
+    args: &Args,
+    app: &MpiComm,
+    name: String,
+    complete: bool,
+    written: &mut u64,
+) -> String {
+    let rank = app.rank();
+    if complete {
+        *written += 1;
+    }
     // "Between checkpoints": every rank has finished Complete_output (the
     // barrier), then the fault-injection testbed's moment `app.compute`
     // (hit N = checkpoint N of this run; nothing without the feature). An
