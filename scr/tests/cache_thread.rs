@@ -569,3 +569,62 @@ fn partner_rebuilds_a_lost_node_and_a_damaged_file_its_check_finds_beside_the_tr
         "rank {c}: {got:?}"
     );
 }
+
+#[test]
+fn a_filemap_one_rank_cannot_write_at_init_fails_init_on_every_rank_then_the_rebuild_works() {
+    // After a node loss, rank 4's filemap path (node 2, local rank 0) is a
+    // non-empty directory, so the filemap SCR_Init scatters to it cannot
+    // be renamed into place. Every rank's SCR_Init must fail (none left
+    // waiting in a collective the failing one skipped, which before
+    // `Job::agree` timed out after 60 s); once the path is writable again,
+    // the restart rebuilds the lost node and restores checkpoint 3.
+    let cl = Cluster::new();
+    let extra = [("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")];
+    let node_of = |r: usize| r / 2;
+    run(&cl, 8, node_of, &extra, |scr, c| {
+        write_ckpts(scr, c, &cl.prefix, 7, 3);
+        None
+    });
+    cl.kill_node(1);
+    let fm = common::files_below(&cl.root.join("n2"))
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "filemap_0.scrinfo"))
+        .expect("node 2 has local rank 0's filemap");
+    // A failed write leaves the old file in place (temporary file, then
+    // rename): the test keeps its bytes to put back.
+    let old = std::fs::read(&fm).unwrap();
+    std::fs::remove_file(&fm).unwrap();
+    std::fs::create_dir(&fm).unwrap();
+    std::fs::write(fm.join("in-the-way"), b"x").unwrap();
+    let inits: Vec<Result<(), String>> = ThreadComm::run(8, |comm| {
+        let opts = cl.opts(cl.node(node_of(comm.rank())), &extra);
+        let world = comm.split(Some(0), comm.rank() as i64).unwrap().unwrap();
+        let init = match Scr::init_with(world, opts) {
+            Ok(scr) => {
+                drop(scr);
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        // An MPI application goes on after a failed SCR_Init (a barrier
+        // stands for what it does next): a rank that returned alone would
+        // meet the others still inside SCR_Init here, not in the barrier.
+        comm.barrier().unwrap();
+        init
+    })
+    .unwrap();
+    assert!(inits.iter().all(Result::is_err), "{inits:?}");
+    assert!(
+        inits[4].as_ref().unwrap_err().contains("filemap"),
+        "rank 4 names its own failure: {inits:?}"
+    );
+    std::fs::remove_dir_all(&fm).unwrap();
+    std::fs::write(&fm, old).unwrap();
+    let got = run(&cl, 8, node_of, &extra, |scr, c| {
+        restart_and_verify(scr, c, &cl.prefix, 7)
+    });
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.3")),
+        "{got:?}"
+    );
+}
