@@ -90,8 +90,10 @@ check "scr-harness --version" bash -c "'$install/bin/scr-harness' --version | gr
 renders() {
   local out
   out="$(MANPAGER=cat MANWIDTH=80 "$@")" || return 1
-  printf '%s\n' "$out" | head -20
-  printf '%s\n' "$out" | grep -q '^NAME' && printf '%s\n' "$out" | grep -q '^SYNOPSIS'
+  # Here-strings, not pipes: under pipefail, `printf | grep -q` fails with
+  # 141 when grep exits before printf has written the whole page (SIGPIPE).
+  sed -n 1,20p <<<"$out"
+  grep -q '^NAME' <<<"$out" && grep -q '^SYNOPSIS' <<<"$out"
 }
 check "man -l share/man/man1/scr.1 renders" renders man -l "$install/share/man/man1/scr.1"
 check "MANPATH=share/man man scr-postrun renders" env MANPATH="$install/share/man" bash -c \
