@@ -1,7 +1,8 @@
 # The crash-point sweep (docs/fault-injection.md, "Crash-point sweep"): one
 # rank is SIGKILLed at one hit of every injection point a small job passes
 # (checkpoint, flush, summary/rank2file/index/filemap updates, fetch,
-# scavenge), for a cache dataset (XOR) and a bypass dataset; each relaunch
+# scavenge, the rebuild at SCR_Init after a node loss), for a cache dataset
+# (XOR) and a bypass dataset; each relaunch
 # must restart from the checkpoint range the trace allows, every byte
 # verified. The full sweep (every hit) runs by hand:
 #   target/debug/scr-harness sweep --full --app target/fault-injection/debug/scr_app \
@@ -24,8 +25,8 @@ target/debug/scr-harness sweep --power-loss --phase checkpoint \
   --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
   --jobs 2 --out "$out" --work target/scr-harness
 echo "power-loss sweep: $(( $(date +%s) - start )) s"
-# One ENOSPC on a rank's I/O at every hit of every point (checkpoint and
-# fetch phases, both modes), scr_app going on after a failed call: no cell
+# One ENOSPC on a rank's I/O at every hit of every point (checkpoint, fetch
+# and rebuild phases, both modes), scr_app going on after a failed call: no cell
 # may hang (a rank left in a collective the failing one skipped) or
 # restore a wrong byte.
 start=$(date +%s)

@@ -2,7 +2,7 @@
 //! injection point a job passes, one run per point, then let the run loop
 //! relaunch and check the restart.
 //!
-//! A sweep has three phases, each in two modes (a cache dataset, and a
+//! A sweep has four phases, in two modes (a cache dataset, and a
 //! bypass dataset written straight to the prefix, `SCR_CACHE_BYPASS=1`):
 //!
 //! - `checkpoint`: the first launch writes three checkpoints, each flushed
@@ -14,13 +14,17 @@
 //!   is in that second launch, before its first checkpoint;
 //! - `scavenge`: ckpt.2 is flushed, the only launch fails after ckpt.3,
 //!   and the kill is of a node's `scr copy` during `scr postrun`; a new
-//!   allocation restarts from ckpt.2 or ckpt.3.
+//!   allocation restarts from ckpt.2 or ckpt.3;
+//! - `rebuild` (cache mode only): the first launch loses node n1 after
+//!   ckpt.3, so the second, on n0 and a spare, rebuilds ckpt.3 from the
+//!   scheme's redundancy in SCR_Init (SINGLE fetches it); the kill is in
+//!   that second launch, before its first checkpoint.
 //!
 //! With `--power-loss` ([`Kill::Power`]) every node loses power at the
-//! point instead (checkpoint and fetch phases): files keep only what was
+//! point instead (every phase but scavenge): files keep only what was
 //! fsynced (`faultrt::durable`), and the restart range is the same.
 //! With `--io-error` ([`Kill::IoError`]) the rank's I/O at the point fails
-//! once with ENOSPC instead (checkpoint and fetch phases): the job must end
+//! once with ENOSPC instead (every phase but scavenge): the job must end
 //! completed with no hang and no wrong byte; the restart range does not
 //! apply (the job may go on past the failed call).
 //!
@@ -75,6 +79,10 @@ pub enum Phase {
     /// Kills a node's processes during `scr postrun` (the scavenge) after
     /// the only launch failed; a new allocation then restarts.
     Scavenge,
+    /// Kills in the second launch, while SCR_Init rebuilds the newest
+    /// checkpoint onto a spare after the first launch lost a node (cache
+    /// mode only: a bypass dataset has no redundancy to rebuild).
+    Rebuild,
 }
 
 impl Mode {
@@ -91,13 +99,19 @@ impl Mode {
 
 impl Phase {
     /// Every phase.
-    pub const ALL: [Phase; 3] = [Phase::Checkpoint, Phase::Fetch, Phase::Scavenge];
+    pub const ALL: [Phase; 4] = [
+        Phase::Checkpoint,
+        Phase::Fetch,
+        Phase::Scavenge,
+        Phase::Rebuild,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Phase::Checkpoint => "checkpoint",
             Phase::Fetch => "fetch",
             Phase::Scavenge => "scavenge",
+            Phase::Rebuild => "rebuild",
         }
     }
 
@@ -105,7 +119,7 @@ impl Phase {
     fn launch(self) -> u32 {
         match self {
             Phase::Checkpoint => 1,
-            Phase::Fetch => 2,
+            Phase::Fetch | Phase::Rebuild => 2,
             Phase::Scavenge => 0,
         }
     }
@@ -307,6 +321,15 @@ pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>, how: Kill) -> S
                when = { at = "after-run", run = 1 }"#,
         ));
     }
+    if phase == Phase::Rebuild {
+        // n1 is lost after checkpoint 3 (the launch fails); the relaunch
+        // runs on n0 and a spare, and SCR_Init rebuilds ckpt.3 there (or,
+        // for SINGLE, fetches it: every checkpoint is flushed).
+        faults.push(fault(
+            r#"what = { kind = "kill-node", node = "n1" }
+               when = { at = "between-checkpoints", after = 3 }"#,
+        ));
+    }
     match kill {
         Some(t) if phase == Phase::Scavenge => faults.push(fault(&format!(
             "what = {{ kind = \"kill-node\", node = \"{}\", then = \"keep\" }}\nwhen = {{ at = \"postrun\", point = \"{}\", hit = {} }}",
@@ -415,7 +438,7 @@ pub fn trace_run(
     unmount_below(&dir);
     let hits = read_trace(&trace);
     let want = match phase {
-        Phase::Checkpoint | Phase::Fetch => End::Completed,
+        Phase::Checkpoint | Phase::Fetch | Phase::Rebuild => End::Completed,
         // The only launch fails on purpose.
         Phase::Scavenge => End::Retries,
     };
@@ -654,6 +677,9 @@ pub fn plan(
     let mut out = Vec::new();
     for &mode in modes {
         for &phase in phases {
+            if phase == Phase::Rebuild && mode == Mode::Bypass {
+                continue;
+            }
             let (trace, result) = trace_run(mode, phase, scheme, settings)?;
             let fixed = match phase {
                 Phase::Checkpoint => None,
@@ -671,16 +697,27 @@ pub fn plan(
                         ))
                     }
                 },
-                Phase::Fetch => {
+                Phase::Fetch | Phase::Rebuild => {
                     let t = result.outcome.launches.get(1).ok_or_else(|| {
-                        format!("the clean {} fetch run has no second launch", mode.name())
+                        format!(
+                            "the clean {} {} run has no second launch",
+                            mode.name(),
+                            phase.name()
+                        )
                     })?;
-                    match (t.class, t.ckpt) {
-                        (Class::Fetched, Some(n)) => Some((n, n)),
+                    match (phase, t.class, t.ckpt) {
+                        (Phase::Fetch, Class::Fetched, Some(n)) => Some((n, n)),
+                        // What the relaunch restarted from after the node
+                        // loss (rebuilt in cache, or fetched for SINGLE) is
+                        // what every later launch must restart from.
+                        (Phase::Rebuild, c, Some(n)) if c.restarted() && n == CHECKPOINTS => {
+                            Some((n, n))
+                        }
                         _ => {
                             return Err(format!(
-                                "the clean {} fetch run's second launch did not fetch: {}",
+                                "the clean {} {} run's second launch did not restart from ckpt.{CHECKPOINTS}: {}",
                                 mode.name(),
+                                phase.name(),
                                 result.outcome
                             ))
                         }
@@ -928,6 +965,52 @@ mod tests {
         // A kill cell's application stops at an error as before.
         let kill = scenario(Mode::Cache, Phase::Fetch, Some(&t), Kill::Rank);
         assert!(kill.app_args.is_empty());
+    }
+
+    #[test]
+    fn the_rebuild_phase_loses_n1_after_the_last_checkpoint_and_hits_the_relaunch() {
+        let t = Target {
+            point: "rebuild.init".into(),
+            hit: 1,
+            rank: 3,
+            node: None,
+            lo: 3,
+            hi: 3,
+        };
+        let sc = scenario(Mode::Cache, Phase::Rebuild, Some(&t), Kill::Rank);
+        let faults: Vec<serde_json::Value> = sc
+            .faults
+            .iter()
+            .map(|f| serde_json::to_value(f).unwrap())
+            .collect();
+        assert_eq!(faults.len(), 2, "{faults:?}");
+        // The node loss: n1 (ranks 2 and 3) after checkpoint 3 of launch 1
+        // (no `run`: the default, the first launch).
+        assert_eq!(faults[0]["what"]["kind"], "kill-node", "{faults:?}");
+        assert_eq!(faults[0]["what"]["node"], "n1", "{faults:?}");
+        // Its directories are removed (the default aftermath).
+        let then = &faults[0]["what"]["then"];
+        assert!(then.is_null() || *then == "remove-dirs", "{faults:?}");
+        assert_eq!(faults[0]["when"]["at"], "between-checkpoints");
+        assert_eq!(faults[0]["when"]["after"], CHECKPOINTS);
+        assert!(faults[0]["run"].is_null(), "{faults:?}");
+        // The cell's kill: in the relaunch that rebuilds.
+        assert_eq!(faults[1]["what"]["kind"], "kill-rank", "{faults:?}");
+        assert_eq!(faults[1]["when"]["point"], "rebuild.init", "{faults:?}");
+        assert_eq!(faults[1]["run"], 2, "{faults:?}");
+        assert_eq!(sc.spares, 2, "a spare to rebuild onto, and one more");
+        assert!(sc.env.get("SCR_FLUSH").is_some_and(|v| v == "1"));
+        assert_eq!(
+            cell_name(Mode::Cache, Phase::Rebuild, &t, Kill::Rank),
+            "sweep-cache-rebuild-rebuild.init#1@3"
+        );
+        // Like fetch, the targets end at the relaunch's first write.
+        let t = targets(&trace(), 2, false, Some((3, 3)));
+        let got: Vec<(&str, u64, u64, u64)> = t
+            .iter()
+            .map(|x| (x.point.as_str(), x.hit, x.lo, x.hi))
+            .collect();
+        assert_eq!(got, [("fetch.file", 1, 3, 3)]);
     }
 
     #[test]

@@ -50,7 +50,7 @@ enum Cmd {
     /// Run scenarios of the catalogue (or random ones) across redundancy schemes.
     Campaign(CampaignArgs),
     /// Crash-point sweep: kill a rank at each injection point a job passes
-    /// (checkpoint, flush, index, fetch, scavenge; cache and bypass datasets), one run
+    /// (checkpoint, flush, index, fetch, scavenge, rebuild; cache and bypass datasets), one run
     /// each, and check every restart.
     Sweep(SweepArgs),
     /// The developer guide's checklist for a new system (node kill, launcher,
@@ -209,18 +209,19 @@ struct SweepArgs {
     /// Only this mode (repeatable; default cache and bypass).
     #[arg(long, value_parser = ["cache", "bypass"])]
     mode: Vec<String>,
-    /// Only this phase (repeatable; default checkpoint, fetch and scavenge).
-    #[arg(long, value_parser = ["checkpoint", "fetch", "scavenge"])]
+    /// Only this phase (repeatable; default checkpoint, fetch, scavenge and
+    /// rebuild).
+    #[arg(long, value_parser = ["checkpoint", "fetch", "scavenge", "rebuild"])]
     phase: Vec<String>,
     /// Every hit of every point (default: one hit of each point).
     #[arg(long)]
     full: bool,
     /// Power loss of every node instead of a rank's kill: files lose what
-    /// was written after their last fsync (checkpoint and fetch phases).
+    /// was written after their last fsync (every phase but scavenge).
     #[arg(long)]
     power_loss: bool,
     /// One ENOSPC on the rank's I/O at the point instead of a kill: the job
-    /// must end completed with no hang (checkpoint and fetch phases).
+    /// must end completed with no hang (every phase but scavenge).
     #[arg(long, conflicts_with = "power_loss")]
     io_error: bool,
     /// Only these cells, by name (repeatable).
