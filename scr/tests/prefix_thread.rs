@@ -708,3 +708,115 @@ fn a_rank2file_map_over_1_mb_is_split_and_read_by_many_ranks() {
     wipe_caches(&cl, 10);
     run(&cl, 40, |r| r / 4, &extra, |scr, c| body(scr, c, true));
 }
+
+/// The dataset directories of dataset `dset` in node `node`'s cache.
+fn cached_dataset_dirs(cl: &Cluster, node: usize, dset: i64) -> Vec<std::path::PathBuf> {
+    let want = format!("scr.dataset.{dset}");
+    let mut dirs: Vec<std::path::PathBuf> = common::files_below(&cl.root.join(format!("n{node}")))
+        .into_iter()
+        .filter_map(|f| {
+            f.ancestors()
+                .find(|a| a.file_name().is_some_and(|n| n == want.as_str()))
+                .map(Path::to_path_buf)
+        })
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// The cache's newest checkpoint is lost beyond what its scheme rebuilds,
+/// but it was flushed, and an older one survives in cache: the restart
+/// fetches the newer one from the prefix (SCR 3.1 would restart from the
+/// older one and lose the work in between), and the older one in cache is
+/// still offered when the application rejects the newer.
+#[test]
+fn a_newer_checkpoint_in_the_prefix_wins_over_an_older_one_in_cache() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    let first = |cl: &Cluster| {
+        run(
+            cl,
+            8,
+            |r| r / 2,
+            &extra,
+            |scr, c| {
+                write_ckpts(scr, c, &cl.prefix, 5, 2);
+                None
+            },
+        );
+        // ckpt.2's cache copies on n0 and n1 (ranks 0-3): every XOR set of
+        // 4 (one rank a node) loses two members; ckpt.1 stays whole.
+        for n in [0, 1] {
+            let dirs = cached_dataset_dirs(cl, n, 2);
+            assert!(!dirs.is_empty(), "ckpt.2 is in n{n}'s cache");
+            for d in dirs {
+                std::fs::remove_dir_all(d).unwrap();
+            }
+        }
+    };
+    first(&cl);
+    let got = run(
+        &cl,
+        8,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            let report = scr.init_report();
+            assert_eq!(
+                report.lost.iter().map(|l| l.0.get()).collect::<Vec<_>>(),
+                vec![2],
+                "{report:?}"
+            );
+            assert_eq!(report.fetched, Some(2), "{report:?}");
+            assert_eq!(report.fetched_dir.as_deref(), Some("ckpt.2"));
+            let ids: Vec<i64> = report.available.iter().map(|d| d.get()).collect();
+            assert_eq!(ids, vec![1, 2], "{report:?}");
+            restart_and_verify(scr, c, &cl.prefix, 5)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.2")),
+        "{got:?}"
+    );
+    assert_eq!(index(&cl).datasets[&2]["ckpt.2"].fetched.len(), 1);
+
+    // Rejected, the fetched one gives way to the older one in cache.
+    let cl = Cluster::new();
+    first(&cl);
+    let got = run(
+        &cl,
+        8,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            assert_eq!(scr.have_restart().unwrap().as_deref(), Some("ckpt.2"));
+            let r = scr.start_restart().unwrap();
+            assert!(!r.complete(c.rank() != 3).unwrap());
+            restart_and_verify(scr, c, &cl.prefix, 5)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+
+    // SCR_FETCH=0: no fetch, the older one in cache (as SCR 3.1).
+    let cl = Cluster::new();
+    first(&cl);
+    let no_fetch = with(&[("SCR_FLUSH", "1"), ("SCR_FETCH", "0")]);
+    let got = run(
+        &cl,
+        8,
+        |r| r / 2,
+        &no_fetch,
+        |scr, c| {
+            assert_eq!(scr.init_report().fetched, None);
+            restart_and_verify(scr, c, &cl.prefix, 5)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+}

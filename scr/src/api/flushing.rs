@@ -82,6 +82,30 @@ impl Scr {
             }
             self.report.fetch_failed = fetch.failed;
             self.report.fetch_error = fetch.index_error;
+        } else if let Some(&newest) = cands.first() {
+            // The cache's newest checkpoint may be older than one the prefix
+            // holds whole: the newer one was lost in cache (a node loss its
+            // scheme could not cover, a failed rebuild) after its flush.
+            // SCR 3.1 restarts from the older one in cache and loses the
+            // work in between; this fetches the newer one, and the cache's
+            // stay candidates behind it (docs/decisions.md, "A newer
+            // checkpoint in the prefix wins over an older one in cache").
+            // Not with SCR_CURRENT (the user named the start) nor a global
+            // restart (which read the prefix above).
+            if job.settings.fetch.enabled && !global && job.settings.fetch.current.is_none() {
+                let fetch = fetch::fetch_sync_newer(job, newest)?;
+                if let Some(f) = fetch.fetched {
+                    let id = DatasetId(f.id);
+                    cands.insert(0, id);
+                    // Ascending (an output dataset in cache may be newer).
+                    let at = self.report.available.partition_point(|&d| d < id);
+                    self.report.available.insert(at, id);
+                    self.report.fetched = Some(f.id);
+                    self.report.fetched_dir = Some(f.dir);
+                }
+                self.report.fetch_failed = fetch.failed;
+                self.report.fetch_error = fetch.index_error;
+            }
         }
         if cands.is_empty() && !held_back.is_empty() {
             // Nothing in the prefix could be read: the cache's checkpoints

@@ -296,7 +296,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bool,
         true,
         true,
-        "fetch from the prefix when the cache has nothing",
+        "fetch from the prefix when the cache has nothing, or only older checkpoints",
     ),
     p(
         "SCR_FETCH_BYPASS",

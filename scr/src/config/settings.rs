@@ -171,7 +171,8 @@ pub struct HaltSettings {
 /// Restart from the prefix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchSettings {
-    /// `SCR_FETCH`: fetch from the prefix when the cache has nothing.
+    /// `SCR_FETCH`: fetch from the prefix when the cache has nothing, or only
+    /// checkpoints older than the newest the prefix holds.
     pub enabled: bool,
     /// `SCR_FETCH_BYPASS`: a fetch reads restart files in place in the
     /// prefix instead of copying them into cache.

@@ -56,7 +56,7 @@ pub struct InitReport {
     /// Files moved between nodes to reach their owner rank.
     pub moved_files: u64,
     /// The checkpoint fetched from the prefix directory, when the cache
-    /// had none (its dataset id and directory).
+    /// had none, or only older ones (its dataset id and directory).
     pub fetched: Option<i64>,
     /// The prefix directory the fetched checkpoint came from.
     pub fetched_dir: Option<String>,

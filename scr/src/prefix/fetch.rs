@@ -737,13 +737,27 @@ fn read_in_place(
 /// Fetch the newest usable checkpoint from the prefix directory into cache
 /// (scr_fetch_sync). `None` when there is none. Collective.
 pub fn fetch_sync(job: &mut Job) -> ScrResult<FetchReport> {
-    fetch_sync_below(job, None)
+    fetch_sync_in(job, |_| true)
 }
 
 /// [`fetch_sync`] among the checkpoints older than `below` only (after the
 /// application rejected a restart from `below`, SCR loads "the next most
 /// recent checkpoint"). Collective.
 pub fn fetch_sync_below(job: &mut Job, below: Option<DatasetId>) -> ScrResult<FetchReport> {
+    fetch_sync_in(job, |id| below.is_none_or(|b| id < b.get()))
+}
+
+/// [`fetch_sync`] among the checkpoints newer than `than` only: the cache's
+/// newest checkpoint is `than`, and the prefix may hold a newer one whose
+/// cache copy was lost. Nothing is read but the index when there is none.
+/// Collective.
+pub fn fetch_sync_newer(job: &mut Job, than: DatasetId) -> ScrResult<FetchReport> {
+    fetch_sync_in(job, |id| id > than.get())
+}
+
+/// [`fetch_sync`] among the index's candidates whose dataset id `keep`
+/// accepts (evaluated on rank 0). Collective.
+fn fetch_sync_in(job: &mut Job, keep: impl Fn(i64) -> bool) -> ScrResult<FetchReport> {
     let started = job.clock.now();
     let prefix = job.prefix.clone();
     let mut report = FetchReport::default();
@@ -753,7 +767,7 @@ pub fn fetch_sync_below(job: &mut Job, below: Option<DatasetId>) -> ScrResult<Fe
         match Index::read_file(index_path(&prefix)) {
             Ok(idx) => {
                 let mut c = candidates(&idx);
-                c.retain(|(id, _)| below.is_none_or(|b| *id < b.get()));
+                c.retain(|(id, _)| keep(*id));
                 list = encode_list(idx.layout(), &c);
             }
             Err(e) if e.is_not_found() => {}
