@@ -820,3 +820,51 @@ fn a_newer_checkpoint_in_the_prefix_wins_over_an_older_one_in_cache() {
         "{got:?}"
     );
 }
+
+/// A fetch that fails in cache (here a directory where rank 0's copy must
+/// go; in life a full cache) does not mark the copy in the prefix FAILED:
+/// the copy is not to blame. The fetch goes on to the older one. A copy
+/// whose bytes are wrong is still marked FAILED
+/// (`a_damaged_copy_is_marked_failed_and_the_older_one_is_fetched`).
+#[test]
+fn a_fetch_failing_in_cache_does_not_mark_the_copy_failed() {
+    let cl = Cluster::new();
+    let extra = with(&[("SCR_FLUSH", "1")]);
+    run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            write_ckpts(scr, c, &cl.prefix, 8, 2);
+            None
+        },
+    );
+    let dirs = cached_dataset_dirs(&cl, 0, 2);
+    let [dir] = dirs.as_slice() else {
+        panic!("one ckpt.2 directory in n0's cache: {dirs:?}")
+    };
+    let in_cache = dir.join("ckpt.2/rank0.f0");
+    assert!(in_cache.is_file(), "{}", in_cache.display());
+    wipe_caches(&cl, 4);
+    std::fs::create_dir_all(&in_cache).unwrap();
+    let got = run(
+        &cl,
+        4,
+        |r| r,
+        &extra,
+        |scr, c| {
+            let report = scr.init_report();
+            assert_eq!(report.fetched, Some(1), "{report:?}");
+            assert!(report.fetch_failed.is_empty(), "{report:?}");
+            restart_and_verify(scr, c, &cl.prefix, 8)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
+    let idx = index(&cl);
+    assert!(idx.datasets[&2]["ckpt.2"].failed.is_empty(), "{idx:?}");
+    assert_eq!(idx.datasets[&1]["ckpt.1"].fetched.len(), 1);
+}

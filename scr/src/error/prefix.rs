@@ -3,7 +3,7 @@
 //! travels between ranks as text (and is written to the index as the reason
 //! a copy is FAILED).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::ids::DatasetId;
 use crate::kvtree::UnpackError;
@@ -286,6 +286,11 @@ pub enum FetchError {
     /// The fetched copy could not be protected in cache.
     #[error("the redundancy scheme could not be applied in cache")]
     NotProtected,
+    /// The fetch failed in cache (writing or reading back the copy there,
+    /// or recording it), not because of the copy in the prefix: that copy
+    /// is not marked FAILED (the fetch goes on to the next older one).
+    #[error("failed in cache, not in the prefix's copy: {0}")]
+    InCache(Box<FetchError>),
     /// A file to be read in place (SCR_FETCH_BYPASS=1) is missing or not
     /// the size the map records.
     #[error("{} (read in place, SCR_FETCH_BYPASS=1): {why}", path.display())]
@@ -295,6 +300,23 @@ pub enum FetchError {
         /// What is wrong with it.
         why: String,
     },
+}
+
+impl FetchError {
+    /// Whether this rank's failure is the cache's (the cache directory,
+    /// the filemap there, writing or reading back the copy in cache,
+    /// protecting it there) rather than the copy in `prefix`'s.
+    pub fn in_cache(&self, prefix: &Path) -> bool {
+        match self {
+            FetchError::Dir(_)
+            | FetchError::Filemap(_)
+            | FetchError::NotProtected
+            | FetchError::InCache(_)
+            | FetchError::Copy(CopyError::ReadBack { .. }) => true,
+            FetchError::Copy(CopyError::Io { path, .. }) => !path.starts_with(prefix),
+            _ => false,
+        }
+    }
 }
 
 /// A failure of the prefix tier that ends the SCR call.

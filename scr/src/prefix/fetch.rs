@@ -64,7 +64,8 @@ enum Attempt {
     },
     /// The copy is bad: mark it FAILED.
     Failed(FetchError),
-    /// Not usable by this run, but not bad (a different rank count).
+    /// Not usable by this run, but not bad (a different rank count, or the
+    /// fetch failed in cache: [`FetchError::InCache`]).
     Skipped(FetchError),
 }
 
@@ -479,8 +480,10 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     };
     let ok = job.world.all_true(copied.is_ok())?;
     if !ok {
+        let bad_copy = copied.as_ref().err().is_some_and(|e| !e.in_cache(&prefix));
+        let bad_copy = job.world.any_true(bad_copy)?;
         let mine_why = copied.err().map(|e| e.to_string()).unwrap_or_default();
-        return failed_everywhere(job, dset, &mine_why);
+        return failed_everywhere(job, dset, &mine_why, bad_copy);
     }
     // A map written by LLNL SCR lists names only: the size and CRC32 the
     // copy measured become the cached file's (it was checked against the
@@ -509,7 +512,9 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     }
     if !protected {
         job.delete_dataset(dset)?;
-        return Ok(Attempt::Failed(FetchError::NotProtected));
+        return Ok(Attempt::Skipped(FetchError::InCache(Box::new(
+            FetchError::NotProtected,
+        ))));
     }
     if let Err(e) = job.write_filemaps_agreed() {
         return unrecorded(job, dset, e);
@@ -581,7 +586,12 @@ fn fetch_item(
 /// A fetch that failed on some rank (`mine_why` is this rank's reason,
 /// empty when it had none): every rank's reason goes to rank 0, the
 /// dataset is deleted from cache on every rank. Collective.
-fn failed_everywhere(job: &mut Job, dset: DatasetId, mine_why: &str) -> ScrResult<Attempt> {
+fn failed_everywhere(
+    job: &mut Job,
+    dset: DatasetId,
+    mine_why: &str,
+    bad_copy: bool,
+) -> ScrResult<Attempt> {
     if !mine_why.is_empty() {
         eprintln!(
             "SCR: fetch of dataset {dset}: rank {}: {mine_why}",
@@ -599,7 +609,13 @@ fn failed_everywhere(job: &mut Job, dset: DatasetId, mine_why: &str) -> ScrResul
                 .collect()
         })
         .unwrap_or_default();
-    Ok(Attempt::Failed(FetchError::Ranks(why)))
+    let why = FetchError::Ranks(why);
+    Ok(if bad_copy {
+        Attempt::Failed(why)
+    } else {
+        // Every failure was the cache's: the copy is not to blame.
+        Attempt::Skipped(FetchError::InCache(Box::new(why)))
+    })
 }
 
 /// Whether a file to read in place is there with the size and the CRC32
@@ -718,8 +734,13 @@ fn read_in_place(
         local = Err(FetchError::Filemap(e.to_string()));
     }
     if !job.world.all_true(local.is_ok())? {
+        let bad_copy = local
+            .as_ref()
+            .err()
+            .is_some_and(|e| !e.in_cache(&job.prefix));
+        let bad_copy = job.world.any_true(bad_copy)?;
         let mine_why = local.err().map(|e| e.to_string()).unwrap_or_default();
-        return failed_everywhere(job, dset, &mine_why);
+        return failed_everywhere(job, dset, &mine_why, bad_copy);
     }
     ds.complete = Some(true);
     job.filemap.set_dataset(dset, me, &ds);
