@@ -17,6 +17,15 @@ start=$(date +%s)
 target/debug/scr-harness sweep --app target/fault-injection/debug/scr_app \
   --scr target/fault-injection/debug/scr --jobs 2 --out "$out" --work target/scr-harness
 echo "sweep: $(( $(date +%s) - start )) s"
+# The same kills with each checkpoint protected in the background
+# (SCR_ENCODE_ASYNC=1, checkpoint, fetch and rebuild phases): a kill before
+# a checkpoint's settle may restart from the one before it, never from one
+# that was not protected.
+start=$(date +%s)
+target/debug/scr-harness sweep --mode async \
+  --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
+  --jobs 2 --out "$out" --work target/scr-harness
+echo "async sweep: $(( $(date +%s) - start )) s"
 # Power loss of every node at each point of a checkpoint, cache and bypass
 # (files keep only what was fsynced; faultrt::durable): a committed
 # checkpoint must survive it.

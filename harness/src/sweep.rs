@@ -2,8 +2,10 @@
 //! injection point a job passes, one run per point, then let the run loop
 //! relaunch and check the restart.
 //!
-//! A sweep has four phases, in two modes (a cache dataset, and a
-//! bypass dataset written straight to the prefix, `SCR_CACHE_BYPASS=1`):
+//! A sweep has four phases, in three modes (a cache dataset, the same
+//! protected in the background, `SCR_ENCODE_ASYNC=1`, and a bypass dataset
+//! written straight to the prefix, `SCR_CACHE_BYPASS=1`; the first and last
+//! by default):
 //!
 //! - `checkpoint`: the first launch writes three checkpoints, each flushed
 //!   (`SCR_FLUSH=1`), so it passes every point of Start/Complete_output, the
@@ -15,10 +17,11 @@
 //! - `scavenge`: ckpt.2 is flushed, the only launch fails after ckpt.3,
 //!   and the kill is of a node's `scr copy` during `scr postrun`; a new
 //!   allocation restarts from ckpt.2 or ckpt.3;
-//! - `rebuild` (cache mode only): the first launch loses node n1 after
+//! - `rebuild` (cache modes only): the first launch loses node n1 after
 //!   ckpt.3, so the second, on n0 and a spare, rebuilds ckpt.3 from the
-//!   scheme's redundancy in SCR_Init (SINGLE fetches it); the kill is in
-//!   that second launch, before its first checkpoint.
+//!   scheme's redundancy in SCR_Init (SINGLE fetches it; in async mode
+//!   ckpt.3 was not settled yet, so ckpt.2); the kill is in that second
+//!   launch, before its first checkpoint.
 //!
 //! With `--power-loss` ([`Kill::Power`]) every node loses power at the
 //! point instead (every phase but scavenge): files keep only what was
@@ -39,8 +42,10 @@
 //!   trace allows: no older than the last one every rank had finished when
 //!   the killed rank died (its `app.compute` point, after the barrier that
 //!   follows Complete_output), no newer than the one it had started (its
-//!   `app.file.write`). For the fetch phase that is exactly the newest
-//!   checkpoint of the first launch.
+//!   `app.file.write`). In async mode the lower end is one less: the
+//!   newest finished checkpoint is protected only once the rank passed its
+//!   next Start_output, i.e. one before the one it had started. For the
+//!   fetch phase the range is exactly what the clean run fetched.
 //!
 //! The CI subset (`quick`) kills at one hit of each distinct point (the
 //! first that falls in the second checkpoint or later, so an older one
@@ -66,6 +71,12 @@ pub enum Mode {
     Cache,
     /// Written straight to the prefix (`SCR_CACHE_BYPASS=1`).
     Bypass,
+    /// In cache as [`Mode::Cache`], protected in the background
+    /// (`SCR_ENCODE_ASYNC=1`): Complete_output returns before the CRC32s
+    /// and the encode, the next Start_output (or finalize) settles them and
+    /// flushes. A kill before that settle may restart from the checkpoint
+    /// before.
+    Async,
 }
 
 /// What the first launch does before the kill.
@@ -86,13 +97,28 @@ pub enum Phase {
 }
 
 impl Mode {
-    /// Both modes.
+    /// The modes a sweep runs by default.
     pub const ALL: [Mode; 2] = [Mode::Cache, Mode::Bypass];
 
-    fn name(self) -> &'static str {
+    /// Every mode (`--mode` picks among them).
+    pub const EVERY: [Mode; 3] = [Mode::Cache, Mode::Async, Mode::Bypass];
+
+    /// The mode's name in cell names and `--mode`.
+    pub fn name(self) -> &'static str {
         match self {
             Mode::Cache => "cache",
             Mode::Bypass => "bypass",
+            Mode::Async => "async",
+        }
+    }
+
+    /// Checkpoints the restart may fall behind the newest one every rank
+    /// had completed: with a background encode that one may not be
+    /// protected yet (it is once the rank passed its next Start_output).
+    fn lag(self) -> u64 {
+        match self {
+            Mode::Async => 1,
+            Mode::Cache | Mode::Bypass => 0,
         }
     }
 }
@@ -215,12 +241,15 @@ pub struct Target {
 /// checkpoint 2 or later, else the first. `fixed` is the range of every
 /// target when the kills cannot change it (fetch: the checkpoint the swept
 /// launch restarted from; scavenge: the flushed one to the newest); then a
-/// launch's targets end at its first checkpoint write.
+/// launch's targets end at its first checkpoint write. `lag` ([`Mode::lag`])
+/// widens the range down: a restart may be from the checkpoint before the
+/// one the rank had started writing.
 pub fn targets(
     trace: &[TraceHit],
     launch: u32,
     quick: bool,
     fixed: Option<(u64, u64)>,
+    lag: u64,
 ) -> Vec<Target> {
     // Per rank (postrun: node), in the order it passed them: each rank is
     // one process, whose lines are appended in order; each node's `scr
@@ -247,7 +276,10 @@ pub fn targets(
             if fixed.is_some() && h.point == "app.file.write" {
                 break;
             }
-            let (lo, hi) = fixed.unwrap_or((committed, started));
+            // A rank at its write has passed that checkpoint's Start_output,
+            // which settled the one before.
+            let passed = started + u64::from(h.point == "app.file.write");
+            let (lo, hi) = fixed.unwrap_or((committed.min(passed.saturating_sub(lag)), started));
             found
                 .entry((h.point.clone(), h.hit))
                 .or_insert_with(|| Target {
@@ -293,6 +325,10 @@ pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>, how: Kill) -> S
     match mode {
         Mode::Cache => {
             env.insert("SCR_FLUSH".into(), "1".into());
+        }
+        Mode::Async => {
+            env.insert("SCR_FLUSH".into(), "1".into());
+            env.insert("SCR_ENCODE_ASYNC".into(), "1".into());
         }
         Mode::Bypass => {
             env.insert("SCR_CACHE_BYPASS".into(), "1".into());
@@ -677,16 +713,26 @@ pub fn plan(
     let mut out = Vec::new();
     for &mode in modes {
         for &phase in phases {
-            if phase == Phase::Rebuild && mode == Mode::Bypass {
+            // A bypass dataset has no redundancy to rebuild. In async mode
+            // the scavenge's ckpt.3 was never settled (the launch died
+            // before its next Start_output), so `scr postrun` copies nothing
+            // and has no point to kill at.
+            if (phase == Phase::Rebuild && mode == Mode::Bypass)
+                || (phase == Phase::Scavenge && mode == Mode::Async)
+            {
                 continue;
             }
             let (trace, result) = trace_run(mode, phase, scheme, settings)?;
             let fixed = match phase {
                 Phase::Checkpoint => None,
                 // ckpt.2 was flushed; ckpt.3 comes too if the scavenge
-                // saved it.
+                // saved it (not when its background encode was never
+                // settled: a scavenge copies protected datasets only).
                 Phase::Scavenge => match result.outcome.next.as_ref() {
-                    Some(t) if t.class == Class::Fetched && t.ckpt == Some(CHECKPOINTS) => {
+                    Some(t)
+                        if t.class == Class::Fetched
+                            && t.ckpt.is_some_and(|n| n + mode.lag() >= CHECKPOINTS) =>
+                    {
                         Some((2, CHECKPOINTS))
                     }
                     _ => {
@@ -709,15 +755,21 @@ pub fn plan(
                         (Phase::Fetch, Class::Fetched, Some(n)) => Some((n, n)),
                         // What the relaunch restarted from after the node
                         // loss (rebuilt in cache, or fetched for SINGLE) is
-                        // what every later launch must restart from.
-                        (Phase::Rebuild, c, Some(n)) if c.restarted() && n == CHECKPOINTS => {
+                        // what every later launch must restart from. With a
+                        // background encode ckpt.3 is not protected when n1
+                        // dies (its settle was to come at finalize), so that
+                        // is ckpt.2.
+                        (Phase::Rebuild, c, Some(n))
+                            if c.restarted() && n + mode.lag() >= CHECKPOINTS =>
+                        {
                             Some((n, n))
                         }
                         _ => {
                             return Err(format!(
-                                "the clean {} {} run's second launch did not restart from ckpt.{CHECKPOINTS}: {}",
+                                "the clean {} {} run's second launch did not restart from ckpt.{}: {}",
                                 mode.name(),
                                 phase.name(),
+                                CHECKPOINTS - mode.lag(),
                                 result.outcome
                             ))
                         }
@@ -725,7 +777,7 @@ pub fn plan(
                 }
             };
             out.extend(
-                targets(&trace, phase.launch(), quick, fixed)
+                targets(&trace, phase.launch(), quick, fixed, mode.lag())
                     .into_iter()
                     .map(|target| Planned {
                         mode,
@@ -882,7 +934,7 @@ mod tests {
 
     #[test]
     fn every_hit_is_a_target_with_the_range_its_rank_had_reached() {
-        let t = targets(&trace(), 1, false, None);
+        let t = targets(&trace(), 1, false, None, 0);
         let get = |p: &str, n: u64| {
             t.iter()
                 .find(|x| x.point == p && x.hit == n)
@@ -902,8 +954,50 @@ mod tests {
     }
 
     #[test]
+    fn in_async_mode_a_restart_may_be_one_checkpoint_behind_the_one_started() {
+        let t = targets(&trace(), 1, false, None, Mode::Async.lag());
+        let get = |p: &str, n: u64| {
+            t.iter()
+                .find(|x| x.point == p && x.hit == n)
+                .map(|x| (x.lo, x.hi))
+        };
+        // Before any write: nothing to fall back to.
+        assert_eq!(get("meta.filemap.synced", 1), Some((0, 0)));
+        // Writing ckpt.2: ckpt.1 was settled in this Start_output.
+        assert_eq!(get("app.file.write", 2), Some((1, 1)));
+        // ckpt.2 complete but not yet settled: ckpt.1 is the protected one.
+        assert_eq!(get("meta.index.synced", 2), Some((1, 2)));
+        assert_eq!(get("app.compute", 2), Some((1, 2)));
+        assert_eq!(get("app.compute", 1), Some((0, 1)), "{t:?}");
+        let sync = targets(&trace(), 1, false, None, Mode::Cache.lag());
+        let first = sync
+            .iter()
+            .find(|x| x.point == "app.compute" && x.hit == 1)
+            .map(|x| (x.lo, x.hi));
+        assert_eq!(first, Some((0, 1)));
+        let after = sync
+            .iter()
+            .find(|x| x.point == "api.complete_output" && x.hit == 2)
+            .map(|x| (x.lo, x.hi));
+        assert_eq!(after, Some((1, 2)));
+        // A kill in compute after ckpt.1 (before ckpt.2 starts): ckpt.1
+        // synchronous, ckpt.0 (scratch) when its encode may be pending.
+        let mut tr = trace();
+        tr.insert(5, hit("app.step", 1, 0, 1));
+        let a = targets(&tr, 1, false, None, Mode::Async.lag());
+        let s = targets(&tr, 1, false, None, 0);
+        let step = |v: &[Target]| {
+            v.iter()
+                .find(|x| x.point == "app.step")
+                .map(|x| (x.lo, x.hi))
+        };
+        assert_eq!(step(&s), Some((1, 1)));
+        assert_eq!(step(&a), Some((0, 1)));
+    }
+
+    #[test]
     fn quick_keeps_one_hit_per_point_in_a_later_checkpoint() {
-        let t = targets(&trace(), 1, true, None);
+        let t = targets(&trace(), 1, true, None, 0);
         let points: Vec<(&str, u64)> = t.iter().map(|x| (x.point.as_str(), x.hit)).collect();
         assert!(points.contains(&("meta.index.synced", 2)), "{points:?}");
         assert!(points.contains(&("meta.filemap.synced", 1)), "{points:?}");
@@ -927,7 +1021,7 @@ mod tests {
             post("scavenge.file", 2, Some("n1")),
         ];
         assert_eq!(trace[0].launch(), Some(0));
-        let t = targets(&trace, 0, false, Some((2, 3)));
+        let t = targets(&trace, 0, false, Some((2, 3)), 0);
         let got: Vec<(u64, Option<&str>, u64, u64)> = t
             .iter()
             .map(|x| (x.hit, x.node.as_deref(), x.lo, x.hi))
@@ -1005,7 +1099,7 @@ mod tests {
             "sweep-cache-rebuild-rebuild.init#1@3"
         );
         // Like fetch, the targets end at the relaunch's first write.
-        let t = targets(&trace(), 2, false, Some((3, 3)));
+        let t = targets(&trace(), 2, false, Some((3, 3)), 0);
         let got: Vec<(&str, u64, u64, u64)> = t
             .iter()
             .map(|x| (x.point.as_str(), x.hit, x.lo, x.hi))
@@ -1015,7 +1109,7 @@ mod tests {
 
     #[test]
     fn the_fetch_phase_stops_at_the_first_write_and_expects_the_fetched_one() {
-        let t = targets(&trace(), 2, false, Some((2, 2)));
+        let t = targets(&trace(), 2, false, Some((2, 2)), 0);
         assert_eq!(
             t,
             [Target {

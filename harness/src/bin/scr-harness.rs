@@ -206,8 +206,9 @@ struct SweepArgs {
     /// Redundancy scheme of the cache datasets.
     #[arg(long, default_value = "XOR")]
     scheme: CopyType,
-    /// Only this mode (repeatable; default cache and bypass).
-    #[arg(long, value_parser = ["cache", "bypass"])]
+    /// Only this mode (repeatable; default cache and bypass; async: in
+    /// cache with SCR_ENCODE_ASYNC=1).
+    #[arg(long, value_parser = ["cache", "async", "bypass"])]
     mode: Vec<String>,
     /// Only this phase (repeatable; default checkpoint, fetch, scavenge and
     /// rebuild).
@@ -939,12 +940,14 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return harness_error(e),
     };
-    let modes: Vec<Mode> = Mode::ALL
-        .into_iter()
-        .filter(|m| {
-            a.mode.is_empty() || a.mode.iter().any(|x| *x == format!("{m:?}").to_lowercase())
-        })
-        .collect();
+    let modes: Vec<Mode> = if a.mode.is_empty() {
+        Mode::ALL.to_vec()
+    } else {
+        Mode::EVERY
+            .into_iter()
+            .filter(|m| a.mode.iter().any(|x| x == m.name()))
+            .collect()
+    };
     let phases: Vec<Phase> = Phase::ALL
         .into_iter()
         .filter(|p| {
