@@ -800,6 +800,26 @@ fn a_newer_checkpoint_in_the_prefix_wins_over_an_older_one_in_cache() {
         got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
         "{got:?}"
     );
+    // The index's CURRENT stepped back past the rejected copy (without
+    // that, the next run fetched ckpt.2 again over the cache's ckpt.1);
+    // the copy is not marked FAILED.
+    let idx = index(&cl);
+    assert_eq!(idx.current.as_deref(), Some("ckpt.1"));
+    assert!(idx.datasets[&2]["ckpt.2"].failed.is_empty());
+    let got = run(
+        &cl,
+        8,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            assert_eq!(scr.init_report().fetched, None, "{:?}", scr.init_report());
+            restart_and_verify(scr, c, &cl.prefix, 5)
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1")),
+        "{got:?}"
+    );
 
     // SCR_FETCH=0: no fetch, the older one in cache (as SCR 3.1).
     let cl = Cluster::new();

@@ -119,6 +119,7 @@ impl RestartPhase<'_> {
         } else {
             job.delete_dataset(dset)?;
             let fetch = job.settings.fetch.enabled || job.settings.fetch.global_restart;
+            let fetched_here = self.scr.report.fetched == Some(dset.get());
             self.scr.candidates.retain(|&d| d != dset);
             // "SCR loads the next most recent checkpoint": from the prefix
             // when the cache has no older one (a fetched or bypass
@@ -134,6 +135,12 @@ impl RestartPhase<'_> {
                     self.scr.report.fetched_dir = Some(got.dir);
                 }
                 self.scr.report.fetch_failed.extend(f.failed);
+            } else if fetched_here && !self.scr.candidates.is_empty() {
+                // The next one is in cache: the prefix must not offer the
+                // rejected copy to the next run over it (SCR_Init fetches a
+                // newer checkpoint than the cache's).
+                let job = self.scr.job.as_mut().expect("enabled: checked above");
+                crate::prefix::fetch::step_current_below(job, dset)?;
             }
         }
         // Compute resumes unless the application may try an older one.

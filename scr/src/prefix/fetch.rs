@@ -768,6 +768,46 @@ pub fn fetch_sync_below(job: &mut Job, below: Option<DatasetId>) -> ScrResult<Fe
     fetch_sync_in(job, |id| below.is_none_or(|b| id < b.get()))
 }
 
+/// The application rejected the restart from `rejected`, a checkpoint this
+/// run fetched, and the restart goes on from an older one in cache: the
+/// index's CURRENT steps back to the newest copy in the prefix older than
+/// `rejected` (as after the fetch of an older one), so the next run does
+/// not fetch the rejected copy again over the cache's. Nothing changes when
+/// the prefix holds none; the rejected copy is not marked FAILED (a later
+/// `scr index --current` may pick it again). Collective; an index that
+/// cannot be written is reported, not an error of the restart.
+pub fn step_current_below(job: &mut Job, rejected: DatasetId) -> ScrResult<()> {
+    let prefix = job.prefix.clone();
+    let stepped = on_rank0(job.world.as_ref(), "step the index's CURRENT back", || {
+        if !index_path(&prefix).exists() {
+            return Ok(None);
+        }
+        let mut to = None;
+        update_index(&prefix, |idx| {
+            to = candidates(idx)
+                .into_iter()
+                .find(|(id, _)| *id < rejected.get())
+                .map(|(_, dir)| dir);
+            if let Some(d) = &to {
+                idx.set_current(d);
+            }
+        })?;
+        Ok(to)
+    });
+    match stepped {
+        Ok(Some(Some(dir))) => job.msg.dbg(
+            1,
+            format_args!(
+                "restart from dataset {rejected} rejected: the index's CURRENT is now {dir}"
+            ),
+        ),
+        Ok(_) => {}
+        Err(e @ ScrError::Comm(_)) => return Err(e),
+        Err(e) => eprintln!("SCR: warning: restart from dataset {rejected} rejected: {e}"),
+    }
+    Ok(())
+}
+
 /// [`fetch_sync`] among the checkpoints newer than `than` only: the cache's
 /// newest checkpoint is `than`, and the prefix may hold a newer one whose
 /// cache copy was lost. Nothing is read but the index when there is none.
