@@ -56,8 +56,9 @@ pub enum ScavengeError {
         cntl: PathBuf,
     },
     /// The node's cache holds the dataset, but its output phase never
-    /// completed there.
-    #[error("dataset {id} is marked incomplete in the cache of node {node} (its output phase never completed); nothing copied")]
+    /// completed there, or (SCR_ENCODE_ASYNC=1) its background protection
+    /// was never settled.
+    #[error("dataset {id} is marked incomplete in the cache of node {node} (its output phase never completed, or its background protection never settled); nothing copied")]
     IncompleteInCache {
         /// The dataset id.
         id: i64,
