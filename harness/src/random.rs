@@ -34,6 +34,19 @@
 //! phase, the harness's damage records the (rank, dataset) it damaged —
 //! and the campaign judges the cell by that ([`observed_expectation`]).
 //!
+//! In async mode (`scr-harness campaign --random N --async`, scenarios
+//! `random-async-<index>`, the same draws as `random-<index>`) every
+//! checkpoint is protected in the background (`SCR_ENCODE_ASYNC=1`):
+//! Complete_output of c returns before its CRC32s and encode, and the next
+//! Start_output settles it after the point `api.start_output`; a restart
+//! never uses a checkpoint that was not settled. The cache keeps one more
+//! (the previous protected checkpoint while c is protected), so:
+//! - computing after c, or inside the write or Complete of c: c − 1 and
+//!   c − 2 (c is unsettled or incomplete);
+//! - inside Start_output of c: c − 2 and c − 3 (c − 1 is unsettled);
+//! - the unsettled or incomplete checkpoint is always there on the
+//!   surviving nodes, so a job with nothing recoverable is a loss.
+//!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
 //! tolerance rules above are the oracle's own.
@@ -96,10 +109,14 @@ pub struct Draw {
     pub lost_after: Vec<usize>,
     /// Damaged application files: (rank, dataset).
     pub damaged: Vec<(u32, u64)>,
+    /// Checkpoints protected in the background (`SCR_ENCODE_ASYNC=1`).
+    pub encode_async: bool,
 }
 
-/// Draw random scenario `index` of a campaign seeded `seed`.
-pub fn draw(seed: u64, index: u32) -> Draw {
+/// Draw random scenario `index` of a campaign seeded `seed`, its
+/// checkpoints protected in the background when `encode_async` (the same
+/// shape and faults either way).
+pub fn draw(seed: u64, index: u32, encode_async: bool) -> Draw {
     let s = Seeded::new(Seeded::new(seed).derive(&format!("random.{index}")));
     let mut r = s.stream("shape");
     let scheme = CopyType::ALL[r.gen_range(0..4)];
@@ -159,6 +176,7 @@ pub fn draw(seed: u64, index: u32) -> Draw {
         crash: (ckpt, phase, crash),
         lost_after,
         damaged,
+        encode_async,
     }
 }
 
@@ -320,14 +338,18 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
     // after the point `api.start_output` (docs/fault-injection.md): a crash
     // there still finds c − 2 and c − 1. A crash while c is written or
     // completed comes after the eviction: only c − 1 is left (with c
-    // incomplete). After c completed: c − 1 and c.
-    let newest = match phase {
-        Phase::Compute => c,
+    // incomplete). After c completed: c − 1 and c. In async mode the
+    // newest checkpoint whose Complete_output returned is not settled
+    // until the next Start_output (after its point), and the cache keeps
+    // one more: the two protected ones before it (module docs).
+    let newest = match (phase, d.encode_async) {
+        (Phase::Compute, false) => c,
+        (Phase::Start, true) => c.saturating_sub(2),
         _ => c - 1,
     };
-    let kept = match phase {
-        Phase::Compute | Phase::Start => 2,
-        Phase::Write | Phase::Complete => 1,
+    let kept = match (phase, d.encode_async) {
+        (_, true) | (Phase::Compute | Phase::Start, false) => 2,
+        (Phase::Write | Phase::Complete, false) => 1,
     };
     let candidates: Vec<u64> = (1..=newest).rev().take(kept).collect();
     let mut lost_nodes: BTreeSet<usize> = d.lost_after.iter().copied().collect();
@@ -391,8 +413,8 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
         // What the surviving nodes still hold is found and reported lost:
         // complete candidates, or the dataset a crash inside Write or
         // Complete left incomplete (Start is interrupted before the new
-        // dataset exists).
-        let interrupted = matches!(phase, Phase::Write | Phase::Complete);
+        // dataset exists), or in async mode the unsettled one.
+        let interrupted = matches!(phase, Phase::Write | Phase::Complete) || d.encode_async;
         let survivors_held_data =
             (!candidates.is_empty() || interrupted) && lost_nodes.len() < d.nodes;
         Token::of(if survivors_held_data {
@@ -404,9 +426,24 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
     Outcome::of(vec![Token::of(Class::Scratch), second], End::Completed)
 }
 
-/// The index of a random scenario's name (`random-<index>`).
-pub fn index_of(name: &str) -> Option<u32> {
-    name.strip_prefix("random-")?.parse().ok()
+/// A random scenario's name: `random-<index>`, `random-async-<index>` in
+/// async mode.
+pub fn name_of(index: u32, encode_async: bool) -> String {
+    if encode_async {
+        format!("random-async-{index}")
+    } else {
+        format!("random-{index}")
+    }
+}
+
+/// The index of a random scenario's name and whether it is in async mode
+/// ([`name_of`]).
+pub fn index_of(name: &str) -> Option<(u32, bool)> {
+    let rest = name.strip_prefix("random-")?;
+    match rest.strip_prefix("async-") {
+        Some(i) => Some((i.parse().ok()?, true)),
+        None => Some((rest.parse().ok()?, false)),
+    }
 }
 
 /// The expectation of a random scenario of campaign seed `seed` given what
@@ -418,13 +455,13 @@ pub fn observed_expectation(
     sc: &Scenario,
     launch1: Option<&LaunchRecord>,
 ) -> Option<Outcome> {
-    let index = index_of(&sc.name)?;
-    if !sc.tags.iter().any(|t| t == "random") || scenario(seed, index) != *sc {
+    let (index, encode_async) = index_of(&sc.name)?;
+    if !sc.tags.iter().any(|t| t == "random") || scenario(seed, index, encode_async) != *sc {
         return None;
     }
     let l = launch1?;
     Some(oracle(
-        &draw(seed, index),
+        &draw(seed, index, encode_async),
         &Hit::observed(&l.fired, &l.external),
     ))
 }
@@ -433,8 +470,8 @@ pub fn observed_expectation(
 pub const MEAN_BYTES: u64 = 32768;
 
 /// The scenario of a draw: faults as a plan, the oracle's expectation.
-pub fn scenario(seed: u64, index: u32) -> Scenario {
-    let d = draw(seed, index);
+pub fn scenario(seed: u64, index: u32, encode_async: bool) -> Scenario {
+    let d = draw(seed, index, encode_async);
     let (c, phase, crash) = d.crash.clone();
     let node = |n: usize| format!("n{n}");
     let when = match phase {
@@ -489,17 +526,25 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
     let mut env = BTreeMap::new();
     env.insert("SCR_SET_SIZE".to_string(), d.set_size.to_string());
     env.insert("SCR_SET_FAILURES".to_string(), d.failures.to_string());
+    if d.encode_async {
+        env.insert("SCR_ENCODE_ASYNC".to_string(), "1".to_string());
+    }
     let about = format!(
-        "{} nodes × {} ranks + {} spares, {} (set {}, failures {}), {} checkpoints; {} {} of checkpoint {c}; nodes lost after: {}; damaged (rank, dataset): {}",
-        d.nodes, d.ranks_per_node, d.spares, d.scheme, d.set_size, d.failures, d.checkpoints,
+        "{} nodes × {} ranks + {} spares, {} (set {}, failures {}{}), {} checkpoints; {} {} of checkpoint {c}; nodes lost after: {}; damaged (rank, dataset): {}",
+        d.nodes, d.ranks_per_node, d.spares, d.scheme, d.set_size, d.failures,
+        if d.encode_async { ", protected in the background" } else { "" }, d.checkpoints,
         crash_words(&crash), phase_words(phase), listed(d.lost_after.iter().map(|n| node(*n))),
         listed(d.damaged.iter().map(|(r, ds)| format!("rank {r} of dataset {ds}")))
     );
     let mut sc = Scenario {
-        name: format!("random-{index}"),
+        name: name_of(index, encode_async),
         about,
         quick: false,
-        tags: vec!["random".into()],
+        tags: if encode_async {
+            vec!["random".into(), "async".into()]
+        } else {
+            vec!["random".into()]
+        },
         nodes: d.nodes,
         ranks_per_node: d.ranks_per_node,
         spares: d.spares,
@@ -527,9 +572,10 @@ pub fn scenario(seed: u64, index: u32) -> Scenario {
     sc
 }
 
-/// `n` random scenarios of a campaign seeded `seed`.
-pub fn scenarios(seed: u64, n: u32) -> Vec<Scenario> {
-    (0..n).map(|i| scenario(seed, i)).collect()
+/// `n` random scenarios of a campaign seeded `seed` (in async mode when
+/// `encode_async`).
+pub fn scenarios(seed: u64, n: u32, encode_async: bool) -> Vec<Scenario> {
+    (0..n).map(|i| scenario(seed, i, encode_async)).collect()
 }
 
 #[cfg(test)]
@@ -548,6 +594,7 @@ mod tests {
             crash,
             lost_after: lost_after.to_vec(),
             damaged: Vec::new(),
+            encode_async: false,
         }
     }
 
@@ -620,6 +667,80 @@ mod tests {
         assert_eq!(expect(&dmg), o("scratch, rebuilt:3"));
     }
 
+    #[test]
+    fn in_async_mode_the_oracle_never_expects_an_unsettled_checkpoint() {
+        let rank = |c, p| {
+            let mut x = d(CopyType::Single, (c, p, Crash::KillRank(5)), &[]);
+            x.encode_async = true;
+            x
+        };
+        // Computing after ckpt.3: it was never settled (the next
+        // Start_output settles it): ckpt.2.
+        assert_eq!(expect(&rank(3, Phase::Compute)), o("scratch, cache:2"));
+        // Inside Start_output of 4 the point comes before the settle of
+        // ckpt.3: ckpt.2 again (sync: ckpt.3).
+        assert_eq!(expect(&rank(4, Phase::Start)), o("scratch, cache:2"));
+        // Inside the write of 3, ckpt.2 is settled; the cache kept ckpt.1
+        // too (one more while a checkpoint is protected), so damage to
+        // ckpt.2 falls back to it where sync mode lost everything.
+        let mut dmg = rank(3, Phase::Write);
+        assert_eq!(expect(&dmg), o("scratch, cache:2"));
+        dmg.damaged = vec![(2, 2)];
+        assert_eq!(expect(&dmg), o("scratch, cache:1"));
+        dmg.encode_async = false;
+        assert_eq!(expect(&dmg), o("scratch, loss"));
+        // Inside Start_output of 2 nothing is settled yet, but the
+        // unsettled ckpt.1 is in cache: a loss, not a start from scratch.
+        assert_eq!(expect(&rank(2, Phase::Start)), o("scratch, loss"));
+        // A node lost while computing after ckpt.3: ckpt.2 rebuilt.
+        let mut node = d(CopyType::Xor, (3, Phase::Compute, Crash::KillNode(1)), &[]);
+        node.encode_async = true;
+        assert_eq!(expect(&node), o("scratch, rebuilt:2"));
+    }
+
+    #[test]
+    fn async_random_scenarios_are_the_same_draws_protected_in_the_background() {
+        for i in 0..50 {
+            let sync = scenario(7, i, false);
+            let a = scenario(7, i, true);
+            a.check()
+                .unwrap_or_else(|e| panic!("random-async-{i}: {e}\n{a:?}"));
+            assert_eq!(a.name, format!("random-async-{i}"));
+            assert_eq!(index_of(&a.name), Some((i, true)));
+            assert_eq!(index_of(&sync.name), Some((i, false)));
+            assert_eq!(a.faults, sync.faults);
+            assert_eq!(a.env.get("SCR_ENCODE_ASYNC").map(String::as_str), Some("1"));
+            assert!(!sync.env.contains_key("SCR_ENCODE_ASYNC"));
+            assert!(a.tags.iter().any(|t| t == "async"));
+        }
+        // The launch's record judges an async cell by the async oracle:
+        // rank 5 killed computing after ckpt.3 restarts from ckpt.2.
+        let i = (0..400)
+            .find(|&i| {
+                let d = draw(7, i, true);
+                d.scheme == CopyType::Single
+                    && d.crash.1 == Phase::Compute
+                    && d.crash.0 >= 2
+                    && d.lost_after.is_empty()
+                    && d.damaged.is_empty()
+                    && d.crash.2.node().is_none()
+            })
+            .expect("a SINGLE draw with a rank crash while computing");
+        let d = draw(7, i, true);
+        let sc = scenario(7, i, true);
+        let line = format!(
+            r#"{{"point":"app.compute","hit":{},"rank":0,"node":"n0","action":"kill","pid":9,"job":null}}"#,
+            d.crash.0
+        );
+        let l = launch1(vec![firing(&line)], Vec::new());
+        let want = o(&format!("scratch, cache:{}", d.crash.0 - 1));
+        assert_eq!(observed_expectation(7, &sc, Some(&l)), Some(want));
+        assert_eq!(
+            observed_expectation(7, &scenario(7, i, false), Some(&l)),
+            Some(o(&format!("scratch, cache:{}", d.crash.0)))
+        );
+    }
+
     /// A fault log line as `faultrt` writes it.
     fn firing(line: &str) -> Firing {
         serde_json::from_str(line).unwrap()
@@ -690,6 +811,7 @@ mod tests {
             crash: (4, Phase::Start, Crash::KillRank(0)),
             lost_after: vec![4],
             damaged: vec![(0, 3), (1, 3)],
+            encode_async: false,
         };
         let log = firing(
             r#"{"point":"api.start_output","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":"SCR_FAULT_JOB=a"}"#,
@@ -730,6 +852,7 @@ mod tests {
             crash: (4, Phase::Compute, Crash::ExitRank(6)),
             lost_after: Vec::new(),
             damaged: vec![(0, 4)],
+            encode_async: false,
         };
         let log = firing(
             r#"{"point":"app.compute","hit":4,"rank":6,"node":"n3","action":"exit:42","pid":9,"job":null}"#,
@@ -788,9 +911,9 @@ mod tests {
         // Seed 11's random-7 and random-258 (the two cases above) as the
         // campaign generates them: the listed expectation already follows
         // the corrected model and the data plan.
-        let sc7 = scenario(11, 7);
+        let sc7 = scenario(11, 7, false);
         assert_eq!(sc7.expected(CopyType::Rs), Some(&o("scratch, rebuilt:2")));
-        let sc258 = scenario(11, 258);
+        let sc258 = scenario(11, 258, false);
         assert_eq!(
             sc258.expected(CopyType::Single),
             Some(&o("scratch, cache:4"))
@@ -834,12 +957,12 @@ mod tests {
     #[test]
     fn random_scenarios_are_valid_and_replayable() {
         for i in 0..200 {
-            let a = scenario(7, i);
+            let a = scenario(7, i, false);
             a.check()
                 .unwrap_or_else(|e| panic!("random-{i}: {e}\n{a:?}"));
-            let b = scenario(7, i);
+            let b = scenario(7, i, false);
             assert_eq!(a, b, "random-{i} is not a function of its seed");
         }
-        assert_ne!(scenario(7, 0), scenario(8, 0));
+        assert_ne!(scenario(7, 0, false), scenario(8, 0, false));
     }
 }

@@ -182,6 +182,10 @@ struct CampaignArgs {
     /// faults and their times.
     #[arg(long)]
     random: Option<u32>,
+    /// With --random: every checkpoint protected in the background
+    /// (SCR_ENCODE_ASYNC=1), the same draws named random-async-N.
+    #[arg(long = "async", requires = "random")]
+    encode_async: bool,
     /// The campaign seed.
     #[arg(long, default_value_t = campaign::DEFAULT_SEED)]
     seed: u64,
@@ -744,12 +748,17 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     let dir = a.catalogue.clone().unwrap_or_else(scenario::default_dir);
     let (scenarios_owned, name): (Vec<Scenario>, String) = if let Some(n) = a.random {
         // --only picks single random scenarios (their replay commands).
-        let all = harness::random::scenarios(a.seed, n);
+        let all = harness::random::scenarios(a.seed, n, a.encode_async);
         let chosen: Vec<Scenario> = all
             .into_iter()
             .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
             .collect();
-        (chosen, a.name.clone().unwrap_or_else(|| "random".into()))
+        let default = if a.encode_async {
+            "random-async"
+        } else {
+            "random"
+        };
+        (chosen, a.name.clone().unwrap_or_else(|| default.into()))
     } else {
         let cat = match Catalogue::load(&dir) {
             Ok(c) => c,
@@ -818,8 +827,11 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
                 .map(move |x| (s, x))
         })
         .collect();
-    let replay = if a.random.is_some() {
-        format!("scr-harness campaign --random {}", a.random.unwrap_or(0))
+    let replay = if let Some(n) = a.random {
+        format!(
+            "scr-harness campaign --random {n}{}",
+            if a.encode_async { " --async" } else { "" }
+        )
     } else {
         "scr-harness campaign".to_string()
     };
