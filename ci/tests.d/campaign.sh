@@ -19,10 +19,13 @@ target/debug/scr-harness campaign --quick --app target/fault-injection/debug/scr
   --jobs 2 --out "$out" --work target/scr-harness
 echo "quick campaign: $(( $(date +%s) - start )) s"
 # A few random draws with every checkpoint protected in the background,
-# judged by the async oracle (harness/src/random.rs; about 15 s).
-target/debug/scr-harness campaign --random 16 --async \
-  --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
-  --jobs 2 --out "$out" --work target/scr-harness
+# then with flushes to the prefix, each judged by the oracle
+# (harness/src/random.rs; about 10 s each).
+for mode in --async --flush; do
+  target/debug/scr-harness campaign --random 12 "$mode" \
+    --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
+    --jobs 2 --out "$out" --work target/scr-harness
+done
 SCR_HARNESS_QUICK_JSON="$out/campaign-quick.json" \
   workspace_test campaign_snapshot
 # The run loop's RUN_START/RUN_END/NODE_FAIL beside the library's log.

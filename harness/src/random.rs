@@ -47,6 +47,16 @@
 //! - the unsettled or incomplete checkpoint is always there on the
 //!   surviving nodes, so a job with nothing recoverable is a loss.
 //!
+//! With flushes (`--flush`, scenarios `random-flush-<index>` and
+//! `random-async-flush-<index>`) each draw also picks SCR_FLUSH = F in
+//! 1..=3: checkpoint k is copied to the prefix when F divides k, as it
+//! completes (in async mode as the next Start_output settles it), so the
+//! newest flushed checkpoint is the newest multiple of F among the settled
+//! ones above. The prefix survives every fault of a draw, and the relaunch
+//! fetches it when it is newer than the newest checkpoint recoverable in
+//! cache (docs/decisions.md, "A newer checkpoint in the prefix wins over an
+//! older one in cache"): `fetched:k`, never a loss.
+//!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
 //! tolerance rules above are the oracle's own.
@@ -86,6 +96,34 @@ pub enum Crash {
     KillNode(usize),
 }
 
+/// How a campaign's random scenarios protect and copy their checkpoints
+/// (the draws are the same in every mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Mode {
+    /// Every checkpoint protected in the background (`SCR_ENCODE_ASYNC=1`).
+    pub encode_async: bool,
+    /// SCR_FLUSH drawn in 1..=3 (0, no flush, otherwise).
+    pub flush: bool,
+}
+
+impl Mode {
+    /// Synchronous protection, no flush (`random-<index>`).
+    pub const SYNC: Mode = Mode {
+        encode_async: false,
+        flush: false,
+    };
+
+    /// The scenarios' name prefix: `random-`, `random-async-`,
+    /// `random-flush-`, `random-async-flush-`.
+    pub fn prefix(self) -> String {
+        format!(
+            "random-{}{}",
+            if self.encode_async { "async-" } else { "" },
+            if self.flush { "flush-" } else { "" }
+        )
+    }
+}
+
 /// What a random scenario is made of (before it becomes a [`Scenario`]).
 #[derive(Debug, Clone)]
 pub struct Draw {
@@ -111,12 +149,14 @@ pub struct Draw {
     pub damaged: Vec<(u32, u64)>,
     /// Checkpoints protected in the background (`SCR_ENCODE_ASYNC=1`).
     pub encode_async: bool,
+    /// SCR_FLUSH: every how many checkpoints one is copied to the prefix
+    /// (0: none).
+    pub flush: u64,
 }
 
-/// Draw random scenario `index` of a campaign seeded `seed`, its
-/// checkpoints protected in the background when `encode_async` (the same
-/// shape and faults either way).
-pub fn draw(seed: u64, index: u32, encode_async: bool) -> Draw {
+/// Draw random scenario `index` of a campaign seeded `seed` in `mode` (the
+/// same shape and faults in every mode).
+pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
     let s = Seeded::new(Seeded::new(seed).derive(&format!("random.{index}")));
     let mut r = s.stream("shape");
     let scheme = CopyType::ALL[r.gen_range(0..4)];
@@ -165,6 +205,11 @@ pub fn draw(seed: u64, index: u32, encode_async: bool) -> Draw {
             damaged.push((rank, d));
         }
     }
+    let flush = if mode.flush {
+        s.stream("flush").gen_range(1..=3u64)
+    } else {
+        0
+    };
     Draw {
         scheme,
         nodes,
@@ -176,7 +221,8 @@ pub fn draw(seed: u64, index: u32, encode_async: bool) -> Draw {
         crash: (ckpt, phase, crash),
         lost_after,
         damaged,
-        encode_async,
+        encode_async: mode.encode_async,
+        flush,
     }
 }
 
@@ -389,6 +435,10 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
             }
         }
     };
+    // The newest checkpoint in the prefix: flushed as it was settled.
+    let flushed = (1..=newest)
+        .rev()
+        .find(|&k| d.flush > 0 && k % d.flush == 0);
     let mut second = None;
     for &ds in &candidates {
         let mut lost: BTreeSet<usize> = (0..ranks)
@@ -409,6 +459,12 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
             break;
         }
     }
+    // A newer checkpoint in the prefix wins over the cache's.
+    if let Some(f) = flushed {
+        if second.as_ref().is_none_or(|t: &Token| t.ckpt < Some(f)) {
+            second = Some(Token::restart(Class::Fetched, f));
+        }
+    }
     let second = second.unwrap_or_else(|| {
         // What the surviving nodes still hold is found and reported lost:
         // complete candidates, or the dataset a crash inside Write or
@@ -426,24 +482,29 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
     Outcome::of(vec![Token::of(Class::Scratch), second], End::Completed)
 }
 
-/// A random scenario's name: `random-<index>`, `random-async-<index>` in
-/// async mode.
-pub fn name_of(index: u32, encode_async: bool) -> String {
-    if encode_async {
-        format!("random-async-{index}")
-    } else {
-        format!("random-{index}")
-    }
+/// A random scenario's name: [`Mode::prefix`] and the index.
+pub fn name_of(index: u32, mode: Mode) -> String {
+    format!("{}{index}", mode.prefix())
 }
 
-/// The index of a random scenario's name and whether it is in async mode
-/// ([`name_of`]).
-pub fn index_of(name: &str) -> Option<(u32, bool)> {
+/// The index and mode of a random scenario's name ([`name_of`]).
+pub fn index_of(name: &str) -> Option<(u32, Mode)> {
     let rest = name.strip_prefix("random-")?;
-    match rest.strip_prefix("async-") {
-        Some(i) => Some((i.parse().ok()?, true)),
-        None => Some((rest.parse().ok()?, false)),
-    }
+    let (encode_async, rest) = match rest.strip_prefix("async-") {
+        Some(r) => (true, r),
+        None => (false, rest),
+    };
+    let (flush, rest) = match rest.strip_prefix("flush-") {
+        Some(r) => (true, r),
+        None => (false, rest),
+    };
+    Some((
+        rest.parse().ok()?,
+        Mode {
+            encode_async,
+            flush,
+        },
+    ))
 }
 
 /// The expectation of a random scenario of campaign seed `seed` given what
@@ -455,13 +516,13 @@ pub fn observed_expectation(
     sc: &Scenario,
     launch1: Option<&LaunchRecord>,
 ) -> Option<Outcome> {
-    let (index, encode_async) = index_of(&sc.name)?;
-    if !sc.tags.iter().any(|t| t == "random") || scenario(seed, index, encode_async) != *sc {
+    let (index, mode) = index_of(&sc.name)?;
+    if !sc.tags.iter().any(|t| t == "random") || scenario(seed, index, mode) != *sc {
         return None;
     }
     let l = launch1?;
     Some(oracle(
-        &draw(seed, index, encode_async),
+        &draw(seed, index, mode),
         &Hit::observed(&l.fired, &l.external),
     ))
 }
@@ -470,8 +531,8 @@ pub fn observed_expectation(
 pub const MEAN_BYTES: u64 = 32768;
 
 /// The scenario of a draw: faults as a plan, the oracle's expectation.
-pub fn scenario(seed: u64, index: u32, encode_async: bool) -> Scenario {
-    let d = draw(seed, index, encode_async);
+pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
+    let d = draw(seed, index, mode);
     let (c, phase, crash) = d.crash.clone();
     let node = |n: usize| format!("n{n}");
     let when = match phase {
@@ -529,22 +590,27 @@ pub fn scenario(seed: u64, index: u32, encode_async: bool) -> Scenario {
     if d.encode_async {
         env.insert("SCR_ENCODE_ASYNC".to_string(), "1".to_string());
     }
+    if d.flush > 0 {
+        env.insert("SCR_FLUSH".to_string(), d.flush.to_string());
+    }
     let about = format!(
-        "{} nodes × {} ranks + {} spares, {} (set {}, failures {}{}), {} checkpoints; {} {} of checkpoint {c}; nodes lost after: {}; damaged (rank, dataset): {}",
+        "{} nodes × {} ranks + {} spares, {} (set {}, failures {}{}{}), {} checkpoints; {} {} of checkpoint {c}; nodes lost after: {}; damaged (rank, dataset): {}",
         d.nodes, d.ranks_per_node, d.spares, d.scheme, d.set_size, d.failures,
-        if d.encode_async { ", protected in the background" } else { "" }, d.checkpoints,
+        if d.encode_async { ", protected in the background" } else { "" },
+        if d.flush > 0 { format!(", flush every {}", d.flush) } else { String::new() },
+        d.checkpoints,
         crash_words(&crash), phase_words(phase), listed(d.lost_after.iter().map(|n| node(*n))),
         listed(d.damaged.iter().map(|(r, ds)| format!("rank {r} of dataset {ds}")))
     );
     let mut sc = Scenario {
-        name: name_of(index, encode_async),
+        name: name_of(index, mode),
         about,
         quick: false,
-        tags: if encode_async {
-            vec!["random".into(), "async".into()]
-        } else {
-            vec!["random".into()]
-        },
+        tags: std::iter::once("random")
+            .chain(mode.encode_async.then_some("async"))
+            .chain(mode.flush.then_some("flush"))
+            .map(String::from)
+            .collect(),
         nodes: d.nodes,
         ranks_per_node: d.ranks_per_node,
         spares: d.spares,
@@ -572,10 +638,9 @@ pub fn scenario(seed: u64, index: u32, encode_async: bool) -> Scenario {
     sc
 }
 
-/// `n` random scenarios of a campaign seeded `seed` (in async mode when
-/// `encode_async`).
-pub fn scenarios(seed: u64, n: u32, encode_async: bool) -> Vec<Scenario> {
-    (0..n).map(|i| scenario(seed, i, encode_async)).collect()
+/// `n` random scenarios of a campaign seeded `seed` in `mode`.
+pub fn scenarios(seed: u64, n: u32, mode: Mode) -> Vec<Scenario> {
+    (0..n).map(|i| scenario(seed, i, mode)).collect()
 }
 
 #[cfg(test)]
@@ -595,6 +660,7 @@ mod tests {
             lost_after: lost_after.to_vec(),
             damaged: Vec::new(),
             encode_async: false,
+            flush: 0,
         }
     }
 
@@ -698,16 +764,21 @@ mod tests {
         assert_eq!(expect(&node), o("scratch, rebuilt:2"));
     }
 
+    const ASYNC: Mode = Mode {
+        encode_async: true,
+        flush: false,
+    };
+
     #[test]
     fn async_random_scenarios_are_the_same_draws_protected_in_the_background() {
         for i in 0..50 {
-            let sync = scenario(7, i, false);
-            let a = scenario(7, i, true);
+            let sync = scenario(7, i, Mode::SYNC);
+            let a = scenario(7, i, ASYNC);
             a.check()
                 .unwrap_or_else(|e| panic!("random-async-{i}: {e}\n{a:?}"));
             assert_eq!(a.name, format!("random-async-{i}"));
-            assert_eq!(index_of(&a.name), Some((i, true)));
-            assert_eq!(index_of(&sync.name), Some((i, false)));
+            assert_eq!(index_of(&a.name), Some((i, ASYNC)));
+            assert_eq!(index_of(&sync.name), Some((i, Mode::SYNC)));
             assert_eq!(a.faults, sync.faults);
             assert_eq!(a.env.get("SCR_ENCODE_ASYNC").map(String::as_str), Some("1"));
             assert!(!sync.env.contains_key("SCR_ENCODE_ASYNC"));
@@ -717,7 +788,7 @@ mod tests {
         // rank 5 killed computing after ckpt.3 restarts from ckpt.2.
         let i = (0..400)
             .find(|&i| {
-                let d = draw(7, i, true);
+                let d = draw(7, i, ASYNC);
                 d.scheme == CopyType::Single
                     && d.crash.1 == Phase::Compute
                     && d.crash.0 >= 2
@@ -726,8 +797,8 @@ mod tests {
                     && d.crash.2.node().is_none()
             })
             .expect("a SINGLE draw with a rank crash while computing");
-        let d = draw(7, i, true);
-        let sc = scenario(7, i, true);
+        let d = draw(7, i, ASYNC);
+        let sc = scenario(7, i, ASYNC);
         let line = format!(
             r#"{{"point":"app.compute","hit":{},"rank":0,"node":"n0","action":"kill","pid":9,"job":null}}"#,
             d.crash.0
@@ -736,9 +807,115 @@ mod tests {
         let want = o(&format!("scratch, cache:{}", d.crash.0 - 1));
         assert_eq!(observed_expectation(7, &sc, Some(&l)), Some(want));
         assert_eq!(
-            observed_expectation(7, &scenario(7, i, false), Some(&l)),
+            observed_expectation(7, &scenario(7, i, Mode::SYNC), Some(&l)),
             Some(o(&format!("scratch, cache:{}", d.crash.0)))
         );
+    }
+
+    #[test]
+    fn with_flushes_the_oracle_fetches_a_newer_checkpoint_from_the_prefix() {
+        let flush = |scheme, crash, lost: &[usize], f, encode_async| {
+            let mut x = d(scheme, crash, lost);
+            x.flush = f;
+            x.encode_async = encode_async;
+            x
+        };
+        let node1 = (3, Phase::Compute, Crash::KillNode(1));
+        // SINGLE loses ckpt.3 with its node; flushed, it is fetched.
+        assert_eq!(
+            expect(&flush(CopyType::Single, node1.clone(), &[], 1, false)),
+            o("scratch, fetched:3")
+        );
+        // Every second one flushed: ckpt.2.
+        assert_eq!(
+            expect(&flush(CopyType::Single, node1.clone(), &[], 2, false)),
+            o("scratch, fetched:2")
+        );
+        // Every third: ckpt.3; after ckpt.2 nothing is in the prefix yet,
+        // a loss as without flush.
+        assert_eq!(
+            expect(&flush(CopyType::Single, node1.clone(), &[], 3, false)),
+            o("scratch, fetched:3")
+        );
+        assert_eq!(
+            expect(&flush(
+                CopyType::Single,
+                (2, Phase::Compute, Crash::KillNode(1)),
+                &[],
+                3,
+                false
+            )),
+            o("scratch, loss")
+        );
+        // XOR rebuilds ckpt.3 in cache: the prefix's ckpt.3 is no newer.
+        assert_eq!(
+            expect(&flush(CopyType::Xor, node1.clone(), &[], 1, false)),
+            o("scratch, rebuilt:3")
+        );
+        // Two neighbours lost: XOR's ckpt.3 is gone in cache, fetched.
+        assert_eq!(
+            expect(&flush(CopyType::Xor, node1.clone(), &[2], 1, false)),
+            o("scratch, fetched:3")
+        );
+        // In async mode ckpt.3 was never settled, so never flushed: ckpt.2
+        // is, and the cache rebuilds the same.
+        assert_eq!(
+            expect(&flush(CopyType::Xor, node1.clone(), &[2], 1, true)),
+            o("scratch, fetched:2")
+        );
+        assert_eq!(
+            expect(&flush(CopyType::Xor, node1, &[], 1, true)),
+            o("scratch, rebuilt:2")
+        );
+        // Damage to the cache's ckpt.2 after a kill inside the write of
+        // ckpt.3 (SINGLE): the flushed ckpt.2 is fetched; every third
+        // one: nothing flushed, a loss.
+        let mut dmg = flush(
+            CopyType::Single,
+            (3, Phase::Write, Crash::KillRank(5)),
+            &[],
+            2,
+            false,
+        );
+        dmg.damaged = vec![(2, 2)];
+        assert_eq!(expect(&dmg), o("scratch, fetched:2"));
+        dmg.flush = 3;
+        assert_eq!(expect(&dmg), o("scratch, loss"));
+        // More nodes lost than spares: no relaunch, whatever the prefix.
+        let mut few = flush(
+            CopyType::Rs,
+            (3, Phase::Compute, Crash::KillNode(1)),
+            &[2, 3],
+            1,
+            false,
+        );
+        few.spares = 2;
+        assert_eq!(expect(&few), o("scratch | nodes"));
+    }
+
+    #[test]
+    fn flush_scenarios_set_scr_flush_and_keep_the_draws() {
+        let both = Mode {
+            encode_async: true,
+            flush: true,
+        };
+        let mut every = std::collections::BTreeSet::new();
+        for i in 0..50 {
+            let sync = scenario(7, i, Mode::SYNC);
+            let f = scenario(7, i, both);
+            f.check()
+                .unwrap_or_else(|e| panic!("random-async-flush-{i}: {e}\n{f:?}"));
+            assert_eq!(f.name, format!("random-async-flush-{i}"));
+            assert_eq!(index_of(&f.name), Some((i, both)));
+            assert_eq!(f.faults, sync.faults);
+            let n: u64 = f.env["SCR_FLUSH"].parse().unwrap();
+            assert!((1..=3).contains(&n));
+            every.insert(n);
+            assert_eq!(draw(7, i, both).flush, n);
+            assert_eq!(f.tags, ["random", "async", "flush"]);
+        }
+        assert_eq!(every.len(), 3, "every flush interval is drawn");
+        assert_eq!(draw(7, 0, Mode::SYNC).flush, 0);
     }
 
     /// A fault log line as `faultrt` writes it.
@@ -812,6 +989,7 @@ mod tests {
             lost_after: vec![4],
             damaged: vec![(0, 3), (1, 3)],
             encode_async: false,
+            flush: 0,
         };
         let log = firing(
             r#"{"point":"api.start_output","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":"SCR_FAULT_JOB=a"}"#,
@@ -853,6 +1031,7 @@ mod tests {
             lost_after: Vec::new(),
             damaged: vec![(0, 4)],
             encode_async: false,
+            flush: 0,
         };
         let log = firing(
             r#"{"point":"app.compute","hit":4,"rank":6,"node":"n3","action":"exit:42","pid":9,"job":null}"#,
@@ -911,9 +1090,9 @@ mod tests {
         // Seed 11's random-7 and random-258 (the two cases above) as the
         // campaign generates them: the listed expectation already follows
         // the corrected model and the data plan.
-        let sc7 = scenario(11, 7, false);
+        let sc7 = scenario(11, 7, Mode::SYNC);
         assert_eq!(sc7.expected(CopyType::Rs), Some(&o("scratch, rebuilt:2")));
-        let sc258 = scenario(11, 258, false);
+        let sc258 = scenario(11, 258, Mode::SYNC);
         assert_eq!(
             sc258.expected(CopyType::Single),
             Some(&o("scratch, cache:4"))
@@ -957,12 +1136,12 @@ mod tests {
     #[test]
     fn random_scenarios_are_valid_and_replayable() {
         for i in 0..200 {
-            let a = scenario(7, i, false);
+            let a = scenario(7, i, Mode::SYNC);
             a.check()
                 .unwrap_or_else(|e| panic!("random-{i}: {e}\n{a:?}"));
-            let b = scenario(7, i, false);
+            let b = scenario(7, i, Mode::SYNC);
             assert_eq!(a, b, "random-{i} is not a function of its seed");
         }
-        assert_ne!(scenario(7, 0, false), scenario(8, 0, false));
+        assert_ne!(scenario(7, 0, Mode::SYNC), scenario(8, 0, Mode::SYNC));
     }
 }

@@ -186,6 +186,10 @@ struct CampaignArgs {
     /// (SCR_ENCODE_ASYNC=1), the same draws named random-async-N.
     #[arg(long = "async", requires = "random")]
     encode_async: bool,
+    /// With --random: each draw also flushes every 1, 2 or 3 checkpoints
+    /// to the prefix (SCR_FLUSH), named random-flush-N.
+    #[arg(long, requires = "random")]
+    flush: bool,
     /// The campaign seed.
     #[arg(long, default_value_t = campaign::DEFAULT_SEED)]
     seed: u64,
@@ -748,17 +752,17 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
     let dir = a.catalogue.clone().unwrap_or_else(scenario::default_dir);
     let (scenarios_owned, name): (Vec<Scenario>, String) = if let Some(n) = a.random {
         // --only picks single random scenarios (their replay commands).
-        let all = harness::random::scenarios(a.seed, n, a.encode_async);
+        let mode = harness::random::Mode {
+            encode_async: a.encode_async,
+            flush: a.flush,
+        };
+        let all = harness::random::scenarios(a.seed, n, mode);
         let chosen: Vec<Scenario> = all
             .into_iter()
             .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
             .collect();
-        let default = if a.encode_async {
-            "random-async"
-        } else {
-            "random"
-        };
-        (chosen, a.name.clone().unwrap_or_else(|| default.into()))
+        let default = mode.prefix().trim_end_matches('-').to_string();
+        (chosen, a.name.clone().unwrap_or(default))
     } else {
         let cat = match Catalogue::load(&dir) {
             Ok(c) => c,
@@ -829,8 +833,9 @@ fn campaign_cmd(a: CampaignArgs) -> ExitCode {
         .collect();
     let replay = if let Some(n) = a.random {
         format!(
-            "scr-harness campaign --random {n}{}",
-            if a.encode_async { " --async" } else { "" }
+            "scr-harness campaign --random {n}{}{}",
+            if a.encode_async { " --async" } else { "" },
+            if a.flush { " --flush" } else { "" }
         )
     } else {
         "scr-harness campaign".to_string()
