@@ -93,7 +93,27 @@ impl Scr {
             // Not with SCR_CURRENT (the user named the start) nor a global
             // restart (which read the prefix above).
             if job.settings.fetch.enabled && !global && job.settings.fetch.current.is_none() {
-                let fetch = fetch::fetch_sync_newer(job, newest)?;
+                let fetch = match fetch::fetch_sync_newer(job, newest) {
+                    Ok(f) => f,
+                    Err(e @ ScrError::Comm(_)) => return Err(e),
+                    // The fetch failed on every rank alike (the errors it
+                    // returns are agreed), mostly because the cache could
+                    // not record the newer copy (a filemap write failed;
+                    // the copy is deleted again): the cache's own
+                    // checkpoints are still whole, so the restart uses
+                    // them, as SCR 3.1 would have, instead of failing
+                    // SCR_Init (docs/decisions.md, "A newer checkpoint in
+                    // the prefix wins over an older one in cache").
+                    Err(e) => {
+                        if job.rank().is_root() {
+                            eprintln!(
+                                "SCR: warning: the fetch of a checkpoint newer than \
+                                 dataset {newest} failed ({e}); restarting from the cache's"
+                            );
+                        }
+                        fetch::FetchReport::default()
+                    }
+                };
                 if let Some(f) = fetch.fetched {
                     let id = DatasetId(f.id);
                     cands.insert(0, id);
