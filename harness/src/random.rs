@@ -35,7 +35,7 @@
 //! and the campaign judges the cell by that ([`observed_expectation`]).
 //!
 //! In async mode (`scr-harness campaign --random N --async`, scenarios
-//! `random-async-<index>`, the same draws as `random-<index>`) every
+//! `random-async-<index>`, the draws of `random-<index>`) every
 //! checkpoint is protected in the background (`SCR_ENCODE_ASYNC=1`):
 //! Complete_output of c returns before its CRC32s and encode, and the next
 //! Start_output settles it after the point `api.start_output`; a restart
@@ -46,6 +46,10 @@
 //! - inside Start_output of c: c − 2 and c − 3 (c − 1 is unsettled);
 //! - the unsettled or incomplete checkpoint is always there on the
 //!   surviving nodes, so a job with nothing recoverable is a loss.
+//!
+//! Half the async draws that crash after c completed crash inside c's
+//! background protection instead (at `protect.background`, on the rank's
+//! protection thread): c is unsettled there too, so the oracle is the same.
 //!
 //! With flushes (`--flush`, scenarios `random-flush-<index>` and
 //! `random-async-flush-<index>`) each draw also picks SCR_FLUSH = F in
@@ -97,7 +101,8 @@ pub enum Crash {
 }
 
 /// How a campaign's random scenarios protect and copy their checkpoints
-/// (the draws are the same in every mode).
+/// (the draws are the same in every mode, but for the moments inside the
+/// background protection in async mode, [`Draw::background`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Mode {
     /// Every checkpoint protected in the background (`SCR_ENCODE_ASYNC=1`).
@@ -152,10 +157,15 @@ pub struct Draw {
     /// SCR_FLUSH: every how many checkpoints one is copied to the prefix
     /// (0: none).
     pub flush: u64,
+    /// In async mode, a crash after checkpoint c completed strikes inside
+    /// c's background protection (`protect.background`) instead of the
+    /// application's compute.
+    pub background: bool,
 }
 
 /// Draw random scenario `index` of a campaign seeded `seed` in `mode` (the
-/// same shape and faults in every mode).
+/// same shape and faults in every mode; in async mode half the crashes
+/// after a checkpoint completed move into its background protection).
 pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
     let s = Seeded::new(Seeded::new(seed).derive(&format!("random.{index}")));
     let mut r = s.stream("shape");
@@ -210,6 +220,8 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
     } else {
         0
     };
+    let background =
+        mode.encode_async && phase == Phase::Compute && s.stream("moment").gen_bool(0.5);
     Draw {
         scheme,
         nodes,
@@ -223,6 +235,7 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         damaged,
         encode_async: mode.encode_async,
         flush,
+        background,
     }
 }
 
@@ -301,7 +314,9 @@ pub fn crash_moment(f: &Firing) -> Option<(u64, Phase)> {
         return None;
     }
     let phase = match f.point.as_str() {
-        "app.compute" => Phase::Compute,
+        // Inside the background protection of checkpoint c (async mode):
+        // c completed and is not settled, as while computing after it.
+        "app.compute" | "protect.background" => Phase::Compute,
         "api.start_output" => Phase::Start,
         "app.file.write" => Phase::Write,
         "api.complete_output" => Phase::Complete,
@@ -536,6 +551,12 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
     let (c, phase, crash) = d.crash.clone();
     let node = |n: usize| format!("n{n}");
     let when = match phase {
+        Phase::Compute if d.background => When::Point {
+            point: "protect.background".into(),
+            hit: c,
+            repeat: false,
+            rank: None,
+        },
         Phase::Compute => When::BetweenCheckpoints { after: c },
         Phase::Start => When::DuringStart { checkpoint: c },
         Phase::Complete => When::DuringComplete { checkpoint: c },
@@ -599,7 +620,9 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         if d.encode_async { ", protected in the background" } else { "" },
         if d.flush > 0 { format!(", flush every {}", d.flush) } else { String::new() },
         d.checkpoints,
-        crash_words(&crash), phase_words(phase), listed(d.lost_after.iter().map(|n| node(*n))),
+        crash_words(&crash),
+        if d.background { "inside the background protection" } else { phase_words(phase) },
+        listed(d.lost_after.iter().map(|n| node(*n))),
         listed(d.damaged.iter().map(|(r, ds)| format!("rank {r} of dataset {ds}")))
     );
     let mut sc = Scenario {
@@ -661,6 +684,7 @@ mod tests {
             damaged: Vec::new(),
             encode_async: false,
             flush: 0,
+            background: false,
         }
     }
 
@@ -769,6 +793,48 @@ mod tests {
         flush: false,
     };
 
+    /// The faults of async draw `i` (`a`) are those of its synchronous
+    /// draw, but for a crash after checkpoint c that strikes inside c's
+    /// background protection.
+    fn assert_same_faults(i: u32, a: &Scenario, sync: &Scenario) {
+        assert_eq!(a.faults[1..], sync.faults[1..], "random-{i}");
+        let (crash, was) = (&a.faults[0], &sync.faults[0]);
+        assert_eq!(crash.what, was.what);
+        if draw(7, i, ASYNC).background {
+            let When::BetweenCheckpoints { after } = was.when else {
+                panic!("random-{i}: a background crash drawn for {:?}", was.when);
+            };
+            assert_eq!(
+                crash.when,
+                When::Point {
+                    point: "protect.background".into(),
+                    hit: after,
+                    repeat: false,
+                    rank: None
+                }
+            );
+        } else {
+            assert_eq!(crash.when, was.when, "random-{i}");
+        }
+    }
+
+    #[test]
+    fn some_async_crashes_strike_inside_the_background_protection() {
+        let draws: Vec<Draw> = (0..200).map(|i| draw(7, i, ASYNC)).collect();
+        let computing = draws.iter().filter(|d| d.crash.1 == Phase::Compute);
+        let inside = computing.clone().filter(|d| d.background).count();
+        assert!(inside > 0 && inside < computing.count());
+        assert!(draws
+            .iter()
+            .all(|d| !d.background || d.crash.1 == Phase::Compute));
+        assert!((0..200).all(|i| !draw(7, i, Mode::SYNC).background));
+        // Its firing is read back as a crash after checkpoint c completed.
+        let f = firing(
+            r#"{"point":"protect.background","hit":3,"rank":1,"node":"n0","action":"kill","pid":7,"job":null}"#,
+        );
+        assert_eq!(crash_moment(&f), Some((3, Phase::Compute)));
+    }
+
     #[test]
     fn async_random_scenarios_are_the_same_draws_protected_in_the_background() {
         for i in 0..50 {
@@ -779,7 +845,7 @@ mod tests {
             assert_eq!(a.name, format!("random-async-{i}"));
             assert_eq!(index_of(&a.name), Some((i, ASYNC)));
             assert_eq!(index_of(&sync.name), Some((i, Mode::SYNC)));
-            assert_eq!(a.faults, sync.faults);
+            assert_same_faults(i, &a, &sync);
             assert_eq!(a.env.get("SCR_ENCODE_ASYNC").map(String::as_str), Some("1"));
             assert!(!sync.env.contains_key("SCR_ENCODE_ASYNC"));
             assert!(a.tags.iter().any(|t| t == "async"));
@@ -907,7 +973,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("random-async-flush-{i}: {e}\n{f:?}"));
             assert_eq!(f.name, format!("random-async-flush-{i}"));
             assert_eq!(index_of(&f.name), Some((i, both)));
-            assert_eq!(f.faults, sync.faults);
+            assert_same_faults(i, &f, &sync);
             let n: u64 = f.env["SCR_FLUSH"].parse().unwrap();
             assert!((1..=3).contains(&n));
             every.insert(n);
@@ -990,6 +1056,7 @@ mod tests {
             damaged: vec![(0, 3), (1, 3)],
             encode_async: false,
             flush: 0,
+            background: false,
         };
         let log = firing(
             r#"{"point":"api.start_output","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":"SCR_FAULT_JOB=a"}"#,
@@ -1032,6 +1099,7 @@ mod tests {
             damaged: vec![(0, 4)],
             encode_async: false,
             flush: 0,
+            background: false,
         };
         let log = firing(
             r#"{"point":"app.compute","hit":4,"rank":6,"node":"n3","action":"exit:42","pid":9,"job":null}"#,

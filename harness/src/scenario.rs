@@ -16,14 +16,14 @@
 //! ALL = "scratch, rebuilt:2"        # every other scheme
 //! ```
 //!
-//! Fields (defaults in brackets): `nodes` [4], `ranks_per_node` [2],
-//! `spares` [2], `checkpoints` written by the first launch [3],
-//! `relaunch_checkpoints` [1], `launches` (the budget, `SCR_RUNS`) [3],
-//! `mean_bytes` [65536], `app_args` (extra `scr_app` arguments of every
+//! Fields (defaults in brackets): `nodes` \[4\], `ranks_per_node` \[2\],
+//! `spares` \[2\], `checkpoints` written by the first launch \[3\],
+//! `relaunch_checkpoints` \[1\], `launches` (the budget, `SCR_RUNS`) \[3\],
+//! `mean_bytes` \[65536\], `app_args` (extra `scr_app` arguments of every
 //! launch), `env` (SCR parameters on top of the scheme's and
 //! the campaign's; `{scenarios}` in a value is this directory, for data
-//! files), `schemes` [all four], `faults` (a faultsim plan),
-//! `halts` (halt requests, [`HaltEvent`]), `timeout_s` per launch [60],
+//! files), `schemes` \[all four\], `faults` (a faultsim plan),
+//! `halts` (halt requests, [`HaltEvent`]), `timeout_s` per launch \[60\],
 //! `needs` (`root`: skipped unless the harness runs as root),
 //! `cache_tmpfs_bytes` (a tmpfs of that size on every node's cache base, so
 //! `cache-full` can fill it; needs root), `quick` (in the CI subset), `tags`,

@@ -241,7 +241,7 @@ pub struct Target {
 /// checkpoint 2 or later, else the first. `fixed` is the range of every
 /// target when the kills cannot change it (fetch: the checkpoint the swept
 /// launch restarted from; scavenge: the flushed one to the newest); then a
-/// launch's targets end at its first checkpoint write. `lag` ([`Mode::lag`])
+/// launch's targets end at its first checkpoint write. `lag` (`Mode::lag`)
 /// widens the range down: a restart may be from the checkpoint before the
 /// one the rank had started writing.
 pub fn targets(
