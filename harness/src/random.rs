@@ -504,15 +504,11 @@ pub fn name_of(index: u32, mode: Mode) -> String {
 
 /// The index and mode of a random scenario's name ([`name_of`]).
 pub fn index_of(name: &str) -> Option<(u32, Mode)> {
-    let rest = name.strip_prefix("random-")?;
-    let (encode_async, rest) = match rest.strip_prefix("async-") {
-        Some(r) => (true, r),
-        None => (false, rest),
-    };
-    let (flush, rest) = match rest.strip_prefix("flush-") {
-        Some(r) => (true, r),
-        None => (false, rest),
-    };
+    fn strip<'a>(s: &'a str, p: &str) -> (bool, &'a str) {
+        s.strip_prefix(p).map_or((false, s), |r| (true, r))
+    }
+    let (encode_async, rest) = strip(name.strip_prefix("random-")?, "async-");
+    let (flush, rest) = strip(rest, "flush-");
     Some((
         rest.parse().ok()?,
         Mode {
@@ -818,6 +814,20 @@ mod tests {
         }
     }
 
+    /// Seed 7's scenario `i` in `mode` and in synchronous mode: valid,
+    /// named by its mode, and with the synchronous draw's faults
+    /// ([`assert_same_faults`]).
+    fn checked_beside_sync(i: u32, mode: Mode) -> (Scenario, Scenario) {
+        let sync = scenario(7, i, Mode::SYNC);
+        let m = scenario(7, i, mode);
+        let name = format!("{}{i}", mode.prefix());
+        m.check().unwrap_or_else(|e| panic!("{name}: {e}\n{m:?}"));
+        assert_eq!(m.name, name);
+        assert_eq!(index_of(&m.name), Some((i, mode)));
+        assert_same_faults(i, &m, &sync);
+        (m, sync)
+    }
+
     #[test]
     fn some_async_crashes_strike_inside_the_background_protection() {
         let draws: Vec<Draw> = (0..200).map(|i| draw(7, i, ASYNC)).collect();
@@ -838,14 +848,8 @@ mod tests {
     #[test]
     fn async_random_scenarios_are_the_same_draws_protected_in_the_background() {
         for i in 0..50 {
-            let sync = scenario(7, i, Mode::SYNC);
-            let a = scenario(7, i, ASYNC);
-            a.check()
-                .unwrap_or_else(|e| panic!("random-async-{i}: {e}\n{a:?}"));
-            assert_eq!(a.name, format!("random-async-{i}"));
-            assert_eq!(index_of(&a.name), Some((i, ASYNC)));
+            let (a, sync) = checked_beside_sync(i, ASYNC);
             assert_eq!(index_of(&sync.name), Some((i, Mode::SYNC)));
-            assert_same_faults(i, &a, &sync);
             assert_eq!(a.env.get("SCR_ENCODE_ASYNC").map(String::as_str), Some("1"));
             assert!(!sync.env.contains_key("SCR_ENCODE_ASYNC"));
             assert!(a.tags.iter().any(|t| t == "async"));
@@ -967,13 +971,7 @@ mod tests {
         };
         let mut every = std::collections::BTreeSet::new();
         for i in 0..50 {
-            let sync = scenario(7, i, Mode::SYNC);
-            let f = scenario(7, i, both);
-            f.check()
-                .unwrap_or_else(|e| panic!("random-async-flush-{i}: {e}\n{f:?}"));
-            assert_eq!(f.name, format!("random-async-flush-{i}"));
-            assert_eq!(index_of(&f.name), Some((i, both)));
-            assert_same_faults(i, &f, &sync);
+            let (f, _) = checked_beside_sync(i, both);
             let n: u64 = f.env["SCR_FLUSH"].parse().unwrap();
             assert!((1..=3).contains(&n));
             every.insert(n);
