@@ -56,89 +56,263 @@ pub fn note_is_failure(note: &str) -> bool {
         .any(|w| n.contains(w))
 }
 
-/// Split records into runs, per job (records of a job in time order).
-pub fn runs(records: &[Record]) -> Vec<Run> {
-    let mut by_job: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
-    for r in records {
-        by_job
-            .entry(r.jobid.clone().unwrap_or_default())
-            .or_default()
-            .push(r);
+/// What the estimators need of one record, kept while a log streams past
+/// ([`Digest`]): 32 bytes where a parsed [`Record`] with its strings takes
+/// several hundred. Records of other kinds are not kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Fact {
+    time_s: f64,
+    /// `secs=`, when `has & SECS`.
+    secs: f64,
+    /// `dset=`, when `has & DSET`.
+    dset: u64,
+    /// Index into [`Digest::jobs`].
+    job: u32,
+    kind: Kind,
+    has: u8,
+}
+
+impl Fact {
+    const SECS: u8 = 1;
+    const DSET: u8 = 2;
+
+    fn secs(&self) -> Option<f64> {
+        (self.has & Fact::SECS != 0).then_some(self.secs)
     }
-    let mut out = Vec::new();
-    for (jobid, mut recs) in by_job {
-        recs.sort_by(|a, b| a.time_s.total_cmp(&b.time_s));
-        let ours = recs.iter().any(|r| r.is_event("RUN_START"));
-        let mut open: Option<(f64, bool, bool)> = None; // start, node_fail seen, halt seen
-        let last_time = recs.last().map_or(0.0, |r| r.time_s);
-        for r in &recs {
-            if ours {
-                if r.is_event("RUN_START") {
-                    if let Some((start, nf, _)) = open.take() {
-                        // A run without RUN_END: the loop died with it.
-                        let end = if nf { RunEnd::Failed } else { RunEnd::Censored };
-                        out.push(Run {
-                            jobid: jobid.clone(),
-                            start_s: start,
-                            duration_s: r.time_s - start,
-                            end,
-                        });
-                    }
-                    open = Some((r.time_s, false, false));
-                } else if r.is_event("NODE_FAIL") {
-                    if let Some(o) = open.as_mut() {
-                        o.1 = true;
-                    }
-                } else if r.is_event("RUN_END") {
-                    if let Some((start, nf, _)) = open.take() {
-                        let failed = nf || r.entry.note.as_deref().is_some_and(note_is_failure);
-                        let end = if failed {
-                            RunEnd::Failed
-                        } else {
-                            RunEnd::Censored
-                        };
-                        out.push(Run {
-                            jobid: jobid.clone(),
-                            start_s: start,
-                            duration_s: r.time_s - start,
-                            end,
-                        });
-                    }
+
+    fn dset(&self) -> Option<u64> {
+        (self.has & Fact::DSET != 0).then_some(self.dset)
+    }
+}
+
+/// The records the estimators read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    RunStart,
+    /// `RUN_END`, and whether its note names a failure.
+    RunEnd {
+        failed: bool,
+    },
+    NodeFail,
+    /// LLNL's `START`.
+    Start,
+    Halt,
+    Checkpoint,
+    /// `WRITE` or `ENCODE`: the pieces of a checkpoint's cost.
+    CheckpointPart,
+    RestartSuccess,
+    /// `REBUILD_SUCCESS` or `REBUILD_END`.
+    Rebuild,
+    Fetch,
+    FlushSync,
+    FlushAsync,
+}
+
+impl Kind {
+    fn of(r: &Record) -> Option<Kind> {
+        let e = &r.entry;
+        let name = e.kind.name();
+        Some(if e.kind.is_transfer() {
+            match name {
+                "CHECKPOINT" => Kind::Checkpoint,
+                "WRITE" | "ENCODE" => Kind::CheckpointPart,
+                "FETCH" => Kind::Fetch,
+                "FLUSH_SYNC" => Kind::FlushSync,
+                "FLUSH_ASYNC" => Kind::FlushAsync,
+                _ => return None,
+            }
+        } else {
+            match name {
+                "RUN_START" => Kind::RunStart,
+                "RUN_END" => Kind::RunEnd {
+                    failed: e.note.as_deref().is_some_and(note_is_failure),
+                },
+                "NODE_FAIL" => Kind::NodeFail,
+                "START" => Kind::Start,
+                "HALT" => Kind::Halt,
+                "RESTART_SUCCESS" => Kind::RestartSuccess,
+                "REBUILD_SUCCESS" | "REBUILD_END" => Kind::Rebuild,
+                _ => return None,
+            }
+        })
+    }
+}
+
+/// The estimators' view of any number of logs, fed one record at a time
+/// ([`Digest::add`]; `scr interval` streams each log through it): per
+/// record only a [`Fact`] of the kinds they read, per job its name and the
+/// time of its last record of any kind (where a run without an end ends).
+#[derive(Debug, Default)]
+pub struct Digest {
+    /// Kept records, in the order added.
+    facts: Vec<Fact>,
+    /// Job ids (`jobid=`, empty when absent), in order of appearance.
+    jobs: Vec<String>,
+    job_index: std::collections::HashMap<String, u32>,
+    /// Per job: the latest time of any of its records.
+    last_s: Vec<f64>,
+    /// Per job: whether our run loop's `RUN_START` appears in it.
+    ours: Vec<bool>,
+}
+
+impl Digest {
+    /// The digest of `records`.
+    pub fn of(records: &[Record]) -> Digest {
+        let mut d = Digest::default();
+        for r in records {
+            d.add(r);
+        }
+        d
+    }
+
+    /// Take one record in.
+    pub fn add(&mut self, r: &Record) {
+        let name = r.jobid.as_deref().unwrap_or_default();
+        let job = match self.job_index.get(name) {
+            Some(&j) => j,
+            None => {
+                let j = u32::try_from(self.jobs.len()).expect("fewer than 2^32 jobs");
+                self.jobs.push(name.to_string());
+                self.job_index.insert(name.to_string(), j);
+                self.last_s.push(r.time_s);
+                self.ours.push(false);
+                j
+            }
+        };
+        let last = &mut self.last_s[job as usize];
+        *last = last.max(r.time_s);
+        let Some(kind) = Kind::of(r) else {
+            return;
+        };
+        if kind == Kind::RunStart {
+            self.ours[job as usize] = true;
+        }
+        let (secs, dset) = (r.entry.secs, r.entry.dset);
+        self.facts.push(Fact {
+            time_s: r.time_s,
+            secs: secs.unwrap_or_default(),
+            dset: dset.unwrap_or_default(),
+            job,
+            kind,
+            has: if secs.is_some() { Fact::SECS } else { 0 }
+                | if dset.is_some() { Fact::DSET } else { 0 },
+        });
+    }
+
+    /// Records kept (of the kinds the estimators read).
+    pub fn kept(&self) -> usize {
+        self.facts.len()
+    }
+
+    /// Each job's rank in the order of its name.
+    fn name_order(&self) -> Vec<u32> {
+        let mut by_name: Vec<u32> = (0..self.jobs.len() as u32).collect();
+        by_name.sort_by(|&a, &b| self.jobs[a as usize].cmp(&self.jobs[b as usize]));
+        let mut rank = vec![0u32; self.jobs.len()];
+        for (i, &j) in by_name.iter().enumerate() {
+            rank[j as usize] = i as u32;
+        }
+        rank
+    }
+
+    /// The kept records' `secs` of the kinds `pred` accepts, in order.
+    fn secs_of(&self, pred: impl Fn(Kind) -> bool) -> Vec<f64> {
+        self.facts
+            .iter()
+            .filter(|f| pred(f.kind))
+            .filter_map(Fact::secs)
+            .collect()
+    }
+
+    /// The runs, per job in the order of the job's name (each job's
+    /// records in time order, ties in the order added).
+    pub fn runs(&self) -> Vec<Run> {
+        let rank = self.name_order();
+        let mut order: Vec<u32> = (0..self.facts.len() as u32).collect();
+        order.sort_by(|&a, &b| {
+            let (fa, fb) = (&self.facts[a as usize], &self.facts[b as usize]);
+            rank[fa.job as usize]
+                .cmp(&rank[fb.job as usize])
+                .then(fa.time_s.total_cmp(&fb.time_s))
+        });
+        let mut out = Vec::new();
+        for group in
+            order.chunk_by(|&a, &b| self.facts[a as usize].job == self.facts[b as usize].job)
+        {
+            let job = self.facts[group[0] as usize].job as usize;
+            let facts = group.iter().map(|&i| &self.facts[i as usize]);
+            runs_of_job(
+                &self.jobs[job],
+                self.ours[job],
+                self.last_s[job],
+                facts,
+                &mut out,
+            );
+        }
+        out
+    }
+}
+
+/// The runs of one job from its kept records in time order (`ours`: the
+/// job has our run loop's `RUN_START`; `last_time`: its last record's time).
+fn runs_of_job<'a>(
+    jobid: &str,
+    ours: bool,
+    last_time: f64,
+    facts: impl Iterator<Item = &'a Fact>,
+    out: &mut Vec<Run>,
+) {
+    let mut push = |start: f64, end_s: f64, end: RunEnd| {
+        out.push(Run {
+            jobid: jobid.to_string(),
+            start_s: start,
+            duration_s: end_s - start,
+            end,
+        });
+    };
+    let failed_if = |f: bool| if f { RunEnd::Failed } else { RunEnd::Censored };
+    let mut open: Option<(f64, bool, bool)> = None; // start, node_fail seen, halt seen
+    for f in facts {
+        match (ours, f.kind) {
+            (true, Kind::RunStart) => {
+                if let Some((start, nf, _)) = open.take() {
+                    // A run without RUN_END: the loop died with it.
+                    push(start, f.time_s, failed_if(nf));
                 }
-            } else if r.is_event("START") {
+                open = Some((f.time_s, false, false));
+            }
+            (true, Kind::RunEnd { failed }) => {
+                if let Some((start, nf, _)) = open.take() {
+                    push(start, f.time_s, failed_if(nf || failed));
+                }
+            }
+            (false, Kind::Start) => {
                 if let Some((start, nf, halted)) = open.take() {
-                    let end = if nf || !halted {
-                        RunEnd::Failed
-                    } else {
-                        RunEnd::Censored
-                    };
-                    out.push(Run {
-                        jobid: jobid.clone(),
-                        start_s: start,
-                        duration_s: r.time_s - start,
-                        end,
-                    });
+                    push(start, f.time_s, failed_if(nf || !halted));
                 }
-                open = Some((r.time_s, false, false));
-            } else if let Some(o) = open.as_mut() {
-                if r.is_event("NODE_FAIL") {
+                open = Some((f.time_s, false, false));
+            }
+            (_, Kind::NodeFail) => {
+                if let Some(o) = open.as_mut() {
                     o.1 = true;
-                } else if r.is_event("HALT") {
+                }
+            }
+            (false, Kind::Halt) => {
+                if let Some(o) = open.as_mut() {
                     o.2 = true;
                 }
             }
-        }
-        if let Some((start, nf, _)) = open {
-            let end = if nf { RunEnd::Failed } else { RunEnd::Censored };
-            out.push(Run {
-                jobid: jobid.clone(),
-                start_s: start,
-                duration_s: (last_time - start).max(0.0),
-                end,
-            });
+            _ => {}
         }
     }
-    out
+    if let Some((start, nf, _)) = open {
+        push(start, last_time.max(start), failed_if(nf));
+    }
+}
+
+/// Split records into runs, per job (records of a job in time order).
+pub fn runs(records: &[Record]) -> Vec<Run> {
+    Digest::of(records).runs()
 }
 
 /// Mean, spread and a confidence interval of a cost.
@@ -383,96 +557,106 @@ pub struct LogEstimates {
 /// with a binary search (scanning every record per relaunch made a log of
 /// 40,000 runs take half a minute).
 pub fn prefix_restart_fraction(records: &[Record], runs: &[Run]) -> Option<f64> {
-    let mut fetches: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for r in records.iter().filter(|r| r.is_transfer("FETCH")) {
-        fetches
-            .entry(r.jobid.as_deref().unwrap_or_default())
-            .or_default()
-            .push(r.time_s);
-    }
-    for times in fetches.values_mut() {
-        times.sort_by(f64::total_cmp);
-    }
-    let fetched_in = |job: &str, start: f64, end: f64| {
-        fetches.get(job).is_some_and(|times| {
-            let i = times.partition_point(|&t| t < start);
-            times.get(i).is_some_and(|&t| t <= end)
-        })
-    };
-    let mut relaunched = 0usize;
-    let mut fetched = 0usize;
-    for pair in runs.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
-        if a.end != RunEnd::Failed || a.jobid != b.jobid {
-            continue;
+    Digest::of(records).prefix_restart_fraction(runs)
+}
+
+impl Digest {
+    /// [`prefix_restart_fraction`] of the digested records.
+    fn prefix_restart_fraction(&self, runs: &[Run]) -> Option<f64> {
+        let mut fetches: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for f in self.facts.iter().filter(|f| f.kind == Kind::Fetch) {
+            fetches
+                .entry(self.jobs[f.job as usize].as_str())
+                .or_default()
+                .push(f.time_s);
         }
-        relaunched += 1;
-        if fetched_in(&b.jobid, b.start_s, b.start_s + b.duration_s) {
-            fetched += 1;
+        for times in fetches.values_mut() {
+            times.sort_by(f64::total_cmp);
         }
+        let fetched_in = |job: &str, start: f64, end: f64| {
+            fetches.get(job).is_some_and(|times| {
+                let i = times.partition_point(|&t| t < start);
+                times.get(i).is_some_and(|&t| t <= end)
+            })
+        };
+        let mut relaunched = 0usize;
+        let mut fetched = 0usize;
+        for pair in runs.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if a.end != RunEnd::Failed || a.jobid != b.jobid {
+                continue;
+            }
+            relaunched += 1;
+            if fetched_in(&b.jobid, b.start_s, b.start_s + b.duration_s) {
+                fetched += 1;
+            }
+        }
+        // Laplace's rule of succession: a handful of relaunches that all (or
+        // none) fetched must not make the model declare a level useless.
+        (relaunched > 0).then(|| (fetched as f64 + 1.0) / (relaunched as f64 + 2.0))
     }
-    // Laplace's rule of succession: a handful of relaunches that all (or
-    // none) fetched must not make the model declare a level useless.
-    (relaunched > 0).then(|| (fetched as f64 + 1.0) / (relaunched as f64 + 2.0))
 }
 
 /// Estimate costs and MTBF from records (one or more logs, any jobs).
 pub fn estimate(records: &[Record], level: f64) -> LogEstimates {
-    let secs_of = |pred: &dyn Fn(&Record) -> bool| -> Vec<f64> {
-        records
-            .iter()
-            .filter(|r| pred(r))
-            .filter_map(|r| r.entry.secs)
-            .collect()
-    };
-    // Cache checkpoint cost per (job, dataset).
-    let mut explicit: BTreeMap<(String, u64), f64> = BTreeMap::new();
-    let mut pieces: BTreeMap<(String, u64), f64> = BTreeMap::new();
-    for r in records {
-        let (Some(d), Some(s)) = (r.entry.dset, r.entry.secs) else {
-            continue;
-        };
-        let key = (r.jobid.clone().unwrap_or_default(), d);
-        if r.is_transfer("CHECKPOINT") {
-            *explicit.entry(key).or_default() += s;
-        } else if r.is_transfer("WRITE") || r.is_transfer("ENCODE") {
-            *pieces.entry(key).or_default() += s;
+    Digest::of(records).estimate(level)
+}
+
+impl Digest {
+    /// Estimate costs and MTBF from the records digested so far.
+    pub fn estimate(&self, level: f64) -> LogEstimates {
+        // Cache checkpoint cost per (job, dataset), in the order of the
+        // job's name.
+        let rank = self.name_order();
+        let mut explicit: BTreeMap<(u32, u64), f64> = BTreeMap::new();
+        let mut pieces: BTreeMap<(u32, u64), f64> = BTreeMap::new();
+        for f in &self.facts {
+            let (Some(d), Some(s)) = (f.dset(), f.secs()) else {
+                continue;
+            };
+            let key = (rank[f.job as usize], d);
+            match f.kind {
+                Kind::Checkpoint => *explicit.entry(key).or_default() += s,
+                Kind::CheckpointPart => *pieces.entry(key).or_default() += s,
+                _ => {}
+            }
         }
-    }
-    for (k, v) in pieces {
-        explicit.entry(k).or_insert(v);
-    }
-    let ckpt: Vec<f64> = explicit.into_values().collect();
-    let mut restart = secs_of(&|r| r.is_event("RESTART_SUCCESS"));
-    if restart.is_empty() {
-        let rebuild = secs_of(&|r| r.is_event("REBUILD_SUCCESS") || r.is_event("REBUILD_END"));
-        let rebuild_mean = if rebuild.is_empty() {
-            0.0
-        } else {
-            rebuild.iter().sum::<f64>() / rebuild.len() as f64
-        };
-        restart = secs_of(&|r| r.is_transfer("FETCH"))
-            .into_iter()
-            .map(|s| s + rebuild_mean)
-            .collect();
-    }
-    let runs = runs(records);
-    LogEstimates {
-        runs: runs.len(),
-        cache_checkpoint: CostStats::of(&ckpt, level),
-        sync_flush: CostStats::of(&secs_of(&|r| r.is_transfer("FLUSH_SYNC")), level),
-        async_flush: CostStats::of(&secs_of(&|r| r.is_transfer("FLUSH_ASYNC")), level),
-        restart: CostStats::of(&restart, level),
-        mtbf: mtbf(&runs, level),
-        weibull: weibull(&runs),
-        prefix_restart_fraction: prefix_restart_fraction(records, &runs),
-        per_job: {
-            // Runs come out of `runs` grouped by job: one slice per job.
-            let crit = chi2_1(level);
-            runs.chunk_by(|a, b| a.jobid == b.jobid)
-                .filter_map(|rs| mtbf_crit(rs, level, crit).map(|m| (rs[0].jobid.clone(), m)))
-                .collect()
-        },
+        for (k, v) in pieces {
+            explicit.entry(k).or_insert(v);
+        }
+        let ckpt: Vec<f64> = explicit.into_values().collect();
+        let mut restart = self.secs_of(|k| k == Kind::RestartSuccess);
+        if restart.is_empty() {
+            let rebuild = self.secs_of(|k| k == Kind::Rebuild);
+            let rebuild_mean = if rebuild.is_empty() {
+                0.0
+            } else {
+                rebuild.iter().sum::<f64>() / rebuild.len() as f64
+            };
+            restart = self
+                .secs_of(|k| k == Kind::Fetch)
+                .into_iter()
+                .map(|s| s + rebuild_mean)
+                .collect();
+        }
+        let runs = self.runs();
+        LogEstimates {
+            runs: runs.len(),
+            cache_checkpoint: CostStats::of(&ckpt, level),
+            sync_flush: CostStats::of(&self.secs_of(|k| k == Kind::FlushSync), level),
+            async_flush: CostStats::of(&self.secs_of(|k| k == Kind::FlushAsync), level),
+            restart: CostStats::of(&restart, level),
+            mtbf: mtbf(&runs, level),
+            weibull: weibull(&runs),
+            prefix_restart_fraction: self.prefix_restart_fraction(&runs),
+            per_job: {
+                // Runs come out of `runs` grouped by job: one slice per job.
+                let crit = chi2_1(level);
+                runs.chunk_by(|a, b| a.jobid == b.jobid)
+                    .filter_map(|rs| mtbf_crit(rs, level, crit).map(|m| (rs[0].jobid.clone(), m)))
+                    .collect()
+            },
+        }
     }
 }
 
@@ -654,6 +838,54 @@ mod tests {
         let w = weibull(&rs).expect("seed 11: fit");
         assert!((w.shape / shape - 1.0).abs() < 0.1, "seed 11: {w:?}");
         assert!((w.scale_s / scale - 1.0).abs() < 0.15, "seed 11: {w:?}");
+    }
+
+    #[test]
+    fn a_fact_is_32_bytes() {
+        assert_eq!(std::mem::size_of::<Fact>(), 32);
+    }
+
+    /// The digest keeps only the kinds the estimators read, but a run
+    /// without an end still lasts to its job's last record of any kind;
+    /// jobs come out in the order of their names, each job's records in
+    /// time order whatever the order of the lines.
+    #[test]
+    fn a_digest_keeps_what_the_estimators_read_and_the_runs_of_every_record() {
+        let text = "\
+            500: host=a, jobid=9, event=START\n\
+            100: host=a, jobid=10, event=RUN_START\n\
+            150: host=a, jobid=10, xfer=WRITE, dset=1, secs=4\n\
+            130: host=a, jobid=10, event=NODE_FAIL\n\
+            200: host=a, jobid=10, event=RUN_END, note=finished\n\
+            900: host=a, jobid=9, event=HALT\n\
+            950: host=a, jobid=9, event=START\n\
+            1200: host=a, jobid=9, event=COMPLETE_OUTPUT, dset=3\n\
+            1300: host=a, jobid=9, xfer=DELETE, dset=3\n";
+        let parsed = parse_text(Path::new("digest"), text, true).unwrap();
+        let d = Digest::of(&parsed.records);
+        // COMPLETE_OUTPUT and DELETE are not read by any estimator.
+        assert_eq!((parsed.records.len(), d.kept()), (9, 7));
+        let runs = d.runs();
+        let got: Vec<(&str, f64, f64, RunEnd)> = runs
+            .iter()
+            .map(|r| (r.jobid.as_str(), r.start_s, r.duration_s, r.end))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                // Job "10" sorts before "9"; its NODE_FAIL line comes after
+                // the WRITE but happened before the end: a failure.
+                ("10", 100.0, 100.0, RunEnd::Failed),
+                // LLNL's START, HALT, START: the first run halted.
+                ("9", 500.0, 450.0, RunEnd::Censored),
+                // The last run ends with the job's last record (a DELETE
+                // the digest did not keep).
+                ("9", 950.0, 350.0, RunEnd::Censored),
+            ]
+        );
+        let e = d.estimate(0.95);
+        assert_eq!(e.runs, 3);
+        assert_eq!(e.cache_checkpoint.map(|c| c.mean_s), Some(4.0));
     }
 
     /// The sorted-search fraction equals a scan of every record per

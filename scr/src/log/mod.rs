@@ -39,7 +39,7 @@ pub mod time;
 pub mod writer;
 
 pub use event::{Entry, EntryKind, EventType, Record, Stamp, XferType};
-pub use parse::{parse_line, read_log, LineError, LogError, Parsed};
+pub use parse::{parse_line, read_log, read_log_each, LineError, LogError, Parsed};
 pub use sink::{LogSink, LogWriteError, Target};
 pub use writer::{LogSettings, Logger, OnError};
 

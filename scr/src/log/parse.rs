@@ -279,7 +279,21 @@ fn next_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<
 /// [`LineError::TooLong`] with its line number. `strict`: the first bad
 /// line is an error; otherwise bad lines are skipped and counted, the
 /// first [`KEPT_ERRORS`] kept for a warning.
-pub fn parse_reader(path: &Path, mut r: impl BufRead, strict: bool) -> Result<Parsed, LogError> {
+pub fn parse_reader(path: &Path, r: impl BufRead, strict: bool) -> Result<Parsed, LogError> {
+    let mut records = Vec::new();
+    let parsed = each_record(path, r, strict, |rec| records.push(rec))?;
+    Ok(Parsed { records, ..parsed })
+}
+
+/// [`parse_reader`] handing each record to `sink` in file order instead of
+/// keeping it: memory holds one line, whatever the log's length. The
+/// result counts and keeps the skipped lines; its `records` stay empty.
+pub fn each_record(
+    path: &Path,
+    mut r: impl BufRead,
+    strict: bool,
+    mut sink: impl FnMut(Record),
+) -> Result<Parsed, LogError> {
     let mut parsed = Parsed::default();
     let mut buf = Vec::with_capacity(1024);
     let mut number = 0usize;
@@ -299,7 +313,7 @@ pub fn parse_reader(path: &Path, mut r: impl BufRead, strict: bool) -> Result<Pa
             parse_line(&line)
         };
         match result {
-            Ok(rec) => parsed.records.push(rec),
+            Ok(rec) => sink(rec),
             Err(error) => {
                 let e = LogError::Line {
                     path: path.to_path_buf(),
@@ -341,6 +355,17 @@ fn not_a_log(ft: std::fs::FileType) -> Option<&'static str> {
 /// fatal). Regular files and pipes only: a device is refused before it is
 /// read.
 pub fn read_log(path: &Path, strict: bool) -> Result<Parsed, LogError> {
+    let mut records = Vec::new();
+    let parsed = read_log_each(path, strict, |rec| records.push(rec))?;
+    Ok(Parsed { records, ..parsed })
+}
+
+/// [`read_log`] handing each record to `sink` ([`each_record`]).
+pub fn read_log_each(
+    path: &Path,
+    strict: bool,
+    sink: impl FnMut(Record),
+) -> Result<Parsed, LogError> {
     let io = |source| LogError::Io {
         path: path.to_path_buf(),
         source,
@@ -353,7 +378,12 @@ pub fn read_log(path: &Path, strict: bool) -> Result<Parsed, LogError> {
         });
     }
     let f = std::fs::File::open(path).map_err(io)?;
-    parse_reader(path, std::io::BufReader::with_capacity(1 << 16, f), strict)
+    each_record(
+        path,
+        std::io::BufReader::with_capacity(1 << 16, f),
+        strict,
+        sink,
+    )
 }
 
 #[cfg(test)]
