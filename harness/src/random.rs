@@ -61,6 +61,15 @@
 //! cache (docs/decisions.md, "A newer checkpoint in the prefix wins over an
 //! older one in cache"): `fetched:k`, never a loss.
 //!
+//! Half the flush-mode draws that crash after a flushed checkpoint c
+//! completed (and not inside its background protection) crash inside its
+//! flush instead ([`Phase::Flush`]: at `flush.file.copied`, after one of
+//! the crashing rank's files of c, chosen by [`Draw::flush_file`]; a node
+//! dies when its first rank gets there). c is complete in cache (in async
+//! mode settled by the next Start_output, which has not evicted anything
+//! yet: c, c − 1 and c − 2 are there), and the prefix holds the flushes
+//! before c only: a partly flushed checkpoint must never be fetched.
+//!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
 //! tolerance rules above are the oracle's own.
@@ -87,6 +96,11 @@ pub enum Phase {
     Write,
     /// Inside Complete_output of checkpoint c.
     Complete,
+    /// Inside the flush of checkpoint c to the prefix (flush mode, c a
+    /// multiple of SCR_FLUSH): after c completed (in async mode, after the
+    /// next Start_output or finalize settled it), while the crashing
+    /// rank's flush copies its files.
+    Flush,
 }
 
 /// How the job crashes.
@@ -161,6 +175,9 @@ pub struct Draw {
     /// c's background protection (`protect.background`) instead of the
     /// application's compute.
     pub background: bool,
+    /// With [`Phase::Flush`]: after which of the crashing rank's files of
+    /// c the flush dies (taken modulo that rank's file count).
+    pub flush_file: u32,
 }
 
 /// Draw random scenario `index` of a campaign seeded `seed` in `mode` (the
@@ -222,6 +239,13 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
     };
     let background =
         mode.encode_async && phase == Phase::Compute && s.stream("moment").gen_bool(0.5);
+    // Half the other crashes after a flushed checkpoint completed strike
+    // inside its flush.
+    let mut r = s.stream("flushmoment");
+    let inside_flush =
+        phase == Phase::Compute && !background && flush > 0 && ckpt % flush == 0 && r.gen_bool(0.5);
+    let phase = if inside_flush { Phase::Flush } else { phase };
+    let flush_file = r.gen_range(0..64u32);
     Draw {
         scheme,
         nodes,
@@ -236,6 +260,7 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         encode_async: mode.encode_async,
         flush,
         background,
+        flush_file,
     }
 }
 
@@ -247,6 +272,54 @@ impl Crash {
             _ => None,
         }
     }
+
+    /// The rank whose hit of a point fires the crash: the killed or
+    /// exiting rank, a lost node's first rank.
+    pub fn trigger(&self, ranks_per_node: usize) -> u32 {
+        match self {
+            Crash::KillRank(r) | Crash::ExitRank(r) => *r,
+            Crash::KillNode(n) => (n * ranks_per_node) as u32,
+        }
+    }
+}
+
+/// Files `rank` writes in checkpoint `ckpt` of data seed `data`, which its
+/// flush copies one by one (`flush.file.copied` after each).
+fn files_of(data: u64, rank: u32, ckpt: u64, mean_bytes: u64) -> u64 {
+    testing::data::file_plan(data, rank, ckpt, mean_bytes).len() as u64
+}
+
+/// The flushes of launch 1 in order: the multiples of SCR_FLUSH.
+fn flushed_checkpoints(d: &Draw) -> impl Iterator<Item = u64> {
+    let f = d.flush;
+    (1..=d.checkpoints).filter(move |k| f > 0 && k % f == 0)
+}
+
+/// The hit of `flush.file.copied` on `rank` at which a [`Phase::Flush`]
+/// crash of checkpoint c fires: after its [`Draw::flush_file`]-th file of c
+/// (modulo its count), counting the files of the flushes before. `None`
+/// when the rank has no file of c to copy.
+fn flush_hit(d: &Draw, data: u64, mean_bytes: u64, rank: u32) -> Option<u64> {
+    let c = d.crash.0;
+    let of_c = files_of(data, rank, c, mean_bytes);
+    if of_c == 0 {
+        return None;
+    }
+    let before: u64 = flushed_checkpoints(d)
+        .take_while(|&k| k < c)
+        .map(|k| files_of(data, rank, k, mean_bytes))
+        .sum();
+    Some(before + 1 + u64::from(d.flush_file) % of_c)
+}
+
+/// The checkpoint whose flush copied `rank`'s `hit`-th file of launch 1
+/// (the inverse of [`flush_hit`]).
+fn flush_of_hit(d: &Draw, data: u64, mean_bytes: u64, rank: u32, hit: u64) -> Option<u64> {
+    let mut copied = 0;
+    flushed_checkpoints(d).find(|&k| {
+        copied += files_of(data, rank, k, mean_bytes);
+        hit <= copied
+    })
 }
 
 /// What the crash and the damage of launch 1 actually hit: the oracle's
@@ -288,16 +361,18 @@ impl Hit {
             .filter(|&(r, ds)| !testing::data::file_plan(data, r, ds, mean_bytes).is_empty())
             .collect();
         Hit {
-            crash: Some((d.crash.0, d.crash.1)),
+            crash: Some(planned_moment(d, data, mean_bytes)),
             damaged,
         }
     }
 
     /// What launch 1 really hit: the moment of the crash from its firing in
-    /// the fault log (`fired`), the damage from what the harness did
-    /// (`external`: each damaged file names its rank and dataset).
-    pub fn observed(fired: &[Firing], external: &[String]) -> Hit {
-        let crash = fired.iter().find_map(crash_moment);
+    /// the fault log (`fired`; `flush_of` names the checkpoint a rank's hit
+    /// of `flush.file.copied` fell in, [`crash_moment`]), the damage from
+    /// what the harness did (`external`: each damaged file names its rank
+    /// and dataset).
+    pub fn observed(fired: &[Firing], external: &[String], flush_of: &FlushOf<'_>) -> Hit {
+        let crash = fired.iter().find_map(|f| crash_moment(f, flush_of));
         let mut damaged: Vec<(u32, u64)> =
             external.iter().filter_map(|e| damaged_file(e)).collect();
         damaged.sort_unstable();
@@ -306,12 +381,35 @@ impl Hit {
     }
 }
 
+/// The checkpoint whose flush made a rank's hit of `flush.file.copied`
+/// (rank, hit), when launch 1 flushed one then.
+pub type FlushOf<'a> = dyn Fn(u32, u64) -> Option<u64> + 'a;
+
+/// The moment a draw's crash is planned at, for data seed `data`: its
+/// drawn one, but a crash inside the flush of a checkpoint of which the
+/// triggering rank has no file to copy waits for the compute after it
+/// instead ([`scenario`] plans it there).
+fn planned_moment(d: &Draw, data: u64, mean_bytes: u64) -> (u64, Phase) {
+    let (c, phase, crash) = &d.crash;
+    if *phase == Phase::Flush
+        && flush_hit(d, data, mean_bytes, crash.trigger(d.ranks_per_node)).is_none()
+    {
+        return (*c, Phase::Compute);
+    }
+    (*c, *phase)
+}
+
 /// The phase and checkpoint of a crash firing (the points the random
 /// scenarios' moments map to, docs/fault-injection.md); `None` for a
-/// delay (the harness's own sleep) or another point.
-pub fn crash_moment(f: &Firing) -> Option<(u64, Phase)> {
+/// delay (the harness's own sleep) or another point. The hit of most
+/// points is the checkpoint; that of `flush.file.copied` counts the
+/// rank's files, which `flush_of` maps to the checkpoint flushed.
+pub fn crash_moment(f: &Firing, flush_of: &FlushOf<'_>) -> Option<(u64, Phase)> {
     if f.action.starts_with("delay") || f.action.starts_with("error") {
         return None;
+    }
+    if f.point == "flush.file.copied" {
+        return Some((flush_of(f.rank?, f.hit)?, Phase::Flush));
     }
     let phase = match f.point.as_str() {
         // Inside the background protection of checkpoint c (async mode):
@@ -341,6 +439,7 @@ fn phase_words(p: Phase) -> &'static str {
         Phase::Start => "inside Start_output",
         Phase::Write => "while the application writes the files",
         Phase::Complete => "inside Complete_output",
+        Phase::Flush => "inside the flush",
     }
 }
 
@@ -402,14 +501,17 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
     // incomplete). After c completed: c − 1 and c. In async mode the
     // newest checkpoint whose Complete_output returned is not settled
     // until the next Start_output (after its point), and the cache keeps
-    // one more: the two protected ones before it (module docs).
+    // one more: the two protected ones before it (module docs). Inside
+    // the flush of c, c completed (async: settled, before the Start_output
+    // that settled it evicts anything: three in cache).
     let newest = match (phase, d.encode_async) {
-        (Phase::Compute, false) => c,
+        (Phase::Compute, false) | (Phase::Flush, _) => c,
         (Phase::Start, true) => c.saturating_sub(2),
         _ => c - 1,
     };
     let kept = match (phase, d.encode_async) {
-        (_, true) | (Phase::Compute | Phase::Start, false) => 2,
+        (Phase::Flush, true) => 3,
+        (_, true) | (Phase::Compute | Phase::Start | Phase::Flush, false) => 2,
         (Phase::Write | Phase::Complete, false) => 1,
     };
     let candidates: Vec<u64> = (1..=newest).rev().take(kept).collect();
@@ -450,8 +552,10 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
             }
         }
     };
-    // The newest checkpoint in the prefix: flushed as it was settled.
-    let flushed = (1..=newest)
+    // The newest checkpoint in the prefix: flushed as it was settled (a
+    // flush the crash interrupted is not there).
+    let in_prefix = if phase == Phase::Flush { c - 1 } else { newest };
+    let flushed = (1..=in_prefix)
         .rev()
         .find(|&k| d.flush > 0 && k % d.flush == 0);
     let mut second = None;
@@ -532,10 +636,16 @@ pub fn observed_expectation(
         return None;
     }
     let l = launch1?;
-    Some(oracle(
-        &draw(seed, index, mode),
-        &Hit::observed(&l.fired, &l.external),
-    ))
+    let d = draw(seed, index, mode);
+    let data = data_of(seed, sc, d.scheme);
+    let flush_of = |rank, hit| flush_of_hit(&d, data, sc.mean_bytes, rank, hit);
+    Some(oracle(&d, &Hit::observed(&l.fired, &l.external, &flush_of)))
+}
+
+/// The data seed of random scenario `sc`'s cell (campaign seed `seed`),
+/// which says how many files each rank writes.
+fn data_of(seed: u64, sc: &Scenario, scheme: CopyType) -> u64 {
+    crate::campaign::cell_data_seed(sc, crate::campaign::cell_seed(seed, &sc.name, scheme))
 }
 
 /// Mean file size of the random scenarios' checkpoints.
@@ -544,9 +654,50 @@ pub const MEAN_BYTES: u64 = 32768;
 /// The scenario of a draw: faults as a plan, the oracle's expectation.
 pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
     let d = draw(seed, index, mode);
-    let (c, phase, crash) = d.crash.clone();
+    let (c, _, crash) = d.crash.clone();
     let node = |n: usize| format!("n{n}");
+    let mut sc = Scenario {
+        name: name_of(index, mode),
+        about: String::new(),
+        quick: false,
+        tags: std::iter::once("random")
+            .chain(mode.encode_async.then_some("async"))
+            .chain(mode.flush.then_some("flush"))
+            .map(String::from)
+            .collect(),
+        nodes: d.nodes,
+        ranks_per_node: d.ranks_per_node,
+        spares: d.spares,
+        checkpoints: d.checkpoints,
+        relaunch_checkpoints: 1,
+        launches: 2,
+        mean_bytes: MEAN_BYTES,
+        app_args: Vec::new(),
+        env: BTreeMap::new(),
+        schemes: Some(vec![d.scheme]),
+        faults: Vec::new(),
+        halts: Vec::new(),
+        timeout_s: 60,
+        needs: Vec::new(),
+        cache_tmpfs_bytes: None,
+        next_allocation: false,
+        expect: BTreeMap::new(),
+    };
+    // The cell's data plan says which ranks write files to damage, and
+    // how many files a flush copies.
+    let data = data_of(seed, &sc, d.scheme);
+    let (_, phase) = planned_moment(&d, data, sc.mean_bytes);
     let when = match phase {
+        Phase::Flush => {
+            let rank = crash.trigger(d.ranks_per_node);
+            When::Point {
+                point: "flush.file.copied".into(),
+                hit: flush_hit(&d, data, sc.mean_bytes, rank)
+                    .expect("a flush moment is planned only where the rank has files"),
+                repeat: false,
+                rank: Some(rank),
+            }
+        }
         Phase::Compute if d.background => When::Point {
             point: "protect.background".into(),
             hit: c,
@@ -571,7 +722,8 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
             then: NodeAftermath::RemoveDirs,
         },
     };
-    let mut faults = vec![Fault { what, when, run: 1 }];
+    let faults = &mut sc.faults;
+    faults.push(Fault { what, when, run: 1 });
     for &n in &d.lost_after {
         faults.push(Fault {
             what: What::KillNode {
@@ -601,7 +753,7 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
             run: 1,
         });
     }
-    let mut env = BTreeMap::new();
+    let env = &mut sc.env;
     env.insert("SCR_SET_SIZE".to_string(), d.set_size.to_string());
     env.insert("SCR_SET_FAILURES".to_string(), d.failures.to_string());
     if d.encode_async {
@@ -610,7 +762,7 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
     if d.flush > 0 {
         env.insert("SCR_FLUSH".to_string(), d.flush.to_string());
     }
-    let about = format!(
+    sc.about = format!(
         "{} nodes × {} ranks + {} spares, {} (set {}, failures {}{}{}), {} checkpoints; {} {} of checkpoint {c}; nodes lost after: {}; damaged (rank, dataset): {}",
         d.nodes, d.ranks_per_node, d.spares, d.scheme, d.set_size, d.failures,
         if d.encode_async { ", protected in the background" } else { "" },
@@ -621,37 +773,6 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         listed(d.lost_after.iter().map(|n| node(*n))),
         listed(d.damaged.iter().map(|(r, ds)| format!("rank {r} of dataset {ds}")))
     );
-    let mut sc = Scenario {
-        name: name_of(index, mode),
-        about,
-        quick: false,
-        tags: std::iter::once("random")
-            .chain(mode.encode_async.then_some("async"))
-            .chain(mode.flush.then_some("flush"))
-            .map(String::from)
-            .collect(),
-        nodes: d.nodes,
-        ranks_per_node: d.ranks_per_node,
-        spares: d.spares,
-        checkpoints: d.checkpoints,
-        relaunch_checkpoints: 1,
-        launches: 2,
-        mean_bytes: MEAN_BYTES,
-        app_args: Vec::new(),
-        env,
-        schemes: Some(vec![d.scheme]),
-        faults,
-        halts: Vec::new(),
-        timeout_s: 60,
-        needs: Vec::new(),
-        cache_tmpfs_bytes: None,
-        next_allocation: false,
-        expect: BTreeMap::new(),
-    };
-    // The cell's data plan says which ranks write files to damage.
-    let name = sc.name.clone();
-    let data =
-        crate::campaign::cell_data_seed(&sc, crate::campaign::cell_seed(seed, &name, d.scheme));
     let expect = oracle(&d, &Hit::planned(&d, data, sc.mean_bytes));
     sc.expect.insert(d.scheme.as_str().to_string(), expect);
     sc
@@ -681,6 +802,7 @@ mod tests {
             encode_async: false,
             flush: 0,
             background: false,
+            flush_file: 0,
         }
     }
 
@@ -789,28 +911,40 @@ mod tests {
         flush: false,
     };
 
-    /// The faults of async draw `i` (`a`) are those of its synchronous
+    /// The faults of draw `i` in `mode` (`m`) are those of its synchronous
     /// draw, but for a crash after checkpoint c that strikes inside c's
-    /// background protection.
-    fn assert_same_faults(i: u32, a: &Scenario, sync: &Scenario) {
-        assert_eq!(a.faults[1..], sync.faults[1..], "random-{i}");
-        let (crash, was) = (&a.faults[0], &sync.faults[0]);
+    /// background protection (async) or inside its flush (flush mode).
+    fn assert_same_faults(i: u32, mode: Mode, m: &Scenario, sync: &Scenario) {
+        assert_eq!(m.faults[1..], sync.faults[1..], "random-{i}");
+        let (crash, was) = (&m.faults[0], &sync.faults[0]);
         assert_eq!(crash.what, was.what);
-        if draw(7, i, ASYNC).background {
-            let When::BetweenCheckpoints { after } = was.when else {
-                panic!("random-{i}: a background crash drawn for {:?}", was.when);
-            };
+        let d = draw(7, i, mode);
+        let moved = d.background || crash.when != was.when;
+        if !moved {
+            return;
+        }
+        let When::BetweenCheckpoints { after } = was.when else {
+            panic!("random-{i}: a crash moved from {:?}", was.when);
+        };
+        let When::Point {
+            point, hit, rank, ..
+        } = &crash.when
+        else {
+            panic!("random-{i}: a crash moved to {:?}", crash.when);
+        };
+        if d.background {
             assert_eq!(
-                crash.when,
-                When::Point {
-                    point: "protect.background".into(),
-                    hit: after,
-                    repeat: false,
-                    rank: None
-                }
+                (point.as_str(), *hit, *rank),
+                ("protect.background", after, None)
             );
         } else {
-            assert_eq!(crash.when, was.when, "random-{i}");
+            // Inside the flush of `after`, on the rank that crashes.
+            assert_eq!(d.crash.1, Phase::Flush, "random-{i}");
+            assert_eq!(point, "flush.file.copied");
+            assert_eq!(*rank, Some(d.crash.2.trigger(d.ranks_per_node)));
+            let data = data_of(7, m, d.scheme);
+            let c = flush_of_hit(&d, data, MEAN_BYTES, rank.unwrap(), *hit);
+            assert_eq!(c, Some(after), "random-{i}: hit {hit}");
         }
     }
 
@@ -824,7 +958,7 @@ mod tests {
         m.check().unwrap_or_else(|e| panic!("{name}: {e}\n{m:?}"));
         assert_eq!(m.name, name);
         assert_eq!(index_of(&m.name), Some((i, mode)));
-        assert_same_faults(i, &m, &sync);
+        assert_same_faults(i, mode, &m, &sync);
         (m, sync)
     }
 
@@ -842,7 +976,7 @@ mod tests {
         let f = firing(
             r#"{"point":"protect.background","hit":3,"rank":1,"node":"n0","action":"kill","pid":7,"job":null}"#,
         );
-        assert_eq!(crash_moment(&f), Some((3, Phase::Compute)));
+        assert_eq!(crash_moment(&f, &no_flush), Some((3, Phase::Compute)));
     }
 
     #[test]
@@ -964,6 +1098,136 @@ mod tests {
     }
 
     #[test]
+    fn a_crash_inside_a_flush_leaves_the_prefix_one_flush_behind() {
+        let inside = |scheme, crash, lost: &[usize], f, encode_async| {
+            let mut x = d(scheme, crash, lost);
+            x.flush = f;
+            x.encode_async = encode_async;
+            x
+        };
+        // SINGLE, rank 5 killed inside the flush of ckpt.3: the cache
+        // holds ckpt.3 complete, whatever the prefix lacks.
+        let rank3 = (3, Phase::Flush, Crash::KillRank(5));
+        assert_eq!(
+            expect(&inside(CopyType::Single, rank3.clone(), &[], 1, false)),
+            o("scratch, cache:3")
+        );
+        // Its node lost there: ckpt.3 and ckpt.2 are gone from cache and
+        // the prefix has ckpt.2, not the ckpt.3 whose flush died (after a
+        // crash while computing, ckpt.3).
+        let node3 = (3, Phase::Flush, Crash::KillNode(1));
+        assert_eq!(
+            expect(&inside(CopyType::Single, node3.clone(), &[], 1, false)),
+            o("scratch, fetched:2")
+        );
+        let computing = (3, Phase::Compute, Crash::KillNode(1));
+        assert_eq!(
+            expect(&inside(CopyType::Single, computing, &[], 1, false)),
+            o("scratch, fetched:3")
+        );
+        // Flushing every third, nothing reached the prefix: a loss.
+        assert_eq!(
+            expect(&inside(CopyType::Single, node3.clone(), &[], 3, false)),
+            o("scratch, loss")
+        );
+        // XOR rebuilds ckpt.3 in cache.
+        assert_eq!(
+            expect(&inside(CopyType::Xor, node3, &[], 1, false)),
+            o("scratch, rebuilt:3")
+        );
+        // In async mode the flush of ckpt.3 follows its settle in the next
+        // Start_output, before the eviction: ckpt.3, ckpt.2 and ckpt.1
+        // are in cache (computing after ckpt.3: ckpt.2 and ckpt.1).
+        let mut dmg = inside(CopyType::Single, rank3, &[], 3, true);
+        assert_eq!(expect(&dmg), o("scratch, cache:3"));
+        dmg.damaged = vec![(2, 3), (4, 2)];
+        assert_eq!(expect(&dmg), o("scratch, cache:1"));
+        dmg.encode_async = false;
+        assert_eq!(expect(&dmg), o("scratch, loss"));
+    }
+
+    #[test]
+    fn some_flush_mode_crashes_strike_inside_a_flush() {
+        let flush = Mode {
+            encode_async: false,
+            flush: true,
+        };
+        let mut inside = 0;
+        for i in 0..100 {
+            let d = draw(7, i, flush);
+            let sync = draw(7, i, Mode::SYNC);
+            if d.crash.1 == Phase::Flush {
+                inside += 1;
+                // Only after a checkpoint the flush copies, in place of
+                // the compute after it.
+                assert_eq!(sync.crash.1, Phase::Compute, "random-flush-{i}");
+                assert_eq!(d.crash.0 % d.flush, 0, "random-flush-{i}");
+            } else {
+                assert_eq!(d.crash.1, sync.crash.1, "random-flush-{i}");
+            }
+            // The point fires on the crashing rank at a hit of the flush
+            // of c (checked_beside_sync maps it back).
+            checked_beside_sync(i, flush);
+        }
+        assert!(inside > 0, "no crash inside a flush in 100 draws");
+        // The campaign reads the crash's firing back as the flush of c and
+        // judges the cell by the oracle's expectation for it.
+        let i = (0..100)
+            .find(|&i| draw(7, i, flush).crash.1 == Phase::Flush)
+            .unwrap();
+        let sc = scenario(7, i, flush);
+        let When::Point { hit, rank, .. } = &sc.faults[0].when else {
+            panic!("random-flush-{i}: {:?}", sc.faults[0].when);
+        };
+        let line = format!(
+            r#"{{"point":"flush.file.copied","hit":{hit},"rank":{},"node":"n0","action":"kill","pid":9,"job":null}}"#,
+            rank.unwrap()
+        );
+        let l = launch1(vec![firing(&line)], Vec::new());
+        let scheme = draw(7, i, flush).scheme;
+        let listed = sc.expected(scheme).cloned();
+        assert_eq!(observed_expectation(7, &sc, Some(&l)), listed);
+        // A firing there is read back through the rank's files.
+        let f = firing(
+            r#"{"point":"flush.file.copied","hit":5,"rank":2,"node":"n1","action":"kill","pid":7,"job":null}"#,
+        );
+        let by_hit = |rank: u32, hit: u64| (rank == 2).then_some(hit.div_ceil(3) * 2);
+        assert_eq!(crash_moment(&f, &by_hit), Some((4, Phase::Flush)));
+        assert_eq!(crash_moment(&f, &no_flush), None);
+    }
+
+    #[test]
+    fn a_flush_hit_is_the_rank_s_files_counted_through_the_flushes() {
+        let mut x = d(CopyType::Xor, (4, Phase::Flush, Crash::KillNode(1)), &[]);
+        x.checkpoints = 4;
+        x.flush = 2;
+        x.ranks_per_node = 2;
+        let data = 11;
+        let rank = x.crash.2.trigger(x.ranks_per_node);
+        assert_eq!(rank, 2, "a node's first rank");
+        let files = |k| files_of(data, rank, k, MEAN_BYTES);
+        for pick in 0..8 {
+            x.flush_file = pick;
+            let Some(hit) = flush_hit(&x, data, MEAN_BYTES, rank) else {
+                assert_eq!(files(4), 0);
+                continue;
+            };
+            // After the files of ckpt.2, inside those of ckpt.4.
+            assert!(hit > files(2) && hit <= files(2) + files(4), "{hit}");
+            assert_eq!(flush_of_hit(&x, data, MEAN_BYTES, rank, hit), Some(4));
+        }
+        assert_eq!(flush_of_hit(&x, data, MEAN_BYTES, rank, 1), Some(2));
+        let all = files(2) + files(4);
+        assert_eq!(flush_of_hit(&x, data, MEAN_BYTES, rank, all + 1), None);
+        // A rank without a file of ckpt.4 is planned to crash while
+        // computing after it instead.
+        let none = (0u64..)
+            .find(|&s| files_of(s, rank, 4, MEAN_BYTES) == 0)
+            .unwrap();
+        assert_eq!(planned_moment(&x, none, MEAN_BYTES), (4, Phase::Compute));
+    }
+
+    #[test]
     fn flush_scenarios_set_scr_flush_and_keep_the_draws() {
         let both = Mode {
             encode_async: true,
@@ -985,6 +1249,11 @@ mod tests {
     /// A fault log line as `faultrt` writes it.
     fn firing(line: &str) -> Firing {
         serde_json::from_str(line).unwrap()
+    }
+
+    /// A launch that flushed nothing.
+    fn no_flush(_rank: u32, _hit: u64) -> Option<u64> {
+        None
     }
 
     /// The harness's record of a bit flip, formatted as the run loop keeps
@@ -1015,23 +1284,26 @@ mod tests {
             ))
         };
         assert_eq!(
-            crash_moment(&f("api.start_output", "kill")),
+            crash_moment(&f("api.start_output", "kill"), &no_flush),
             Some((3, Phase::Start))
         );
         assert_eq!(
-            crash_moment(&f("app.file.write", "exit:42")),
+            crash_moment(&f("app.file.write", "exit:42"), &no_flush),
             Some((3, Phase::Write))
         );
         assert_eq!(
-            crash_moment(&f("api.complete_output", "kill-node")),
+            crash_moment(&f("api.complete_output", "kill-node"), &no_flush),
             Some((3, Phase::Complete))
         );
         assert_eq!(
-            crash_moment(&f("app.compute", "kill")),
+            crash_moment(&f("app.compute", "kill"), &no_flush),
             Some((3, Phase::Compute))
         );
         // The harness's own sleep at app.compute is not a crash.
-        assert_eq!(crash_moment(&f("app.compute", "delay:1500")), None);
+        assert_eq!(
+            crash_moment(&f("app.compute", "delay:1500"), &no_flush),
+            None
+        );
     }
 
     /// Seed 11, random-7 (RS): rank 0 killed at `api.start_output` of
@@ -1055,6 +1327,7 @@ mod tests {
             encode_async: false,
             flush: 0,
             background: false,
+            flush_file: 0,
         };
         let log = firing(
             r#"{"point":"api.start_output","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":"SCR_FAULT_JOB=a"}"#,
@@ -1064,7 +1337,7 @@ mod tests {
             flipped("n0", 3, "rank_0.ckpt3.part0"),
             flipped("n1", 3, "rank_1.ckpt3.part1"),
         ];
-        let hit = Hit::observed(&[log], &external);
+        let hit = Hit::observed(&[log], &external, &no_flush);
         assert_eq!(hit.crash, Some((4, Phase::Start)));
         assert_eq!(hit.damaged, vec![(0, 3), (1, 3)]);
         assert_eq!(oracle(&d, &hit), o("scratch, rebuilt:2"));
@@ -1098,6 +1371,7 @@ mod tests {
             encode_async: false,
             flush: 0,
             background: false,
+            flush_file: 0,
         };
         let log = firing(
             r#"{"point":"app.compute","hit":4,"rank":6,"node":"n3","action":"exit:42","pid":9,"job":null}"#,
@@ -1106,11 +1380,11 @@ mod tests {
             r#"fault 1: no file matched Target { area: Cache, node: Some("n0"), dataset: Some(4), select: Glob("**/rank_0.*"), files: Some(1) }"#
                 .to_string(),
         ];
-        let hit = Hit::observed(&[log], &external);
+        let hit = Hit::observed(&[log], &external, &no_flush);
         assert_eq!(hit.damaged, Vec::new());
         assert_eq!(oracle(&d, &hit), o("scratch, cache:4"));
         // Had the damage hit a file, SINGLE would fall back to ckpt.3.
-        let flipped = Hit::observed(&[], &[flipped("n0", 4, "rank_0.ckpt4.part0")]);
+        let flipped = Hit::observed(&[], &[flipped("n0", 4, "rank_0.ckpt4.part0")], &no_flush);
         assert_eq!(oracle(&d, &flipped), o("scratch, cache:3"));
         // Before the run, the data plan tells the same: which data seeds
         // leave rank 0 without a file of ckpt.4.
