@@ -494,8 +494,9 @@ fn interval(args: IntervalArgs) -> Result<(), CliError> {
     let advice = scr::interval::advise(&levels)?;
     if args.json {
         // Written as it is serialized: with a log of many jobs the per-job
-        // estimates are most of it (150 MB for 300,000 jobs), and a
-        // `serde_json::Value` of them took twice the estimator's memory.
+        // estimates are most of it (152 MB for 649,072 jobs), and a
+        // `serde_json::Value` of them took 2.6 times the peak memory of the
+        // estimate itself (results/hardening.md).
         #[derive(serde::Serialize)]
         struct Out<'a> {
             advice: &'a scr::interval::Advice,
