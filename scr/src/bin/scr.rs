@@ -461,16 +461,14 @@ fn interval(args: IntervalArgs) -> Result<(), CliError> {
     }
     for path in &args.dbs {
         let shown = path.to_string_lossy();
-        let recs = if scr::log::server::is_server(&shown) {
+        let mut add = |r: scr::log::Record| digest.add(&r);
+        if scr::log::server::is_server(&shown) {
             let user = std::env::var("USER").ok();
             scr::log::server::ServerSettings::parse(&shown, None, None, None, user.as_deref())
-                .and_then(|s| scr::log::server::read_records(&s))
+                .and_then(|s| scr::log::server::each_record(&s, &mut add))
         } else {
-            scr::log::db::read_records(path)
-        };
-        for r in &recs? {
-            digest.add(r);
-        }
+            scr::log::db::each_record(path, &mut add)
+        }?;
     }
     let est = (!args.logs.is_empty() || !args.dbs.is_empty()).then(|| digest.estimate(0.95));
     let levels = if !args.levels.is_empty() {

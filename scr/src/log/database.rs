@@ -239,13 +239,25 @@ impl<S: Store> LogSink for DbLog<S> {
 /// An older schema is read as it is, a newer one refused. A job id
 /// recorded under several prefixes reads as `jobid@prefix`.
 pub fn read_all(s: &mut dyn Store) -> Result<Vec<Record>, DbError> {
+    let mut records = Vec::new();
+    each_record(s, &mut |r| records.push(r))?;
+    Ok(records)
+}
+
+/// [`read_all`] handing each record to `each` in the same order, as its
+/// row is read where the store streams ([`Store::query_each`]). A bad row
+/// ends the reading with its error after the records before it.
+pub fn each_record(s: &mut dyn Store, each: &mut dyn FnMut(Record)) -> Result<(), DbError> {
     check_readable(s)?;
-    let rows = s.query(
+    let path: PathBuf = s.location().to_path_buf();
+    s.query_each(
         &row::select_all(),
         &[],
         &row::read_columns(),
         "reading entries",
-    )?;
-    let path: PathBuf = s.location().to_path_buf();
-    rows.iter().map(|r| row::record(r, &path)).collect()
+        &mut |r| {
+            each(row::record(&r, &path)?);
+            Ok(())
+        },
+    )
 }

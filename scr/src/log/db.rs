@@ -146,6 +146,24 @@ impl Store for SqliteStore {
         rows.collect::<rusqlite::Result<_>>()
             .map_err(sql_err(&self.path, what))
     }
+
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        cols: &[Col],
+        what: &'static str,
+        each: &mut dyn FnMut(Vec<Value>) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        let sql = Dialect::Sqlite.render(sql);
+        let err = |e| sql_err(&self.path, what)(e);
+        let mut stmt = self.conn.prepare(&sql).map_err(err)?;
+        let mut rows = stmt.query(params_from_iter(params)).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            each(read(r, cols).map_err(err)?)?;
+        }
+        Ok(())
+    }
 }
 
 impl DbLog<SqliteStore> {
@@ -171,6 +189,12 @@ pub fn open_for_writing(path: &Path) -> Result<SqliteStore, DbError> {
 /// A job id recorded under several prefixes reads as `jobid@prefix`.
 pub fn read_records(path: &Path) -> Result<Vec<Record>, DbError> {
     read_all(&mut SqliteStore::open_read_only(path)?)
+}
+
+/// [`read_records`] handing each record to `each` as its row is read
+/// (`scr interval --db`: memory holds one row, not the database).
+pub fn each_record(path: &Path, each: &mut dyn FnMut(Record)) -> Result<(), DbError> {
+    super::database::each_record(&mut SqliteStore::open_read_only(path)?, each)
 }
 
 #[cfg(test)]
@@ -427,6 +451,10 @@ mod tests {
             ]
         );
         let recs = read_records(&s.path(tmp.path())).unwrap();
+        // Streamed row by row, the same records in the same order.
+        let mut streamed = Vec::new();
+        each_record(&s.path(tmp.path()), &mut |r| streamed.push(r)).unwrap();
+        assert_eq!(streamed, recs);
         let kinds: Vec<_> = recs.iter().map(|r| r.entry.kind.clone()).collect();
         assert_eq!(
             kinds,
@@ -477,6 +505,8 @@ mod tests {
             .execute_batch(
                 "INSERT INTO jobs (id, jobid, prefix, first_seen_s) VALUES (1, 'j', '/p', 0);
              INSERT INTO transfers (id, job_id, time_s, time, host, type, secs)
+                VALUES (40, 1, 4.0, 'x', 'h', 'WRITE', 3.0);
+             INSERT INTO transfers (id, job_id, time_s, time, host, type, secs)
                 VALUES (41, 1, 5.0, 'x', 'h', 'WRITE', -3.0);",
             )
             .unwrap();
@@ -493,5 +523,10 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("log.db"), "{e}");
+        // Streamed, the rows before the bad one arrive, then its error.
+        let mut before = Vec::new();
+        let e = each_record(&path, &mut |r| before.push(r.entry.secs)).unwrap_err();
+        assert!(matches!(&e, DbError::BadRow { id: 41, .. }), "{e}");
+        assert_eq!(before, vec![Some(3.0)]);
     }
 }

@@ -374,6 +374,12 @@ pub fn read_records(server: &ServerSettings) -> Result<Vec<Record>, DbError> {
     read_all(&mut PgStore::connect(server)?)
 }
 
+/// [`read_records`] handing each record to `each` (the server's rows are
+/// read whole first: [`Store::query_each`]'s default).
+pub fn each_record(server: &ServerSettings, each: &mut dyn FnMut(Record)) -> Result<(), DbError> {
+    super::database::each_record(&mut PgStore::connect(server)?, each)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

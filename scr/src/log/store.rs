@@ -358,6 +358,22 @@ pub trait Store: Send + std::fmt::Debug {
         cols: &[Col],
         what: &'static str,
     ) -> Result<Vec<Vec<Value>>, DbError>;
+    /// [`Store::query`] handing each row to `each` as it is read, so the
+    /// rows need not all be in memory at once; the first error `each`
+    /// returns ends the query. This default reads them all first.
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        cols: &[Col],
+        what: &'static str,
+        each: &mut dyn FnMut(Vec<Value>) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        for row in self.query(sql, params, cols, what)? {
+            each(row)?;
+        }
+        Ok(())
+    }
 }
 
 /// Key of the server's advisory lock that serialises migrations.
