@@ -69,6 +69,11 @@
 //! mode settled by the next Start_output, which has not evicted anything
 //! yet: c, c − 1 and c − 2 are there), and the prefix holds the flushes
 //! before c only: a partly flushed checkpoint must never be fetched.
+//! A quarter of the other flush-mode draws lose the prefix after an earlier
+//! checkpoint x until launch 1 ends ([`Draw::outage_after`], a PFS
+//! outage): the flushes after x fail and the application goes on, so the
+//! prefix holds nothing newer than x (in async mode x − 1: x is flushed
+//! as the next Start_output settles it, after the outage began).
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -76,7 +81,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use faultsim::plan::{Area, Corruption, Fault, NodeAftermath, Selector, Target, What, When};
+use faultsim::plan::{
+    Area, Corruption, Fault, NodeAftermath, OutageMethod, Selector, Target, What, When,
+};
 use faultsim::seed::Seeded;
 use rand::Rng;
 
@@ -178,6 +185,10 @@ pub struct Draw {
     /// With [`Phase::Flush`]: after which of the crashing rank's files of
     /// c the flush dies (taken modulo that rank's file count).
     pub flush_file: u32,
+    /// Flush mode: the prefix becomes unreachable after this checkpoint
+    /// completed, until launch 1 ends (a PFS outage), so the flushes of
+    /// later checkpoints fail.
+    pub outage_after: Option<u64>,
 }
 
 /// Draw random scenario `index` of a campaign seeded `seed` in `mode` (the
@@ -246,6 +257,11 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         phase == Phase::Compute && !background && flush > 0 && ckpt % flush == 0 && r.gen_bool(0.5);
     let phase = if inside_flush { Phase::Flush } else { phase };
     let flush_file = r.gen_range(0..64u32);
+    // A quarter of the other flush-mode draws lose the prefix after an
+    // earlier checkpoint (a crash inside a flush needs the prefix there).
+    let mut r = s.stream("outage");
+    let outage_after = (flush > 0 && phase != Phase::Flush && ckpt >= 2 && r.gen_bool(0.25))
+        .then(|| r.gen_range(1..ckpt));
     Draw {
         scheme,
         nodes,
@@ -261,6 +277,7 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         flush,
         background,
         flush_file,
+        outage_after,
     }
 }
 
@@ -554,7 +571,15 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
     };
     // The newest checkpoint in the prefix: flushed as it was settled (a
     // flush the crash interrupted is not there).
+    // Nor is one the outage kept from it: after x in sync mode (x was
+    // flushed inside its Complete_output, before the outage); after x − 1
+    // in async mode (x is flushed as the next Start_output settles it,
+    // after the outage began).
     let in_prefix = if phase == Phase::Flush { c - 1 } else { newest };
+    let reached = |x: u64| if d.encode_async { x - 1 } else { x };
+    let in_prefix = d
+        .outage_after
+        .map_or(in_prefix, |x| in_prefix.min(reached(x)));
     let flushed = (1..=in_prefix)
         .rev()
         .find(|&k| d.flush > 0 && k % d.flush == 0);
@@ -753,6 +778,15 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
             run: 1,
         });
     }
+    if let Some(x) = d.outage_after {
+        faults.push(Fault {
+            what: What::PfsOutage {
+                method: OutageMethod::Auto,
+            },
+            when: When::BetweenCheckpoints { after: x },
+            run: 1,
+        });
+    }
     let env = &mut sc.env;
     env.insert("SCR_SET_SIZE".to_string(), d.set_size.to_string());
     env.insert("SCR_SET_FAILURES".to_string(), d.failures.to_string());
@@ -763,10 +797,11 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         env.insert("SCR_FLUSH".to_string(), d.flush.to_string());
     }
     sc.about = format!(
-        "{} nodes × {} ranks + {} spares, {} (set {}, failures {}{}{}), {} checkpoints; {} {} of checkpoint {c}; nodes lost after: {}; damaged (rank, dataset): {}",
+        "{} nodes × {} ranks + {} spares, {} (set {}, failures {}{}{}{}), {} checkpoints; {} {} of checkpoint {c}; nodes lost after: {}; damaged (rank, dataset): {}",
         d.nodes, d.ranks_per_node, d.spares, d.scheme, d.set_size, d.failures,
         if d.encode_async { ", protected in the background" } else { "" },
         if d.flush > 0 { format!(", flush every {}", d.flush) } else { String::new() },
+        d.outage_after.map_or(String::new(), |x| format!(", prefix unreachable after checkpoint {x}")),
         d.checkpoints,
         crash_words(&crash),
         if d.background { "inside the background protection" } else { phase_words(phase) },
@@ -803,6 +838,7 @@ mod tests {
             flush: 0,
             background: false,
             flush_file: 0,
+            outage_after: None,
         }
     }
 
@@ -913,12 +949,21 @@ mod tests {
 
     /// The faults of draw `i` in `mode` (`m`) are those of its synchronous
     /// draw, but for a crash after checkpoint c that strikes inside c's
-    /// background protection (async) or inside its flush (flush mode).
+    /// background protection (async) or inside its flush (flush mode), and
+    /// a prefix outage (flush mode) after the others.
     fn assert_same_faults(i: u32, mode: Mode, m: &Scenario, sync: &Scenario) {
-        assert_eq!(m.faults[1..], sync.faults[1..], "random-{i}");
+        let d = draw(7, i, mode);
+        let outage = d.outage_after.map(|x| Fault {
+            what: What::PfsOutage {
+                method: OutageMethod::Auto,
+            },
+            when: When::BetweenCheckpoints { after: x },
+            run: 1,
+        });
+        let others: Vec<Fault> = sync.faults[1..].iter().cloned().chain(outage).collect();
+        assert_eq!(m.faults[1..], others, "random-{i}");
         let (crash, was) = (&m.faults[0], &sync.faults[0]);
         assert_eq!(crash.what, was.what);
-        let d = draw(7, i, mode);
         let moved = d.background || crash.when != was.when;
         if !moved {
             return;
@@ -1147,6 +1192,49 @@ mod tests {
     }
 
     #[test]
+    fn a_prefix_outage_keeps_the_later_flushes_out_of_the_prefix() {
+        let mut x = d(
+            CopyType::Single,
+            (3, Phase::Compute, Crash::KillNode(1)),
+            &[],
+        );
+        x.flush = 1;
+        assert_eq!(expect(&x), o("scratch, fetched:3"));
+        // The prefix gone after ckpt.1: the flushes of 2 and 3 failed.
+        x.outage_after = Some(1);
+        assert_eq!(expect(&x), o("scratch, fetched:1"));
+        // Every second one flushed: none reached the prefix, a loss.
+        x.flush = 2;
+        assert_eq!(expect(&x), o("scratch, loss"));
+        // A scheme that rebuilds in cache does not need the prefix.
+        x.scheme = CopyType::Xor;
+        assert_eq!(expect(&x), o("scratch, rebuilt:3"));
+        // In async mode ckpt.2 is flushed when Start_output of 3 settles
+        // it, after an outage that began once ckpt.2 completed: ckpt.1 is
+        // the newest in the prefix (sync mode: ckpt.2).
+        let mut a = d(CopyType::Single, (3, Phase::Write, Crash::KillNode(1)), &[]);
+        a.flush = 1;
+        a.outage_after = Some(2);
+        assert_eq!(expect(&a), o("scratch, fetched:2"));
+        a.encode_async = true;
+        assert_eq!(expect(&a), o("scratch, fetched:1"));
+        // Drawn only in flush mode, after a checkpoint before the crash's,
+        // never with a crash inside a flush (which needs the prefix).
+        let flush = Mode {
+            encode_async: false,
+            flush: true,
+        };
+        let draws: Vec<Draw> = (0..200).map(|i| draw(7, i, flush)).collect();
+        let with: Vec<&Draw> = draws.iter().filter(|d| d.outage_after.is_some()).collect();
+        assert!(!with.is_empty() && with.len() < draws.len() / 2);
+        for d in with {
+            assert!(d.crash.1 != Phase::Flush);
+            assert!((1..d.crash.0).contains(&d.outage_after.unwrap()));
+        }
+        assert!((0..200).all(|i| draw(7, i, Mode::SYNC).outage_after.is_none()));
+    }
+
+    #[test]
     fn some_flush_mode_crashes_strike_inside_a_flush() {
         let flush = Mode {
             encode_async: false,
@@ -1328,6 +1416,7 @@ mod tests {
             flush: 0,
             background: false,
             flush_file: 0,
+            outage_after: None,
         };
         let log = firing(
             r#"{"point":"api.start_output","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":"SCR_FAULT_JOB=a"}"#,
@@ -1372,6 +1461,7 @@ mod tests {
             flush: 0,
             background: false,
             flush_file: 0,
+            outage_after: None,
         };
         let log = firing(
             r#"{"point":"app.compute","hit":4,"rank":6,"node":"n3","action":"exit:42","pid":9,"job":null}"#,
