@@ -405,4 +405,9 @@ fn unsupported_parameters_are_refused_with_a_warning_naming_them() {
         ]),
         "SCR_CLUSTER_NAME,SCR_FILE_BUF_SIZE"
     );
+    // ... except in bypass mode, where nothing is flushed into them.
+    assert_eq!(
+        names(&[("SCR_USE_CONTAINERS", "1"), ("SCR_CACHE_BYPASS", "1")]),
+        "SCR_USE_CONTAINERS"
+    );
 }

@@ -285,6 +285,28 @@ fn assert_fetched(cl: &Cluster, ckpt: u64) {
     );
 }
 
+/// Cut the last byte off `path`; returns its length before.
+fn cut_one_byte(path: &std::path::Path) -> u64 {
+    let len = fs::metadata(path).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len - 1)
+        .unwrap();
+    len
+}
+
+/// `scr index --rebuild`, which must index the one dataset incomplete.
+fn rebuilt_incomplete(cl: &Cluster) -> index::RebuildIndexReport {
+    let rb = index::rebuild_index(&cl.prefix).unwrap();
+    assert!(
+        rb.datasets.len() == 1 && !rb.datasets[0].complete,
+        "{rb:#?}"
+    );
+    rb
+}
+
 fn assert_complete_and_current(cl: &Cluster, r: &PostrunReport, ckpt: u64) {
     let d = &r.datasets[0];
     assert!(d.complete && d.current && d.error.is_none(), "{r:#?}");
@@ -351,6 +373,110 @@ fn postrun_packs_the_saved_dataset_into_containers() {
         }
     }
     assert_fetched(&cl, 2);
+}
+
+/// After packing, the rank filemaps name the containers too: a summary
+/// `scr index` rebuilds from them (here the summary is damaged) finds
+/// every byte, and a pack stopped between the map and the rank filemaps
+/// is finished when run again.
+#[test]
+fn a_summary_rebuilt_after_packing_finds_the_containers() {
+    let cl = Cluster::new(23, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 2);
+    cl.kill_node(2);
+    let r = cl.postrun_with(&[2], None, Some(5000));
+    let d = &r.datasets[0];
+    assert!(d.complete && d.error.is_none(), "{r:#?}");
+    let pl = d.placement.clone().unwrap();
+    let packed = d.containers.as_ref().unwrap();
+    let meta_dir = pl.meta_dir(&cl.prefix);
+    let map_path = |rank: usize| meta_dir.join(format!("{rank}.scrfilemap"));
+    let with_files: Vec<usize> = (0..RANKS).filter(|&r| !cl.files(r, 2).is_empty()).collect();
+    assert_eq!(packed.rank_filemaps, with_files.len() as u64, "{packed:?}");
+    for &rank in &with_files {
+        let rfm = scr::records::RankFilemap::read_file(map_path(rank)).unwrap();
+        let app: Vec<&String> = rfm.files.keys().filter(|k| !k.contains(".scr/")).collect();
+        assert!(!app.is_empty(), "rank {rank}: {rfm:?}");
+        for k in app {
+            let segs = rfm.segments.get(k);
+            assert!(
+                segs.is_some_and(|s| !s.is_empty()),
+                "rank {rank} {k}: {rfm:?}"
+            );
+            assert!(!cl.prefix.join(k).exists(), "{k} is still plain");
+        }
+    }
+
+    // The summary is damaged and the index forgets the dataset: `scr
+    // index` rebuilds both from the rank filemaps.
+    let summary = meta_dir.join("summary.scr");
+    fs::write(&summary, b"not a kvtree").unwrap();
+    index::drop_name(&cl.prefix, "ckpt.2").unwrap();
+    let a = index::add_dir(&cl.prefix, "2").unwrap();
+    assert!(a.complete && a.missing.is_empty() && a.scanned, "{a:#?}");
+    assert!(
+        a.problems.iter().any(|p| p.contains("damaged summary")),
+        "{a:#?}"
+    );
+    index::set_current(&cl.prefix, "ckpt.2").unwrap();
+
+    // A pack killed after the map was rewritten: one rank filemap still
+    // names the plain file, which is still there.
+    let rank = with_files[0];
+    let mut rfm = scr::records::RankFilemap::read_file(map_path(rank)).unwrap();
+    rfm.segments.clear();
+    rfm.write_file(map_path(rank)).unwrap();
+    let (name, data) = cl.files(rank, 2).remove(0);
+    let plain = cl.prefix.join(cl.dataset_dir_name(2)).join(&name);
+    fs::create_dir_all(plain.parent().unwrap()).unwrap();
+    fs::write(&plain, &data).unwrap();
+    let again = scr::scavenge::pack::pack_dataset(&cl.prefix, &pl, 5000, &[]).unwrap();
+    assert!(
+        again.already_packed && again.rank_filemaps == 1,
+        "{again:?}"
+    );
+    assert!(!plain.exists());
+    let rfm = scr::records::RankFilemap::read_file(map_path(rank)).unwrap();
+    assert!(rfm.segments.values().all(|s| !s.is_empty()) && !rfm.segments.is_empty());
+    assert_fetched(&cl, 2);
+
+    // `scr index --rebuild` checks the containers the map names: whole,
+    // the dataset stays complete; one cut short, it is not.
+    let rb = index::rebuild_index(&cl.prefix).unwrap();
+    assert!(rb.datasets.iter().all(|d| d.complete), "{rb:#?}");
+    let ctr = meta_dir.join("ctr.0.scr");
+    let len = cut_one_byte(&ctr);
+    let rb = rebuilt_incomplete(&cl);
+    let d = &rb.datasets[0];
+    assert!(
+        d.problems
+            .iter()
+            .any(|p| p.contains("ctr.0.scr") && p.contains(&format!("{} bytes", len - 1))),
+        "{d:#?}"
+    );
+}
+
+/// The in-prefix rebuild reads plain files: a packed dataset that lost a
+/// member's rank filemap says why it cannot be rebuilt.
+#[test]
+fn a_packed_dataset_that_loses_a_rank_is_not_rebuilt_from_plain_paths() {
+    let cl = Cluster::new(29, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 2);
+    let r = cl.postrun_with(&[], None, Some(5000));
+    let d = &r.datasets[0];
+    assert!(d.complete && d.containers.is_some(), "{r:#?}");
+    let meta_dir = d.placement.as_ref().unwrap().meta_dir(&cl.prefix);
+    fs::remove_file(meta_dir.join("summary.scr")).unwrap();
+    fs::remove_file(meta_dir.join("1.scrfilemap")).unwrap();
+    index::drop_name(&cl.prefix, "ckpt.2").unwrap();
+    let a = index::add_dir(&cl.prefix, "2").unwrap();
+    assert!(!a.complete && a.missing == vec![1], "{a:#?}");
+    assert!(
+        a.problems
+            .iter()
+            .any(|p| p.contains("packed in containers")),
+        "{a:#?}"
+    );
 }
 
 #[test]
@@ -953,16 +1079,9 @@ fn an_index_rebuild_checks_sizes_and_crcs_of_the_listed_files() {
     fs::write(&victim, &b).unwrap();
     // And another rank's file cut short.
     let short = cl.prefix.join("ckpt.1/rank1.c1.f0");
-    let len = fs::metadata(&short).unwrap().len();
-    fs::OpenOptions::new()
-        .write(true)
-        .open(&short)
-        .unwrap()
-        .set_len(len - 1)
-        .unwrap();
-    let rb = index::rebuild_index(&cl.prefix).unwrap();
+    let len = cut_one_byte(&short);
+    let rb = rebuilt_incomplete(&cl);
     let d = &rb.datasets[0];
-    assert!(!d.complete, "{rb:#?}");
     assert!(
         d.problems
             .iter()

@@ -17,14 +17,6 @@ pub(super) fn announce(job: &Job) -> Vec<ConfigWarning> {
     for w in &warnings {
         job.msg.warn(w);
     }
-    if job.settings.flush.use_containers && job.settings.cache.bypass {
-        // Bypass mode writes each file straight to its place in the
-        // prefix; nothing is flushed, so nothing is packed.
-        job.msg.warn(
-            "SCR_USE_CONTAINERS=1 has no effect on datasets written with SCR_CACHE_BYPASS=1: \
-             bypass mode writes each file straight to the prefix, not into containers",
-        );
-    }
     job.msg.dbg(
         1,
         format_args!(

@@ -377,6 +377,7 @@ impl Config {
     pub fn all_warnings(&self) -> Vec<ConfigWarning> {
         let mut w = self.warnings.clone();
         w.extend(refused::refusals(self));
+        w.extend(refused::conflicts(self));
         w
     }
 

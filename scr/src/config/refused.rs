@@ -86,3 +86,25 @@ pub fn refusals(cfg: &Config) -> Vec<ConfigWarning> {
     }
     out
 }
+
+/// Settings that act alone but not together, each refused with a warning
+/// naming the one that has no effect: SCR_USE_CONTAINERS=1 with
+/// SCR_CACHE_BYPASS=1 (bypass mode writes each file straight to its place
+/// in the prefix; nothing is flushed, so nothing is packed).
+pub fn conflicts(cfg: &Config) -> Vec<ConfigWarning> {
+    let on = |name: &str| cfg.get_bool(name).ok().flatten().unwrap_or(false);
+    let mut out = Vec::new();
+    if on("SCR_USE_CONTAINERS") && on("SCR_CACHE_BYPASS") {
+        if let Some(e) = cfg.get("SCR_USE_CONTAINERS") {
+            out.push(ConfigWarning::NotSupported {
+                name: e.name,
+                value: e.value,
+                source: e.source,
+                why: "datasets written with SCR_CACHE_BYPASS=1 go straight to the prefix, \
+                      not into containers"
+                    .to_owned(),
+            });
+        }
+    }
+    out
+}

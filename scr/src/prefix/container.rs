@@ -205,6 +205,44 @@ pub(crate) fn resolve(base: &Path, segs: &[Segment]) -> Vec<SegPath> {
         .collect()
 }
 
+/// Whether the containers below `base` hold every segment of a file of
+/// `size` bytes (the lengths add up to it, each container is there, inside
+/// `base`, and long enough); the reason when not. Reads no data: a fetch
+/// checks the CRC32 as it reads.
+pub(crate) fn check_segments(base: &Path, segs: &[Segment], size: u64) -> Result<(), String> {
+    let total = segs
+        .iter()
+        .try_fold(0u64, |t, s| t.checked_add(s.length_bytes));
+    if total != Some(size) {
+        return Err(format!(
+            "its segments hold {} bytes, the file has {size}",
+            total.map_or_else(|| "more than 2^64".to_owned(), |t| t.to_string())
+        ));
+    }
+    for s in segs.iter().filter(|s| s.length_bytes > 0) {
+        if !crate::records::rank2file::safe_relative(&s.file) {
+            return Err(format!(
+                "container {:?}: not a path inside the directory",
+                s.file
+            ));
+        }
+        let end = s.offset_bytes.saturating_add(s.length_bytes);
+        match fs::metadata(base.join(&s.file)) {
+            Err(e) => return Err(format!("container {}: {e}", s.file)),
+            Ok(md) if !md.is_file() => return Err(format!("container {}: not a file", s.file)),
+            Ok(md) if md.len() < end => {
+                return Err(format!(
+                    "container {} has {} bytes, a segment ends at {end}",
+                    s.file,
+                    md.len()
+                ))
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Which way a copy goes through containers.
 #[derive(Debug, Clone)]
 pub(crate) enum Packing {

@@ -141,8 +141,25 @@ pub struct Rank2File {
     pub rank: BTreeMap<i64, RankFiles>,
 }
 
+/// The `SEG/<i>` list under a file's entry, numbered 0, 1, 2, ….
+pub(crate) fn read_segments(f: &Node<'_>) -> Result<Vec<Segment>, RecordError> {
+    let segs = f.int_keyed_under("SEG")?;
+    if segs.iter().enumerate().any(|(i, (k, _))| *k != i as i64) {
+        return Err(f.inconsistent("SEG", "segments are not numbered 0, 1, 2, …"));
+    }
+    segs.iter()
+        .map(|(_, s)| {
+            Ok(Segment {
+                file: s.req_str("FILE")?,
+                offset_bytes: s.req_u64("OFFSET")?,
+                length_bytes: s.req_u64("LENGTH")?,
+            })
+        })
+        .collect()
+}
+
 /// `SEG/<i>/{FILE, OFFSET, LENGTH}` under a file's entry.
-fn write_segments(f: &mut KvTree, segments: &[Segment]) {
+pub(crate) fn write_segments(f: &mut KvTree, segments: &[Segment]) {
     for (i, s) in segments.iter().enumerate() {
         let seg = f.set_kv("SEG", i);
         seg.set_str("FILE", &s.file);
@@ -188,20 +205,7 @@ impl RankFiles {
     pub(crate) fn from_node(n: &Node<'_>) -> Result<Self, RecordError> {
         let mut files = BTreeMap::new();
         for (name, f) in n.keyed_under("FILE") {
-            let segs = f.int_keyed_under("SEG")?;
-            if segs.iter().enumerate().any(|(i, (k, _))| *k != i as i64) {
-                return Err(f.inconsistent("SEG", "segments are not numbered 0, 1, 2, …"));
-            }
-            let segments = segs
-                .iter()
-                .map(|(_, s)| {
-                    Ok(Segment {
-                        file: s.req_str("FILE")?,
-                        offset_bytes: s.req_u64("OFFSET")?,
-                        length_bytes: s.req_u64("LENGTH")?,
-                    })
-                })
-                .collect::<Result<_, RecordError>>()?;
+            let segments = read_segments(&f)?;
             files.insert(
                 name.to_owned(),
                 Rank2FileEntry {

@@ -5,10 +5,16 @@
 //! Like a filemap, but file names are relative to the dataset directory,
 //! meta data sits under `META`, the dataset descriptor under `DSETDESC`,
 //! and there are no redundancy descriptors.
+//!
+//! This project adds `FILE/<name>/SEG/<i>` beside `META` (the rank2file
+//! map's segment list) once `scr postrun` has packed the scavenged files
+//! into containers (SCR_USE_CONTAINERS): the plain copies are gone then,
+//! and a summary rebuilt from the rank filemaps must find the bytes.
 
 use std::collections::BTreeMap;
 
-use super::{Dataset, Meta, Node, Record, RecordError};
+use super::rank2file::{read_segments, write_segments};
+use super::{Dataset, Meta, Node, Record, RecordError, Segment};
 use crate::kvtree::KvTree;
 
 /// The file name for `rank`'s filemap in a dataset directory.
@@ -32,6 +38,9 @@ pub struct RankFilemap {
     /// is not the dataset directory, so `scr index` can give rebuilt files
     /// their keys without the flush file.
     pub orig_dir: Option<String>,
+    /// `FILE/<relative name>/SEG/<i>` (this project): where a file packed
+    /// into containers after the copy now is; files absent here are plain.
+    pub segments: BTreeMap<String, Vec<Segment>>,
 }
 
 impl RankFilemap {
@@ -55,9 +64,11 @@ impl Record for RankFilemap {
             rd.set_str("ORIGDIR", o);
         }
         for (name, meta) in &self.files {
-            rd.entry("FILE")
-                .entry(name.clone())
-                .set("META", meta.to_tree());
+            let f = rd.entry("FILE").entry(name.clone());
+            f.set("META", meta.to_tree());
+            if let Some(segs) = self.segments.get(name) {
+                write_segments(f, segs);
+            }
         }
         t
     }
@@ -101,12 +112,17 @@ impl Record for RankFilemap {
             ));
         }
         let mut files = BTreeMap::new();
+        let mut segments = BTreeMap::new();
         for (name, f) in rd.keyed_under("FILE") {
             let meta = match f.child("META") {
                 Some(m) => Meta::from_node(&m)?,
                 None => Meta::default(),
             };
             files.insert(name.to_owned(), meta);
+            let segs = read_segments(&f)?;
+            if !segs.is_empty() {
+                segments.insert(name.to_owned(), segs);
+            }
         }
         Ok(RankFilemap {
             rank: *rank,
@@ -114,6 +130,7 @@ impl Record for RankFilemap {
             expected_files: rd.req_u64("FILES")?,
             files,
             orig_dir: rd.opt_str("ORIGDIR")?,
+            segments,
         })
     }
 }
@@ -231,6 +248,7 @@ RANK
             expected_files: 2,
             files,
             orig_dir: None,
+            segments: BTreeMap::new(),
         }
     }
 
@@ -263,6 +281,49 @@ RANK
             Some(".")
         );
         assert_eq!(RankFilemap::from_tree(&t).unwrap(), m);
+    }
+
+    #[test]
+    fn segments_of_a_packed_file_roundtrip_beside_its_meta() {
+        let mut m = example();
+        let segs = vec![
+            Segment {
+                file: ".scr/ctr.0.scr".into(),
+                offset_bytes: 1000,
+                length_bytes: 24_296,
+            },
+            Segment {
+                file: ".scr/ctr.1.scr".into(),
+                offset_bytes: 0,
+                length_bytes: 500_000,
+            },
+        ];
+        m.segments.insert("rank_2.ckpt".into(), segs);
+        let t = m.to_tree();
+        let f = t
+            .get_kv_int("RANK", 2)
+            .and_then(|r| r.get_kv_int("DSET", 6))
+            .and_then(|d| d.get_kv("FILE", "rank_2.ckpt"))
+            .unwrap();
+        assert!(f.get("META").is_some());
+        assert_eq!(
+            f.get_kv_int("SEG", 1).and_then(|s| s.val("FILE")),
+            Some(".scr/ctr.1.scr")
+        );
+        assert_eq!(RankFilemap::from_tree(&t).unwrap(), m);
+        // A gap in the numbering is refused, naming the file's entry.
+        let mut bad = t.clone();
+        bad.get_kv_int_mut("RANK", 2)
+            .and_then(|r| r.get_kv_int_mut("DSET", 6))
+            .and_then(|d| d.get_kv_mut("FILE", "rank_2.ckpt"))
+            .and_then(|f| f.get_mut("SEG"))
+            .unwrap()
+            .unset("0");
+        let e = RankFilemap::from_tree(&bad).unwrap_err();
+        assert!(
+            matches!(&e, RecordError::Inconsistent { path, .. } if path.ends_with("FILE/rank_2.ckpt/SEG")),
+            "{e}"
+        );
     }
 
     #[test]

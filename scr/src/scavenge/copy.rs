@@ -348,6 +348,7 @@ impl Copier<'_> {
             expected_files: expected,
             files: BTreeMap::new(),
             orig_dir: self.pl.orig_dir.clone(),
+            segments: BTreeMap::new(),
         }
     }
 }

@@ -330,6 +330,15 @@ pub enum RebuildProblem {
         /// The directory it should be in.
         routed_dir: PathBuf,
     },
+    /// A survivor's files were packed into containers after the scavenge;
+    /// the in-prefix rebuild reads plain files only.
+    #[error("set {set}: rank {rank}'s files are packed in containers, which the rebuild in the prefix does not read")]
+    Packed {
+        /// The set id.
+        set: i64,
+        /// The survivor's world rank.
+        rank: i64,
+    },
     /// A missing rank belongs to no XOR/RS set in the directory.
     #[error("rank {rank}: no XOR/RS set in the directory holds parity for it")]
     NoParity {

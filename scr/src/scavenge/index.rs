@@ -35,6 +35,7 @@ use serde::Serialize;
 
 use super::{create_dirs, io_err, ScavengeError, ScavengeResult};
 use crate::clock::{Clock, SystemClock};
+use crate::prefix::container;
 use crate::prefix::flush::write_dataset_metadata;
 use crate::prefix::layout::{dataset_meta_dir, Layout, Placement, META_DIR};
 use crate::records::dataset::Dataset;
@@ -401,15 +402,27 @@ fn scan(dset_dir: &Path, meta_rel: &str) -> ScavengeResult<Scan> {
                     Some(_) => {}
                 }
             }
-            let found = fs::metadata(dset_dir.join(key));
-            let why = match (&found, meta.size_bytes) {
-                (Err(e), _) => Some(format!("{key}: {e}")),
-                (Ok(md), Some(sz)) if md.len() != sz => {
-                    Some(format!("{key}: {} bytes, expected {sz}", md.len()))
+            // A file `scr postrun` packed is in its containers, not plain.
+            let segments = rfm.segments.get(key).cloned().unwrap_or_default();
+            let why = if segments.is_empty() {
+                match (fs::metadata(dset_dir.join(key)), meta.size_bytes) {
+                    (Err(e), _) => Some(format!("{key}: {e}")),
+                    (Ok(md), Some(sz)) if md.len() != sz => {
+                        Some(format!("{key}: {} bytes, expected {sz}", md.len()))
+                    }
+                    (Ok(_), None) => Some(format!("{key}: no size recorded")),
+                    _ if !meta.is_complete() => Some(format!("{key}: marked incomplete")),
+                    _ => None,
                 }
-                (Ok(_), None) => Some(format!("{key}: no size recorded")),
-                _ if !meta.is_complete() => Some(format!("{key}: marked incomplete")),
-                _ => None,
+            } else {
+                match meta.size_bytes {
+                    None => Some(format!("{key}: no size recorded")),
+                    Some(sz) => match container::check_segments(dset_dir, &segments, sz) {
+                        Err(w) => Some(format!("{key}: {w}")),
+                        Ok(()) if !meta.is_complete() => Some(format!("{key}: marked incomplete")),
+                        Ok(()) => None,
+                    },
+                }
             };
             if let Some(w) = why {
                 rs.damaged.push(w);
@@ -420,6 +433,7 @@ fn scan(dset_dir: &Path, meta_rel: &str) -> ScavengeResult<Scan> {
                 size_bytes: meta.size_bytes,
                 crc32: meta.crc32,
                 nofetch: ftype != FileType::Full,
+                segments,
                 ..Rank2FileEntry::default()
             };
             if matches!(ftype, FileType::Xor | FileType::Rs) {

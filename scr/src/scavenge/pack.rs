@@ -4,11 +4,14 @@
 //! indexed the dataset, [`pack_dataset`] packs its application files into
 //! `ctr.<id>.scr` as a flush lays them out (one stream, a node's ranks
 //! contiguous, a file spilling over into the next container when one is
-//! full), rewrites the map with each file's `SEG` list, and only then
-//! removes the plain files. A kill at any point leaves a map whose every
-//! entry names bytes that are there: before the map is rewritten it names
-//! the plain files, after it the containers (fsynced first). Redundancy
-//! files (NOFETCH) stay plain.
+//! full), rewrites the map with each file's `SEG` list, records the same
+//! lists in the rank filemaps `scr copy` wrote (so a summary `scr index`
+//! rebuilds from them finds the bytes), and only then removes the plain
+//! files. A kill at any point leaves a map and rank filemaps whose every
+//! entry names bytes that are there: before they are rewritten they name
+//! the plain files, after it the containers (fsynced first); a pack run
+//! again on a dataset whose map already names containers finishes the
+//! rank filemaps and the removal. Redundancy files (NOFETCH) stay plain.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,7 +21,8 @@ use serde::Serialize;
 use super::{io_err, ScavengeError, ScavengeResult};
 use crate::prefix::container::{self, Packing};
 use crate::prefix::layout::Placement;
-use crate::records::Segment;
+use crate::records::rank_filemap::rank_filemap_file_name;
+use crate::records::{Rank2File, Rank2FileEntry, RankFilemap, Record, Segment};
 
 /// What [`pack_dataset`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -29,8 +33,11 @@ pub struct PackReport {
     pub files: u64,
     /// Bytes packed.
     pub bytes: u64,
-    /// The map was already in containers: nothing done.
+    /// The map was already in containers: only what a pack stopped
+    /// before finishing was done (rank filemaps, plain files removed).
     pub already_packed: bool,
+    /// Rank filemaps rewritten with their files' segments.
+    pub rank_filemaps: u64,
 }
 
 /// Pack the application files of the dataset at `pl` into containers of
@@ -53,6 +60,7 @@ pub fn pack_dataset(
         .any(|e| !e.segments.is_empty())
     {
         report.already_packed = true;
+        report.rank_filemaps = finish(prefix, pl, &map)?;
         return Ok(report);
     }
     let base = pl.key_base(prefix);
@@ -97,7 +105,6 @@ pub fn pack_dataset(
     };
     container::create_containers(&base, &create).map_err(pack_err("the containers"))?;
     let mut buf = Vec::new();
-    let mut plain: Vec<PathBuf> = Vec::new();
     for (r, key, segs) in &plan {
         let Some(e) = map.rank.get_mut(r).and_then(|f| f.files.get_mut(key)) else {
             continue;
@@ -124,16 +131,70 @@ pub fn pack_dataset(
         e.segments = c.segments;
         report.files += 1;
         report.bytes += c.size;
-        plain.push(src);
     }
     report.containers = create.len() as u64;
     crate::prefix::flush::write_map(&pl.meta_dir(prefix), pl, &map)?;
-    // The map names the containers now: the plain copies can go.
-    for p in &plain {
-        fs::remove_file(p).map_err(io_err(p, "remove the packed file"))?;
+    report.rank_filemaps = finish(prefix, pl, &map)?;
+    Ok(report)
+}
+
+/// Once the map names the containers: give the rank filemaps the same
+/// segment lists, then remove the plain copies still there. Returns the
+/// rank filemaps rewritten.
+fn finish(prefix: &Path, pl: &Placement, map: &Rank2File) -> ScavengeResult<u64> {
+    let meta_dir = pl.meta_dir(prefix);
+    let mut rewritten = 0;
+    for (r, files) in &map.rank {
+        let packed: Vec<(&String, &Rank2FileEntry)> = files
+            .files
+            .iter()
+            .filter(|(_, e)| !e.segments.is_empty())
+            .collect();
+        if packed.is_empty() {
+            continue;
+        }
+        let path = meta_dir.join(rank_filemap_file_name(*r));
+        // A rank with no readable rank filemap (rebuilt before the copies
+        // were indexed, or damaged) has nothing to correct; `scr index`
+        // reports a damaged one when it rescans.
+        let Ok(mut rfm) = RankFilemap::read_file(&path) else {
+            continue;
+        };
+        let mut changed = false;
+        for (key, e) in &packed {
+            let Some(meta) = rfm.files.get(*key) else {
+                continue;
+            };
+            // The map was built from this rank filemap: the same file, or
+            // the rank filemap is of another copy and is left as it is.
+            let same =
+                meta.size_bytes == e.size_bytes && (meta.crc32.is_none() || meta.crc32 == e.crc32);
+            if same && rfm.segments.get(*key) != Some(&e.segments) {
+                rfm.segments.insert((*key).clone(), e.segments.clone());
+                changed = true;
+            }
+        }
+        if changed {
+            rfm.write_file(&path)?;
+            rewritten += 1;
+        }
+    }
+    // Map and rank filemaps name the containers now: the plain copies go.
+    for (key, _) in map
+        .rank
+        .values()
+        .flat_map(|f| f.files.iter())
+        .filter(|(_, e)| !e.segments.is_empty())
+    {
+        let p = pl.stored_path(prefix, key);
+        match fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io_err(&p, "remove the packed file")(e)),
+        }
         if let Some(parent) = p.parent() {
             crate::prefix::remove_empty_dirs_up_to(parent, prefix);
         }
     }
-    Ok(report)
+    Ok(rewritten)
 }

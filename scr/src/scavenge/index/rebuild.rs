@@ -125,6 +125,17 @@ pub(super) fn plan_rebuild(
                 continue;
             }
             let m = &set.members[&(g as u64)];
+            let packed = s
+                .rank
+                .get(&m.world_rank)
+                .is_some_and(|rs| rs.files.values().any(|(_, e)| !e.segments.is_empty()));
+            if packed {
+                bad = Some(RebuildProblem::Packed {
+                    set: gid,
+                    rank: m.world_rank,
+                });
+                break;
+            }
             let path = dset_dir.join(&m.key);
             let (h, _) = match read_parity_header(&path) {
                 Ok(h) => h,
@@ -342,6 +353,7 @@ fn place_rebuilt(
         expected_files: files.len() as u64,
         files,
         orig_dir: pl.orig_dir.clone(),
+        segments: BTreeMap::new(),
     };
     rfm.write_file(
         dset_dir

@@ -9,6 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Target;
+use crate::prefix::container;
 use crate::prefix::layout::{Layout, Placement};
 use crate::records::index::index_path;
 use crate::records::rank2file::safe_relative;
@@ -69,22 +70,11 @@ pub(super) fn check_files(prefix: &Path, t: &Target, summary: &Summary) -> Vec<S
                 }
                 continue;
             }
-            let base = pl.key_base(prefix);
-            for s in &e.segments {
-                let path = base.join(&s.file);
-                let need = s.offset_bytes.saturating_add(s.length_bytes);
-                match fs::metadata(&path) {
-                    Ok(md) if md.is_file() && md.len() >= need => {}
-                    Ok(md) => note(format!(
-                        "rank {rank}: {rel}: container {} has {} bytes, a segment needs {need}",
-                        path.display(),
-                        md.len()
-                    )),
-                    Err(err) => note(format!(
-                        "rank {rank}: {rel}: container {}: {err}",
-                        path.display()
-                    )),
-                }
+            let size = e
+                .size_bytes
+                .unwrap_or_else(|| e.segments.iter().map(|s| s.length_bytes).sum());
+            if let Err(why) = container::check_segments(&pl.key_base(prefix), &e.segments, size) {
+                note(format!("rank {rank}: {rel}: {why}"));
             }
         }
     }
