@@ -21,7 +21,7 @@ use scr::comm::Comm;
 use scr::log::db::{DbError, DbSettings, Secret, SCHEMA_VERSION};
 use scr::log::migrate::{migrate_to, MIGRATIONS};
 use scr::log::read_log;
-use scr::log::server::{read_records, PgStore, ServerLog, ServerSettings};
+use scr::log::server::{each_record, read_records, PgStore, ServerLog, ServerSettings};
 use scr::log::writer::{Entry, EventType};
 use scr::{Flags, Scr};
 
@@ -183,6 +183,10 @@ fn a_job_logs_to_the_server_what_it_writes_to_the_text_log() {
         assert!((a.time_s - b.time_s).abs() < 1e-3, "{a:?} vs {b:?}");
         assert_eq!((&a.host, &a.jobid), (&b.host, &b.jobid));
     }
+    // Streamed row by row (what `scr interval --db` reads): the same.
+    let mut streamed = Vec::new();
+    each_record(&srv.settings(&db), &mut |r| streamed.push(r)).unwrap();
+    assert_eq!(streamed, rows);
     // `scr interval` reads the server as it reads a file.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_scr"))
         .args(["interval", "--json", "--mtbf", "86400", "--db"])

@@ -357,6 +357,30 @@ impl Store for PgStore {
             .collect::<Result<_, _>>()
             .map_err(self.settings.err(what))
     }
+
+    /// The rows as the server sends them (`query_raw`): one row in memory
+    /// at a time, however many the table holds.
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        cols: &[Col],
+        what: &'static str,
+        each: &mut dyn FnMut(Vec<Value>) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let sql = Dialect::Postgres.render(sql);
+        let params = boxed(params);
+        let refs = params.iter().map(|p| p.as_ref() as &(dyn ToSql + Sync));
+        let mut rows = self
+            .client
+            .query_raw(sql.as_str(), refs)
+            .map_err(self.settings.err(what))?;
+        while let Some(row) = rows.next().map_err(self.settings.err(what))? {
+            each(read(&row, cols).map_err(self.settings.err(what))?)?;
+        }
+        Ok(())
+    }
 }
 
 impl DbLog<PgStore> {
@@ -374,8 +398,8 @@ pub fn read_records(server: &ServerSettings) -> Result<Vec<Record>, DbError> {
     read_all(&mut PgStore::connect(server)?)
 }
 
-/// [`read_records`] handing each record to `each` (the server's rows are
-/// read whole first: [`Store::query_each`]'s default).
+/// [`read_records`] handing each record to `each` as the server's rows
+/// arrive (never all of them in memory).
 pub fn each_record(server: &ServerSettings, each: &mut dyn FnMut(Record)) -> Result<(), DbError> {
     super::database::each_record(&mut PgStore::connect(server)?, each)
 }
