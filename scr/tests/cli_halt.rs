@@ -274,6 +274,46 @@ fn failures_exit_with_their_codes_naming_the_file() {
     );
 }
 
+/// A link at `<prefix>/.scr`, or at the halt file itself, is refused
+/// (FAILED, naming it): the halt file is never read, written or removed
+/// out of the prefix.
+#[test]
+fn halt_never_goes_through_a_link_in_the_prefix() {
+    let p = Prefix::new();
+    let out = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(out.path(), p.path().join(".scr")).unwrap();
+    for args in [
+        &["halt", "-c", "1"][..],
+        &["halt", "--list"],
+        &["halt", "--remove"],
+    ] {
+        let o = p.scr(args);
+        assert_eq!(code(&o), 8, "FAILED {args:?}");
+        assert!(
+            text(&o.stderr).contains("symbolic link"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    assert!(std::fs::read_dir(out.path()).unwrap().next().is_none());
+
+    let q = Prefix::new();
+    std::fs::create_dir_all(q.path().join(".scr")).unwrap();
+    let target = out.path().join("victim");
+    std::fs::write(&target, b"not SCR's").unwrap();
+    std::os::unix::fs::symlink(&target, halt_path(q.path())).unwrap();
+    for args in [&["halt", "-c", "1"][..], &["halt", "--remove"]] {
+        let o = q.scr(args);
+        assert_eq!(code(&o), 8, "FAILED {args:?}");
+        assert!(text(&o.stderr).contains("halt.scr"), "{}", text(&o.stderr));
+    }
+    assert_eq!(std::fs::read(&target).unwrap(), b"not SCR's");
+    assert!(
+        halt_path(q.path()).symlink_metadata().is_ok(),
+        "the link stays"
+    );
+}
+
 #[test]
 fn an_edit_waits_for_the_lock_a_running_job_holds() {
     let p = Prefix::new();

@@ -1020,6 +1020,40 @@ fn scavenge_refuses_to_copy_through_a_symlink_in_the_prefix() {
     );
 }
 
+/// `scr index` never reads or writes the index, a summary or a map
+/// through a symbolic link out of the prefix: a link at `<prefix>/.scr`
+/// or at a dataset directory is refused, naming it, and nothing is
+/// written where it points.
+#[test]
+fn index_refuses_to_go_through_a_symlink_in_the_prefix() {
+    let cl = Cluster::new(37, Route::UserDir);
+    let out = cl.root.join("OUT");
+    fs::create_dir(&out).unwrap();
+    fs::create_dir_all(&cl.prefix).unwrap();
+    // A dataset directory that is a link.
+    std::os::unix::fs::symlink(&out, cl.prefix.join("ckpt.1")).unwrap();
+    let e = index::add_dir(&cl.prefix, "ckpt.1").unwrap_err();
+    assert!(matches!(e, ScavengeError::Beneath(_)), "{e}");
+    assert!(e.to_string().contains("ckpt.1"), "{e}");
+    // The metadata directory that is a link.
+    let _ = fs::remove_dir_all(cl.prefix.join(".scr"));
+    std::os::unix::fs::symlink(&out, cl.prefix.join(".scr")).unwrap();
+    for e in [
+        index::list(&cl.prefix).map(drop).unwrap_err(),
+        index::rebuild_index(&cl.prefix).map(drop).unwrap_err(),
+        index::set_current(&cl.prefix, "ckpt.1")
+            .map(drop)
+            .unwrap_err(),
+    ] {
+        assert!(matches!(e, ScavengeError::Beneath(_)), "{e}");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+    }
+    assert!(
+        fs::read_dir(&out).unwrap().next().is_none(),
+        "nothing written outside"
+    );
+}
+
 // ------------------------------------------- the rebuild checks what it indexes
 
 /// Files of dataset `ckpt` in the prefix: its data under the routed

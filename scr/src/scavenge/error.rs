@@ -37,6 +37,10 @@ pub enum ScavengeError {
     /// A metadata file could not be read or written.
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// A path below the prefix passes through a symbolic link: refused,
+    /// never followed out of the prefix.
+    #[error(transparent)]
+    Beneath(#[from] crate::storage::beneath::BeneathError),
     /// The index file exists but cannot be read; nothing was written to it.
     #[error("{path}: the index is damaged ({source}); run `scr index --rebuild` to rebuild it from the dataset directories (the damaged file is kept beside it)")]
     DamagedIndex {
@@ -362,6 +366,10 @@ pub enum RebuildError {
         /// The OS error.
         source: io::Error,
     },
+    /// A rebuilt file's place passes through a symbolic link: refused,
+    /// never followed out of the prefix.
+    #[error(transparent)]
+    Beneath(#[from] crate::storage::beneath::BeneathError),
     /// A rebuilt file could not be moved to its place.
     #[error("{} -> {}: {source}", from.display(), to.display())]
     Move {

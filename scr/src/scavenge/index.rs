@@ -48,6 +48,7 @@ use crate::records::{
     Index, Rank2File, Rank2FileEntry, RankFilemap, RankFiles, Record, RecordError, Summary,
 };
 use crate::scheme::CopyType;
+use crate::storage::beneath;
 
 mod rebuild;
 mod verify;
@@ -142,6 +143,7 @@ fn index_error(path: &Path, e: RecordError) -> ScavengeError {
 /// Read the index of `prefix` (an empty one when there is none).
 pub fn read_index(prefix: &Path) -> ScavengeResult<Index> {
     let path = index_path(prefix);
+    beneath::check(prefix, &path)?;
     match Index::read_file(&path) {
         Ok(i) => Ok(i),
         Err(e) if e.is_not_found() => Ok(Index::default()),
@@ -153,6 +155,7 @@ pub fn read_index(prefix: &Path) -> ScavengeResult<Index> {
 /// reported, never replaced.
 fn update_index<R>(prefix: &Path, f: impl FnOnce(&mut Index) -> R) -> ScavengeResult<R> {
     let path = index_path(prefix);
+    beneath::check(prefix, &path)?;
     create_dirs(&prefix.join(META_DIR))?;
     Index::update_file(&path, f).map_err(|e| index_error(&path, e))
 }
@@ -614,10 +617,13 @@ fn summarize(prefix: &Path, t: &Target) -> ScavengeResult<Built> {
         Target::Dir(_) => t.base(prefix),
         Target::Id(_) => t.meta_dir(prefix),
     };
+    // Its summary, map and rebuilt files are written there: never through
+    // a link out of the prefix.
+    let meta_dir = t.meta_dir(prefix);
+    beneath::check(prefix, &meta_dir)?;
     if !dset_dir.is_dir() {
         return Err(ScavengeError::NoSuchDir { dir: dset_dir });
     }
-    let meta_dir = t.meta_dir(prefix);
     let existing = Summary::read_file(meta_dir.join(SUMMARY_FILE));
     let have_maps = !list_rank_filemaps(&meta_dir)?.is_empty();
     let from_summary = |s: Summary, problems: Vec<String>| Built {
@@ -1010,6 +1016,7 @@ pub fn find_targets(prefix: &Path) -> ScavengeResult<Vec<Target>> {
 /// complete checkpoint.
 pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
     let path = index_path(prefix);
+    beneath::check(prefix, &path)?;
     let mut report = RebuildIndexReport {
         damaged_kept_as: None,
         damage: None,

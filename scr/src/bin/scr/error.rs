@@ -97,6 +97,9 @@ pub enum CliError {
     /// A scavenge command failed.
     #[error(transparent)]
     Scavenge(#[from] ScavengeError),
+    /// A path below the prefix passes through a symbolic link.
+    #[error(transparent)]
+    Beneath(#[from] scr::storage::beneath::BeneathError),
     /// A metadata file could not be read or written.
     #[error(transparent)]
     Record(#[from] RecordError),
@@ -152,6 +155,7 @@ impl CliError {
             CliError::Io { .. }
             | CliError::Json(_)
             | CliError::RunLoop { .. }
+            | CliError::Beneath(_)
             | CliError::CliDocs(_) => Code::Failed,
             CliError::Scavenge(e) => e.exit_code(),
             CliError::Record(e) => e.exit_code(),

@@ -157,6 +157,8 @@ pub fn run(a: HaltArgs) -> Result<(), CliError> {
             return Err(CliError::NoPrefix { path: prefix });
         }
         let path = halt_path(&prefix);
+        // Never read, write or remove through a link out of the prefix.
+        scr::storage::beneath::check(&prefix, &path)?;
         if a.remove {
             remove(&path)?;
         } else if edit.is_empty() {

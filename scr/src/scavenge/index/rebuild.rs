@@ -334,6 +334,7 @@ fn place_rebuilt(
         return Err(RebuildError::Collision { rank });
     }
     for (from, to) in &moves {
+        crate::storage::beneath::check(prefix, to)?;
         if let Some(p) = to.parent() {
             fs::create_dir_all(p).map_err(|source| RebuildError::Io {
                 path: p.to_path_buf(),
