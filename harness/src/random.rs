@@ -74,6 +74,12 @@
 //! outage): the flushes after x fail and the application goes on, so the
 //! prefix holds nothing newer than x (in async mode x − 1: x is flushed
 //! as the next Start_output settles it, after the outage began).
+//! Half the flush-mode draws also crash the relaunch while it fetches
+//! ([`Draw::fetch_crash`]): when the oracle expects `fetched:k`, a rank
+//! with files of k is killed (or exits) after its first file fetched
+//! (`fetch.file`, run 2). That launch dies before its restart is decided,
+//! the prefix is untouched, and a third launch fetches k again:
+//! `scratch, died, fetched:k` ([`with_fetch_crash`]).
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -189,6 +195,18 @@ pub struct Draw {
     /// completed, until launch 1 ends (a PFS outage), so the flushes of
     /// later checkpoints fail.
     pub outage_after: Option<u64>,
+    /// Flush mode: the relaunch crashes inside its fetch, when it fetches.
+    pub fetch_crash: Option<FetchCrash>,
+}
+
+/// A crash of the relaunch inside its fetch ([`Draw::fetch_crash`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchCrash {
+    /// The rank exits (code 42) instead of being SIGKILLed.
+    pub exit: bool,
+    /// Which of the ranks with files of the fetched checkpoint crashes
+    /// (taken modulo their count).
+    pub pick: u32,
 }
 
 /// Draw random scenario `index` of a campaign seeded `seed` in `mode` (the
@@ -262,6 +280,11 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
     let mut r = s.stream("outage");
     let outage_after = (flush > 0 && phase != Phase::Flush && ckpt >= 2 && r.gen_bool(0.25))
         .then(|| r.gen_range(1..ckpt));
+    let mut r = s.stream("fetchcrash");
+    let fetch_crash = (flush > 0 && r.gen_bool(0.5)).then(|| FetchCrash {
+        exit: r.gen_bool(0.5),
+        pick: r.gen_range(0..64),
+    });
     Draw {
         scheme,
         nodes,
@@ -278,6 +301,7 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         background,
         flush_file,
         outage_after,
+        fetch_crash,
     }
 }
 
@@ -337,6 +361,47 @@ fn flush_of_hit(d: &Draw, data: u64, mean_bytes: u64, rank: u32, hit: u64) -> Op
         copied += files_of(data, rank, k, mean_bytes);
         hit <= copied
     })
+}
+
+/// The rank a draw's [`FetchCrash`] strikes when the relaunch fetches
+/// checkpoint `k`: its pick among the ranks with files of `k` (a rank
+/// without one fetches nothing); `None` without a fetch crash or such a
+/// rank.
+fn fetch_crash_rank(d: &Draw, data: u64, mean_bytes: u64, k: u64) -> Option<u32> {
+    let fc = d.fetch_crash?;
+    let ranks = (d.nodes * d.ranks_per_node) as u32;
+    let with: Vec<u32> = (0..ranks)
+        .filter(|&r| files_of(data, r, k, mean_bytes) > 0)
+        .collect();
+    (!with.is_empty()).then(|| with[fc.pick as usize % with.len()])
+}
+
+/// The crash a scenario plants in its relaunch's fetch: the rank its
+/// run-2 fault at `fetch.file` strikes.
+fn planted_fetch_crash(sc: &Scenario) -> Option<u32> {
+    sc.faults.iter().find_map(|f| match (&f.when, f.run) {
+        (When::Point { point, rank, .. }, 2) if point == "fetch.file" => *rank,
+        _ => None,
+    })
+}
+
+/// An outcome with the relaunch's fetch crash (planted on `rank`, if
+/// any): when the relaunch fetches k and the rank has files of k to
+/// fetch, it dies, and a third launch fetches k again. Otherwise the
+/// point is never reached and the outcome stands.
+pub fn with_fetch_crash(o: Outcome, rank: Option<u32>, data: u64, mean_bytes: u64) -> Outcome {
+    let (Some(rank), [first, second]) = (rank, o.launches.as_slice()) else {
+        return o;
+    };
+    match second.ckpt {
+        Some(k) if second.class == Class::Fetched && files_of(data, rank, k, mean_bytes) > 0 => {
+            Outcome::of(
+                vec![first.clone(), Token::of(Class::Died), second.clone()],
+                o.end,
+            )
+        }
+        _ => o,
+    }
 }
 
 /// What the crash and the damage of launch 1 actually hit: the oracle's
@@ -664,7 +729,13 @@ pub fn observed_expectation(
     let d = draw(seed, index, mode);
     let data = data_of(seed, sc, d.scheme);
     let flush_of = |rank, hit| flush_of_hit(&d, data, sc.mean_bytes, rank, hit);
-    Some(oracle(&d, &Hit::observed(&l.fired, &l.external, &flush_of)))
+    let o = oracle(&d, &Hit::observed(&l.fired, &l.external, &flush_of));
+    Some(with_fetch_crash(
+        o,
+        planted_fetch_crash(sc),
+        data,
+        sc.mean_bytes,
+    ))
 }
 
 /// The data seed of random scenario `sc`'s cell (campaign seed `seed`),
@@ -809,6 +880,35 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         listed(d.damaged.iter().map(|(r, ds)| format!("rank {r} of dataset {ds}")))
     );
     let expect = oracle(&d, &Hit::planned(&d, data, sc.mean_bytes));
+    // The relaunch's fetch crash, where the plan has it fetch.
+    let fetched = expect
+        .launches
+        .get(1)
+        .filter(|t| t.class == Class::Fetched)
+        .and_then(|t| t.ckpt);
+    if let Some(rank) = fetched.and_then(|k| fetch_crash_rank(&d, data, sc.mean_bytes, k)) {
+        let exit = d.fetch_crash.is_some_and(|f| f.exit);
+        sc.faults.push(Fault {
+            what: if exit {
+                What::ExitRank { rank, code: 42 }
+            } else {
+                What::KillRank { rank }
+            },
+            when: When::Point {
+                point: "fetch.file".into(),
+                hit: 1,
+                repeat: false,
+                rank: Some(rank),
+            },
+            run: 2,
+        });
+        sc.launches = 3;
+        sc.about.push_str(&format!(
+            "; in the relaunch rank {rank} {} while fetching",
+            if exit { "exits" } else { "is killed" }
+        ));
+    }
+    let expect = with_fetch_crash(expect, planted_fetch_crash(&sc), data, sc.mean_bytes);
     sc.expect.insert(d.scheme.as_str().to_string(), expect);
     sc
 }
@@ -839,6 +939,7 @@ mod tests {
             background: false,
             flush_file: 0,
             outage_after: None,
+            fetch_crash: None,
         }
     }
 
@@ -960,7 +1061,13 @@ mod tests {
             when: When::BetweenCheckpoints { after: x },
             run: 1,
         });
-        let others: Vec<Fault> = sync.faults[1..].iter().cloned().chain(outage).collect();
+        let fetch = m.faults.iter().find(|f| f.run == 2).cloned();
+        let others: Vec<Fault> = sync.faults[1..]
+            .iter()
+            .cloned()
+            .chain(outage)
+            .chain(fetch)
+            .collect();
         assert_eq!(m.faults[1..], others, "random-{i}");
         let (crash, was) = (&m.faults[0], &sync.faults[0]);
         assert_eq!(crash.what, was.what);
@@ -1316,6 +1423,71 @@ mod tests {
     }
 
     #[test]
+    fn some_flush_mode_relaunches_crash_inside_their_fetch() {
+        let flush = Mode {
+            encode_async: false,
+            flush: true,
+        };
+        let mut planted = 0;
+        for i in 0..200 {
+            let (sc, _) = checked_beside_sync(i, flush);
+            let d = draw(7, i, flush);
+            let Some(rank) = planted_fetch_crash(&sc) else {
+                assert_eq!(sc.launches, 2, "random-flush-{i}");
+                continue;
+            };
+            planted += 1;
+            assert!(d.fetch_crash.is_some(), "random-flush-{i}");
+            assert_eq!(sc.launches, 3, "random-flush-{i}");
+            let want = sc.expected(d.scheme).unwrap();
+            let [first, died, fetched] = want.launches.as_slice() else {
+                panic!("random-flush-{i}: {want}");
+            };
+            assert_eq!((first.class, died.class), (Class::Scratch, Class::Died));
+            assert_eq!(fetched.class, Class::Fetched, "random-flush-{i}");
+            // The rank has files of the checkpoint fetched: it reaches the
+            // point after its first.
+            let data = data_of(7, &sc, d.scheme);
+            assert!(files_of(data, rank, fetched.ckpt.unwrap(), MEAN_BYTES) > 0);
+            let f = sc.faults.last().unwrap();
+            assert_eq!(f.run, 2);
+            assert!(matches!(
+                (&f.what, d.fetch_crash.unwrap().exit),
+                (What::ExitRank { rank: r, code: 42 }, true) | (What::KillRank { rank: r }, false)
+                    if *r == rank
+            ));
+        }
+        assert!(planted > 0, "no relaunch crashes in its fetch in 200 draws");
+        assert!((0..200).all(|i| draw(7, i, Mode::SYNC).fetch_crash.is_none()));
+    }
+
+    #[test]
+    fn a_fetch_crash_costs_one_launch_only_where_the_relaunch_fetches() {
+        let data = 11;
+        let (with, without) = {
+            let has = |r: u32| files_of(data, r, 3, MEAN_BYTES) > 0;
+            let with = (0..64).find(|&r| has(r)).unwrap();
+            let without = (0..64).find(|&r| !has(r)).unwrap();
+            (with, without)
+        };
+        let crashed = |s: &str, rank| with_fetch_crash(o(s), rank, data, MEAN_BYTES);
+        assert_eq!(
+            crashed("scratch, fetched:3", Some(with)),
+            o("scratch, died, fetched:3")
+        );
+        // A rank with nothing of ckpt.3 to fetch never reaches the point.
+        assert_eq!(
+            crashed("scratch, fetched:3", Some(without)),
+            o("scratch, fetched:3")
+        );
+        // No fetch in the relaunch, or no crash planted: as it was.
+        for s in ["scratch, cache:3", "scratch, rebuilt:2", "scratch, loss"] {
+            assert_eq!(crashed(s, Some(with)), o(s));
+        }
+        assert_eq!(crashed("scratch, fetched:3", None), o("scratch, fetched:3"));
+    }
+
+    #[test]
     fn flush_scenarios_set_scr_flush_and_keep_the_draws() {
         let both = Mode {
             encode_async: true,
@@ -1417,6 +1589,7 @@ mod tests {
             background: false,
             flush_file: 0,
             outage_after: None,
+            fetch_crash: None,
         };
         let log = firing(
             r#"{"point":"api.start_output","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":"SCR_FAULT_JOB=a"}"#,
@@ -1462,6 +1635,7 @@ mod tests {
             background: false,
             flush_file: 0,
             outage_after: None,
+            fetch_crash: None,
         };
         let log = firing(
             r#"{"point":"app.compute","hit":4,"rank":6,"node":"n3","action":"exit:42","pid":9,"job":null}"#,
