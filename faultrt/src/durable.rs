@@ -20,11 +20,16 @@
 //!   kept, as on a journaling file system that orders metadata after data);
 //! - a rename whose directory was not fsynced after it is undone: the
 //!   target gets its old bytes back (or goes, if it did not exist) and the
-//!   source name its synced bytes.
+//!   source name its synced bytes;
+//! - a file or directory created in this launch (its birth time) whose
+//!   directory was not fsynced after its creation loses its name: it goes,
+//!   a directory with everything below it (fsync(2): syncing a file does
+//!   not make its directory entry durable).
 //!
-//! Not modelled: the loss of a new file's directory entry before its
-//! directory is fsynced (the files SCR creates in the prefix and cache keep
-//! their names), and the return of files deleted since.
+//! Not modelled: the return of files deleted since; a file system without
+//! birth times keeps every new name. Birth times come from the kernel's
+//! coarse clock, so a name created within a clock tick after its
+//! directory's fsync may be kept (the model errs towards keeping).
 //!
 //! "Changed in this launch" is a modification time at or after the moment
 //! the firing process's fault runtime started (the application's first
@@ -79,6 +84,11 @@ pub enum Event {
         path: PathBuf,
         /// The job keys.
         job: Option<String>,
+        /// When, in nanoseconds since the epoch: entries created in the
+        /// directory before it are durable (absent in older journals:
+        /// every entry is).
+        #[serde(default)]
+        at_ns: Option<u64>,
     },
 }
 
@@ -155,8 +165,15 @@ pub fn dir_synced(path: &Path) {
         &Event::DirSynced {
             path: abs(path),
             job: job_key(),
+            at_ns: Some(ns_of(SystemTime::now())),
         },
     );
+}
+
+/// Nanoseconds since the epoch (0 before it).
+fn ns_of(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Read a journal; partial lines (a process frozen mid-write) are skipped.
@@ -177,6 +194,9 @@ pub struct Reverted {
     pub emptied: Vec<PathBuf>,
     /// Renames undone.
     pub unrenamed: Vec<PathBuf>,
+    /// New files and directories whose names were lost (their directory
+    /// was not fsynced after they were created).
+    pub unlinked: Vec<PathBuf>,
 }
 
 fn files_below(root: &Path, out: &mut Vec<PathBuf>) {
@@ -189,6 +209,54 @@ fn files_below(root: &Path, out: &mut Vec<PathBuf>) {
             files_below(&e.path(), out);
         } else if ft.is_file() {
             out.push(e.path());
+        }
+    }
+}
+
+/// The names below `root` created at or after `since_ns` that a power loss
+/// takes: those whose directory was not fsynced after their creation
+/// (`dir_synced`: each directory's latest fsync). A lost directory goes
+/// with everything below it; the journal directory and renames the caller
+/// undoes (`undone`) are left alone.
+fn unlink_new(
+    root: &Path,
+    journal: &Path,
+    since_ns: u64,
+    dir_synced: &BTreeMap<PathBuf, u64>,
+    undone: &BTreeSet<&PathBuf>,
+    out: &mut Vec<PathBuf>,
+) {
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return;
+    };
+    let synced_at = dir_synced.get(root).copied();
+    let mut entries: Vec<_> = rd.flatten().collect();
+    entries.sort_by_key(|e| e.path());
+    for e in entries {
+        let p = e.path();
+        // The journal is the model's own; a directory holding it stays.
+        if p.starts_with(journal) {
+            continue;
+        }
+        if journal.starts_with(&p) {
+            unlink_new(&p, journal, since_ns, dir_synced, undone, out);
+            continue;
+        }
+        let Ok(md) = e.metadata() else { continue };
+        let born = md.created().ok().map(ns_of);
+        let lost = !undone.contains(&p)
+            && born.is_some_and(|b| b >= since_ns && synced_at.is_none_or(|s| s < b));
+        if lost {
+            let gone = if md.is_dir() {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+            if gone.is_ok() {
+                out.push(p);
+            }
+        } else if md.is_dir() {
+            unlink_new(&p, journal, since_ns, dir_synced, undone, out);
         }
     }
 }
@@ -232,6 +300,25 @@ pub fn power_loss(dir: &Path, roots: &[PathBuf], since: SystemTime, job: Option<
     }
     let mut out = Reverted::default();
     let undone: BTreeSet<&PathBuf> = pending.keys().collect();
+    // Directory fsyncs: the latest of each directory.
+    let mut dir_synced: BTreeMap<PathBuf, u64> = BTreeMap::new();
+    for e in &events {
+        if let Event::DirSynced { path, at_ns, .. } = e {
+            let at = at_ns.unwrap_or(u64::MAX);
+            let slot = dir_synced.entry(path.clone()).or_insert(at);
+            *slot = (*slot).max(at);
+        }
+    }
+    for r in roots {
+        unlink_new(
+            &abs(r),
+            dir,
+            ns_of(since),
+            &dir_synced,
+            &undone,
+            &mut out.unlinked,
+        );
+    }
     let mut files = Vec::new();
     for r in roots {
         files_below(r, &mut files);
@@ -319,16 +406,22 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_power_loss_keeps_synced_bytes_only() {
-        let base = tmpdir("keep");
+    /// A journal and a data directory (below a fresh base) holding a file
+    /// of an earlier launch, and the moment this launch began, after it.
+    fn setup(name: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf, SystemTime) {
+        let base = tmpdir(name);
         let (journal, data) = (base.join("journal"), base.join("data"));
         std::fs::create_dir_all(&journal).expect("mkdir");
         std::fs::create_dir_all(&data).expect("mkdir");
         let before = data.join("old");
         std::fs::write(&before, b"from an earlier launch").expect("write");
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let since = SystemTime::now();
+        (base, journal, data, before, SystemTime::now())
+    }
+
+    #[test]
+    fn a_power_loss_keeps_synced_bytes_only() {
+        let (base, journal, data, before, since) = setup("keep");
         // Synced, then appended to: the appended bytes go.
         let a = data.join("a");
         std::fs::write(&a, b"synced").expect("write");
@@ -346,6 +439,10 @@ mod tests {
         let tmp = data.join(".c.tmp");
         std::fs::write(&tmp, b"new c").expect("write");
         ev_synced(&journal, &tmp);
+        let d = data.join("sub").join("d");
+        std::fs::create_dir_all(d.parent().expect("parent")).expect("mkdir");
+        // Every name above is durable from here: the renames below are not.
+        ev_dir_synced(&journal, &data);
         let old = snapshot(&journal, &c);
         append(
             &journal,
@@ -358,8 +455,6 @@ mod tests {
         );
         std::fs::rename(&tmp, &c).expect("rename");
         // The same for d, but its directory was fsynced: the rename holds.
-        let d = data.join("sub").join("d");
-        std::fs::create_dir_all(d.parent().expect("parent")).expect("mkdir");
         let dtmp = data.join("sub").join(".d.tmp");
         std::fs::write(&dtmp, b"new d").expect("write");
         ev_synced(&journal, &dtmp);
@@ -373,13 +468,7 @@ mod tests {
             },
         );
         std::fs::rename(&dtmp, &d).expect("rename");
-        append(
-            &journal,
-            &Event::DirSynced {
-                path: d.parent().expect("parent").to_path_buf(),
-                job: None,
-            },
-        );
+        ev_dir_synced(&journal, d.parent().expect("parent"));
         let r = power_loss(&journal, std::slice::from_ref(&data), since, None);
         let read = |p: &Path| std::fs::read(p).unwrap_or_else(|_| b"<absent>".to_vec());
         assert_eq!(read(&before), b"from an earlier launch");
@@ -391,6 +480,76 @@ mod tests {
         assert_eq!(r.restored, [a]);
         assert_eq!(r.emptied, [b]);
         assert_eq!(r.unrenamed, [c]);
+        assert!(r.unlinked.is_empty(), "{:?}", r.unlinked);
         let _ = std::fs::remove_dir_all(&base);
+    }
+
+    fn ev_dir_synced(dir: &Path, path: &Path) {
+        append(
+            dir,
+            &Event::DirSynced {
+                path: path.to_path_buf(),
+                job: None,
+                at_ns: Some(ns_of(SystemTime::now())),
+            },
+        );
+    }
+
+    #[test]
+    fn a_new_name_goes_unless_its_directory_was_synced_after_it() {
+        let (base, journal, data, before, since) = setup("names");
+        // File times come from the kernel's coarse clock (a tick behind).
+        let tick = std::time::Duration::from_millis(20);
+        std::thread::sleep(tick);
+        // Synced bytes, but the directory never synced: the name goes.
+        let x = data.join("x");
+        std::fs::write(&x, b"x").expect("write");
+        ev_synced(&journal, &x);
+        // A new directory synced inside, its parent never: all of it goes.
+        let y = data.join("new").join("y");
+        std::fs::create_dir_all(y.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&y, b"y").expect("write");
+        ev_synced(&journal, &y);
+        ev_dir_synced(&journal, y.parent().expect("parent"));
+        // Created before the directory's sync: kept; after it: gone.
+        let z = data.join("kept").join("z");
+        std::fs::create_dir_all(z.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&z, b"z").expect("write");
+        ev_synced(&journal, &z);
+        ev_dir_synced(&journal, z.parent().expect("parent"));
+        ev_dir_synced(&journal, &data);
+        std::thread::sleep(tick);
+        let w = data.join("kept").join("w");
+        std::fs::write(&w, b"w").expect("write");
+        ev_synced(&journal, &w);
+        let r = power_loss(&journal, std::slice::from_ref(&data), since, None);
+        // x and new/ were created before data's sync too: only a sync
+        // after the creation keeps a name, and data's came after them.
+        assert!(x.exists() && y.exists(), "{r:?}");
+        assert_eq!(std::fs::read(&z).expect("read"), b"z");
+        assert!(!w.exists());
+        assert_eq!(r.unlinked, [w]);
+        assert_eq!(
+            std::fs::read(&before).expect("read"),
+            b"from an earlier launch"
+        );
+        // Without data's sync, x and new/ go as well.
+        let (base2, journal2, data2, _, since2) = setup("names2");
+        std::thread::sleep(tick);
+        let x2 = data2.join("x");
+        std::fs::write(&x2, b"x").expect("write");
+        ev_synced(&journal2, &x2);
+        let y2 = data2.join("new").join("y");
+        std::fs::create_dir_all(y2.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&y2, b"y").expect("write");
+        ev_dir_synced(&journal2, y2.parent().expect("parent"));
+        let r = power_loss(&journal2, std::slice::from_ref(&data2), since2, None);
+        assert!(
+            !x2.exists() && !y2.parent().expect("parent").exists(),
+            "{r:?}"
+        );
+        assert_eq!(r.unlinked.len(), 2, "{r:?}");
+        let _ = std::fs::remove_dir_all(&base);
+        let _ = std::fs::remove_dir_all(&base2);
     }
 }

@@ -126,11 +126,15 @@ impl Injector {
                         crate::log::job_key().as_deref(),
                     );
                     eprintln!(
-                        "scr fault: power loss: {} file(s) back to their last fsync, {} never synced emptied, {} rename(s) undone",
+                        "scr fault: power loss: {} file(s) back to their last fsync, {} never synced emptied, {} rename(s) undone, {} new name(s) lost",
                         r.restored.len(),
                         r.emptied.len(),
-                        r.unrenamed.len()
+                        r.unrenamed.len(),
+                        r.unlinked.len()
                     );
+                    for p in &r.unlinked {
+                        eprintln!("scr fault: power loss: lost the name {}", p.display());
+                    }
                 }
                 peers.into_iter().for_each(sigkill);
                 kill_self()

@@ -580,10 +580,7 @@ fn meta_point(stage: Stage, name: &str) -> Result<(), io::Error> {
 
 /// fsync a directory so a rename or creation inside it is durable.
 pub fn sync_dir(dir: &Path) -> Result<(), KvFileError> {
-    let d = File::open(dir).map_err(io_err(dir, "open directory"))?;
-    d.sync_all().map_err(io_err(dir, "fsync directory"))?;
-    crate::fault::dir_synced(dir);
-    Ok(())
+    crate::storage::durable::sync_dir(dir).map_err(io_err(dir, "fsync directory"))
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use super::{io_fail, watchdog, CopyError};
 use crate::comm::{Comm, CommResult, ReduceOp};
 use crate::records::Segment;
+use crate::storage::durable;
 
 /// The name of container `id`: `ctr.<id>.scr`.
 pub fn container_name(id: u64) -> String {
@@ -159,14 +160,17 @@ pub(crate) fn create_containers(base: &Path, rels: &[String]) -> Result<(), Copy
     for rel in rels {
         let p = base.join(rel);
         if let Some(parent) = p.parent() {
-            fs::create_dir_all(parent).map_err(|e| io_fail("create directory", parent, e))?;
+            durable::create_dir_all(parent).map_err(|e| io_fail("create directory", parent, e))?;
         }
         let f = fs::File::create(&p).map_err(|e| io_fail("create container", &p, e))?;
         f.sync_all()
             .map_err(|e| io_fail("fsync container", &p, e))?;
         crate::fault::synced(&p);
     }
-    Ok(())
+    // The containers' names, durable before the map names them.
+    let paths: Vec<PathBuf> = rels.iter().map(|r| base.join(r)).collect();
+    durable::sync_parents(paths.iter().map(|p| p.as_path()))
+        .map_err(|(d, e)| io_fail("fsync directory", &d, e))
 }
 
 /// Remove every container file in `dir` (left by an earlier flush of the

@@ -347,10 +347,12 @@ pub fn write_dataset_metadata(
     complete: bool,
 ) -> Result<Summary, crate::records::RecordError> {
     let meta_dir = pl.meta_dir(prefix);
-    std::fs::create_dir_all(&meta_dir).map_err(|source| crate::kvtree::file::KvFileError::Io {
-        path: meta_dir.clone(),
-        op: "create directory",
-        source,
+    crate::storage::durable::create_dir_all(&meta_dir).map_err(|source| {
+        crate::kvtree::file::KvFileError::Io {
+            path: meta_dir.clone(),
+            op: "create directory",
+            source,
+        }
     })?;
     let mut summary = Summary::new(ds.clone(), complete);
     write_map(&meta_dir, pl, map)?;

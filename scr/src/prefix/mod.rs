@@ -24,6 +24,7 @@ use crate::records::index::index_path;
 use crate::records::{Index, Record};
 use crate::storage::attrs as storage_attrs;
 use crate::storage::beneath;
+use crate::storage::durable;
 
 pub mod bypass;
 pub mod container;
@@ -89,7 +90,7 @@ pub(crate) fn write_nodes_file(prefix: &Path, nodes: u64) -> ScrResult<()> {
 fn ensure_meta_dir(prefix: &Path) -> ScrResult<()> {
     let d = prefix.join(layout::META_DIR);
     beneath::check(prefix, &d)?;
-    fs::create_dir_all(&d).map_err(io_err(&d, "create directory"))
+    durable::create_dir_all(&d).map_err(io_err(&d, "create directory"))
 }
 
 /// One file to copy between cache and prefix.
@@ -286,7 +287,7 @@ pub(crate) fn copy_file(
 /// Create `dst` (and its parent directory) for writing.
 fn create_dst(dst: &Path) -> Result<fs::File, CopyError> {
     if let Some(parent) = dst.parent() {
-        fs::create_dir_all(parent).map_err(|e| io_fail("create directory", parent, e))?;
+        durable::create_dir_all(parent).map_err(|e| io_fail("create directory", parent, e))?;
     }
     beneath::create_nofollow(dst).map_err(|e| io_fail("create", dst, e))
 }
@@ -444,6 +445,14 @@ pub(crate) fn copy_all(
             w.advance();
         }
     }
+    // The copies' names, durable before anything records them (a packed
+    // copy has no file of its own: its containers' directory was synced
+    // when they were created).
+    let plain = items
+        .iter()
+        .filter(|i| !matches!(i.packing, Some(container::Packing::Into(_))))
+        .map(|i| i.dst.as_path());
+    durable::sync_parents(plain).map_err(|(d, e)| io_fail("fsync directory", &d, e))?;
     Ok(out)
 }
 

@@ -23,7 +23,6 @@
 //! The prefix layout is docs/formats.md, "The prefix directory"
 //! ([`crate::prefix::layout`], shared with flush and fetch).
 
-use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -76,5 +75,5 @@ impl Progress for NoProgress {
 
 /// Create `dir` and its parents.
 pub(crate) fn create_dirs(dir: &Path) -> ScavengeResult<()> {
-    fs::create_dir_all(dir).map_err(io_err(dir, "create directory"))
+    crate::storage::durable::create_dir_all(dir).map_err(io_err(dir, "create directory"))
 }
