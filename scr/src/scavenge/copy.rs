@@ -27,7 +27,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{create_dirs, PlacementError, Progress, ScavengeError, ScavengeResult, UnplacedFile};
+use super::{
+    create_dirs, io_err, PlacementError, Progress, ScavengeError, ScavengeResult, UnplacedFile,
+};
 use crate::dataset::restart::read_filemaps_in;
 use crate::dataset::PARTNER_NODE_TAG;
 use crate::ids::{DatasetId, Rank};
@@ -332,7 +334,19 @@ impl Copier<'_> {
         });
     }
 
+    /// Write a rank's filemap once the names of the files it lists are
+    /// durable (their directories fsynced: a power loss must not keep a
+    /// rank filemap naming copies that are gone).
     fn write_rank_filemap(&mut self, rfm: &RankFilemap) -> ScavengeResult<()> {
+        let base = self.pl.key_base(&self.opts.prefix);
+        let copied: Vec<PathBuf> = rfm
+            .files
+            .iter()
+            .filter(|(_, m)| m.is_complete())
+            .map(|(k, _)| base.join(k))
+            .collect();
+        crate::storage::durable::sync_parents(copied.iter().map(PathBuf::as_path))
+            .map_err(|(d, e)| io_err(&d, "fsync directory")(e))?;
         let path = self
             .pl
             .meta_dir(&self.opts.prefix)
