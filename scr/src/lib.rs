@@ -49,6 +49,7 @@ pub mod clock;
 pub mod comm;
 pub mod config;
 pub mod dataset;
+pub mod durable;
 pub mod error;
 pub mod exit;
 pub mod fault;

@@ -181,7 +181,7 @@ impl Job {
             // send it all out of the prefix, so the run does not start.
             if let Err(e) = crate::storage::beneath::check(&prefix, &scr_dir) {
                 created = created.and(Err(e.into()));
-            } else if let Err(e) = crate::storage::durable::create_dir_all(&scr_dir) {
+            } else if let Err(e) = crate::durable::create_dir_all(&scr_dir) {
                 created = created.and(Err(io_err(&scr_dir, "create prefix .scr")(e)));
             }
         }

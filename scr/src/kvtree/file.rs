@@ -580,7 +580,7 @@ fn meta_point(stage: Stage, name: &str) -> Result<(), io::Error> {
 
 /// fsync a directory so a rename or creation inside it is durable.
 pub fn sync_dir(dir: &Path) -> Result<(), KvFileError> {
-    crate::storage::durable::sync_dir(dir).map_err(io_err(dir, "fsync directory"))
+    crate::durable::sync_dir(dir).map_err(io_err(dir, "fsync directory"))
 }
 
 fn parent_dir(path: &Path) -> PathBuf {

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use super::{io_fail, watchdog, CopyError};
 use crate::comm::{Comm, CommResult, ReduceOp};
+use crate::durable;
 use crate::records::Segment;
-use crate::storage::durable;
 
 /// The name of container `id`: `ctr.<id>.scr`.
 pub fn container_name(id: u64) -> String {
@@ -209,33 +209,33 @@ pub(crate) fn resolve(base: &Path, segs: &[Segment]) -> Vec<SegPath> {
         .collect()
 }
 
-/// Whether the containers below `base` hold every segment of a file of
-/// `size` bytes (the lengths add up to it, each container is there, inside
-/// `base`, and long enough); the reason when not. Reads no data: a fetch
-/// checks the CRC32 as it reads.
-pub(crate) fn check_segments(base: &Path, segs: &[Segment], size: u64) -> Result<(), String> {
+/// Why the containers below `base` do not hold every segment of a file of
+/// `size` bytes (the lengths must add up to it, each container be there,
+/// inside `base`, and long enough); `None` when they do. Reads no data: a
+/// fetch checks the CRC32 as it reads.
+pub(crate) fn segments_problem(base: &Path, segs: &[Segment], size: u64) -> Option<String> {
     let total = segs
         .iter()
         .try_fold(0u64, |t, s| t.checked_add(s.length_bytes));
     if total != Some(size) {
-        return Err(format!(
+        return Some(format!(
             "its segments hold {} bytes, the file has {size}",
             total.map_or_else(|| "more than 2^64".to_owned(), |t| t.to_string())
         ));
     }
     for s in segs.iter().filter(|s| s.length_bytes > 0) {
         if !crate::records::rank2file::safe_relative(&s.file) {
-            return Err(format!(
+            return Some(format!(
                 "container {:?}: not a path inside the directory",
                 s.file
             ));
         }
         let end = s.offset_bytes.saturating_add(s.length_bytes);
         match fs::metadata(base.join(&s.file)) {
-            Err(e) => return Err(format!("container {}: {e}", s.file)),
-            Ok(md) if !md.is_file() => return Err(format!("container {}: not a file", s.file)),
+            Err(e) => return Some(format!("container {}: {e}", s.file)),
+            Ok(md) if !md.is_file() => return Some(format!("container {}: not a file", s.file)),
             Ok(md) if md.len() < end => {
-                return Err(format!(
+                return Some(format!(
                     "container {} has {} bytes, a segment ends at {end}",
                     s.file,
                     md.len()
@@ -244,7 +244,7 @@ pub(crate) fn check_segments(base: &Path, segs: &[Segment], size: u64) -> Result
             Ok(_) => {}
         }
     }
-    Ok(())
+    None
 }
 
 /// Which way a copy goes through containers.

@@ -347,7 +347,7 @@ pub fn write_dataset_metadata(
     complete: bool,
 ) -> Result<Summary, crate::records::RecordError> {
     let meta_dir = pl.meta_dir(prefix);
-    crate::storage::durable::create_dir_all(&meta_dir).map_err(|source| {
+    crate::durable::create_dir_all(&meta_dir).map_err(|source| {
         crate::kvtree::file::KvFileError::Io {
             path: meta_dir.clone(),
             op: "create directory",

@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::cache::Job;
 use crate::clock::{SharedClock, Tick};
 use crate::comm::Comm;
+use crate::durable;
 use crate::error::io_err;
 use crate::error::ScrResult;
 use crate::records::attrs::FileAttrs;
@@ -24,7 +25,6 @@ use crate::records::index::index_path;
 use crate::records::{Index, Record};
 use crate::storage::attrs as storage_attrs;
 use crate::storage::beneath;
-use crate::storage::durable;
 
 pub mod bypass;
 pub mod container;

@@ -278,7 +278,7 @@ impl Rank2File {
             SplitStyle::Legacy => dir.join(".scr"),
             SplitStyle::Scr31 { .. } => dir.to_path_buf(),
         };
-        crate::storage::durable::create_dir_all(&parts_dir).map_err(|source| KvFileError::Io {
+        crate::durable::create_dir_all(&parts_dir).map_err(|source| KvFileError::Io {
             path: parts_dir.clone(),
             op: "create directory",
             source,

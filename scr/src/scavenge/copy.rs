@@ -345,7 +345,7 @@ impl Copier<'_> {
             .filter(|(_, m)| m.is_complete())
             .map(|(k, _)| base.join(k))
             .collect();
-        crate::storage::durable::sync_parents(copied.iter().map(PathBuf::as_path))
+        crate::durable::sync_parents(copied.iter().map(PathBuf::as_path))
             .map_err(|(d, e)| io_err(&d, "fsync directory")(e))?;
         let path = self
             .pl

@@ -420,10 +420,10 @@ fn scan(dset_dir: &Path, meta_rel: &str) -> ScavengeResult<Scan> {
             } else {
                 match meta.size_bytes {
                     None => Some(format!("{key}: no size recorded")),
-                    Some(sz) => match container::check_segments(dset_dir, &segments, sz) {
-                        Err(w) => Some(format!("{key}: {w}")),
-                        Ok(()) if !meta.is_complete() => Some(format!("{key}: marked incomplete")),
-                        Ok(()) => None,
+                    Some(sz) => match container::segments_problem(dset_dir, &segments, sz) {
+                        Some(w) => Some(format!("{key}: {w}")),
+                        None if !meta.is_complete() => Some(format!("{key}: marked incomplete")),
+                        None => None,
                     },
                 }
             };

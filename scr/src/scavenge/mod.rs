@@ -75,5 +75,5 @@ impl Progress for NoProgress {
 
 /// Create `dir` and its parents.
 pub(crate) fn create_dirs(dir: &Path) -> ScavengeResult<()> {
-    crate::storage::durable::create_dir_all(dir).map_err(io_err(dir, "create directory"))
+    crate::durable::create_dir_all(dir).map_err(io_err(dir, "create directory"))
 }

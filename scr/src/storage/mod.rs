@@ -5,7 +5,6 @@ pub mod attrs;
 pub mod beneath;
 pub mod crc_writer;
 pub mod dirs;
-pub mod durable;
 pub mod mapped;
 pub mod node;
 pub mod path;

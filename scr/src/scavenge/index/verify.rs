@@ -73,7 +73,8 @@ pub(super) fn check_files(prefix: &Path, t: &Target, summary: &Summary) -> Vec<S
             let size = e
                 .size_bytes
                 .unwrap_or_else(|| e.segments.iter().map(|s| s.length_bytes).sum());
-            if let Err(why) = container::check_segments(&pl.key_base(prefix), &e.segments, size) {
+            if let Some(why) = container::segments_problem(&pl.key_base(prefix), &e.segments, size)
+            {
                 note(format!("rank {rank}: {rel}: {why}"));
             }
         }
