@@ -131,22 +131,6 @@ impl Store for SqliteStore {
             .map_err(sql_err(&self.path, what))
     }
 
-    fn query(
-        &mut self,
-        sql: &str,
-        params: &[Value],
-        cols: &[Col],
-        what: &'static str,
-    ) -> Result<Vec<Vec<Value>>, DbError> {
-        let sql = Dialect::Sqlite.render(sql);
-        let mut stmt = self.conn.prepare(&sql).map_err(sql_err(&self.path, what))?;
-        let rows = stmt
-            .query_map(params_from_iter(params), |r| read(r, cols))
-            .map_err(sql_err(&self.path, what))?;
-        rows.collect::<rusqlite::Result<_>>()
-            .map_err(sql_err(&self.path, what))
-    }
-
     fn query_each(
         &mut self,
         sql: &str,

@@ -338,26 +338,6 @@ impl Store for PgStore {
             .map_err(self.settings.err(what))
     }
 
-    fn query(
-        &mut self,
-        sql: &str,
-        params: &[Value],
-        cols: &[Col],
-        what: &'static str,
-    ) -> Result<Vec<Vec<Value>>, DbError> {
-        let sql = Dialect::Postgres.render(sql);
-        let params = boxed(params);
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref()).collect();
-        let rows = self
-            .client
-            .query(sql.as_str(), &refs)
-            .map_err(self.settings.err(what))?;
-        rows.iter()
-            .map(|r| read(r, cols))
-            .collect::<Result<_, _>>()
-            .map_err(self.settings.err(what))
-    }
-
     /// The rows as the server sends them (`query_raw`): one row in memory
     /// at a time, however many the table holds.
     fn query_each(

@@ -350,17 +350,9 @@ pub trait Store: Send + std::fmt::Debug {
     fn batch(&mut self, sql: &str, what: &'static str) -> Result<(), DbError>;
     /// Run one statement with `params` (`?1` is `params[0]`).
     fn execute(&mut self, sql: &str, params: &[Value], what: &'static str) -> Result<(), DbError>;
-    /// Run one query; each row's columns read as `cols` say.
-    fn query(
-        &mut self,
-        sql: &str,
-        params: &[Value],
-        cols: &[Col],
-        what: &'static str,
-    ) -> Result<Vec<Vec<Value>>, DbError>;
-    /// [`Store::query`] handing each row to `each` as it is read, so the
-    /// rows need not all be in memory at once; the first error `each`
-    /// returns ends the query. This default reads them all first.
+    /// Run one query; each row's columns read as `cols` say, handed to
+    /// `each` as it is read, so the rows need not all be in memory at
+    /// once; the first error `each` returns ends the query.
     fn query_each(
         &mut self,
         sql: &str,
@@ -368,11 +360,21 @@ pub trait Store: Send + std::fmt::Debug {
         cols: &[Col],
         what: &'static str,
         each: &mut dyn FnMut(Vec<Value>) -> Result<(), DbError>,
-    ) -> Result<(), DbError> {
-        for row in self.query(sql, params, cols, what)? {
-            each(row)?;
-        }
-        Ok(())
+    ) -> Result<(), DbError>;
+    /// [`Store::query_each`], every row collected.
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        cols: &[Col],
+        what: &'static str,
+    ) -> Result<Vec<Vec<Value>>, DbError> {
+        let mut out = Vec::new();
+        self.query_each(sql, params, cols, what, &mut |r| {
+            out.push(r);
+            Ok(())
+        })?;
+        Ok(out)
     }
 }
 
