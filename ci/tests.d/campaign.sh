@@ -20,7 +20,8 @@ target/debug/scr-harness campaign --quick --app target/fault-injection/debug/scr
 echo "quick campaign: $(( $(date +%s) - start )) s"
 # A few random draws with every checkpoint protected in the background,
 # then with flushes to the prefix (random-flush-8 of the default seed
-# crashes inside a flush, random-flush-0 inside the relaunch's fetch),
+# crashes inside a flush; in random-flush-0 a node dies inside the
+# relaunch's fetch with no spare left),
 # each judged by the oracle
 # (harness/src/random.rs; about 10 s each).
 for mode in --async --flush; do

@@ -76,10 +76,14 @@
 //! as the next Start_output settles it, after the outage began).
 //! Half the flush-mode draws also crash the relaunch while it fetches
 //! ([`Draw::fetch_crash`]): when the oracle expects `fetched:k`, a rank
-//! with files of k is killed (or exits) after its first file fetched
-//! (`fetch.file`, run 2). That launch dies before its restart is decided,
-//! the prefix is untouched, and a third launch fetches k again:
-//! `scratch, died, fetched:k` ([`with_fetch_crash`]).
+//! with files of k is killed (or exits), or a third of the time its node
+//! dies with its cache, after its first file fetched (`fetch.file`, run 2;
+//! the node is the relaunch's, as the run loop chose it). That launch dies
+//! before its restart is decided, the prefix is untouched, and a third
+//! launch fetches k again: `scratch, died, fetched:k`; when a node died
+//! and no spare is left, `scratch, died | nodes` ([`with_fetch_crash`]).
+//! Every draw with a fetch crash has the budget of three launches, planted
+//! or not (the cell's data seed counts the launches).
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -93,6 +97,7 @@ use faultsim::plan::{
 use faultsim::seed::Seeded;
 use rand::Rng;
 
+use crate::health::{DownList, DownReason};
 use crate::outcome::{Class, End, Outcome, Token};
 use crate::runloop::{Firing, LaunchRecord};
 use crate::scenario::Scenario;
@@ -207,6 +212,9 @@ pub struct FetchCrash {
     /// Which of the ranks with files of the fetched checkpoint crashes
     /// (taken modulo their count).
     pub pick: u32,
+    /// The picked rank's node dies instead, with its cache (`exit` does
+    /// not apply): the third launch needs one more spare.
+    pub node: bool,
 }
 
 /// Draw random scenario `index` of a campaign seeded `seed` in `mode` (the
@@ -284,6 +292,7 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
     let fetch_crash = (flush > 0 && r.gen_bool(0.5)).then(|| FetchCrash {
         exit: r.gen_bool(0.5),
         pick: r.gen_range(0..64),
+        node: r.gen_bool(1.0 / 3.0),
     });
     Draw {
         scheme,
@@ -376,29 +385,106 @@ fn fetch_crash_rank(d: &Draw, data: u64, mean_bytes: u64, k: u64) -> Option<u32>
     (!with.is_empty()).then(|| with[fc.pick as usize % with.len()])
 }
 
-/// The crash a scenario plants in its relaunch's fetch: the rank its
-/// run-2 fault at `fetch.file` strikes.
-fn planted_fetch_crash(sc: &Scenario) -> Option<u32> {
-    sc.faults.iter().find_map(|f| match (&f.when, f.run) {
-        (When::Point { point, rank, .. }, 2) if point == "fetch.file" => *rank,
-        _ => None,
-    })
+/// Where a relaunch's fetch crash strikes ([`planted_fetch_crash`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchStrike {
+    /// The ranks whose first fetched file fires it: the killed or exiting
+    /// rank, or every rank of the node that dies.
+    pub ranks: Vec<u32>,
+    /// A third launch finds the nodes it needs (a rank's crash leaves its
+    /// node; a node's needs a spare left after launch 1's losses).
+    pub relaunch: bool,
 }
 
-/// An outcome with the relaunch's fetch crash (planted on `rank`, if
-/// any): when the relaunch fetches k and the rank has files of k to
-/// fetch, it dies, and a third launch fetches k again. Otherwise the
-/// point is never reached and the outcome stands.
-pub fn with_fetch_crash(o: Outcome, rank: Option<u32>, data: u64, mean_bytes: u64) -> Outcome {
-    let (Some(rank), [first, second]) = (rank, o.launches.as_slice()) else {
+/// The allocation of a random scenario: job nodes, then spares.
+fn allocation(sc: &Scenario) -> Vec<String> {
+    (0..sc.nodes + sc.spares).map(|i| format!("n{i}")).collect()
+}
+
+/// The nodes launch `run`'s `kill-node` faults take, marked down.
+fn down_after(sc: &Scenario, run: u32, down: &mut DownList) {
+    for f in sc.faults.iter().filter(|f| f.run == run) {
+        if let What::KillNode { node, .. } = &f.what {
+            down.mark(
+                node,
+                DownReason::Unreachable {
+                    detail: format!("killed in launch {run}"),
+                },
+            );
+        }
+    }
+}
+
+/// The nodes of the relaunch as the run loop chooses them (the library's
+/// [`scr::runloop::choose_nodes`]: survivors keep their places, spares
+/// fill the lost ones in allocation order) and the nodes down by then;
+/// `None` when too few are left.
+fn relaunch_nodes(sc: &Scenario) -> Option<(Vec<String>, DownList)> {
+    let all = allocation(sc);
+    let mut down = DownList::new();
+    down_after(sc, 1, &mut down);
+    let first = &all[..sc.nodes];
+    scr::runloop::choose_nodes(&all, first, &down, sc.nodes, sc.nodes).map(|n| (n, down))
+}
+
+/// The crash a scenario plants in its relaunch's fetch: its run-2 fault
+/// at `fetch.file`.
+fn planted_fetch_crash(sc: &Scenario) -> Option<FetchStrike> {
+    let f = sc.faults.iter().find(|f| {
+        f.run == 2 && matches!(&f.when, When::Point { point, .. } if point == "fetch.file")
+    })?;
+    match (&f.what, &f.when) {
+        (What::KillNode { node, .. }, _) => {
+            let (nodes, mut down) = relaunch_nodes(sc)?;
+            let slot = nodes.iter().position(|n| n == node)?;
+            let rpn = sc.ranks_per_node as u32;
+            let first = slot as u32 * rpn;
+            down_after(sc, 2, &mut down);
+            let all = allocation(sc);
+            let third = scr::runloop::choose_nodes(&all, &nodes, &down, sc.nodes, sc.nodes);
+            Some(FetchStrike {
+                ranks: (first..first + rpn).collect(),
+                relaunch: third.is_some(),
+            })
+        }
+        (_, When::Point { rank: Some(r), .. }) => Some(FetchStrike {
+            ranks: vec![*r],
+            relaunch: true,
+        }),
+        _ => None,
+    }
+}
+
+/// An outcome with the relaunch's fetch crash (planted on `strike`, if
+/// any): when the relaunch fetches k and a rank struck has files of k to
+/// fetch, the launch dies, and a third launch fetches k again (or, when a
+/// node died and no spare is left, the loop ends for want of nodes).
+/// Otherwise the point is never reached and the outcome stands.
+pub fn with_fetch_crash(
+    o: Outcome,
+    strike: Option<&FetchStrike>,
+    data: u64,
+    mean_bytes: u64,
+) -> Outcome {
+    let (Some(strike), [first, second]) = (strike, o.launches.as_slice()) else {
         return o;
     };
     match second.ckpt {
-        Some(k) if second.class == Class::Fetched && files_of(data, rank, k, mean_bytes) > 0 => {
-            Outcome::of(
-                vec![first.clone(), Token::of(Class::Died), second.clone()],
-                o.end,
-            )
+        Some(k)
+            if second.class == Class::Fetched
+                && strike
+                    .ranks
+                    .iter()
+                    .any(|&r| files_of(data, r, k, mean_bytes) > 0) =>
+        {
+            if strike.relaunch {
+                Outcome::of(
+                    vec![first.clone(), Token::of(Class::Died), second.clone()],
+                    o.end,
+                )
+            } else {
+                Outcome::of(vec![first.clone(), Token::of(Class::Died)], End::Nodes)
+            }
         }
         _ => o,
     }
@@ -732,7 +818,7 @@ pub fn observed_expectation(
     let o = oracle(&d, &Hit::observed(&l.fired, &l.external, &flush_of));
     Some(with_fetch_crash(
         o,
-        planted_fetch_crash(sc),
+        planted_fetch_crash(sc).as_ref(),
         data,
         sc.mean_bytes,
     ))
@@ -779,6 +865,12 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         next_allocation: false,
         expect: BTreeMap::new(),
     };
+    // A draw with a fetch crash gets a third launch before the data seed
+    // is drawn (the seed counts every launch's checkpoints: a budget raised
+    // later would give the cell other files than those planned here).
+    if d.fetch_crash.is_some() {
+        sc.launches = 3;
+    }
     // The cell's data plan says which ranks write files to damage, and
     // how many files a flush copies.
     let data = data_of(seed, &sc, d.scheme);
@@ -887,28 +979,45 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         .filter(|t| t.class == Class::Fetched)
         .and_then(|t| t.ckpt);
     if let Some(rank) = fetched.and_then(|k| fetch_crash_rank(&d, data, sc.mean_bytes, k)) {
-        let exit = d.fetch_crash.is_some_and(|f| f.exit);
+        let fc = d
+            .fetch_crash
+            .expect("a fetch crash rank comes from the draw's crash");
+        // The relaunch fetches, so it found its nodes.
+        let relaunch = relaunch_nodes(&sc).map(|(nodes, _)| nodes);
+        let (what, words) = match (fc.node, relaunch) {
+            (true, Some(nodes)) => {
+                let node = nodes[rank as usize / d.ranks_per_node].clone();
+                let words = format!("node {node} (rank {rank}'s) dies");
+                let then = NodeAftermath::RemoveDirs;
+                (What::KillNode { node, then }, words)
+            }
+            (false, _) if fc.exit => (
+                What::ExitRank { rank, code: 42 },
+                format!("rank {rank} exits"),
+            ),
+            _ => (What::KillRank { rank }, format!("rank {rank} is killed")),
+        };
+        // A node's death fires on its first rank to fetch a file.
+        let on = (!matches!(what, What::KillNode { .. })).then_some(rank);
         sc.faults.push(Fault {
-            what: if exit {
-                What::ExitRank { rank, code: 42 }
-            } else {
-                What::KillRank { rank }
-            },
+            what,
             when: When::Point {
                 point: "fetch.file".into(),
                 hit: 1,
                 repeat: false,
-                rank: Some(rank),
+                rank: on,
             },
             run: 2,
         });
-        sc.launches = 3;
-        sc.about.push_str(&format!(
-            "; in the relaunch rank {rank} {} while fetching",
-            if exit { "exits" } else { "is killed" }
-        ));
+        sc.about
+            .push_str(&format!("; in the relaunch {words} while fetching"));
     }
-    let expect = with_fetch_crash(expect, planted_fetch_crash(&sc), data, sc.mean_bytes);
+    let expect = with_fetch_crash(
+        expect,
+        planted_fetch_crash(&sc).as_ref(),
+        data,
+        sc.mean_bytes,
+    );
     sc.expect.insert(d.scheme.as_str().to_string(), expect);
     sc
 }
@@ -1428,36 +1537,64 @@ mod tests {
             encode_async: false,
             flush: true,
         };
-        let mut planted = 0;
-        for i in 0..200 {
+        let (mut ranks, mut nodes, mut short) = (0, 0, 0);
+        for i in 0..700 {
             let (sc, _) = checked_beside_sync(i, flush);
             let d = draw(7, i, flush);
-            let Some(rank) = planted_fetch_crash(&sc) else {
-                assert_eq!(sc.launches, 2, "random-flush-{i}");
+            // The budget comes with the draw, planted or not.
+            let budget = 2 + u32::from(d.fetch_crash.is_some());
+            assert_eq!(sc.launches, budget, "random-flush-{i}");
+            let Some(strike) = planted_fetch_crash(&sc) else {
                 continue;
             };
-            planted += 1;
-            assert!(d.fetch_crash.is_some(), "random-flush-{i}");
-            assert_eq!(sc.launches, 3, "random-flush-{i}");
+            let fc = d.fetch_crash.expect("planted from the draw");
             let want = sc.expected(d.scheme).unwrap();
-            let [first, died, fetched] = want.launches.as_slice() else {
-                panic!("random-flush-{i}: {want}");
-            };
+            let (first, died) = (&want.launches[0], &want.launches[1]);
             assert_eq!((first.class, died.class), (Class::Scratch, Class::Died));
-            assert_eq!(fetched.class, Class::Fetched, "random-flush-{i}");
-            // The rank has files of the checkpoint fetched: it reaches the
-            // point after its first.
-            let data = data_of(7, &sc, d.scheme);
-            assert!(files_of(data, rank, fetched.ckpt.unwrap(), MEAN_BYTES) > 0);
             let f = sc.faults.last().unwrap();
             assert_eq!(f.run, 2);
-            assert!(matches!(
-                (&f.what, d.fetch_crash.unwrap().exit),
-                (What::ExitRank { rank: r, code: 42 }, true) | (What::KillRank { rank: r }, false)
-                    if *r == rank
-            ));
+            let data = data_of(7, &sc, d.scheme);
+            // The fetched checkpoint, from the expectation without the crash.
+            let k = oracle(&d, &Hit::planned(&d, data, sc.mean_bytes)).launches[1]
+                .ckpt
+                .unwrap();
+            // Some rank struck has files of it: it reaches the point.
+            assert!(strike
+                .ranks
+                .iter()
+                .any(|&r| files_of(data, r, k, MEAN_BYTES) > 0));
+            match (&f.what, &f.when) {
+                (What::KillNode { node, .. }, When::Point { rank: None, .. }) => {
+                    assert!(fc.node, "random-flush-{i}");
+                    nodes += 1;
+                    // The node is one of the relaunch's, holding the ranks struck.
+                    let (relaunch, _) = relaunch_nodes(&sc).unwrap();
+                    let slot = strike.ranks[0] as usize / d.ranks_per_node;
+                    assert_eq!(&relaunch[slot], node, "random-flush-{i}");
+                    if strike.relaunch {
+                        assert_eq!(*want, o(&format!("scratch, died, fetched:{k}")));
+                    } else {
+                        short += 1;
+                        assert_eq!(*want, o("scratch, died | nodes"), "random-flush-{i}");
+                    }
+                }
+                (What::ExitRank { rank, code: 42 }, When::Point { rank: Some(on), .. })
+                | (What::KillRank { rank }, When::Point { rank: Some(on), .. }) => {
+                    assert!(!fc.node || relaunch_nodes(&sc).is_none());
+                    assert_eq!(fc.exit, matches!(f.what, What::ExitRank { .. }));
+                    assert_eq!((rank, &strike.ranks), (on, &vec![*on]));
+                    assert!(strike.relaunch);
+                    assert_eq!(*want, o(&format!("scratch, died, fetched:{k}")));
+                    ranks += 1;
+                }
+                other => panic!("random-flush-{i}: {other:?}"),
+            }
         }
-        assert!(planted > 0, "no relaunch crashes in its fetch in 200 draws");
+        assert!(ranks > 0 && nodes > 0, "ranks {ranks}, nodes {nodes}");
+        assert!(
+            short > 0,
+            "no node death in a fetch without a spare left: {ranks} {nodes}"
+        );
         assert!((0..200).all(|i| draw(7, i, Mode::SYNC).fetch_crash.is_none()));
     }
 
@@ -1467,22 +1604,39 @@ mod tests {
         let (with, without) = {
             let has = |r: u32| files_of(data, r, 3, MEAN_BYTES) > 0;
             let with = (0..64).find(|&r| has(r)).unwrap();
-            let without = (0..64).find(|&r| !has(r)).unwrap();
+            let without = (0..64).filter(|&r| !has(r)).take(2).collect::<Vec<_>>();
             (with, without)
         };
-        let crashed = |s: &str, rank| with_fetch_crash(o(s), rank, data, MEAN_BYTES);
+        let strike = |ranks: Vec<u32>, relaunch| FetchStrike { ranks, relaunch };
+        let crashed = |s: &str, st: Option<FetchStrike>| {
+            with_fetch_crash(o(s), st.as_ref(), data, MEAN_BYTES)
+        };
         assert_eq!(
-            crashed("scratch, fetched:3", Some(with)),
+            crashed("scratch, fetched:3", Some(strike(vec![with], true))),
             o("scratch, died, fetched:3")
         );
-        // A rank with nothing of ckpt.3 to fetch never reaches the point.
+        // A rank with nothing of ckpt.3 to fetch never reaches the point,
+        // nor does a node whose ranks have nothing.
+        for none in [vec![without[0]], without.clone()] {
+            assert_eq!(
+                crashed("scratch, fetched:3", Some(strike(none, false))),
+                o("scratch, fetched:3")
+            );
+        }
+        // A node with one rank that fetches dies; without a spare left the
+        // loop ends there.
+        let node = vec![without[0], with];
         assert_eq!(
-            crashed("scratch, fetched:3", Some(without)),
-            o("scratch, fetched:3")
+            crashed("scratch, fetched:3", Some(strike(node.clone(), true))),
+            o("scratch, died, fetched:3")
+        );
+        assert_eq!(
+            crashed("scratch, fetched:3", Some(strike(node, false))),
+            o("scratch, died | nodes")
         );
         // No fetch in the relaunch, or no crash planted: as it was.
         for s in ["scratch, cache:3", "scratch, rebuilt:2", "scratch, loss"] {
-            assert_eq!(crashed(s, Some(with)), o(s));
+            assert_eq!(crashed(s, Some(strike(vec![with], true))), o(s));
         }
         assert_eq!(crashed("scratch, fetched:3", None), o("scratch, fetched:3"));
     }
