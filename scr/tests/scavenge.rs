@@ -456,11 +456,10 @@ fn a_summary_rebuilt_after_packing_finds_the_containers() {
     );
 }
 
-/// The in-prefix rebuild reads plain files: a packed dataset that lost a
-/// member's rank filemap says why it cannot be rebuilt.
-#[test]
-fn a_packed_dataset_that_loses_a_rank_is_not_rebuilt_from_plain_paths() {
-    let cl = Cluster::new(29, Route::UserDir);
+/// A packed XOR dataset in the prefix that lost a member's rank filemap;
+/// returns the cluster and the dataset's metadata directory.
+fn packed_xor_losing_rank_1(seed: u64) -> (Cluster, PathBuf) {
+    let cl = Cluster::new(seed, Route::UserDir);
     cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 2);
     let r = cl.postrun_with(&[], None, Some(5000));
     let d = &r.datasets[0];
@@ -469,14 +468,80 @@ fn a_packed_dataset_that_loses_a_rank_is_not_rebuilt_from_plain_paths() {
     fs::remove_file(meta_dir.join("summary.scr")).unwrap();
     fs::remove_file(meta_dir.join("1.scrfilemap")).unwrap();
     index::drop_name(&cl.prefix, "ckpt.2").unwrap();
+    (cl, meta_dir)
+}
+
+/// No directory of survivors' files read out of their containers is left.
+fn assert_nothing_unpacked_left(meta_dir: &std::path::Path) {
+    let left: Vec<_> = fs::read_dir(meta_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("unpacked.") || n.starts_with("rebuild."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// `scr index` rebuilds a lost member of a packed dataset: its survivors'
+/// files are read out of the containers (checked on the way), the lost
+/// rank's files are written plain, and a restart fetches every byte.
+#[test]
+fn a_packed_dataset_that_loses_a_rank_is_rebuilt_from_the_containers() {
+    let (cl, meta_dir) = packed_xor_losing_rank_1(29);
     let a = index::add_dir(&cl.prefix, "2").unwrap();
-    assert!(!a.complete && a.missing == vec![1], "{a:#?}");
     assert!(
-        a.problems
-            .iter()
-            .any(|p| p.contains("packed in containers")),
+        a.complete && a.missing_before == vec![1] && a.rebuilt == vec![1],
         "{a:#?}"
     );
+    assert_nothing_unpacked_left(&meta_dir);
+    // The survivors stay packed; the rebuilt rank names no segments.
+    let rfm = |r: i64| {
+        scr::records::RankFilemap::read_file(meta_dir.join(format!("{r}.scrfilemap"))).unwrap()
+    };
+    assert!(rfm(1).segments.is_empty(), "{:?}", rfm(1));
+    for r in (0..RANKS as i64).filter(|&r| r != 1) {
+        let m = rfm(r);
+        let app = m.files.keys().filter(|k| !k.starts_with(".scr/")).count();
+        assert_eq!(m.segments.len(), app, "rank {r}: {m:?}");
+    }
+    index::set_current(&cl.prefix, "ckpt.2").unwrap();
+    assert_fetched(&cl, 2);
+}
+
+/// A survivor whose bytes in a container were damaged fails the rebuild
+/// with the file named, rather than giving the lost rank wrong bytes.
+#[test]
+fn a_packed_survivor_damaged_in_its_container_fails_the_rebuild() {
+    let (cl, meta_dir) = packed_xor_losing_rank_1(31);
+    // Flip one byte of every survivor's first packed file, inside its
+    // container (whichever of them share rank 1's set).
+    let mut damaged = Vec::new();
+    for r in (0..RANKS).filter(|&r| r != 1) {
+        let rfm =
+            scr::records::RankFilemap::read_file(meta_dir.join(format!("{r}.scrfilemap"))).unwrap();
+        let Some((key, segs)) = rfm.segments.iter().next() else {
+            continue;
+        };
+        let seg = segs.iter().find(|s| s.length_bytes > 0).unwrap();
+        let ctr = meta_dir.join(std::path::Path::new(&seg.file).file_name().unwrap());
+        let mut bytes = fs::read(&ctr).unwrap();
+        bytes[seg.offset_bytes as usize] ^= 0x40;
+        fs::write(&ctr, &bytes).unwrap();
+        damaged.push((r, key.clone()));
+    }
+    let a = index::add_dir(&cl.prefix, "2").unwrap();
+    assert!(
+        !a.complete && a.rebuilt.is_empty() && a.missing == vec![1],
+        "{a:#?}"
+    );
+    assert!(
+        a.problems.iter().any(|p| p.contains("CRC")
+            && damaged
+                .iter()
+                .any(|(r, k)| p.contains(&format!("rank {r}: {k}")))),
+        "{a:#?}"
+    );
+    assert_nothing_unpacked_left(&meta_dir);
+    assert!(!meta_dir.join("1.scrfilemap").exists());
 }
 
 #[test]

@@ -334,15 +334,6 @@ pub enum RebuildProblem {
         /// The directory it should be in.
         routed_dir: PathBuf,
     },
-    /// A survivor's files were packed into containers after the scavenge;
-    /// the in-prefix rebuild reads plain files only.
-    #[error("set {set}: rank {rank}'s files are packed in containers, which the rebuild in the prefix does not read")]
-    Packed {
-        /// The set id.
-        set: i64,
-        /// The survivor's world rank.
-        rank: i64,
-    },
     /// A missing rank belongs to no XOR/RS set in the directory.
     #[error("rank {rank}: no XOR/RS set in the directory holds parity for it")]
     NoParity {
@@ -395,6 +386,19 @@ pub enum RebuildError {
         set: i64,
         /// Why.
         source: ApplyError,
+    },
+    /// A survivor's file packed in containers could not be read out of
+    /// them whole, with its recorded size and CRC32.
+    #[error("set {set}: rank {rank}: {file} in its containers: {source}")]
+    Unpack {
+        /// The set id.
+        set: i64,
+        /// The survivor's world rank.
+        rank: i64,
+        /// The file (its key in the rank filemap).
+        file: String,
+        /// Why.
+        source: crate::error::CopyError,
     },
     /// A rebuilt file maps outside the dataset's routed directory.
     #[error("rank {rank}: rebuilt file {} was routed outside {}", file.display(), routed_dir.display())]

@@ -1,14 +1,23 @@
 //! Step 3 of `scr index --add`: plan and run the in-process rebuild of
 //! every XOR/RS set of a dataset directory that lost members (see the
 //! parent module), writing the lost members' files and rank filemaps.
+//!
+//! A survivor whose files `scr postrun` packed into containers
+//! (SCR_USE_CONTAINERS) has them read out of their segments first, into
+//! `.scr/unpacked.<rank>/` beside the rebuild, each checked against its
+//! recorded size and CRC32 on the way; the rebuild reads those, and they
+//! are removed when the set is done, rebuilt or not. A rebuilt member's
+//! files are written plain (its rank filemap names no segments), beside
+//! the containers that still hold the survivors'.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::Scan;
 use crate::comm::thread::{ThreadComm, ThreadConfig};
 use crate::kvtree::file as kvfile;
+use crate::prefix::container::{self, Packing, SegPath};
 use crate::prefix::layout::Placement;
 use crate::records::dataset::Dataset;
 use crate::records::meta::Meta;
@@ -50,6 +59,28 @@ pub(super) struct SetJob {
     lost: Vec<MemberLoss>,
     /// Survivors' files (None for lost members).
     inputs: Vec<Option<(MemberFiles, Vec<FileEntry>)>>,
+    /// Survivors' files packed in containers, read out before the rebuild
+    /// to the paths its inputs name.
+    unpack: Vec<Unpack>,
+}
+
+/// A survivor's file to read out of its containers.
+struct Unpack {
+    /// The survivor's world rank.
+    rank: i64,
+    /// Its key in the rank filemap.
+    key: String,
+    /// Its segments, resolved below the dataset's base.
+    segments: Vec<SegPath>,
+    /// Where the rebuild reads it.
+    to: PathBuf,
+    size: Option<u64>,
+    crc: Option<u32>,
+}
+
+/// The directory a survivor's packed files are read out to.
+fn unpacked_dir(meta_dir: &Path, rank: i64) -> PathBuf {
+    meta_dir.join(format!("unpacked.{rank}"))
 }
 
 /// Step 3: plan the rebuild of every set with lost members; `Err` lists
@@ -118,6 +149,7 @@ pub(super) fn plan_rebuild(
             continue;
         }
         let mut inputs = Vec::with_capacity(n);
+        let mut unpack = Vec::new();
         let mut bad = None;
         for (g, gone) in lost.iter().enumerate() {
             if gone.any() {
@@ -125,17 +157,6 @@ pub(super) fn plan_rebuild(
                 continue;
             }
             let m = &set.members[&(g as u64)];
-            let packed = s
-                .rank
-                .get(&m.world_rank)
-                .is_some_and(|rs| rs.files.values().any(|(_, e)| !e.segments.is_empty()));
-            if packed {
-                bad = Some(RebuildProblem::Packed {
-                    set: gid,
-                    rank: m.world_rank,
-                });
-                break;
-            }
             let path = dset_dir.join(&m.key);
             let (h, _) = match read_parity_header(&path) {
                 Ok(h) => h,
@@ -147,10 +168,34 @@ pub(super) fn plan_rebuild(
             let mut files = Vec::new();
             for meta in &h.current.files {
                 match pl.rel_of(prefix, meta) {
-                    Some(rel) => files.push(FileEntry {
-                        path: dset_dir.join(rel),
-                        meta: meta.clone(),
-                    }),
+                    Some(rel) => {
+                        let segments = s
+                            .rank
+                            .get(&m.world_rank)
+                            .and_then(|rs| rs.files.get(&rel))
+                            .map(|(_, e)| e.segments.as_slice())
+                            .filter(|segs| !segs.is_empty());
+                        let path = match segments {
+                            Some(segs) => {
+                                let to = unpacked_dir(&dset_dir.join(pl.meta_rel()), m.world_rank)
+                                    .join(&rel);
+                                unpack.push(Unpack {
+                                    rank: m.world_rank,
+                                    key: rel,
+                                    segments: container::resolve(&pl.key_base(prefix), segs),
+                                    to: to.clone(),
+                                    size: meta.size_bytes,
+                                    crc: meta.crc32,
+                                });
+                                to
+                            }
+                            None => dset_dir.join(rel),
+                        };
+                        files.push(FileEntry {
+                            path,
+                            meta: meta.clone(),
+                        });
+                    }
                     None => {
                         bad = Some(RebuildProblem::RoutedOutside {
                             set: gid,
@@ -178,6 +223,7 @@ pub(super) fn plan_rebuild(
             header,
             lost,
             inputs,
+            unpack,
         });
     }
     for r in missing {
@@ -203,6 +249,8 @@ pub(super) fn run_set(
 ) -> Result<Vec<i64>, RebuildError> {
     let n = job.lost.len();
     let meta_dir = dset_dir.join(pl.meta_rel());
+    // Removed when the set is done, whatever the outcome.
+    let _unpacked = Unpacked::read_out(job, &meta_dir, prefix)?;
     let tmp = |g: usize| meta_dir.join(format!("rebuild.{}", job.header.group_world_ranks[g]));
     for g in (0..n).filter(|&g| job.lost[g].any()) {
         let t = tmp(g);
@@ -278,6 +326,67 @@ pub(super) fn run_set(
     Ok(rebuilt)
 }
 
+/// The survivors' packed files of a set, read out of their containers;
+/// their directories go when this is dropped.
+struct Unpacked {
+    dirs: BTreeSet<PathBuf>,
+}
+
+impl Unpacked {
+    /// Read out every packed survivor file of `job`, checked against its
+    /// recorded size and CRC32.
+    fn read_out(job: &SetJob, meta_dir: &Path, prefix: &Path) -> Result<Unpacked, RebuildError> {
+        let out = Unpacked {
+            dirs: job
+                .unpack
+                .iter()
+                .map(|u| unpacked_dir(meta_dir, u.rank))
+                .collect(),
+        };
+        for d in &out.dirs {
+            let _ = fs::remove_dir_all(d);
+        }
+        let mut buf = Vec::new();
+        for u in &job.unpack {
+            let item = crate::prefix::CopyItem {
+                src: u
+                    .segments
+                    .first()
+                    .map(|s| s.path.clone())
+                    .unwrap_or_default(),
+                dst: u.to.clone(),
+                rel: u.key.clone(),
+                size: u.size,
+                crc: u.crc,
+                attrs: None,
+                packing: Some(Packing::From(u.segments.clone())),
+                within: Some(prefix.to_path_buf()),
+            };
+            let checks = crate::prefix::CopyChecks {
+                crc: true,
+                ..Default::default()
+            };
+            if let Err(source) = crate::prefix::copy_file(&item, checks, None, None, &mut buf) {
+                return Err(RebuildError::Unpack {
+                    set: job.group_id,
+                    rank: u.rank,
+                    file: u.key.clone(),
+                    source,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Drop for Unpacked {
+    fn drop(&mut self) {
+        for d in &self.dirs {
+            let _ = fs::remove_dir_all(d);
+        }
+    }
+}
+
 /// Move a rebuilt member's files to their places and write its rank filemap.
 fn place_rebuilt(
     rank: i64,
@@ -336,7 +445,7 @@ fn place_rebuilt(
     for (from, to) in &moves {
         crate::storage::beneath::check(prefix, to)?;
         if let Some(p) = to.parent() {
-            fs::create_dir_all(p).map_err(|source| RebuildError::Io {
+            crate::durable::create_dir_all(p).map_err(|source| RebuildError::Io {
                 path: p.to_path_buf(),
                 op: "create directory",
                 source,
@@ -348,6 +457,14 @@ fn place_rebuilt(
             source,
         })?;
     }
+    // The files' names are durable before the rank filemap names them.
+    crate::durable::sync_parents(moves.iter().map(|(_, to)| to.as_path())).map_err(
+        |(path, source)| RebuildError::Io {
+            path,
+            op: "fsync directory",
+            source,
+        },
+    )?;
     let rfm = RankFilemap {
         rank,
         dataset: dataset.clone(),
