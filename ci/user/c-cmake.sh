@@ -2,7 +2,8 @@
 # A C application built with CMake's find_package(SCR) against the installed
 # tree (examples/c-cmake), checkpointing with XOR on four simulated nodes;
 # one node is lost and the next launch restarts from the cache, checking
-# every byte. The contract of a part: ci/tests.d/user-install.sh.
+# every byte; then the same with SCR::scr_static (libscr.a). The contract
+# of a part: ci/tests.d/user-install.sh.
 set -uo pipefail
 . "$REPO/ci/user/lib.bash"
 export SCR_COPY_TYPE=XOR
@@ -31,4 +32,14 @@ lose_node run 2
 check "launch 2: restart from step 3 after losing n2, every byte checked" \
   nodes_run run "$build/heat" 5 --expect-restart 3
 check "node n2's files were rebuilt in its cache" holds_files run 2
+
+# SCR::scr_static: the same program with libscr.a, which it does not need
+# at run time; the same loss and restart.
+check "heat_static links libscr.a (no libscr.so needed)" \
+  bash -c "test -x '$build/heat_static' && ! readelf -d '$build/heat_static' | grep -q 'libscr.so'"
+check "static launch 1: steps 1..3, XOR over 4 nodes" nodes_run static "$build/heat_static" 3
+lose_node static 1
+check "static launch 2: restart from step 3 after losing n1, every byte checked" \
+  nodes_run static "$build/heat_static" 5 --expect-restart 3
+check "node n1's files were rebuilt in its cache" holds_files static 1
 finish

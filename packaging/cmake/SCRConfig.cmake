@@ -2,12 +2,14 @@
 # PREFIX/lib/cmake/SCR/SCRConfig.cmake; docs/guide/install.md).
 #
 #   find_package(SCR 3.1 REQUIRED)        # CMAKE_PREFIX_PATH=PREFIX or SCR_DIR=PREFIX/lib/cmake/SCR
-#   target_link_libraries(app PRIVATE SCR::scr)
+#   target_link_libraries(app PRIVATE SCR::scr)          # or SCR::scr_static
 #
 # SCR::scr is the shared library PREFIX/lib/libscr.so with scr.h and scrf.h
 # on its include path; it brings MPI's C target (MPI::MPI_C) along, since
-# scr.h includes mpi.h. Sets SCR_FOUND, SCR_VERSION, SCR_INCLUDE_DIRS and
-# SCR_LIBRARIES for projects that do not use targets.
+# scr.h includes mpi.h. SCR::scr_static is PREFIX/lib/libscr.a with the
+# same headers, MPI and the system libraries the Rust runtime inside it
+# needs (defined when libscr.a is installed). Sets SCR_FOUND, SCR_VERSION,
+# SCR_INCLUDE_DIRS and SCR_LIBRARIES for projects that do not use targets.
 
 include(CMakeFindDependencyMacro)
 find_dependency(MPI COMPONENTS C)
@@ -31,6 +33,17 @@ if(NOT TARGET SCR::scr)
     IMPORTED_NO_SONAME TRUE
     INTERFACE_INCLUDE_DIRECTORIES "${_scr_prefix}/include"
     INTERFACE_LINK_LIBRARIES MPI::MPI_C)
+endif()
+
+if(NOT TARGET SCR::scr_static AND EXISTS "${_scr_prefix}/lib/libscr.a")
+  add_library(SCR::scr_static STATIC IMPORTED)
+  # The system libraries are those rustc names for the staticlib
+  # (`--print native-static-libs`).
+  set_target_properties(SCR::scr_static PROPERTIES
+    IMPORTED_LOCATION "${_scr_prefix}/lib/libscr.a"
+    IMPORTED_LINK_INTERFACE_LANGUAGES C
+    INTERFACE_INCLUDE_DIRECTORIES "${_scr_prefix}/include"
+    INTERFACE_LINK_LIBRARIES "MPI::MPI_C;gcc_s;util;rt;pthread;dl;m")
 endif()
 
 set(SCR_INCLUDE_DIRS "${_scr_prefix}/include")
