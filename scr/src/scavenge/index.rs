@@ -682,6 +682,16 @@ pub fn add_dir(prefix: &Path, dir: &str) -> ScavengeResult<AddReport> {
 
 /// [`add_dir`] of a parsed target.
 pub fn add_target(prefix: &Path, t: &Target) -> ScavengeResult<AddReport> {
+    add_target_as(prefix, t, false)
+}
+
+/// [`add_target`]; with `current`, a dataset that comes out complete is
+/// also made CURRENT in the same index write (`scr postrun` for a
+/// checkpoint: with two writes, a kill between them left the newer
+/// checkpoint COMPLETE but not CURRENT, and the next allocation restarted
+/// from the older one CURRENT still named). A directory already indexed
+/// complete is left alone, CURRENT too (`AddReport::already_indexed`).
+pub fn add_target_as(prefix: &Path, t: &Target, current: bool) -> ScavengeResult<AddReport> {
     let idx = read_index(prefix)?;
     if idx.layout() != t.layout() && idx.entries().next().is_some() {
         return Err(ScavengeError::LayoutMismatch {
@@ -732,6 +742,9 @@ pub fn add_target(prefix: &Path, t: &Target) -> ScavengeResult<AddReport> {
         }
         idx.set_dataset(ds.id, &key, ds.clone(), complete);
         idx.mark_flushed(ds.id, &key, when);
+        if current && complete {
+            idx.set_current(&key);
+        }
     })?;
     Ok(b.report)
 }

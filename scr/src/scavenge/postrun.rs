@@ -505,7 +505,7 @@ fn scavenge_one(
     }
     let target = index::Target::of(&opts.prefix, &pl);
     let add = || match &target {
-        Ok(t) => index::add_target(&opts.prefix, t),
+        Ok(t) => index::add_target_as(&opts.prefix, t, checkpoint),
         Err(e) => Err(ScavengeError::NotBelowPrefix {
             dir: format!("{}: {e}", pl.dir),
         }),
@@ -555,7 +555,11 @@ fn scavenge_one(
         _ => pl.dir.clone(),
     };
     if d.complete {
-        if checkpoint {
+        // Indexed complete just now: CURRENT was set in the same write.
+        let made_current = d.index.as_ref().is_some_and(|a| !a.already_indexed);
+        if checkpoint && made_current {
+            d.current = true;
+        } else if checkpoint {
             let set = Index::update_file(index_path(&opts.prefix), |idx| idx.set_current(&key));
             match set {
                 Ok(()) => d.current = true,
