@@ -226,7 +226,8 @@ pub struct Target {
     pub hit: u64,
     /// The rank killed (launches).
     pub rank: u32,
-    /// The node whose processes are killed (`scr postrun`).
+    /// The node whose processes are killed (`scr postrun`; `None` there:
+    /// the `scr postrun` driver itself).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     /// The oldest checkpoint the next launch may restart from (0: none).
@@ -253,12 +254,19 @@ pub fn targets(
 ) -> Vec<Target> {
     // Per rank (postrun: node), in the order it passed them: each rank is
     // one process, whose lines are appended in order; each node's `scr
-    // copy` likewise.
+    // copy` likewise, and the `scr postrun` driver (no node) at the points
+    // no node's copy passes (a driver's kill matches by point alone).
+    let copies_pass: std::collections::BTreeSet<&str> = trace
+        .iter()
+        .filter(|h| launch == 0 && h.launch() == Some(0) && h.node.is_some())
+        .map(|h| h.point.as_str())
+        .collect();
     let mut by_who: BTreeMap<(Option<u32>, Option<String>), Vec<&TraceHit>> = BTreeMap::new();
     for h in trace.iter().filter(|h| h.launch() == Some(launch)) {
         let who = if launch == 0 {
             match &h.node {
                 Some(n) => (None, Some(n.clone())),
+                None if !copies_pass.contains(h.point.as_str()) => (None, None),
                 None => continue,
             }
         } else {
@@ -368,8 +376,12 @@ pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>, how: Kill) -> S
     }
     match kill {
         Some(t) if phase == Phase::Scavenge => faults.push(fault(&format!(
-            "what = {{ kind = \"kill-node\", node = \"{}\", then = \"keep\" }}\nwhen = {{ at = \"postrun\", point = \"{}\", hit = {} }}",
-            t.node.as_deref().unwrap_or("n0"),
+            "what = {}\nwhen = {{ at = \"postrun\", point = \"{}\", hit = {} }}",
+            match &t.node {
+                Some(n) => format!("{{ kind = \"kill-node\", node = \"{n}\", then = \"keep\" }}"),
+                // The driver itself.
+                None => "{ kind = \"kill-postrun\" }".to_string(),
+            },
             t.point,
             t.hit
         ))),
@@ -438,6 +450,7 @@ fn fault(text: &str) -> faultsim::plan::Fault {
 pub fn cell_name(mode: Mode, phase: Phase, t: &Target, how: Kill) -> String {
     let who = match &t.node {
         Some(n) => n.clone(),
+        None if phase == Phase::Scavenge => "postrun".to_string(),
         None => t.rank.to_string(),
     };
     format!(
@@ -1005,7 +1018,7 @@ mod tests {
     }
 
     #[test]
-    fn postrun_targets_are_per_node_and_skip_hits_without_one() {
+    fn postrun_targets_are_per_node_and_the_driver_s_own_points() {
         let post = |point: &str, n: u64, node: Option<&str>| TraceHit {
             point: point.into(),
             hit: n,
@@ -1019,18 +1032,46 @@ mod tests {
             post("scavenge.file", 1, Some("n1")),
             post("scavenge.file", 1, Some("n0")),
             post("scavenge.file", 2, Some("n1")),
+            // A point the copies pass too: a kill by point alone could
+            // strike a copy instead of the driver.
+            post("meta.other.synced", 1, Some("n0")),
+            post("meta.other.synced", 3, None),
         ];
         assert_eq!(trace[0].launch(), Some(0));
         let t = targets(&trace, 0, false, Some((2, 3)), 0);
-        let got: Vec<(u64, Option<&str>, u64, u64)> = t
+        let got: Vec<(&str, u64, Option<&str>, u64, u64)> = t
             .iter()
-            .map(|x| (x.hit, x.node.as_deref(), x.lo, x.hi))
+            .map(|x| (x.point.as_str(), x.hit, x.node.as_deref(), x.lo, x.hi))
             .collect();
-        assert_eq!(got, [(1, Some("n0"), 2, 3), (2, Some("n1"), 2, 3)]);
         assert_eq!(
-            cell_name(Mode::Cache, Phase::Scavenge, &t[0], Kill::Rank),
+            got,
+            [
+                ("meta.index.synced", 1, None, 2, 3),
+                ("meta.other.synced", 1, Some("n0"), 2, 3),
+                ("scavenge.file", 1, Some("n0"), 2, 3),
+                ("scavenge.file", 2, Some("n1"), 2, 3),
+            ]
+        );
+        let copy = t.iter().find(|x| x.point == "scavenge.file").unwrap();
+        assert_eq!(
+            cell_name(Mode::Cache, Phase::Scavenge, copy, Kill::Rank),
             "sweep-cache-scavenge-scavenge.file#1@n0"
         );
+        // The driver's cell kills `scr postrun` itself at its point.
+        let driver = &t[0];
+        assert_eq!(
+            cell_name(Mode::Cache, Phase::Scavenge, driver, Kill::Rank),
+            "sweep-cache-scavenge-meta.index.synced#1@postrun"
+        );
+        let sc = scenario(Mode::Cache, Phase::Scavenge, Some(driver), Kill::Rank);
+        sc.plan().validate(&sc.topology()).unwrap();
+        let f = serde_json::to_value(sc.faults.last().unwrap()).unwrap();
+        assert_eq!(f["what"]["kind"], "kill-postrun", "{f}");
+        assert_eq!(f["when"]["at"], "postrun", "{f}");
+        let spec = sc.plan().postrun_fault_plan().faults;
+        assert_eq!(spec.len(), 1);
+        assert_eq!((spec[0].rank, spec[0].node.as_deref()), (None, None));
+        assert_eq!(spec[0].action, faultsim::runtime::Action::Kill);
     }
 
     #[test]

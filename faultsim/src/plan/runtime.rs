@@ -18,6 +18,10 @@ impl Plan {
             What::PowerLoss { rank } => (Action::PowerLoss, Some(*rank), None),
             What::ExitRank { rank, code } => (Action::Exit { code: *code }, Some(*rank), None),
             What::KillNode { node, .. } => (Action::KillNode, when_rank, Some(node.clone())),
+            // The driver has no rank and no node: the point, which the
+            // plan's author chose among those only the driver passes, is
+            // the whole match.
+            What::KillPostrun => (Action::Kill, None, None),
             What::SlowIo { delay_ms } => (Action::Delay { ms: *delay_ms }, when_rank, None),
             What::IoError { error } => (Action::Error { kind: *error }, when_rank, None),
             _ => return None,

@@ -395,6 +395,35 @@ when = { at = "point", point = "scavenge.file", hit = 2 }
 }
 
 #[test]
+fn kill_postrun_kills_the_driver_at_a_postrun_point_only() {
+    let t = topo();
+    let at = |point: Option<&str>| When::Postrun {
+        point: point.map(str::to_string),
+        hit: 2,
+        repeat: false,
+    };
+    let plan = one_fault(What::KillPostrun, at(Some("meta.index.renamed")));
+    assert_eq!(plan.validate(&t), Ok(vec![]));
+    assert!(plan.faults[0].what.in_process());
+    // Matched by point alone: the driver has no rank and no node.
+    assert_eq!(
+        plan.postrun_fault_plan().to_string(),
+        "meta.index.renamed#2=kill"
+    );
+    assert_eq!(plan.fault_plan(1).to_string(), "");
+    // Not inside a launch, nor before postrun without a point.
+    for when in [
+        point("meta.index.renamed"),
+        at(None),
+        When::AfterRun { run: 1 },
+    ] {
+        let bad = one_fault(What::KillPostrun, when);
+        let e = bad.validate(&t).unwrap_err().to_string();
+        assert!(e.contains("scr postrun"), "{e}");
+    }
+}
+
+#[test]
 fn a_power_loss_is_a_rank_moment_in_process_and_reaches_the_runtime() {
     let t = topo();
     let plan = one_fault(What::PowerLoss { rank: 1 }, point("meta.index.synced"));

@@ -395,6 +395,14 @@ impl Check<'_> {
             What::ExitRank { rank, code } => {
                 self.rank_fault(*rank, Some(*code), between_runs, when_rank)
             }
+            What::KillPostrun => {
+                if !postrun_point {
+                    return Err(self.bad_moment(
+                        "it kills the `scr postrun` driver at one of its points; use `at = \"postrun\"` with a point",
+                    ));
+                }
+                Ok(())
+            }
             What::KillNode { node, .. } => {
                 self.node_ok(node)?;
                 match when_rank {

@@ -25,6 +25,10 @@ pub enum What {
         #[serde(default, skip_serializing_if = "is_default")]
         then: NodeAftermath,
     },
+    /// SIGKILL the `scr postrun` driver itself (the process that indexes
+    /// the scavenged datasets, not a node's `scr copy`), at a postrun
+    /// point only that process passes.
+    KillPostrun,
     /// Every node of the job loses power at once when `rank` reaches the
     /// moment: every process of the job stops, every file below
     /// `SCR_FAULT_DURABLE_ROOTS` loses what was written after its last
@@ -139,6 +143,7 @@ impl What {
         matches!(
             self,
             What::KillRank { .. }
+                | What::KillPostrun
                 | What::PowerLoss { .. }
                 | What::KillNode { .. }
                 | What::ExitRank { .. }
