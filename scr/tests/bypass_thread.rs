@@ -623,6 +623,7 @@ fn scr_copy_refuses_a_bypass_dataset_instead_of_copying_it_onto_itself() {
         partner: false,
         ranks: None,
         crc: true,
+        buf_bytes: 0,
     };
     match copy_dataset(&opts, &NoProgress) {
         Err(e @ ScavengeError::InPrefix { id: 1, .. }) => {

@@ -244,6 +244,7 @@ impl Cluster {
             access: NodeAccess::Roots(self.root.to_string_lossy().into_owned()),
             cntl_dir: PathBuf::from(CNTL),
             crc: true,
+            buf_bytes: 0,
             containers,
         };
         postrun(&opts, &NoProgress, log).unwrap()
@@ -692,6 +693,7 @@ fn scr_copy_on_one_node_reports_and_refuses_what_it_should() {
         partner: false,
         ranks: None,
         crc: true,
+        buf_bytes: 0,
     };
     let r = copy_dataset(&opts(1, 0), &NoProgress).unwrap();
     assert!(r.is_complete(), "{r:#?}");
@@ -787,6 +789,7 @@ fn an_index_rebuild_finds_every_dataset_directory() {
                 partner: false,
                 ranks: None,
                 crc: true,
+                buf_bytes: 0,
             };
             assert!(copy_dataset(&o, &NoProgress).unwrap().is_complete());
         }
@@ -825,6 +828,7 @@ fn a_reused_directory_is_indexed_with_the_new_dataset_only() {
             partner: false,
             ranks: None,
             crc: true,
+            buf_bytes: 0,
         };
         assert!(copy_dataset(&o, &NoProgress).unwrap().is_complete());
     }
@@ -1070,6 +1074,7 @@ fn scavenge_refuses_to_copy_through_a_symlink_in_the_prefix() {
         partner: false,
         ranks: None,
         crc: true,
+        buf_bytes: 0,
     };
     let shown = match copy_dataset(&opts, &NoProgress) {
         Ok(r) => {

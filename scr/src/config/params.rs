@@ -276,11 +276,11 @@ pub const PARAMS: &[ParamInfo] = &[
     ),
     p(
         "SCR_FILE_BUF_SIZE",
-        Some("33554432"),
+        Some("4194304"),
         Bytes,
         true,
         true,
-        "buffer size of file copies [not supported: refused unless 33554432]",
+        "bytes each read and write of a file copy between cache and prefix takes: flush, fetch, scr postrun's copies (SCR 3.1: 33554432; this project: 4 MiB, see docs/decisions.md)",
     ),
     p(
         "SCR_DISTRIBUTE",

@@ -33,7 +33,6 @@ pub const REFUSED: &[Refusal] = &[
         "SCR_CLUSTER_NAME",
         "log entries do not record a cluster name",
     ),
-    r("SCR_FILE_BUF_SIZE", "file copies use a fixed 4 MiB buffer"),
     r(
         "SCR_FLUSH_TYPE",
         "flushes are SYNC, or background threads with SCR_FLUSH_ASYNC=1",

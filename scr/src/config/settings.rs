@@ -132,8 +132,8 @@ pub struct CacheSettings {
     pub distribute: bool,
     /// `SCR_MPI_BUF_SIZE`: piece size of MPI transfers, bytes.
     pub mpi_buf_bytes: u64,
-    /// `SCR_FILE_BUF_SIZE`: buffer of file copies, bytes (refused unless
-    /// the default).
+    /// `SCR_FILE_BUF_SIZE`: bytes each read and write of a copy between
+    /// cache and prefix takes.
     pub file_buf_bytes: u64,
     /// `SCR_CRC_ON_DELETE`: check each cached file's CRC32 before deleting
     /// it and report a mismatch.

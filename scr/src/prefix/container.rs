@@ -302,7 +302,9 @@ pub(crate) fn read_segments(
     watch: Option<&watchdog::Progress>,
     mut sink: impl FnMut(&[u8]) -> Result<(), CopyError>,
 ) -> Result<u64, CopyError> {
-    buf.resize(super::CHUNK, 0);
+    if buf.is_empty() {
+        buf.resize(super::CHUNK, 0);
+    }
     let mut total = 0u64;
     for s in segs.iter().filter(|s| s.seg.length_bytes > 0) {
         let mut f = open_at(s, false)?;
@@ -341,7 +343,9 @@ pub(crate) fn write_segments(
     watch: Option<&watchdog::Progress>,
     mut paced: impl FnMut(u64, std::time::Duration),
 ) -> Result<(u64, u32), CopyError> {
-    buf.resize(super::CHUNK, 0);
+    if buf.is_empty() {
+        buf.resize(super::CHUNK, 0);
+    }
     let mut h = crc32fast::Hasher::new();
     let mut total = 0u64;
     let clock = std::time::Instant::now;

@@ -14,6 +14,7 @@ fn crc_on_copy_reads_the_copy_back_and_catches_damage_there() {
         crc: false,
         read_back: true,
         attrs: false,
+        buf_bytes: 0,
     };
     // The read-back computes the source CRC even without SCR_CRC_ON_FLUSH.
     let copied = copy_all(&list, checks, None, None, || Ok(())).unwrap();
@@ -46,6 +47,7 @@ fn copy_metadata_gives_the_copy_the_sources_mode_and_times() {
         crc: true,
         read_back: false,
         attrs: true,
+        buf_bytes: 0,
     };
     let copied = copy_all(&list, checks, None, None, || Ok(())).unwrap();
     assert_eq!(copied[0].attrs.map(|x| x.mtime), Some(a.mtime));
@@ -61,4 +63,61 @@ fn copy_metadata_gives_the_copy_the_sources_mode_and_times() {
     let m = fs::metadata(&list[0].dst).unwrap();
     assert_ne!(storage_attrs::read(&list[0].dst).unwrap().mtime, a.mtime);
     assert_ne!(m.permissions().mode() & 0o7777, 0o600);
+}
+
+/// Read system calls this thread has made (`syscr` of
+/// /proc/thread-self/io): other tests' threads do not count.
+fn reads_of_this_thread() -> u64 {
+    let io = fs::read_to_string("/proc/thread-self/io").unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("syscr: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// SCR_FILE_BUF_SIZE sets how much a copy reads at a time: a 1 MiB file
+/// copied through 64 KiB takes at least 16 reads, through the default
+/// (4 MiB) a handful; the bytes and the CRC32 are the same.
+#[test]
+fn file_buf_size_sets_the_bytes_each_read_of_a_copy_takes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let list = items(tmp.path(), &[1 << 20]);
+    let want = crc32fast::hash(&fs::read(&list[0].src).unwrap());
+    let reads = |buf_bytes: usize| {
+        let checks = CopyChecks {
+            crc: true,
+            buf_bytes,
+            ..CopyChecks::default()
+        };
+        // One thread per copy, so the count is the copy's alone.
+        let list = list.clone();
+        std::thread::spawn(move || {
+            let before = reads_of_this_thread();
+            let copied = copy_all(&list, checks, None, None, || Ok(())).unwrap();
+            (
+                reads_of_this_thread() - before,
+                copied[0].crc,
+                copied[0].size,
+            )
+        })
+        .join()
+        .unwrap()
+    };
+    let (small, crc_small, size_small) = reads(64 << 10);
+    let (default, crc_default, size_default) = reads(0);
+    assert!(small >= 16, "64 KiB buffer: {small} reads");
+    assert!(default < 8, "4 MiB buffer: {default} reads");
+    assert_eq!((crc_small, crc_default), (want, want));
+    assert_eq!((size_small, size_default), (1 << 20, 1 << 20));
+    // The setting reaches the copies through the checks of a flush.
+    use crate::config::{Config, LoadOptions, MapEnv, Settings};
+    let settings = |vars: &[(&str, &str)]| {
+        let env = MapEnv::new(vars.iter().copied()).with_cwd("/nonexistent/run");
+        Settings::from_config(&Config::load(&env, &LoadOptions::default()).unwrap()).unwrap()
+    };
+    let set = settings(&[("SCR_FILE_BUF_SIZE", "64KB")]);
+    assert_eq!(CopyChecks::of(&set, true).buf_len(), 64 << 10);
+    assert_eq!(CopyChecks::of(&settings(&[]), true).buf_len(), CHUNK);
 }

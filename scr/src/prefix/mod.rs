@@ -131,6 +131,9 @@ pub(crate) struct CopyChecks {
     /// SCR_COPY_METADATA: record the source's attributes (when the item
     /// has none) and give them to the copy.
     pub attrs: bool,
+    /// SCR_FILE_BUF_SIZE: bytes read and written at a time; 0 for
+    /// [`CHUNK`].
+    pub buf_bytes: usize,
 }
 
 impl CopyChecks {
@@ -142,8 +145,24 @@ impl CopyChecks {
             crc: crc || read_back,
             read_back,
             attrs: settings.flush.copy_metadata,
+            buf_bytes: buf_bytes(settings.cache.file_buf_bytes),
         }
     }
+
+    /// The copy buffer's length: [`CopyChecks::buf_bytes`], else [`CHUNK`].
+    pub(crate) fn buf_len(&self) -> usize {
+        if self.buf_bytes == 0 {
+            CHUNK
+        } else {
+            self.buf_bytes
+        }
+    }
+}
+
+/// A copy buffer of SCR_FILE_BUF_SIZE bytes, at least one (a value
+/// beyond the address space is the largest there is).
+pub fn buf_bytes(setting: u64) -> usize {
+    usize::try_from(setting.max(1)).unwrap_or(usize::MAX)
 }
 
 /// Pacing of a background copy: at most `bw` bytes a second and a CPU
@@ -171,7 +190,8 @@ pub(crate) struct Copied {
     pub segments: Vec<crate::records::Segment>,
 }
 
-/// Chunk size of prefix copies.
+/// Chunk size of prefix copies when SCR_FILE_BUF_SIZE does not say
+/// (its table default is the same).
 pub(crate) const CHUNK: usize = 4 << 20;
 
 pub(crate) fn io_fail(op: &'static str, p: &Path, source: std::io::Error) -> CopyError {
@@ -206,6 +226,8 @@ pub(crate) fn copy_file(
             beneath::check(base, p)?;
         }
     }
+    // Every read and write of this copy goes through `buf` whole.
+    buf.resize(checks.buf_len(), 0);
     // Before the first read: reading moves the source's atime.
     let attrs = match (checks.attrs, item.attrs, &item.packing) {
         // A fetch from containers has no source file to stat.
@@ -303,7 +325,9 @@ fn plain_copy(
 ) -> Result<(u64, u32), CopyError> {
     let mut src = beneath::open_nofollow(&item.src).map_err(|e| io_fail("open", &item.src, e))?;
     let mut dst = create_dst(&item.dst)?;
-    buf.resize(CHUNK, 0);
+    if buf.is_empty() {
+        buf.resize(CHUNK, 0);
+    }
     let mut h = crc32fast::Hasher::new();
     let mut total = 0u64;
     loop {

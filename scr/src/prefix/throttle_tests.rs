@@ -11,6 +11,7 @@ const CRC: CopyChecks = CopyChecks {
     crc: true,
     read_back: false,
     attrs: false,
+    buf_bytes: 0,
 };
 
 pub(super) fn items(dir: &Path, sizes: &[usize]) -> Vec<CopyItem> {

@@ -71,6 +71,9 @@ pub struct CopyOptions {
     /// Compute CRC32 while copying and compare with the filemap's
     /// (SCR_CRC_ON_FLUSH).
     pub crc: bool,
+    /// Bytes each read and write of a copy takes (SCR_FILE_BUF_SIZE); 0
+    /// for the default.
+    pub buf_bytes: usize,
 }
 
 /// A rank whose rank filemap this copy wrote.
@@ -286,6 +289,7 @@ impl Copier<'_> {
         };
         let checks = CopyChecks {
             crc: self.opts.crc,
+            buf_bytes: self.opts.buf_bytes,
             ..CopyChecks::default()
         };
         // The flush's copy: CRC32 on the way, size and CRC compared, fsync.

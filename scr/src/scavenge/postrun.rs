@@ -101,6 +101,9 @@ pub struct PostrunOptions {
     pub cntl_dir: PathBuf,
     /// CRC32 while copying (SCR_CRC_ON_FLUSH).
     pub crc: bool,
+    /// Bytes each read and write of the copies takes (SCR_FILE_BUF_SIZE;
+    /// 0 for the default), passed to every node's `scr copy`.
+    pub buf_bytes: usize,
     /// SCR_USE_CONTAINERS=1: pack each saved dataset into containers of
     /// this many bytes (SCR_CONTAINER_SIZE) once it is indexed.
     pub containers: Option<u64>,
@@ -274,6 +277,7 @@ fn copy_on(
         partner: partner.is_some(),
         ranks: partner.cloned(),
         crc: opts.crc,
+        buf_bytes: opts.buf_bytes,
     };
     match copy_dataset(&copy, progress) {
         Ok(r) => out.report = Some(r),
@@ -292,22 +296,20 @@ pub const COPY_EXIT_PARTIAL: i32 = Code::Incomplete as i32;
 /// The argument vector of `scr copy` for one node.
 pub fn copy_argv(
     scr: &Path,
-    cntl_dir: &Path,
-    prefix: &Path,
+    opts: &PostrunOptions,
     id: i64,
     pl: &Placement,
     partner: Option<&BTreeSet<i64>>,
-    crc: bool,
 ) -> Vec<String> {
     let mut v = vec![
         scr.to_string_lossy().into_owned(),
         "copy".into(),
         "--cntldir".into(),
-        cntl_dir.to_string_lossy().into_owned(),
+        opts.cntl_dir.to_string_lossy().into_owned(),
         "--id".into(),
         id.to_string(),
         "--prefix".into(),
-        prefix.to_string_lossy().into_owned(),
+        opts.prefix.to_string_lossy().into_owned(),
     ];
     // SCR 3.1's layout has no dataset directory: `scr copy` finds the
     // placement from the flush file (an entry without DIR).
@@ -332,8 +334,12 @@ pub fn copy_argv(
             );
         }
     }
-    if !crc {
+    if !opts.crc {
         v.push("--no-crc".into());
+    }
+    if opts.buf_bytes != 0 {
+        v.push("--buf-size".into());
+        v.push(opts.buf_bytes.to_string());
     }
     v.push("--json".into());
     v
@@ -350,18 +356,10 @@ fn launch_copy(
     pl: &Placement,
     partner: Option<&BTreeSet<i64>>,
 ) -> Result<Option<CopyReport>, LaunchCopyError> {
-    let cmd: Vec<OsString> = copy_argv(
-        &rc.scr,
-        &opts.cntl_dir,
-        &opts.prefix,
-        id,
-        pl,
-        partner,
-        opts.crc,
-    )
-    .into_iter()
-    .map(OsString::from)
-    .collect();
+    let cmd: Vec<OsString> = copy_argv(&rc.scr, opts, id, pl, partner)
+        .into_iter()
+        .map(OsString::from)
+        .collect();
     let out = match rc.launcher.run_on_node(node, &cmd, rc.timeout) {
         Ok(out) => out,
         Err(LaunchError::Timeout { .. }) => {
@@ -711,15 +709,17 @@ mod tests {
             meta_of: None,
         };
         let owners: BTreeSet<i64> = [2, 3].into();
-        let v = copy_argv(
-            Path::new("/bin/scr"),
-            Path::new("/dev/shm/u/scr.7"),
-            Path::new("/p q"),
-            4,
-            &pl,
-            Some(&owners),
-            false,
-        );
+        let opts = PostrunOptions {
+            prefix: PathBuf::from("/p q"),
+            nodes: vec!["n0".into()],
+            down: BTreeSet::new(),
+            access: NodeAccess::Roots("/nodes/{node}".into()),
+            cntl_dir: PathBuf::from("/dev/shm/u/scr.7"),
+            crc: false,
+            buf_bytes: 65536,
+            containers: None,
+        };
+        let v = copy_argv(Path::new("/bin/scr"), &opts, 4, &pl, Some(&owners));
         assert_eq!(
             v,
             [
@@ -739,6 +739,8 @@ mod tests {
                 "--ranks",
                 "2,3",
                 "--no-crc",
+                "--buf-size",
+                "65536",
                 "--json"
             ]
         );

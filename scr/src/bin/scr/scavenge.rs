@@ -62,9 +62,25 @@ pub struct CopyArgs {
     /// Do not compute or compare CRC32s while copying.
     #[arg(long)]
     no_crc: bool,
+    /// Bytes each read and write of a copy takes (SCR_FILE_BUF_SIZE; `scr
+    /// postrun` passes its value; default 4 MiB).
+    #[arg(long, value_name = "BYTES", value_parser = parse_buf_size)]
+    buf_size: Option<u64>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `--buf-size`: a byte count as SCR's parameters write them (`64KB`,
+/// `4194304`), at least one byte.
+fn parse_buf_size(s: &str) -> Result<u64, String> {
+    match scr::units::parse_bytes(s) {
+        Some(0) => Err("a copy needs a buffer of at least one byte".into()),
+        Some(n) => Ok(n),
+        None => Err(format!(
+            "{s:?} is not a byte count (e.g. 4194304, 64KB, 4MB)"
+        )),
+    }
 }
 
 /// `scr index` (SCR's scr_index).
@@ -362,6 +378,7 @@ pub fn copy(a: CopyArgs) -> Result<(), CliError> {
         partner: a.partner,
         ranks: (!a.ranks.is_empty()).then(|| a.ranks.into_iter().collect()),
         crc: !a.no_crc,
+        buf_bytes: a.buf_size.map_or(0, scr::prefix::buf_bytes),
     };
     // NotInCache exits NOT_CACHED, which `scr postrun --launch` reads.
     let report = copy_dataset(&opts, &BarProgress).map_err(fail)?;
@@ -699,6 +716,7 @@ pub fn postrun(a: PostrunArgs) -> Result<(), CliError> {
         access,
         cntl_dir,
         crc,
+        buf_bytes: scr::prefix::buf_bytes(settings.cache.file_buf_bytes),
         containers: settings
             .flush
             .use_containers

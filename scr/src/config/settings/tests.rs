@@ -109,7 +109,7 @@ fn defaults_come_from_the_table() {
     assert_eq!(s.cache.cntl_base, PathBuf::from("/dev/shm"));
     assert_eq!(s.cache.cache_base, PathBuf::from("/dev/shm"));
     assert_eq!((s.cache.cache_size, s.cache.mpi_buf_bytes), (1, 1 << 20));
-    assert_eq!(s.cache.file_buf_bytes, 32 << 20);
+    assert_eq!(s.cache.file_buf_bytes, 4 << 20);
     assert!(s.cache.distribute && !s.cache.purge && !s.cache.bypass);
     assert_eq!(
         s.redundancy.copy_type,
@@ -316,6 +316,7 @@ const ACTS: &[(&str, &str, &str)] = &[
     ("SCR_HALT_EXIT", "test", "scr/tests/halt.rs"),
     ("SCR_END_TIME", "test", "scr/tests/halt.rs"),
     ("SCR_MPI_BUF_SIZE", "test", "scr/tests/cache_thread.rs"),
+    ("SCR_FILE_BUF_SIZE", "test", "scr/src/prefix/copy_tests.rs"),
     ("SCR_DISTRIBUTE", "test", "scr/tests/params_switches.rs"),
     ("SCR_FETCH", "test", "scr/tests/params_switches.rs"),
     ("SCR_FETCH_BYPASS", "test", "scr/tests/bypass_thread.rs"),
@@ -452,7 +453,7 @@ fn every_parameter_acts_or_is_refused() {
                 .map(|d| format!("{}={d}\n", r.name))
         })
         .collect();
-    let (_d, quiet) = load(&[("SCR_FILE_BUF_SIZE", "32MB")], &text);
+    let (_d, quiet) = load(&[], &text);
     assert!(refusals(&quiet).is_empty(), "{:?}", refusals(&quiet));
     let msg = refusals(&all)[0].to_string();
     assert!(msg.starts_with("not supported: SCR_"), "{msg}");
