@@ -105,6 +105,31 @@ fn each_condition_exits_with_its_own_code() {
         &[],
     );
     assert_eq!(code(&o), Some(Code::NotCached), "{}", stderr(&o));
+    // --buf-size (SCR_FILE_BUF_SIZE, which scr postrun passes) takes a
+    // byte count SCR's way; zero or a word is a usage error naming it.
+    let copy_with = |size: &str| {
+        let args = [
+            "copy",
+            "--cntldir",
+            path(&cntl),
+            "--id",
+            "1",
+            "--prefix",
+            path(&prefix),
+            "--dir",
+            "ckpt.1",
+            "--buf-size",
+            size,
+        ];
+        scr(&args, &[])
+    };
+    let o = copy_with("64KB");
+    assert_eq!(code(&o), Some(Code::NotCached), "{}", stderr(&o));
+    for bad in ["0", "lots"] {
+        let o = copy_with(bad);
+        assert_eq!(code(&o), Some(Code::Usage), "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--buf-size"), "{bad}: {}", stderr(&o));
+    }
     // The tool could not do its job: .scr is a file, so halt.scr cannot be
     // created below it.
     let blocked = d.path().join("blocked");
