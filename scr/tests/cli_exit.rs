@@ -106,7 +106,8 @@ fn each_condition_exits_with_its_own_code() {
     );
     assert_eq!(code(&o), Some(Code::NotCached), "{}", stderr(&o));
     // --buf-size (SCR_FILE_BUF_SIZE, which scr postrun passes) takes a
-    // byte count SCR's way; zero or a word is a usage error naming it.
+    // byte count SCR's way; zero, more than 1 GiB or a word is a usage
+    // error naming it.
     let copy_with = |size: &str| {
         let args = [
             "copy",
@@ -125,7 +126,7 @@ fn each_condition_exits_with_its_own_code() {
     };
     let o = copy_with("64KB");
     assert_eq!(code(&o), Some(Code::NotCached), "{}", stderr(&o));
-    for bad in ["0", "lots"] {
+    for bad in ["0", "2GB", "lots"] {
         let o = copy_with(bad);
         assert_eq!(code(&o), Some(Code::Usage), "{bad}: {}", stderr(&o));
         assert!(stderr(&o).contains("--buf-size"), "{bad}: {}", stderr(&o));

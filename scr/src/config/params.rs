@@ -280,7 +280,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bytes,
         true,
         true,
-        "bytes each read and write of a file copy between cache and prefix takes: flush, fetch, scr postrun's copies (SCR 3.1: 33554432; this project: 4 MiB, see docs/decisions.md)",
+        "bytes each read and write of a file copy between cache and prefix takes, 1 byte to 1 GiB: flush, fetch, scr postrun's copies (SCR 3.1: 33554432; this project: 4 MiB, see docs/decisions.md)",
     ),
     p(
         "SCR_DISTRIBUTE",

@@ -41,6 +41,9 @@ use super::params::{self, ValueKind};
 use super::{Config, Effective};
 use crate::storage::path as spath;
 
+/// The largest SCR_FILE_BUF_SIZE accepted (1 GiB).
+pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+
 /// Table parameters that [`Settings`] deliberately does not read, each with
 /// the reason. The table-walk test fails when one of these is read after
 /// all, or when a table row is neither read nor listed here.
@@ -405,7 +408,7 @@ fn read_cache(r: &mut Reader<'_>) -> Result<CacheSettings, ConfigError> {
         encode_async: r.flag("SCR_ENCODE_ASYNC")?,
         distribute: r.flag("SCR_DISTRIBUTE")?,
         mpi_buf_bytes: r.bytes("SCR_MPI_BUF_SIZE")?,
-        file_buf_bytes: r.bytes("SCR_FILE_BUF_SIZE")?,
+        file_buf_bytes: r.buffer_bytes("SCR_FILE_BUF_SIZE")?,
         crc_on_delete: r.flag("SCR_CRC_ON_DELETE")?,
     })
 }
@@ -501,6 +504,18 @@ impl<'a> Reader<'a> {
         let v = self.bytes(name)?;
         match self.effective(name) {
             Some(e) if v == 0 => Err(bad_value(&e, "a positive byte count (e.g. 100GB)")),
+            _ => Ok(v),
+        }
+    }
+
+    /// A buffer's size: at least one byte and at most 1 GiB (one is held
+    /// per copying thread; more is a typo, not a buffer to allocate).
+    fn buffer_bytes(&mut self, name: &'static str) -> Result<u64, ConfigError> {
+        let v = self.bytes(name)?;
+        match self.effective(name) {
+            Some(e) if v == 0 || v > MAX_BUFFER_BYTES => {
+                Err(bad_value(&e, "a byte count from 1 to 1GB (e.g. 4MB)"))
+            }
             _ => Ok(v),
         }
     }

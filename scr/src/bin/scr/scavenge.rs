@@ -72,10 +72,13 @@ pub struct CopyArgs {
 }
 
 /// `--buf-size`: a byte count as SCR's parameters write them (`64KB`,
-/// `4194304`), at least one byte.
+/// `4194304`), from one byte to 1 GiB (as SCR_FILE_BUF_SIZE).
 fn parse_buf_size(s: &str) -> Result<u64, String> {
+    use scr::config::settings::MAX_BUFFER_BYTES;
     match scr::units::parse_bytes(s) {
-        Some(0) => Err("a copy needs a buffer of at least one byte".into()),
+        Some(n) if n == 0 || n > MAX_BUFFER_BYTES => {
+            Err("a copy's buffer is from 1 byte to 1GB".into())
+        }
         Some(n) => Ok(n),
         None => Err(format!(
             "{s:?} is not a byte count (e.g. 4194304, 64KB, 4MB)"

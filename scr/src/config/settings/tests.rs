@@ -210,6 +210,33 @@ fn a_bad_value_names_the_environment_variable_or_scr_config() {
     assert!(e.to_string().contains("SCR_Config"), "{e}");
 }
 
+/// A copy buffer of zero bytes or more than 1 GiB is refused at init,
+/// naming where it was set, before any copy tries to allocate it.
+#[test]
+fn a_copy_buffer_must_be_one_byte_to_one_gib() {
+    for bad in ["0", "2GB", "1TB"] {
+        let (_d, cfg) = load(&[("SCR_FILE_BUF_SIZE", bad)], "");
+        let e = Settings::from_config(&cfg).unwrap_err();
+        let (key, at) = bad_at(&e);
+        assert_eq!(key, "SCR_FILE_BUF_SIZE", "{bad}");
+        assert_eq!(
+            at,
+            &Location::Env {
+                name: "SCR_FILE_BUF_SIZE".into()
+            }
+        );
+        assert!(e.to_string().contains("1GB"), "{bad}: {e}");
+    }
+    for good in ["1", "64KB", "1GB"] {
+        let (_d, cfg) = load(&[("SCR_FILE_BUF_SIZE", good)], "");
+        let s = Settings::from_config(&cfg).unwrap();
+        assert!(
+            (1..=MAX_BUFFER_BYTES).contains(&s.cache.file_buf_bytes),
+            "{good}"
+        );
+    }
+}
+
 #[test]
 fn a_bad_mtbf_is_kept_for_the_policy_that_reads_it() {
     let (_d, cfg) = load(&[], "SCR_MTBF=soon\n");
