@@ -90,8 +90,8 @@ fn each_condition_exits_with_its_own_code() {
     // scr copy: nothing of the dataset in this node's cache.
     let cntl = d.path().join("cntl");
     std::fs::create_dir_all(&cntl).unwrap();
-    let o = scr(
-        &[
+    let copy_with = |extra: &[&str]| {
+        let mut args = vec![
             "copy",
             "--cntldir",
             path(&cntl),
@@ -101,33 +101,19 @@ fn each_condition_exits_with_its_own_code() {
             path(&prefix),
             "--dir",
             "ckpt.1",
-        ],
-        &[],
-    );
+        ];
+        args.extend_from_slice(extra);
+        scr(&args, &[])
+    };
+    let o = copy_with(&[]);
     assert_eq!(code(&o), Some(Code::NotCached), "{}", stderr(&o));
     // --buf-size (SCR_FILE_BUF_SIZE, which scr postrun passes) takes a
     // byte count SCR's way; zero, more than 1 GiB or a word is a usage
     // error naming it.
-    let copy_with = |size: &str| {
-        let args = [
-            "copy",
-            "--cntldir",
-            path(&cntl),
-            "--id",
-            "1",
-            "--prefix",
-            path(&prefix),
-            "--dir",
-            "ckpt.1",
-            "--buf-size",
-            size,
-        ];
-        scr(&args, &[])
-    };
-    let o = copy_with("64KB");
+    let o = copy_with(&["--buf-size", "64KB"]);
     assert_eq!(code(&o), Some(Code::NotCached), "{}", stderr(&o));
     for bad in ["0", "2GB", "lots"] {
-        let o = copy_with(bad);
+        let o = copy_with(&["--buf-size", bad]);
         assert_eq!(code(&o), Some(Code::Usage), "{bad}: {}", stderr(&o));
         assert!(stderr(&o).contains("--buf-size"), "{bad}: {}", stderr(&o));
     }
