@@ -285,7 +285,7 @@ fn a_different_rank_count_is_reported_not_misassigned() {
 const PARTNER: [(&str, &str); 3] = [
     ("SCR_COPY_TYPE", "PARTNER"),
     ("SCR_CACHE_SIZE", "2"),
-    ("SCR_MPI_BUF_SIZE", "1024"),
+    ("SCR_MPI_BUF_SIZE", "4096"),
 ];
 
 fn node_of(r: usize) -> usize {
@@ -482,7 +482,7 @@ fn rs_rebuilds_a_lost_node_and_a_survivor_damaged_since_the_size_check() {
         ("SCR_SET_SIZE", "4"),
         ("SCR_SET_FAILURES", "2"),
         ("SCR_CACHE_SIZE", "2"),
-        ("SCR_MPI_BUF_SIZE", "1024"),
+        ("SCR_MPI_BUF_SIZE", "4096"),
     ];
     let got = lost_node_and_a_damaged_survivor(&e, 41);
     assert!(
@@ -501,7 +501,7 @@ fn xor_never_rebuilds_from_a_survivor_damaged_since_the_size_check() {
         ("SCR_COPY_TYPE", "XOR"),
         ("SCR_SET_SIZE", "4"),
         ("SCR_CACHE_SIZE", "2"),
-        ("SCR_MPI_BUF_SIZE", "1024"),
+        ("SCR_MPI_BUF_SIZE", "4096"),
     ];
     let got = lost_node_and_a_damaged_survivor(&e, 42);
     assert!(

@@ -193,7 +193,8 @@ impl Job {
                 None,
             ));
         }
-        let piece_bytes = settings.cache.mpi_buf_bytes.clamp(4096, 1 << 30) as usize;
+        // Settings refused anything outside 4 KiB..=1 GiB.
+        let piece_bytes = settings.cache.mpi_buf_bytes as usize;
         let local_rank = layout.node_comm.rank() as u32;
         let filemap_file = node.real(&cntl.join(filemap_file_name(local_rank)));
         let msg = crate::log::msg::Messages::new(settings.debug, world.rank() as i64, &node.name);

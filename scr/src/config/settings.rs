@@ -41,8 +41,14 @@ use super::params::{self, ValueKind};
 use super::{Config, Effective};
 use crate::storage::path as spath;
 
-/// The largest SCR_FILE_BUF_SIZE accepted (1 GiB).
+/// The largest SCR_FILE_BUF_SIZE and SCR_MPI_BUF_SIZE accepted (1 GiB).
 pub const MAX_BUFFER_BYTES: u64 = 1 << 30;
+
+/// The smallest SCR_MPI_BUF_SIZE accepted (4 KiB): every piece is one
+/// message per set member, so a smaller piece turns a checkpoint into
+/// millions of messages; such a value is a typo (`1` for `1MB`), not a
+/// setting to run with.
+pub const MIN_MPI_BUF_BYTES: u64 = 4 << 10;
 
 /// Table parameters that [`Settings`] deliberately does not read, each with
 /// the reason. The table-walk test fails when one of these is read after
@@ -407,8 +413,8 @@ fn read_cache(r: &mut Reader<'_>) -> Result<CacheSettings, ConfigError> {
         purge: r.flag("SCR_CACHE_PURGE")?,
         encode_async: r.flag("SCR_ENCODE_ASYNC")?,
         distribute: r.flag("SCR_DISTRIBUTE")?,
-        mpi_buf_bytes: r.bytes("SCR_MPI_BUF_SIZE")?,
-        file_buf_bytes: r.buffer_bytes("SCR_FILE_BUF_SIZE")?,
+        mpi_buf_bytes: r.buffer_bytes("SCR_MPI_BUF_SIZE", MIN_MPI_BUF_BYTES, "4KB")?,
+        file_buf_bytes: r.buffer_bytes("SCR_FILE_BUF_SIZE", 1, "1")?,
         crc_on_delete: r.flag("SCR_CRC_ON_DELETE")?,
     })
 }
@@ -508,14 +514,21 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A buffer's size: at least one byte and at most 1 GiB (one is held
-    /// per copying thread; more is a typo, not a buffer to allocate).
-    fn buffer_bytes(&mut self, name: &'static str) -> Result<u64, ConfigError> {
+    /// A buffer's size: at least `min` (written `min_text`) and at most
+    /// 1 GiB (buffers are held per copying thread or set member; more is
+    /// a typo, not a buffer to allocate).
+    fn buffer_bytes(
+        &mut self,
+        name: &'static str,
+        min: u64,
+        min_text: &str,
+    ) -> Result<u64, ConfigError> {
         let v = self.bytes(name)?;
         match self.effective(name) {
-            Some(e) if v == 0 || v > MAX_BUFFER_BYTES => {
-                Err(bad_value(&e, "a byte count from 1 to 1GB (e.g. 4MB)"))
-            }
+            Some(e) if v < min || v > MAX_BUFFER_BYTES => Err(bad_value(
+                &e,
+                &format!("a byte count from {min_text} to 1GB (e.g. 4MB)"),
+            )),
             _ => Ok(v),
         }
     }

@@ -533,3 +533,26 @@ fn user_name_and_job_id_must_be_plain_directory_names() {
     assert_eq!(s.job.user_name.as_deref(), Some("alice.b-1"));
     assert_eq!(s.job.job_id, "123.4");
 }
+
+/// A redundancy piece below 4 KiB or above 1 GiB is refused at init,
+/// naming where it was set; it used to be clamped into that range
+/// without a word.
+#[test]
+fn an_mpi_piece_must_be_four_kib_to_one_gib() {
+    for bad in ["0", "1", "4095", "2GB"] {
+        let (_d, cfg) = load(&[], &format!("SCR_MPI_BUF_SIZE={bad}\n"));
+        let e = Settings::from_config(&cfg).unwrap_err();
+        let (key, at) = bad_at(&e);
+        assert_eq!(key, "SCR_MPI_BUF_SIZE", "{bad}");
+        assert!(
+            matches!(at, Location::File { line: 1, .. }),
+            "{bad}: {at:?}"
+        );
+        assert!(e.to_string().contains("4KB to 1GB"), "{bad}: {e}");
+    }
+    for (good, bytes) in [("4KB", 4 << 10), ("4096", 4096), ("1GB", 1 << 30)] {
+        let (_d, cfg) = load(&[("SCR_MPI_BUF_SIZE", good)], "");
+        let s = Settings::from_config(&cfg).unwrap();
+        assert_eq!(s.cache.mpi_buf_bytes, bytes, "{good}");
+    }
+}
