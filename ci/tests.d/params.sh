@@ -1,7 +1,8 @@
 # Issue 15's parameters under real mpirun (harness/tests/params.rs): CRC on
 # copy and on delete, copy metadata, the flush watchdog, SCR_DEBUG levels,
 # prefix size and purge, Need_checkpoint without a policy, refused
-# parameters, containers (flush, fetch, a short container, scavenge).
+# parameters, containers (flush, fetch, a short container, scavenge),
+# SCR_FLUSH_TYPE=PTHREAD flushes (blocking and in the background).
 # scr_app is built with injection points (ci/env.sh fault_injection_bins,
 # as for ci/tests.d/campaign.sh): the faults that strike mid-run are
 # delays at injection points. Every job is bounded.

@@ -364,7 +364,7 @@ fn debug_levels_print_scr_messages_on_stderr() {
             &[
                 ("SCR_FLUSH", "1"),
                 ("SCR_DEBUG", level),
-                ("SCR_FLUSH_TYPE", "PTHREAD"),
+                ("SCR_FLUSH_TYPE", "BBAPI"),
             ],
         ) else {
             return;
@@ -378,7 +378,7 @@ fn debug_levels_print_scr_messages_on_stderr() {
         // The refusal is a warning: printed once, by rank 0, at any level.
         let refused: Vec<&&str> = lines
             .iter()
-            .filter(|l| l.contains("not supported: SCR_FLUSH_TYPE=PTHREAD"))
+            .filter(|l| l.contains("not supported: SCR_FLUSH_TYPE=BBAPI"))
             .collect();
         assert_eq!(refused.len(), 1, "{}", r.transcript());
         assert!(
@@ -393,6 +393,14 @@ fn debug_levels_print_scr_messages_on_stderr() {
             .iter()
             .filter(|l| !l.contains("WARNING") && !l.contains(": rank 0 on "))
             .count();
+        // Every rank's share (level 2) says how it copies: the refused
+        // type runs as SYNC.
+        for l in lines
+            .iter()
+            .filter(|l| l.contains(": flush of dataset 1: "))
+        {
+            assert!(l.ends_with("SYNC on 1 thread"), "{l}");
+        }
         seen.push((level, flush0, others > 0));
     }
     assert_eq!(
@@ -400,6 +408,83 @@ fn debug_levels_print_scr_messages_on_stderr() {
         [("0", false, false), ("1", true, false), ("2", true, true)],
         "level 1: rank 0's progress only; level 2: every rank's"
     );
+}
+
+/// SCR_FLUSH_TYPE=PTHREAD under mpirun, blocking and in the background:
+/// every rank says (SCR_DEBUG=2) that it copies its files on one thread
+/// per file up to the node's cores, and after every cache is lost the
+/// next run fetches those copies and verifies every byte.
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn pthread_flushes_copy_on_parallel_threads_and_fetch_back_whole() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for asynchronous in ["0", "1"] {
+        let Some(s) = setup(
+            &format!("pthread-{asynchronous}"),
+            &[
+                ("SCR_FLUSH", "1"),
+                ("SCR_FLUSH_ASYNC", asynchronous),
+                ("SCR_FLUSH_TYPE", "PTHREAD"),
+                ("SCR_COPY_TYPE", "XOR"),
+                ("SCR_DEBUG", "2"),
+            ],
+        ) else {
+            return;
+        };
+        let r = s.run(&args(2, &[]));
+        let t = r.transcript();
+        assert!(!t.contains("not supported"), "{t}");
+        // `flush of dataset <d>: <n> files, <b> bytes, PTHREAD on <k> threads`
+        let mut most = 0;
+        for (d, c) in [(1, 1), (2, 2)] {
+            let shares: Vec<&str> = r
+                .output
+                .stderr
+                .lines()
+                .filter(|l| l.contains(&format!(": flush of dataset {d}: ")))
+                .collect();
+            assert_eq!(shares.len(), RANKS as usize, "dataset {d}\n{t}");
+            for l in shares {
+                let rank: u32 = l
+                    .split(": rank ")
+                    .nth(1)
+                    .and_then(|x| x.split(' ').next())
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or_else(|| panic!("no rank in {l}"));
+                let files = file_plan(SEED, rank, c, MEAN_BYTES).len();
+                let k = files.min(cores).max(1);
+                let want = format!(
+                    ": {files} files, {} bytes, PTHREAD on {k} thread{}",
+                    ckpt_bytes_of_rank(rank, c),
+                    if k == 1 { "" } else { "s" }
+                );
+                assert!(l.ends_with(&want), "{l}\nwant …{want}");
+                most = most.max(k);
+            }
+        }
+        // Seed 15 gives some rank three files: on a node with two cores
+        // or more, copies ran on parallel threads.
+        let widest = (0..RANKS)
+            .flat_map(|r| [1, 2].map(|c| file_plan(SEED, r, c, MEAN_BYTES).len()))
+            .max()
+            .unwrap_or(0);
+        assert_eq!(widest, 3);
+        assert_eq!(most, cores.min(widest), "{t}");
+        assert!(s.complete_in_index(2), "{t}");
+        for n in NODES {
+            s.cl.remove_node(n).unwrap();
+        }
+        let r2 = s.run(&args(0, &["--expect-restart", "ckpt.2"]));
+        assert_eq!(summary_of(&r2), ("ckpt.2".into(), "fetched".into()));
+    }
+}
+
+/// Bytes rank `rank` writes in checkpoint `ckpt`.
+fn ckpt_bytes_of_rank(rank: u32, ckpt: u64) -> u64 {
+    file_plan(SEED, rank, ckpt, MEAN_BYTES)
+        .iter()
+        .map(|f| f.size_bytes)
+        .sum()
 }
 
 #[test]
@@ -451,10 +536,7 @@ fn need_checkpoint_without_a_policy_says_no() {
 
 /// Bytes of checkpoint `ckpt` over every rank (what a restart verifies).
 fn ckpt_bytes(ckpt: u64) -> u64 {
-    (0..RANKS)
-        .flat_map(|r| file_plan(SEED, r, ckpt, MEAN_BYTES))
-        .map(|f| f.size_bytes)
-        .sum()
+    (0..RANKS).map(|r| ckpt_bytes_of_rank(r, ckpt)).sum()
 }
 
 /// Every file of checkpoint `ckpt` is in the prefix; `cached` says

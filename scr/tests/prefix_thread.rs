@@ -888,3 +888,133 @@ fn a_fetch_failing_in_cache_does_not_mark_the_copy_failed() {
     assert!(idx.datasets[&2]["ckpt.2"].failed.is_empty(), "{idx:?}");
     assert_eq!(idx.datasets[&1]["ckpt.1"].fetched.len(), 1);
 }
+
+/// Bytes of file `f` of rank `rank` in checkpoint `c` of the PTHREAD test.
+fn many(rank: usize, c: usize, f: usize) -> Vec<u8> {
+    (0..150_000 + 977 * f)
+        .map(|i| (i ^ rank << 3 ^ c << 9 ^ f << 12) as u8)
+        .collect()
+}
+
+/// Write `n` checkpoints of four files per rank, or restart and check
+/// every byte (returns the name restarted from).
+fn four_files_per_rank(
+    scr: &mut Scr,
+    c: &dyn scr::comm::Comm,
+    prefix: &Path,
+    n: usize,
+) -> Option<String> {
+    let rank = c.rank();
+    if n == 0 {
+        let name = scr.have_restart().unwrap()?;
+        let id: usize = name.trim_start_matches("ckpt.").parse().unwrap();
+        let mut r = scr.start_restart().unwrap();
+        let mut ok = true;
+        for f in 0..4 {
+            let p = r
+                .route_file(prefix.join(format!("{name}/r{rank}.{f}")))
+                .unwrap();
+            ok &= std::fs::read(&p).unwrap() == many(rank, id, f);
+        }
+        assert!(r.complete(ok).unwrap(), "rank {rank}: bytes of {name}");
+        return Some(name);
+    }
+    for id in 1..=n {
+        let mut out = scr
+            .start_output(Some(&format!("ckpt.{id}")), Flags::CHECKPOINT)
+            .unwrap();
+        for f in 0..4 {
+            let p = out
+                .route_file(prefix.join(format!("ckpt.{id}/r{rank}.{f}")))
+                .unwrap();
+            std::fs::write(&p, many(rank, id, f)).unwrap();
+        }
+        assert!(out.complete(true).unwrap());
+    }
+    None
+}
+
+/// The FLUSH_SUCCESS notes of the log in the prefix.
+fn flush_notes(cl: &Cluster) -> Vec<Option<String>> {
+    let recs = scr::log::read_log(&cl.prefix.join(".scr/log"), true)
+        .unwrap()
+        .records;
+    recs.iter()
+        .filter(|r| r.is_event("FLUSH_SUCCESS"))
+        .map(|r| r.entry.note.clone())
+        .collect()
+}
+
+/// SCR_FLUSH_TYPE=PTHREAD: each rank's files are flushed on parallel
+/// threads (one per file, at most one per core: the log says how many
+/// rank 0 used), every byte is fetched back after every cache is lost;
+/// a STORE line's FLUSH= decides for the datasets cached in that store,
+/// whatever SCR_FLUSH_TYPE says; a vendor type is warned about and has
+/// no effect.
+#[test]
+fn pthread_flushes_copy_each_ranks_files_on_parallel_threads() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(4);
+    let want = format!("PTHREAD: rank 0 copied 4 files on {threads} threads");
+    let sys = tempfile::tempdir().unwrap();
+    let plain = sys.path().join("plain.conf");
+    std::fs::write(&plain, "SCR_LOG_SYSLOG_ENABLE=0\n").unwrap();
+    for (system, flush_type, pthread, warned) in [
+        ("", "PTHREAD", true, 0),
+        ("", "pthread", true, 0),
+        ("", "SYNC", false, 0),
+        ("", "BBAPI", false, 1),
+        ("STORE=/dev/shm COUNT=2 FLUSH=PTHREAD\n", "SYNC", true, 0),
+        ("STORE=/dev/shm COUNT=2 TYPE=sync\n", "PTHREAD", false, 0),
+        // A refused store type leaves the store to SCR_FLUSH_TYPE.
+        ("STORE=/dev/shm COUNT=2 FLUSH=bbapi\n", "PTHREAD", true, 1),
+    ] {
+        let cl = Cluster::new();
+        let conf = sys.path().join("scr.conf");
+        std::fs::write(&conf, format!("SCR_LOG_SYSLOG_ENABLE=0\n{system}")).unwrap();
+        let extra = with(&[
+            ("SCR_FLUSH", "1"),
+            ("SCR_LOG_ENABLE", "1"),
+            ("SCR_FLUSH_TYPE", flush_type),
+        ]);
+        common::run_with_system(
+            &cl,
+            4,
+            |r| r / 2,
+            Some(&conf),
+            &extra,
+            |scr, c| {
+                // Only the refused vendor type is warned about.
+                let w = scr.config_warnings();
+                assert_eq!(w.len(), warned, "{w:?}");
+                assert!(
+                    w.iter()
+                        .all(|w| w.to_string().to_ascii_uppercase().contains("BBAPI")),
+                    "{w:?}"
+                );
+                four_files_per_rank(scr, c, &cl.prefix, 2)
+            },
+        );
+        let notes = flush_notes(&cl);
+        assert_eq!(notes.len(), 2, "{system} {flush_type}: {notes:?}");
+        for n in &notes {
+            match pthread {
+                true => assert_eq!(n.as_deref(), Some(want.as_str()), "{system} {flush_type}"),
+                false => assert_eq!(n.as_deref(), None, "{system} {flush_type}"),
+            }
+        }
+        wipe_caches(&cl, 2);
+        let got = common::run_with_system(
+            &cl,
+            4,
+            |r| r / 2,
+            Some(&plain),
+            &extra,
+            |scr, c| four_files_per_rank(scr, c, &cl.prefix, 0),
+        );
+        assert!(
+            got.iter().all(|g| g.as_deref() == Some("ckpt.2")),
+            "{got:?}"
+        );
+    }
+}

@@ -24,6 +24,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use crate::comm::{Comm, ReduceOp};
+use crate::config::settings::FlushType;
 use crate::config::{CkptDesc, Config, Settings};
 use crate::error::{io_err, DescriptorError, ScrError, ScrResult};
 use crate::ids::{DatasetId, Rank};
@@ -58,6 +59,9 @@ pub struct Store {
     pub base: LogicalPath,
     /// Datasets kept at most (`COUNT` / `SCR_CACHE_SIZE`).
     pub count: u64,
+    /// How datasets cached here are flushed: the line's `FLUSH=` (or
+    /// `TYPE=`) when this library implements it, else `SCR_FLUSH_TYPE`.
+    pub flush: FlushType,
 }
 
 /// A redundancy descriptor at run time (`scr_reddesc`): the persisted
@@ -531,6 +535,14 @@ impl Job {
         Ok(())
     }
 
+    /// How `dset` is flushed: the type of the store its redundancy
+    /// descriptor caches it in (`STORE … FLUSH=`), else `SCR_FLUSH_TYPE`.
+    pub fn flush_type(&self, dset: DatasetId) -> FlushType {
+        let base = self.filemap.desc(dset, self.rank()).ok().flatten();
+        base.and_then(|d| self.stores.iter().find(|s| s.base.to_record() == d.base))
+            .map_or(self.settings.flush.flush_type.effective(), |s| s.flush)
+    }
+
     /// The dataset descriptor of `dset` as this rank recorded it.
     pub fn dataset(&self, dset: DatasetId) -> Option<Dataset> {
         self.filemap.dataset(dset, self.rank()).ok().flatten()
@@ -624,18 +636,27 @@ fn prefix_of(settings: &Settings) -> PathBuf {
 /// The enabled stores of the configuration in order, or the one given by
 /// SCR_CACHE_BASE/SCR_CACHE_SIZE when it names none.
 fn stores_of(descs: &[crate::config::StoreDesc], settings: &Settings) -> Vec<Store> {
+    // A refused type (BBAPI, DATAWARP; warned at init) has no effect.
+    let default = settings.flush.flush_type.effective();
     let mut stores: Vec<Store> = descs
         .iter()
         .filter(|s| s.enabled && s.count > 0)
         .map(|s| Store {
             base: LogicalPath::new(&s.path),
             count: s.count,
+            flush: s
+                .flush
+                .as_deref()
+                .and_then(FlushType::parse)
+                .filter(|t| t.is_supported())
+                .unwrap_or(default),
         })
         .collect();
     if stores.is_empty() {
         stores.push(Store {
             base: LogicalPath::new(&settings.cache.cache_base),
             count: settings.cache.cache_size.max(1),
+            flush: default,
         });
     }
     stores

@@ -246,6 +246,9 @@ impl Layer {
     }
 }
 
+/// The transfer types a STORE line's `FLUSH=` (or `TYPE=`) names.
+const STORE_FLUSH_TYPES: &[&str] = &["SYNC", "PTHREAD", "BBAPI", "DATAWARP", "DW"];
+
 /// Check one descriptor sub-item's key and value.
 pub(crate) fn check_desc_item(
     kind: &str,
@@ -273,6 +276,8 @@ pub(crate) fn check_desc_item(
         "COUNT" | "INTERVAL" | "SET_SIZE" | "SET_FAILURES" => ValueKind::Int,
         "ENABLED" | "MKDIR" | "OUTPUT" | "BYPASS" | "ENCODE_ASYNC" => ValueKind::Bool,
         "VIEW" => ValueKind::Choice(&["LOCAL", "GLOBAL"]),
+        // A store's transfer type: SCR_FLUSH_TYPE's names, and `DW`.
+        "FLUSH" | "TYPE" if kind == "STORE" => ValueKind::Choice(STORE_FLUSH_TYPES),
         "TYPE" if kind == "CKPT" => {
             if crate::scheme::CopyType::parse_ignore_case(value).is_some() {
                 return Ok(());

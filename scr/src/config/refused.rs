@@ -28,16 +28,19 @@ const fn r(name: &'static str, why: &'static str) -> Refusal {
 /// The refused rows. The no-op value is the row's table default; a row
 /// without a default (SCR_CLUSTER_NAME) is refused whenever
 /// it is set.
-pub const REFUSED: &[Refusal] = &[
-    r(
-        "SCR_CLUSTER_NAME",
-        "log entries do not record a cluster name",
-    ),
-    r(
-        "SCR_FLUSH_TYPE",
-        "flushes are SYNC, or background threads with SCR_FLUSH_ASYNC=1",
-    ),
-];
+pub const REFUSED: &[Refusal] = &[r(
+    "SCR_CLUSTER_NAME",
+    "log entries do not record a cluster name",
+)];
+
+/// Values of acting rows that this library does not implement: the row
+/// acts for every other value, and one of these is refused with a
+/// warning (and the row's default used instead).
+pub const REFUSED_VALUES: &[(&str, &[&str], &str)] = &[(
+    "SCR_FLUSH_TYPE",
+    &["BBAPI", "DATAWARP"],
+    "vendor burst-buffer APIs are not built in; flushes copy with SYNC",
+)];
 
 /// The refusal of `name`, if it is refused.
 pub fn refusal(name: &str) -> Option<&'static Refusal> {
@@ -82,6 +85,80 @@ pub fn refusals(cfg: &Config) -> Vec<ConfigWarning> {
             source: e.source,
             why: refused.why.to_owned(),
         });
+    }
+    for (name, values, why) in REFUSED_VALUES {
+        let Some(e) = cfg.get(name) else {
+            continue;
+        };
+        if values
+            .iter()
+            .any(|v| v.eq_ignore_ascii_case(e.value.trim()))
+        {
+            out.push(ConfigWarning::NotSupported {
+                name: (*name).to_owned(),
+                value: e.value,
+                source: e.source,
+                why: (*why).to_owned(),
+            });
+        }
+    }
+    out.extend(store_refusals(cfg));
+    out
+}
+
+/// The STORE lines' keys that do not act, each refused with a warning
+/// naming the store: every store is node-local (GROUP other than NODE,
+/// VIEW=GLOBAL), the library makes directories in every store (MKDIR=0),
+/// and a FLUSH= (or TYPE=) this library does not implement.
+fn store_refusals(cfg: &Config) -> Vec<ConfigWarning> {
+    let mut out = Vec::new();
+    let Some((which, layer)) = cfg.desc_layer("STORE") else {
+        return out;
+    };
+    for (path, d) in &layer.stores {
+        let source = super::layer_source(which, layer, d.line);
+        let mut refuse = |key: &str, value: &str, why: &str| {
+            out.push(ConfigWarning::NotSupported {
+                name: format!("STORE={path} {key}"),
+                value: value.to_owned(),
+                source: source.clone(),
+                why: why.to_owned(),
+            });
+        };
+        for (key, value) in &d.items {
+            let v = value.trim();
+            match key.as_str() {
+                "GROUP" if !v.eq_ignore_ascii_case("NODE") => refuse(
+                    key,
+                    v,
+                    "stores are node-local: each node keeps its own directories below the \
+                     store, and a lost node's files are rebuilt, never read from it",
+                ),
+                "VIEW" if v.eq_ignore_ascii_case("GLOBAL") => refuse(
+                    key,
+                    v,
+                    "stores are node-local (VIEW=LOCAL): each node keeps its own directories \
+                     below the store",
+                ),
+                "MKDIR" if v == "0" => refuse(
+                    key,
+                    v,
+                    "the library creates <user>/scr.<jobid> and a directory per dataset \
+                     in every store it uses",
+                ),
+                "FLUSH" | "TYPE"
+                    if super::settings::FlushType::parse(v).is_some_and(|t| !t.is_supported()) =>
+                {
+                    refuse(
+                        key,
+                        v,
+                        "vendor burst-buffer APIs are not built in; datasets cached here \
+                         flush with SCR_FLUSH_TYPE",
+                    )
+                }
+                _ => {}
+            }
+        }
     }
     out
 }

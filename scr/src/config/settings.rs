@@ -87,6 +87,57 @@ pub enum FlushType {
     Datawarp,
 }
 
+impl FlushType {
+    /// SCR's name of the type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlushType::Sync => "SYNC",
+            FlushType::Pthread => "PTHREAD",
+            FlushType::Bbapi => "BBAPI",
+            FlushType::Datawarp => "DATAWARP",
+        }
+    }
+
+    /// A transfer type by SCR's name, any case; `DW` is DataWarp (the
+    /// name SCR's STORE lines use for it).
+    pub fn parse(v: &str) -> Option<FlushType> {
+        match v.to_ascii_uppercase().as_str() {
+            "SYNC" => Some(FlushType::Sync),
+            "PTHREAD" => Some(FlushType::Pthread),
+            "BBAPI" => Some(FlushType::Bbapi),
+            "DATAWARP" | "DW" => Some(FlushType::Datawarp),
+            _ => None,
+        }
+    }
+
+    /// Whether this library implements it (SYNC and PTHREAD; the vendor
+    /// APIs are refused at init with a warning).
+    pub fn is_supported(self) -> bool {
+        matches!(self, FlushType::Sync | FlushType::Pthread)
+    }
+
+    /// The type a flush runs with: itself when supported, else SYNC.
+    pub fn effective(self) -> FlushType {
+        if self.is_supported() {
+            self
+        } else {
+            FlushType::Sync
+        }
+    }
+
+    /// Threads copying one rank's `files`: one for SYNC; for PTHREAD one
+    /// per file, at most one per core of this node.
+    pub fn copy_threads(self, files: usize) -> usize {
+        match self.effective() {
+            FlushType::Pthread => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                files.min(cores).max(1)
+            }
+            _ => 1,
+        }
+    }
+}
+
 /// A password read from the configuration: never shown by `Debug`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Password(String);
@@ -206,8 +257,11 @@ pub struct FlushSettings {
     pub every: u64,
     /// `SCR_FLUSH_WIDTH`: concurrent writers.
     pub width: u64,
-    /// `SCR_FLUSH_TYPE` (refused unless SYNC: flushes are SYNC or async
-    /// threads by `SCR_FLUSH_ASYNC`).
+    /// `SCR_FLUSH_TYPE`: SYNC copies a rank's files one after another,
+    /// PTHREAD on several threads (BBAPI and DATAWARP are refused and run
+    /// as SYNC); a STORE line's `FLUSH=` overrides it for the datasets
+    /// cached there. Either way the flush blocks (SYNC) or runs in the
+    /// background (`SCR_FLUSH_ASYNC`).
     pub flush_type: FlushType,
     /// `SCR_FLUSH_ON_RESTART`: flush the restart checkpoint at init.
     pub on_restart: bool,
@@ -629,13 +683,7 @@ impl<'a> Reader<'a> {
     }
 
     fn flush_type(&mut self, name: &'static str) -> Result<FlushType, ConfigError> {
-        self.choice(name, |v| match v.to_ascii_uppercase().as_str() {
-            "SYNC" => Some(FlushType::Sync),
-            "PTHREAD" => Some(FlushType::Pthread),
-            "BBAPI" => Some(FlushType::Bbapi),
-            "DATAWARP" => Some(FlushType::Datawarp),
-            _ => None,
-        })
+        self.choice(name, FlushType::parse)
     }
 
     /// `SCR_END_TIME`: seconds since the epoch; `0` (unknown) and negative

@@ -17,7 +17,7 @@ fn crc_on_copy_reads_the_copy_back_and_catches_damage_there() {
         buf_bytes: 0,
     };
     // The read-back computes the source CRC even without SCR_CRC_ON_FLUSH.
-    let copied = copy_all(&list, checks, None, None, || Ok(())).unwrap();
+    let copied = copy_all(&list, checks, None, None, 1, || Ok(())).unwrap();
     let want = crc32fast::hash(&fs::read(&list[0].src).unwrap());
     assert_eq!(copied[0].crc, want);
     // A copy whose bytes differ from the source's CRC is refused.
@@ -49,7 +49,7 @@ fn copy_metadata_gives_the_copy_the_sources_mode_and_times() {
         attrs: true,
         buf_bytes: 0,
     };
-    let copied = copy_all(&list, checks, None, None, || Ok(())).unwrap();
+    let copied = copy_all(&list, checks, None, None, 1, || Ok(())).unwrap();
     assert_eq!(copied[0].attrs.map(|x| x.mtime), Some(a.mtime));
     let got = storage_attrs::read(&list[0].dst).unwrap();
     assert_eq!(got.mode & 0o7777, 0o600);
@@ -58,7 +58,7 @@ fn copy_metadata_gives_the_copy_the_sources_mode_and_times() {
     for it in &list {
         fs::remove_file(&it.dst).unwrap();
     }
-    let plain = copy_all(&list, CopyChecks::default(), None, None, || Ok(())).unwrap();
+    let plain = copy_all(&list, CopyChecks::default(), None, None, 1, || Ok(())).unwrap();
     assert!(plain[0].attrs.is_none());
     let m = fs::metadata(&list[0].dst).unwrap();
     assert_ne!(storage_attrs::read(&list[0].dst).unwrap().mtime, a.mtime);
@@ -95,7 +95,7 @@ fn file_buf_size_sets_the_bytes_each_read_of_a_copy_takes() {
         let list = list.clone();
         std::thread::spawn(move || {
             let before = reads_of_this_thread();
-            let copied = copy_all(&list, checks, None, None, || Ok(())).unwrap();
+            let copied = copy_all(&list, checks, None, None, 1, || Ok(())).unwrap();
             (
                 reads_of_this_thread() - before,
                 copied[0].crc,
@@ -120,4 +120,92 @@ fn file_buf_size_sets_the_bytes_each_read_of_a_copy_takes() {
     let set = settings(&[("SCR_FILE_BUF_SIZE", "64KB")]);
     assert_eq!(CopyChecks::of(&set, true).buf_len(), 64 << 10);
     assert_eq!(CopyChecks::of(&settings(&[]), true).buf_len(), CHUNK);
+}
+
+/// An `after_file` that holds each finished copy until `n` copies have
+/// finished, or fails after `wait`: it passes only when `n` copies ran
+/// at the same time.
+fn rendezvous(n: usize, wait: Duration) -> impl Fn() -> Result<(), CopyError> + Sync {
+    let state = (std::sync::Mutex::new(0usize), std::sync::Condvar::new());
+    move || {
+        let (count, cv) = &state;
+        let mut c = count.lock().unwrap();
+        *c += 1;
+        cv.notify_all();
+        let (c, timeout) = cv.wait_timeout_while(c, wait, |c| *c < n).unwrap();
+        if timeout.timed_out() && *c < n {
+            return Err(CopyError::Injected(std::io::Error::other(format!(
+                "only {c} of {n} copies in flight"
+            ))));
+        }
+        Ok(())
+    }
+}
+
+/// SCR_FLUSH_TYPE=PTHREAD: a rank's files are copied on several threads
+/// at once (each copy waits at the rendezvous until all three finished,
+/// which one thread can never do), every byte lands, and the results
+/// come back in item order.
+#[test]
+fn pthread_copies_a_ranks_files_at_the_same_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let list = items(tmp.path(), &[70_000, 10, 300_000]);
+    let checks = CopyChecks {
+        crc: true,
+        ..CopyChecks::default()
+    };
+    let copied = copy_all(
+        &list,
+        checks,
+        None,
+        None,
+        3,
+        rendezvous(3, Duration::from_secs(30)),
+    )
+    .unwrap();
+    for (it, c) in list.iter().zip(&copied) {
+        let want = fs::read(&it.src).unwrap();
+        assert_eq!(fs::read(&it.dst).unwrap(), want, "{}", it.rel);
+        assert_eq!(
+            (c.rel.as_str(), c.size),
+            (it.rel.as_str(), want.len() as u64)
+        );
+        assert_eq!(c.crc, crc32fast::hash(&want));
+    }
+    // One thread (SYNC) copies one file at a time: the first copy waits
+    // alone and gives up.
+    for it in &list {
+        fs::remove_file(&it.dst).unwrap();
+    }
+    let e = copy_all(
+        &list,
+        checks,
+        None,
+        None,
+        1,
+        rendezvous(3, Duration::from_millis(200)),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("only 1 of 3"), "{e}");
+}
+
+/// A copy that fails on one of the threads fails the whole list with
+/// that item's error, naming its file; no item starts after it.
+#[test]
+fn a_failed_pthread_copy_fails_the_list_naming_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut list = items(tmp.path(), &[1000, 2000, 3000, 4000]);
+    // The recorded size of item 1 is wrong: the copy is refused.
+    list[1].size = Some(1);
+    let e = copy_all(&list, CopyChecks::default(), None, None, 2, || Ok(())).unwrap_err();
+    match &e {
+        CopyError::Size { path, copied, .. } => {
+            assert_eq!((path, *copied), (&list[1].src, 2000), "{e}")
+        }
+        other => panic!("not the size error: {other}"),
+    }
+    // More threads than files is as many threads as files.
+    list[1].size = Some(2000);
+    let copied = copy_all(&list, CopyChecks::default(), None, None, 64, || Ok(())).unwrap();
+    assert_eq!(copied.len(), 4);
 }

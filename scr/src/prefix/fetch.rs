@@ -470,7 +470,7 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     );
     let copied = match local {
         Ok(items) => windowed(job.world.as_ref(), width, || {
-            copy_all(&items, checks, None, None, || {
+            copy_all(&items, checks, None, None, 1, || {
                 crate::fault_point!("fetch.file", rank = me32)
                     .map_err(|e| CopyError::Injected(e.into()))
             })

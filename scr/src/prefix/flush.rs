@@ -19,6 +19,7 @@ use super::{
     windowed, Copied, CopyChecks, CopyError, CopyItem, FlushError, PrefixError, Throttle,
 };
 use crate::cache::Job;
+use crate::config::settings::FlushType;
 use crate::error::ScrResult;
 use crate::ids::DatasetId;
 use crate::log::writer::{Entry, EventType, XferType};
@@ -39,6 +40,9 @@ pub struct FlushPlan {
     /// Its descriptor (this rank's copy).
     pub dataset: Dataset,
     pub(crate) items: Vec<CopyItem>,
+    /// How this rank copies: the dataset's flush type and the threads
+    /// its copies run on.
+    copy: (FlushType, usize),
     started: crate::clock::Tick,
 }
 
@@ -216,11 +220,14 @@ pub fn prepare(job: &Job, dset: DatasetId, event: EventType) -> ScrResult<Prepar
             return Ok(Prepared::Refused(e));
         }
     }
+    let kind = job.flush_type(dset);
+    let copy = (kind, kind.copy_threads(items.len()));
     Ok(Prepared::Ready(Box::new(FlushPlan {
         dset,
         placement,
         dataset,
         items,
+        copy,
         started: job.clock.now(),
     })))
 }
@@ -538,12 +545,18 @@ pub(crate) fn finish(
             .bytes(total_bytes)
             .files(total_files),
     );
-    job.log(
-        Entry::event(ok_event)
-            .dset(dset)
-            .name(plan.name())
-            .secs(secs),
-    );
+    let mut done = Entry::event(ok_event)
+        .dset(dset)
+        .name(plan.name())
+        .secs(secs);
+    if let (FlushType::Pthread, threads) = plan.copy {
+        // The log is rank 0's: its own share.
+        done = done.note(format!(
+            "PTHREAD: rank 0 copied {} files on {threads} threads",
+            plan.items.len()
+        ));
+    }
+    job.log(done);
     if job.rank().is_root() {
         let mb_s = total_bytes as f64 / (1 << 20) as f64 / secs.max(1e-9);
         job.msg.dbg(
@@ -579,6 +592,7 @@ pub fn flush_sync(job: &Job, dset: DatasetId) -> ScrResult<bool> {
     let width = job.settings.flush.width as usize;
     let me = job.rank().0;
     announce(job, &plan);
+    let threads = plan.copy.1;
     let bound = Bound::of(&job.settings);
     let local = windowed(job.world.as_ref(), width, || {
         // The copy runs on a thread of its own so the watchdog can give
@@ -588,7 +602,7 @@ pub fn flush_sync(job: &Job, dset: DatasetId) -> ScrResult<bool> {
         let spawned = std::thread::Builder::new()
             .name(format!("scr-flush-{dset}"))
             .spawn(move || {
-                copy_all(&items, checks, None, Some(&p), || {
+                copy_all(&items, checks, None, Some(&p), threads, || {
                     crate::fault_point!("flush.file.copied", rank = me)
                         .map_err(|e| CopyError::Injected(e.into()))
                 })
@@ -608,6 +622,7 @@ pub fn flush_sync(job: &Job, dset: DatasetId) -> ScrResult<bool> {
 /// SCR_DEBUG messages at the start of a flush: rank 0's at level 1, each
 /// rank's own share at level 2.
 fn announce(job: &Job, plan: &FlushPlan) {
+    let (kind, threads) = plan.copy;
     if job.rank().is_root() {
         job.msg.dbg(
             1,
@@ -623,9 +638,11 @@ fn announce(job: &Job, plan: &FlushPlan) {
     job.msg.dbg(
         2,
         format_args!(
-            "flush of dataset {}: {} files, {bytes} bytes",
+            "flush of dataset {}: {} files, {bytes} bytes, {} on {threads} thread{}",
             plan.dset,
-            plan.items.len()
+            plan.items.len(),
+            kind.as_str(),
+            if threads == 1 { "" } else { "s" }
         ),
     );
 }
@@ -667,6 +684,7 @@ pub fn flush_async_start(job: &Job, dset: DatasetId) -> ScrResult<Option<AsyncFl
     };
     let checks = CopyChecks::of(&job.settings, job.settings.flush.crc);
     announce(job, &plan);
+    let threads = plan.copy.1;
     let bw = job.settings.flush.async_bw_bytes_per_s as f64;
     let percent = job.settings.flush.async_percent;
     let per_rank = bw / job.node_comm.size().max(1) as f64;
@@ -682,7 +700,7 @@ pub fn flush_async_start(job: &Job, dset: DatasetId) -> ScrResult<Option<AsyncFl
     let spawned = std::thread::Builder::new()
         .name(format!("scr-flush-{dset}"))
         .spawn(move || {
-            copy_all(&items, checks, Some(throttle), Some(&p), || {
+            copy_all(&items, checks, Some(throttle), Some(&p), threads, || {
                 crate::fault_point!("flush.async.file.copied", rank = me)
                     .map_err(|e| CopyError::Injected(e.into()))
             })

@@ -448,27 +448,38 @@ impl Pace {
     }
 }
 
-/// Copy `items` in order, calling `after_file` (an injection point) after
-/// each; stops at the first failure. `watch` (the flush watchdog) sees
-/// every chunk and may cancel between them.
+/// Copy `items`, calling `after_file` (an injection point) after each;
+/// stops at the first failure. `threads` copies run at once
+/// (SCR_FLUSH_TYPE=PTHREAD; 1 copies in order), each with its own buffer
+/// and an equal share of the throttle's bandwidth; the results are in
+/// item order, and the error returned is that of the first item that
+/// failed. `watch` (the flush watchdog) sees every chunk and may cancel
+/// between them.
 pub(crate) fn copy_all(
     items: &[CopyItem],
     checks: CopyChecks,
     throttle: Option<Throttle>,
     watch: Option<&watchdog::Progress>,
-    after_file: impl Fn() -> Result<(), CopyError>,
+    threads: usize,
+    after_file: impl Fn() -> Result<(), CopyError> + Sync,
 ) -> Result<Vec<Copied>, CopyError> {
-    let mut buf = Vec::new();
-    let mut pace = throttle.as_ref().map(|t| Pace::new(&t.clock));
-    let mut out = Vec::with_capacity(items.len());
-    for it in items {
-        let th = throttle.as_ref().zip(pace.as_mut());
-        out.push(copy_file(it, checks, th, watch, &mut buf)?);
-        after_file()?;
-        if let Some(w) = watch {
-            w.advance();
+    let threads = threads.clamp(1, items.len().max(1));
+    let out = if threads == 1 {
+        let mut buf = Vec::new();
+        let mut pace = throttle.as_ref().map(|t| Pace::new(&t.clock));
+        let mut out = Vec::with_capacity(items.len());
+        for it in items {
+            let th = throttle.as_ref().zip(pace.as_mut());
+            out.push(copy_file(it, checks, th, watch, &mut buf)?);
+            after_file()?;
+            if let Some(w) = watch {
+                w.advance();
+            }
         }
-    }
+        out
+    } else {
+        copy_parallel(items, checks, throttle, watch, threads, &after_file)?
+    };
     // The copies' names, durable before anything records them (a packed
     // copy has no file of its own: its containers' directory was synced
     // when they were created).
@@ -477,6 +488,70 @@ pub(crate) fn copy_all(
         .filter(|i| !matches!(i.packing, Some(container::Packing::Into(_))))
         .map(|i| i.dst.as_path());
     durable::sync_parents(plain).map_err(|(d, e)| io_fail("fsync directory", &d, e))?;
+    Ok(out)
+}
+
+/// [`copy_all`]'s copies on `threads` threads (this one and
+/// `threads - 1` helpers), each taking the next item not yet started; no
+/// item starts once one failed. A helper that cannot be spawned leaves
+/// its share to the others.
+fn copy_parallel(
+    items: &[CopyItem],
+    checks: CopyChecks,
+    throttle: Option<Throttle>,
+    watch: Option<&watchdog::Progress>,
+    threads: usize,
+    after_file: &(impl Fn() -> Result<(), CopyError> + Sync),
+) -> Result<Vec<Copied>, CopyError> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Vec<Mutex<Option<Result<Copied, CopyError>>>> =
+        items.iter().map(|_| Mutex::new(None)).collect();
+    let share = throttle.map(|t| Throttle {
+        bw: t.bw.map(|b| b / threads as f64),
+        ..t
+    });
+    let work = || {
+        let mut buf = Vec::new();
+        let mut pace = share.as_ref().map(|t| Pace::new(&t.clock));
+        while !failed.load(Ordering::Relaxed) {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(it) = items.get(k) else { break };
+            let th = share.as_ref().zip(pace.as_mut());
+            let r = copy_file(it, checks, th, watch, &mut buf).and_then(|c| {
+                after_file()?;
+                Ok(c)
+            });
+            if r.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            if let Some(w) = watch {
+                w.advance();
+            }
+            *slots[k].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        }
+    };
+    std::thread::scope(|s| {
+        for i in 1..threads {
+            // Not spawned: the threads that are take its share.
+            let _ = std::thread::Builder::new()
+                .name(format!("scr-copy-{i}"))
+                .spawn_scoped(s, work);
+        }
+        work();
+    });
+    let mut out = Vec::with_capacity(items.len());
+    for slot in slots {
+        match slot.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(r) => out.push(r?),
+            // Items are taken in order and none after a failure, so an
+            // item never taken follows a failed one, returned above: this
+            // stays an error, never a short success.
+            None => return Err(CopyError::Cancelled),
+        }
+    }
     Ok(out)
 }
 

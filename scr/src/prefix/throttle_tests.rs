@@ -48,7 +48,7 @@ fn the_flush_bandwidth_paces_the_copy_by_the_clock() {
         percent: 0.0,
         clock: shared,
     };
-    let copied = copy_all(&list, CRC, Some(throttle), None, || Ok(())).unwrap();
+    let copied = copy_all(&list, CRC, Some(throttle), None, 1, || Ok(())).unwrap();
     assert_eq!(copied.len(), 2);
     let took = clock.elapsed(t0);
     assert!(
@@ -57,7 +57,7 @@ fn the_flush_bandwidth_paces_the_copy_by_the_clock() {
     );
     // Without a throttle the clock is not consulted at all.
     let t1 = clock.now();
-    copy_all(&list, CRC, None, None, || Ok(())).unwrap();
+    copy_all(&list, CRC, None, None, 1, || Ok(())).unwrap();
     assert_eq!(clock.elapsed(t1), Duration::ZERO);
 }
 

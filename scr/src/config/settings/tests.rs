@@ -344,6 +344,7 @@ const ACTS: &[(&str, &str, &str)] = &[
     ("SCR_END_TIME", "test", "scr/tests/halt.rs"),
     ("SCR_MPI_BUF_SIZE", "test", "scr/tests/cache_thread.rs"),
     ("SCR_FILE_BUF_SIZE", "test", "scr/src/prefix/copy_tests.rs"),
+    ("SCR_FLUSH_TYPE", "test", "scr/tests/prefix_thread.rs"),
     ("SCR_DISTRIBUTE", "test", "scr/tests/params_switches.rs"),
     ("SCR_FETCH", "test", "scr/tests/params_switches.rs"),
     ("SCR_FETCH_BYPASS", "test", "scr/tests/bypass_thread.rs"),
@@ -554,5 +555,82 @@ fn an_mpi_piece_must_be_four_kib_to_one_gib() {
         let (_d, cfg) = load(&[("SCR_MPI_BUF_SIZE", good)], "");
         let s = Settings::from_config(&cfg).unwrap();
         assert_eq!(s.cache.mpi_buf_bytes, bytes, "{good}");
+    }
+}
+
+/// SCR_FLUSH_TYPE acts for SYNC and PTHREAD; the vendor APIs are refused
+/// with a warning naming the value and where it was set, and run as SYNC.
+#[test]
+fn only_the_vendor_flush_types_are_refused() {
+    for (v, refused, runs) in [
+        ("SYNC", false, FlushType::Sync),
+        ("pthread", false, FlushType::Pthread),
+        ("BBAPI", true, FlushType::Sync),
+        ("datawarp", true, FlushType::Sync),
+    ] {
+        let (_d, cfg) = load(&[], &format!("SCR_FLUSH_TYPE={v}\n"));
+        let w = refusals(&cfg);
+        assert_eq!(w.len(), usize::from(refused), "{v}: {w:?}");
+        if refused {
+            let msg = w[0].to_string();
+            assert!(
+                msg.contains(&format!("SCR_FLUSH_TYPE={v}")) && msg.contains("system.conf:1"),
+                "{msg}"
+            );
+        }
+        let s = Settings::from_config(&cfg).unwrap();
+        assert_eq!(s.flush.flush_type.effective(), runs, "{v}");
+    }
+    assert_eq!(FlushType::Sync.copy_threads(8), 1);
+    assert_eq!(FlushType::Bbapi.copy_threads(8), 1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(FlushType::Pthread.copy_threads(8), cores.min(8));
+    assert_eq!(FlushType::Pthread.copy_threads(1), 1);
+    assert_eq!(FlushType::Pthread.copy_threads(0), 1);
+}
+
+/// The keys of a STORE line that do not act are refused, each with a
+/// warning naming the store, the key and the line; the ones that act
+/// (and their no-op values) pass without a word, and a FLUSH= naming no
+/// transfer type stops the load.
+#[test]
+fn store_keys_that_do_not_act_are_refused_naming_the_store() {
+    let quiet = "STORE=/dev/shm GROUP=NODE COUNT=2 ENABLED=1 MKDIR=1 FLUSH=PTHREAD VIEW=LOCAL\n";
+    let (_d, cfg) = load(&[], quiet);
+    assert!(refusals(&cfg).is_empty(), "{:?}", refusals(&cfg));
+    let noisy = "SCR_FLUSH=1\n\
+                 STORE=/dev/shm GROUP=NODE COUNT=2\n\
+                 STORE=/ssd GROUP=WORLD MKDIR=0 TYPE=bbapi VIEW=GLOBAL\n\
+                 STORE=/bb FLUSH=dw\n";
+    let (_d, cfg) = load(&[], noisy);
+    let got: Vec<String> = refusals(&cfg).iter().map(ToString::to_string).collect();
+    let want = [
+        "STORE=/bb FLUSH=dw (system file",
+        "STORE=/ssd GROUP=WORLD (system file",
+        "STORE=/ssd MKDIR=0 (system file",
+        "STORE=/ssd TYPE=bbapi (system file",
+        "STORE=/ssd VIEW=GLOBAL (system file",
+    ];
+    assert_eq!(got.len(), want.len(), "{got:#?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(g.contains(w), "{g} / {w}");
+    }
+    assert!(got[0].contains("system.conf:4"), "{}", got[0]);
+    assert!(got[1].contains("system.conf:3"), "{}", got[1]);
+    // Such a store still acts as a node-local store, flushed with
+    // SCR_FLUSH_TYPE.
+    let d = cfg.descriptors().unwrap();
+    assert!(d.stores.iter().any(|s| s.path == "/ssd" && s.enabled));
+    for bad in ["FLUSH=fast", "TYPE=XOR"] {
+        let d = tempfile::tempdir().unwrap();
+        let sys = d.path().join("system.conf");
+        std::fs::write(&sys, format!("STORE=/dev/shm {bad}\n")).unwrap();
+        let env = MapEnv::new([("X", "1")]).with_cwd("/nonexistent/cwd");
+        let opts = LoadOptions {
+            system_file: Some(sys),
+            read_app_conf: false,
+        };
+        let e = Config::load(&env, &opts).unwrap_err();
+        assert!(e.to_string().contains("system.conf:1"), "{bad}: {e}");
     }
 }
