@@ -486,7 +486,7 @@ impl Scr {
         self.settle_protection(false)?;
         let job = self.job.as_mut().expect("initialised");
         let is_ckpt = flags.contains(Flags::CHECKPOINT);
-        let (id, set) = output::next_ids(job, is_ckpt);
+        let (id, set) = output::next_ids(job, is_ckpt, flags.contains(Flags::OUTPUT));
         let in_store = output::in_store(job, set)?;
         // A checkpoint protected in the background needs the previous
         // protected one kept meanwhile: the store holds one more.

@@ -636,3 +636,82 @@ fn scr_copy_refuses_a_bypass_dataset_instead_of_copying_it_onto_itself() {
         data(13, 1, 1, 1)
     );
 }
+
+/// Write `name` with `flags`: one file per rank, `<name>/r<rank>.dat`.
+fn write_one(scr: &mut Scr, c: &dyn Comm, prefix: &Path, name: &str, flags: Flags) {
+    let rank = c.rank();
+    let mut out = scr.start_output(Some(name), flags).unwrap();
+    let p = out
+        .route_file(prefix.join(format!("{name}/r{rank}.dat")))
+        .unwrap();
+    std::fs::write(&p, format!("{name} of rank {rank}")).unwrap();
+    assert!(out.complete(true).unwrap(), "{name}");
+}
+
+/// CKPT `OUTPUT=1` (SCR 3.1): datasets flagged SCR_FLAG_OUTPUT take the
+/// descriptor so marked, checkpoints or not; without one, output that is
+/// not a checkpoint takes the INTERVAL=1 descriptor. The marked
+/// descriptor here bypasses the cache, so where a dataset's files are
+/// shows which descriptor took it.
+#[test]
+fn the_output_descriptor_takes_the_datasets_flagged_output() {
+    for (output, cached_out) in [("OUTPUT=1", false), ("OUTPUT=0", true)] {
+        let cl = Cluster::new();
+        std::fs::write(
+            cl.prefix.join(".scrconf"),
+            format!(
+                "CKPT=0 INTERVAL=1 TYPE=SINGLE\nCKPT=1 INTERVAL=7 TYPE=XOR BYPASS=1 {output}\n"
+            ),
+        )
+        .unwrap();
+        let extra = [("SCR_CACHE_SIZE", "4")];
+        run(
+            &cl,
+            4,
+            |r| r / 2,
+            &extra,
+            |scr, c| {
+                write_one(scr, c, &cl.prefix, "ckpt.1", Flags::CHECKPOINT);
+                write_one(scr, c, &cl.prefix, "out.2", Flags::OUTPUT);
+                write_one(
+                    scr,
+                    c,
+                    &cl.prefix,
+                    "both.3",
+                    Flags::CHECKPOINT | Flags::OUTPUT,
+                );
+                None
+            },
+        );
+        let in_cache = |name: &str| {
+            common::node_tree_files(&cl)
+                .iter()
+                .filter(|p| p.to_string_lossy().contains(&format!("/{name}/r")))
+                .count()
+        };
+        assert_eq!(
+            in_cache("ckpt.1"),
+            4,
+            "{output}: a plain checkpoint is cached"
+        );
+        assert_eq!(
+            in_cache("out.2"),
+            if cached_out { 4 } else { 0 },
+            "{output}"
+        );
+        assert_eq!(
+            in_cache("both.3"),
+            if cached_out { 4 } else { 0 },
+            "{output}"
+        );
+        // Output reaches the prefix either way, byte for byte.
+        for name in ["out.2", "both.3"] {
+            for r in 0..4 {
+                assert_eq!(
+                    std::fs::read_to_string(cl.prefix.join(format!("{name}/r{r}.dat"))).unwrap(),
+                    format!("{name} of rank {r}")
+                );
+            }
+        }
+    }
+}

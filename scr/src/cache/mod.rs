@@ -78,6 +78,9 @@ pub struct RedundancySet {
     /// The descriptor's BYPASS (default SCR_CACHE_BYPASS): datasets it
     /// takes are written straight to the prefix directory.
     pub bypass: bool,
+    /// The descriptor's OUTPUT: datasets flagged SCR_FLAG_OUTPUT take it
+    /// (the first so marked; [`Job::desc_for_dataset`]).
+    pub output: bool,
     /// The descriptor's ENCODE_ASYNC (default SCR_ENCODE_ASYNC), when the
     /// communicators may be lent to a thread: its checkpoints are
     /// protected in the background ([`crate::dataset::protect`]).
@@ -385,6 +388,7 @@ impl Job {
             store,
             comm,
             bypass: ckpt.bypass,
+            output: ckpt.output,
             encode_async: ckpt.encode_async && !ckpt.bypass,
         })
     }
@@ -431,6 +435,29 @@ impl Job {
             }
         }
         best
+    }
+
+    /// The descriptor a new dataset takes (SCR 3.1's selection): one
+    /// flagged output takes the first descriptor marked OUTPUT=1, if any;
+    /// otherwise a checkpoint takes [`Job::desc_for`] its checkpoint id,
+    /// and output that is not a checkpoint the first descriptor of
+    /// INTERVAL 1 (the first descriptor when none has).
+    pub fn desc_for_dataset(&self, is_ckpt: bool, is_output: bool, ckpt_id: i64) -> usize {
+        if let Some(i) = self
+            .sets
+            .iter()
+            .position(|d| d.output)
+            .filter(|_| is_output)
+        {
+            return i;
+        }
+        if is_ckpt {
+            return self.desc_for(ckpt_id);
+        }
+        self.sets
+            .iter()
+            .position(|d| d.descriptor.interval <= 1)
+            .unwrap_or(0)
     }
 
     /// Logical cache job directory of store `store`.

@@ -25,19 +25,15 @@ use crate::storage::path as spath;
 use crate::storage::{beneath, dirs};
 
 /// Allocate the next dataset id (and checkpoint id when `is_ckpt`) and
-/// choose the redundancy descriptor (`scr_reddesc_for_checkpoint`; output
-/// that is not a checkpoint uses the first). Returns the id and the index
-/// of the descriptor in [`Job::sets`].
-pub fn next_ids(job: &mut Job, is_ckpt: bool) -> (DatasetId, usize) {
+/// choose the redundancy descriptor ([`Job::desc_for_dataset`]: the
+/// OUTPUT=1 descriptor for output, else by checkpoint interval). Returns
+/// the id and the index of the descriptor in [`Job::sets`].
+pub fn next_ids(job: &mut Job, is_ckpt: bool, is_output: bool) -> (DatasetId, usize) {
     job.dataset_id += 1;
     if is_ckpt {
         job.checkpoint_id += 1;
     }
-    let set = if is_ckpt {
-        job.desc_for(job.checkpoint_id)
-    } else {
-        0
-    };
+    let set = job.desc_for_dataset(is_ckpt, is_output, job.checkpoint_id);
     (DatasetId(job.dataset_id), set)
 }
 
