@@ -21,8 +21,8 @@ echo "quick campaign: $(( $(date +%s) - start )) s"
 # A few random draws with every checkpoint protected in the background,
 # then with flushes to the prefix (random-flush-8 of the default seed
 # crashes inside a flush; in random-flush-0 a node dies inside the
-# relaunch's fetch with no spare left),
-# each judged by the oracle
+# relaunch's fetch with no spare left; some relaunches crash as their
+# restart in place begins), each judged by the oracle
 # (harness/src/random.rs; about 10 s each).
 for mode in --async --flush; do
   target/debug/scr-harness campaign --random 12 "$mode" \

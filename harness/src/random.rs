@@ -84,6 +84,15 @@
 //! and no spare is left, `scratch, died | nodes` ([`with_fetch_crash`]).
 //! Every draw with a fetch crash has the budget of three launches, planted
 //! or not (the cell's data seed counts the launches).
+//! A third of the other draws, in every mode, crash the relaunch as it
+//! starts to restart in place ([`Draw::rebuild_crash`]): a rank is killed
+//! (or exits) at its first `rebuild.init` (run 2), which every rank
+//! reaches for the first cached dataset whenever the relaunch runs on a
+//! node that survived launch 1 (its control directory lists the cached
+//! datasets). Nothing has changed in cache or prefix by then, so a third
+//! launch does what the second would have: `…, died, <second>`
+//! ([`with_rebuild_crash`]); it is planted only where the plan has a
+//! relaunch with such a node.
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -202,6 +211,19 @@ pub struct Draw {
     pub outage_after: Option<u64>,
     /// Flush mode: the relaunch crashes inside its fetch, when it fetches.
     pub fetch_crash: Option<FetchCrash>,
+    /// The relaunch crashes as it starts its restart in place (draws
+    /// without a fetch crash).
+    pub rebuild_crash: Option<RebuildCrash>,
+}
+
+/// A crash of the relaunch at the start of its restart in place
+/// ([`Draw::rebuild_crash`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RebuildCrash {
+    /// The rank exits (code 42) instead of being SIGKILLed.
+    pub exit: bool,
+    /// Which rank (taken modulo the job's ranks).
+    pub pick: u32,
 }
 
 /// A crash of the relaunch inside its fetch ([`Draw::fetch_crash`]).
@@ -294,6 +316,11 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         pick: r.gen_range(0..64),
         node: r.gen_bool(1.0 / 3.0),
     });
+    let mut r = s.stream("rebuildcrash");
+    let rebuild_crash = (fetch_crash.is_none() && r.gen_bool(1.0 / 3.0)).then(|| RebuildCrash {
+        exit: r.gen_bool(0.5),
+        pick: r.gen_range(0..64),
+    });
     Draw {
         scheme,
         nodes,
@@ -311,6 +338,7 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         flush_file,
         outage_after,
         fetch_crash,
+        rebuild_crash,
     }
 }
 
@@ -486,6 +514,35 @@ pub fn with_fetch_crash(
                 Outcome::of(vec![first.clone(), Token::of(Class::Died)], End::Nodes)
             }
         }
+        _ => o,
+    }
+}
+
+/// Whether the relaunch of `sc` runs on a node of launch 1 that is still
+/// up with its cache (so it finds cached datasets to restart).
+fn relaunch_keeps_a_node(sc: &Scenario) -> bool {
+    relaunch_nodes(sc).is_some_and(|(nodes, down)| {
+        let first = &allocation(sc)[..sc.nodes];
+        nodes.iter().any(|n| first.contains(n) && !down.is_down(n))
+    })
+}
+
+/// Whether `sc` plants a crash in its relaunch's `rebuild.init`.
+fn planted_rebuild_crash(sc: &Scenario) -> bool {
+    sc.faults.iter().any(|f| {
+        f.run == 2 && matches!(&f.when, When::Point { point, .. } if point == "rebuild.init")
+    })
+}
+
+/// An outcome with the relaunch's crash at the start of its restart in
+/// place ([`Draw::rebuild_crash`], `planted`): that launch dies before it
+/// changed anything, and a third one does what it would have done.
+pub fn with_rebuild_crash(o: Outcome, planted: bool) -> Outcome {
+    match (planted, o.launches.as_slice()) {
+        (true, [first, second]) => Outcome::of(
+            vec![first.clone(), Token::of(Class::Died), second.clone()],
+            o.end,
+        ),
         _ => o,
     }
 }
@@ -816,12 +873,8 @@ pub fn observed_expectation(
     let data = data_of(seed, sc, d.scheme);
     let flush_of = |rank, hit| flush_of_hit(&d, data, sc.mean_bytes, rank, hit);
     let o = oracle(&d, &Hit::observed(&l.fired, &l.external, &flush_of));
-    Some(with_fetch_crash(
-        o,
-        planted_fetch_crash(sc).as_ref(),
-        data,
-        sc.mean_bytes,
-    ))
+    let o = with_fetch_crash(o, planted_fetch_crash(sc).as_ref(), data, sc.mean_bytes);
+    Some(with_rebuild_crash(o, planted_rebuild_crash(sc)))
 }
 
 /// The data seed of random scenario `sc`'s cell (campaign seed `seed`),
@@ -865,10 +918,11 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         next_allocation: false,
         expect: BTreeMap::new(),
     };
-    // A draw with a fetch crash gets a third launch before the data seed
+    // A draw with a relaunch crash (in its fetch or as its restart in
+    // place begins) gets a third launch before the data seed
     // is drawn (the seed counts every launch's checkpoints: a budget raised
     // later would give the cell other files than those planned here).
-    if d.fetch_crash.is_some() {
+    if d.fetch_crash.is_some() || d.rebuild_crash.is_some() {
         sc.launches = 3;
     }
     // The cell's data plan says which ranks write files to damage, and
@@ -1018,6 +1072,35 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         data,
         sc.mean_bytes,
     );
+    // The relaunch's crash as it starts to restart in place, where it
+    // relaunches on a node that kept its cache.
+    if let Some(rc) = d.rebuild_crash.filter(|_| expect.launches.len() == 2) {
+        if relaunch_keeps_a_node(&sc) {
+            let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
+            let (what, words) = if rc.exit {
+                (
+                    What::ExitRank { rank, code: 42 },
+                    format!("rank {rank} exits"),
+                )
+            } else {
+                (What::KillRank { rank }, format!("rank {rank} is killed"))
+            };
+            sc.faults.push(Fault {
+                what,
+                when: When::Point {
+                    point: "rebuild.init".into(),
+                    hit: 1,
+                    repeat: false,
+                    rank: Some(rank),
+                },
+                run: 2,
+            });
+            sc.about.push_str(&format!(
+                "; in the relaunch {words} as its restart in place begins"
+            ));
+        }
+    }
+    let expect = with_rebuild_crash(expect, planted_rebuild_crash(&sc));
     sc.expect.insert(d.scheme.as_str().to_string(), expect);
     sc
 }
@@ -1049,6 +1132,7 @@ mod tests {
             flush_file: 0,
             outage_after: None,
             fetch_crash: None,
+            rebuild_crash: None,
         }
     }
 
@@ -1157,10 +1241,12 @@ mod tests {
         flush: false,
     };
 
-    /// The faults of draw `i` in `mode` (`m`) are those of its synchronous
-    /// draw, but for a crash after checkpoint c that strikes inside c's
-    /// background protection (async) or inside its flush (flush mode), and
-    /// a prefix outage (flush mode) after the others.
+    /// The faults of launch 1 of draw `i` in `mode` (`m`) are those of its
+    /// synchronous draw, but for a crash after checkpoint c that strikes
+    /// inside c's background protection (async) or inside its flush (flush
+    /// mode), and a prefix outage (flush mode) after the others. (The
+    /// relaunch's crash, at its fetch or its rebuild, depends on the mode
+    /// and on what the relaunch does: other tests check it.)
     fn assert_same_faults(i: u32, mode: Mode, m: &Scenario, sync: &Scenario) {
         let d = draw(7, i, mode);
         let outage = d.outage_after.map(|x| Fault {
@@ -1170,14 +1256,15 @@ mod tests {
             when: When::BetweenCheckpoints { after: x },
             run: 1,
         });
-        let fetch = m.faults.iter().find(|f| f.run == 2).cloned();
-        let others: Vec<Fault> = sync.faults[1..]
-            .iter()
-            .cloned()
-            .chain(outage)
-            .chain(fetch)
-            .collect();
-        assert_eq!(m.faults[1..], others, "random-{i}");
+        let launch1 = |sc: &Scenario| -> Vec<Fault> {
+            sc.faults[1..]
+                .iter()
+                .filter(|f| f.run == 1)
+                .cloned()
+                .collect()
+        };
+        let others: Vec<Fault> = launch1(sync).into_iter().chain(outage).collect();
+        assert_eq!(launch1(m), others, "random-{i}");
         let (crash, was) = (&m.faults[0], &sync.faults[0]);
         assert_eq!(crash.what, was.what);
         let moved = d.background || crash.when != was.when;
@@ -1542,7 +1629,7 @@ mod tests {
             let (sc, _) = checked_beside_sync(i, flush);
             let d = draw(7, i, flush);
             // The budget comes with the draw, planted or not.
-            let budget = 2 + u32::from(d.fetch_crash.is_some());
+            let budget = 2 + u32::from(d.fetch_crash.is_some() || d.rebuild_crash.is_some());
             assert_eq!(sc.launches, budget, "random-flush-{i}");
             let Some(strike) = planted_fetch_crash(&sc) else {
                 continue;
@@ -1596,6 +1683,69 @@ mod tests {
             "no node death in a fetch without a spare left: {ranks} {nodes}"
         );
         assert!((0..200).all(|i| draw(7, i, Mode::SYNC).fetch_crash.is_none()));
+    }
+
+    #[test]
+    fn some_relaunches_crash_as_their_restart_in_place_begins() {
+        for mode in [
+            Mode::SYNC,
+            ASYNC,
+            Mode {
+                encode_async: false,
+                flush: true,
+            },
+        ] {
+            let (mut planted, mut unplanted) = (0, 0);
+            for i in 0..300 {
+                let d = draw(7, i, mode);
+                let sc = scenario(7, i, mode);
+                assert!(d.fetch_crash.is_none() || d.rebuild_crash.is_none());
+                let budget = 2 + u32::from(d.fetch_crash.is_some() || d.rebuild_crash.is_some());
+                assert_eq!(sc.launches, budget, "{}", sc.name);
+                let Some(rc) = d.rebuild_crash else {
+                    assert!(!planted_rebuild_crash(&sc), "{}", sc.name);
+                    continue;
+                };
+                let data = data_of(7, &sc, d.scheme);
+                let without = oracle(&d, &Hit::planned(&d, data, sc.mean_bytes));
+                let fires = without.launches.len() == 2 && relaunch_keeps_a_node(&sc);
+                assert_eq!(planted_rebuild_crash(&sc), fires, "{}", sc.name);
+                let want = sc.expected(d.scheme).unwrap();
+                if !fires {
+                    unplanted += 1;
+                    assert_eq!(*want, without, "{}", sc.name);
+                    continue;
+                }
+                planted += 1;
+                let f = sc.faults.last().unwrap();
+                let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
+                let what = if rc.exit {
+                    What::ExitRank { rank, code: 42 }
+                } else {
+                    What::KillRank { rank }
+                };
+                assert_eq!((f.run, &f.what), (2, &what), "{}", sc.name);
+                assert!(
+                    matches!(&f.when, When::Point { point, hit: 1, rank: Some(r), .. }
+                        if point == "rebuild.init" && *r == rank),
+                    "{}: {:?}",
+                    sc.name,
+                    f.when
+                );
+                let (first, second) = (&without.launches[0], &without.launches[1]);
+                assert_eq!(
+                    want.launches,
+                    [first.clone(), Token::of(Class::Died), second.clone()],
+                    "{}",
+                    sc.name
+                );
+                assert_eq!(want.end, without.end);
+            }
+            assert!(
+                planted > 20 && unplanted > 0,
+                "{mode:?}: {planted} {unplanted}"
+            );
+        }
     }
 
     #[test]
@@ -1744,6 +1894,7 @@ mod tests {
             flush_file: 0,
             outage_after: None,
             fetch_crash: None,
+            rebuild_crash: None,
         };
         let log = firing(
             r#"{"point":"api.start_output","hit":4,"rank":0,"node":"n0","action":"kill","pid":9,"job":"SCR_FAULT_JOB=a"}"#,
@@ -1790,6 +1941,7 @@ mod tests {
             flush_file: 0,
             outage_after: None,
             fetch_crash: None,
+            rebuild_crash: None,
         };
         let log = firing(
             r#"{"point":"app.compute","hit":4,"rank":6,"node":"n3","action":"exit:42","pid":9,"job":null}"#,
