@@ -272,7 +272,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Bytes,
         true,
         true,
-        "piece size of MPI transfers",
+        "piece size of the redundancy transfers (one message per set member), 4 KiB to 1 GiB",
     ),
     p(
         "SCR_FILE_BUF_SIZE",
