@@ -34,30 +34,36 @@ fn cached_in(cl: &Cluster, store: &str) -> Vec<String> {
     names
 }
 
-fn conf(cl: &Cluster, text: &str) {
+/// A cluster whose `.scrconf` holds `text`, after 4 ranks (rank r on
+/// node `node_of(r)`) wrote `n` checkpoints of data seed `seed`.
+fn written(
+    text: &str,
+    node_of: fn(usize) -> usize,
+    extra: &[(&str, &str)],
+    seed: u64,
+    n: usize,
+) -> Cluster {
+    let cl = Cluster::new();
     std::fs::write(cl.prefix.join(".scrconf"), text).unwrap();
+    run(&cl, 4, node_of, extra, |scr, c| {
+        write_ckpts(scr, c, &cl.prefix, seed, n);
+        None
+    });
+    cl
 }
 
 #[test]
 fn a_descriptors_store_holds_its_checkpoints_up_to_its_count() {
-    let cl = Cluster::new();
-    conf(
-        &cl,
+    let cl = written(
         "SCR_COPY_TYPE=FILE\n\
          STORE=/dev/shm COUNT=1\n\
          STORE=/ssd COUNT=2\n\
          CKPT=0 INTERVAL=1 STORE=/dev/shm TYPE=SINGLE\n\
          CKPT=1 INTERVAL=2 STORE=/ssd TYPE=PARTNER\n",
-    );
-    run(
-        &cl,
-        4,
         |r| r / 2,
         &[],
-        |scr, c| {
-            write_ckpts(scr, c, &cl.prefix, 31, 5);
-            None
-        },
+        31,
+        5,
     );
     // Odd checkpoints in /dev/shm, one kept; even ones in /ssd, two kept.
     assert_eq!(cached_in(&cl, "/dev/shm"), ["ckpt.5"]);
@@ -77,24 +83,16 @@ fn a_descriptors_store_holds_its_checkpoints_up_to_its_count() {
 
 #[test]
 fn a_disabled_descriptor_takes_no_checkpoint() {
-    let cl = Cluster::new();
-    conf(
-        &cl,
+    let cl = written(
         "SCR_COPY_TYPE=FILE\n\
          STORE=/dev/shm COUNT=4\n\
          STORE=/ssd COUNT=4\n\
          CKPT=0 INTERVAL=1 STORE=/dev/shm TYPE=SINGLE\n\
          CKPT=1 INTERVAL=2 STORE=/ssd TYPE=PARTNER ENABLED=0\n",
-    );
-    run(
-        &cl,
-        4,
         |r| r / 2,
         &[],
-        |scr, c| {
-            write_ckpts(scr, c, &cl.prefix, 32, 4);
-            None
-        },
+        32,
+        4,
     );
     assert_eq!(
         cached_in(&cl, "/dev/shm"),
@@ -107,25 +105,17 @@ fn a_disabled_descriptor_takes_no_checkpoint() {
 /// failure group `group`; both nodes of the first rack are lost. Returns
 /// what each rank restarted from.
 fn lose_a_rack(group: &str) -> Vec<Option<String>> {
-    let cl = Cluster::new();
-    conf(
-        &cl,
+    let extra = [("SCR_CACHE_SIZE", "2")];
+    let cl = written(
         &format!(
             "GROUPS=n0 RACK=a\nGROUPS=n1 RACK=a\nGROUPS=n2 RACK=b\nGROUPS=n3 RACK=b\n\
              SCR_COPY_TYPE=FILE\n\
              CKPT=0 INTERVAL=1 GROUP={group} TYPE=PARTNER\n"
         ),
-    );
-    let extra = [("SCR_CACHE_SIZE", "2")];
-    run(
-        &cl,
-        4,
         |r| r,
         &extra,
-        |scr, c| {
-            write_ckpts(scr, c, &cl.prefix, 33, 2);
-            None
-        },
+        33,
+        2,
     );
     cl.kill_node(0);
     cl.kill_node(1);
