@@ -413,7 +413,7 @@ fn debug_levels_print_scr_messages_on_stderr() {
 /// SCR_FLUSH_TYPE=PTHREAD under mpirun, blocking and in the background:
 /// every rank says (SCR_DEBUG=2) that it copies its files on one thread
 /// per file up to the node's cores, and after every cache is lost the
-/// next run fetches those copies and verifies every byte.
+/// next run fetches those copies the same way and verifies every byte.
 #[test]
 #[ignore = "MPI: run by ci/tests.d/params.sh"]
 fn pthread_flushes_copy_on_parallel_threads_and_fetch_back_whole() {
@@ -445,12 +445,7 @@ fn pthread_flushes_copy_on_parallel_threads_and_fetch_back_whole() {
                 .collect();
             assert_eq!(shares.len(), RANKS as usize, "dataset {d}\n{t}");
             for l in shares {
-                let rank: u32 = l
-                    .split(": rank ")
-                    .nth(1)
-                    .and_then(|x| x.split(' ').next())
-                    .and_then(|x| x.parse().ok())
-                    .unwrap_or_else(|| panic!("no rank in {l}"));
+                let rank = rank_of_line(l);
                 let files = file_plan(SEED, rank, c, MEAN_BYTES).len();
                 let k = files.min(cores).max(1);
                 let want = format!(
@@ -476,7 +471,32 @@ fn pthread_flushes_copy_on_parallel_threads_and_fetch_back_whole() {
         }
         let r2 = s.run(&args(0, &["--expect-restart", "ckpt.2"]));
         assert_eq!(summary_of(&r2), ("ckpt.2".into(), "fetched".into()));
+        // `fetch of dataset 2: <n> files from <dir>, PTHREAD on <k> threads`
+        let t2 = r2.transcript();
+        let fetches: Vec<&str> = r2
+            .output
+            .stderr
+            .lines()
+            .filter(|l| l.contains(": fetch of dataset 2: "))
+            .collect();
+        assert_eq!(fetches.len(), RANKS as usize, "{t2}");
+        for l in fetches {
+            let files = file_plan(SEED, rank_of_line(l), 2, MEAN_BYTES).len();
+            let k = files.min(cores).max(1);
+            let want = format!(", PTHREAD on {k} thread{}", if k == 1 { "" } else { "s" });
+            assert!(l.contains(&format!(": {files} files from ")), "{l}");
+            assert!(l.ends_with(&want), "{l}\nwant …{want}");
+        }
     }
+}
+
+/// The rank a debug line of the library names (`…: rank <r> …`).
+fn rank_of_line(l: &str) -> u32 {
+    l.split(": rank ")
+        .nth(1)
+        .and_then(|x| x.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no rank in {l}"))
 }
 
 /// Bytes rank `rank` writes in checkpoint `ckpt`.

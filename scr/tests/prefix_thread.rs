@@ -934,23 +934,23 @@ fn four_files_per_rank(
     None
 }
 
-/// The FLUSH_SUCCESS notes of the log in the prefix.
-fn flush_notes(cl: &Cluster) -> Vec<Option<String>> {
+/// The notes of the log's `event` records (FLUSH_SUCCESS, FETCH_SUCCESS).
+fn notes(cl: &Cluster, event: &str) -> Vec<Option<String>> {
     let recs = scr::log::read_log(&cl.prefix.join(".scr/log"), true)
         .unwrap()
         .records;
     recs.iter()
-        .filter(|r| r.is_event("FLUSH_SUCCESS"))
+        .filter(|r| r.is_event(event))
         .map(|r| r.entry.note.clone())
         .collect()
 }
 
 /// SCR_FLUSH_TYPE=PTHREAD: each rank's files are flushed on parallel
 /// threads (one per file, at most one per core: the log says how many
-/// rank 0 used), every byte is fetched back after every cache is lost;
-/// a STORE line's FLUSH= decides for the datasets cached in that store,
-/// whatever SCR_FLUSH_TYPE says; a vendor type is warned about and has
-/// no effect.
+/// rank 0 used), and fetched back on parallel threads after every cache
+/// is lost, every byte checked; a STORE line's FLUSH= decides for the
+/// datasets cached in that store, whatever SCR_FLUSH_TYPE says; a vendor
+/// type is warned about and has no effect.
 #[test]
 fn pthread_flushes_copy_each_ranks_files_on_parallel_threads() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -995,9 +995,9 @@ fn pthread_flushes_copy_each_ranks_files_on_parallel_threads() {
                 four_files_per_rank(scr, c, &cl.prefix, 2)
             },
         );
-        let notes = flush_notes(&cl);
-        assert_eq!(notes.len(), 2, "{system} {flush_type}: {notes:?}");
-        for n in &notes {
+        let flushed = notes(&cl, "FLUSH_SUCCESS");
+        assert_eq!(flushed.len(), 2, "{system} {flush_type}: {flushed:?}");
+        for n in &flushed {
             match pthread {
                 true => assert_eq!(n.as_deref(), Some(want.as_str()), "{system} {flush_type}"),
                 false => assert_eq!(n.as_deref(), None, "{system} {flush_type}"),
@@ -1015,6 +1015,15 @@ fn pthread_flushes_copy_each_ranks_files_on_parallel_threads() {
         assert!(
             got.iter().all(|g| g.as_deref() == Some("ckpt.2")),
             "{got:?}"
+        );
+        // The fetch runs without the STORE line: SCR_FLUSH_TYPE decides.
+        let fetched = notes(&cl, "FETCH_SUCCESS");
+        let fetch_pthread = flush_type.eq_ignore_ascii_case("PTHREAD");
+        let want_fetch = fetch_pthread.then_some(want.as_str());
+        assert_eq!(
+            fetched.iter().map(|n| n.as_deref()).collect::<Vec<_>>(),
+            [want_fetch],
+            "{system} {flush_type}"
         );
     }
 }

@@ -344,7 +344,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Choice(FLUSH_TYPES),
         true,
         true,
-        "flush transfer method: SYNC copies a rank's files one at a time, PTHREAD on parallel threads (BBAPI, DATAWARP: refused with a warning)",
+        "flush and fetch transfer method: SYNC copies a rank's files one at a time, PTHREAD on parallel threads (BBAPI, DATAWARP: refused with a warning)",
     ),
     p(
         "SCR_FLUSH_ON_RESTART",

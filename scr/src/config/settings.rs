@@ -260,8 +260,8 @@ pub struct FlushSettings {
     /// `SCR_FLUSH_TYPE`: SYNC copies a rank's files one after another,
     /// PTHREAD on several threads (BBAPI and DATAWARP are refused and run
     /// as SYNC); a STORE line's `FLUSH=` overrides it for the datasets
-    /// cached there. Either way the flush blocks (SYNC) or runs in the
-    /// background (`SCR_FLUSH_ASYNC`).
+    /// cached there, in a flush and in a fetch into that store. Either way
+    /// the flush blocks (SYNC) or runs in the background (`SCR_FLUSH_ASYNC`).
     pub flush_type: FlushType,
     /// `SCR_FLUSH_ON_RESTART`: flush the restart checkpoint at init.
     pub on_restart: bool,

@@ -17,6 +17,7 @@ use super::{
     windowed, CopyChecks, CopyError, CopyItem, FetchError, PrefixError,
 };
 use crate::cache::Job;
+use crate::config::settings::FlushType;
 use crate::error::{ScrError, ScrResult};
 use crate::ids::DatasetId;
 use crate::kvtree::KvTree;
@@ -61,6 +62,9 @@ enum Attempt {
         orig_dir: Option<String>,
         /// Read in place (SCR_FETCH_BYPASS=1): nothing is in cache.
         in_place: bool,
+        /// SCR_FLUSH_TYPE=PTHREAD (or the store's FLUSH=): this rank's
+        /// files and the threads that copied them, for the log.
+        threads: Option<(usize, usize)>,
     },
     /// The copy is bad: mark it FAILED.
     Failed(FetchError),
@@ -464,13 +468,22 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     // adds the read-back of the cached copy, SCR_COPY_METADATA the
     // recorded attributes.
     let checks = CopyChecks::of(&job.settings, true);
+    // The cache's store decides how its datasets travel, both ways: a
+    // PTHREAD store fetches a rank's files on parallel threads too.
+    let kind = job.stores[store].flush;
+    let threads = kind.copy_threads(metas.len());
     job.msg.dbg(
         2,
-        format_args!("fetch of dataset {id}: {} files from {dir}", metas.len()),
+        format_args!(
+            "fetch of dataset {id}: {} files from {dir}, {} on {threads} thread{}",
+            metas.len(),
+            kind.as_str(),
+            if threads == 1 { "" } else { "s" }
+        ),
     );
     let copied = match local {
         Ok(items) => windowed(job.world.as_ref(), width, || {
-            copy_all(&items, checks, None, None, 1, || {
+            copy_all(&items, checks, None, None, threads, || {
                 crate::fault_point!("fetch.file", rank = me32)
                     .map_err(|e| CopyError::Injected(e.into()))
             })
@@ -489,6 +502,7 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     // copy measured become the cached file's (it was checked against the
     // map's own when the map had them).
     let copied = copied.unwrap_or_default();
+    let files = metas.len();
     for (i, (logical, mut meta)) in metas.into_iter().enumerate() {
         meta.complete = Some(true);
         if let Some(c) = copied.get(i) {
@@ -524,6 +538,7 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     Ok(Attempt::Done {
         orig_dir: summary.orig_dir,
         in_place: false,
+        threads: (kind == FlushType::Pthread).then_some((files, threads)),
     })
 }
 
@@ -752,6 +767,7 @@ fn read_in_place(
     Ok(Attempt::Done {
         orig_dir: summary.orig_dir.clone(),
         in_place: true,
+        threads: None,
     })
 }
 
@@ -856,7 +872,11 @@ fn fetch_sync_in(job: &mut Job, keep: impl Fn(i64) -> bool) -> ScrResult<FetchRe
         let outcome = attempt(job, layout, id, &dir)?;
         let when = timestamp(job.clock.unix_secs());
         match outcome {
-            Attempt::Done { orig_dir, in_place } => {
+            Attempt::Done {
+                orig_dir,
+                in_place,
+                threads,
+            } => {
                 let ds = job.dataset(DatasetId(id));
                 let name = ds
                     .as_ref()
@@ -904,12 +924,17 @@ fn fetch_sync_in(job: &mut Job, keep: impl Fn(i64) -> bool) -> ScrResult<FetchRe
                         .bytes(bytes)
                         .files(files),
                 );
-                job.log(
-                    Entry::event(EventType::FetchSuccess)
-                        .dset(id)
-                        .name(name)
-                        .secs(job.clock.elapsed(started).as_secs_f64()),
-                );
+                let mut done = Entry::event(EventType::FetchSuccess)
+                    .dset(id)
+                    .name(name)
+                    .secs(job.clock.elapsed(started).as_secs_f64());
+                if let Some((files, threads)) = threads {
+                    // The log is rank 0's: its own share, as a flush says.
+                    done = done.note(format!(
+                        "PTHREAD: rank 0 copied {files} files on {threads} threads"
+                    ));
+                }
+                job.log(done);
                 report.fetched = Some(Fetched { id, dir });
                 return Ok(report);
             }
