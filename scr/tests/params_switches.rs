@@ -1,12 +1,14 @@
 //! The library's on/off switches and names, each shown by its effect with
-//! the thread communicator: SCR_ENABLE, SCR_USER_NAME, SCR_CACHE_PURGE,
-//! SCR_DISTRIBUTE and SCR_FETCH.
+//! the thread communicator: SCR_ENABLE, SCR_USER_NAME, SCR_JOB_NAME,
+//! SCR_CLUSTER_NAME, SCR_CACHE_PURGE, SCR_DISTRIBUTE and SCR_FETCH.
 
 mod common;
 
 use std::path::Path;
 
 use common::{restart_and_verify, run, write_ckpts, Cluster};
+use scr::records::index::index_path;
+use scr::records::{Index, Record};
 
 /// Every file below `dir`, recursively (empty when it does not exist).
 fn files_below(dir: &Path) -> Vec<std::path::PathBuf> {
@@ -102,6 +104,44 @@ fn user_name_names_the_cache_directory() {
     assert!(shm.join("alice/scr.77").is_dir());
     assert!(!shm.join("tester").exists());
     assert!(!files_below(&shm.join("alice/scr.77")).is_empty());
+}
+
+// SCR_JOB_NAME and SCR_CLUSTER_NAME are the JOBNAME and CLUSTER of every
+// dataset descriptor the job writes (SCR 3.1's scr_dataset fields), so the
+// index in the prefix says which job and cluster wrote each checkpoint;
+// unset, neither key is written.
+#[test]
+fn job_and_cluster_names_are_recorded_in_every_dataset_descriptor() {
+    for (job, cluster) in [(Some("sim-42"), Some("big iron")), (None, None)] {
+        let cl = Cluster::new();
+        let mut extra = vec![("SCR_FLUSH", "1")];
+        extra.extend(job.map(|j| ("SCR_JOB_NAME", j)));
+        extra.extend(cluster.map(|c| ("SCR_CLUSTER_NAME", c)));
+        let warned = run(
+            &cl,
+            2,
+            |_| 0,
+            &extra,
+            |scr, c| {
+                write_ckpts(scr, c, &cl.prefix, 8, 2);
+                Some(format!("{:?}", scr.config_warnings()))
+            },
+        );
+        assert!(
+            warned.iter().all(|w| w.as_deref() == Some("[]")),
+            "{job:?} {cluster:?}: {warned:?}"
+        );
+        let idx = Index::read_file(index_path(&cl.prefix)).unwrap();
+        let descs: Vec<_> = idx
+            .entries()
+            .map(|(id, _, e)| (id, e.dataset.clone().unwrap()))
+            .collect();
+        assert_eq!(descs.len(), 2, "{descs:?}");
+        for (id, d) in descs {
+            assert_eq!(d.jobname.as_deref(), job, "dataset {id}");
+            assert_eq!(d.cluster.as_deref(), cluster, "dataset {id}");
+        }
+    }
 }
 
 /// Write two checkpoints to cache only, then start a second run with

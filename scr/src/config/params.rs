@@ -160,7 +160,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Str,
         true,
         true,
-        "cluster name recorded in logs [not supported: refused when set]",
+        "cluster name recorded in dataset descriptors (CLUSTER)",
     ),
     p(
         "SCR_CNTL_BASE",

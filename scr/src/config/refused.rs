@@ -21,17 +21,12 @@ pub struct Refusal {
     pub why: &'static str,
 }
 
-const fn r(name: &'static str, why: &'static str) -> Refusal {
-    Refusal { name, why }
-}
-
 /// The refused rows. The no-op value is the row's table default; a row
-/// without a default (SCR_CLUSTER_NAME) is refused whenever
-/// it is set.
-pub const REFUSED: &[Refusal] = &[r(
-    "SCR_CLUSTER_NAME",
-    "log entries do not record a cluster name",
-)];
+/// without a default is refused whenever it is set. None is refused now:
+/// SCR_CLUSTER_NAME, the last, acts since 2026-11-28 (the CLUSTER of
+/// dataset descriptors); the vendor flush types are refused values
+/// ([`REFUSED_VALUES`]).
+pub const REFUSED: &[Refusal] = &[];
 
 /// Values of acting rows that this library does not implement: the row
 /// acts for every other value, and one of these is refused with a

@@ -165,9 +165,11 @@ pub struct JobSettings {
     pub user_name: Option<String>,
     /// `SCR_JOB_ID` (default: the resource manager's id, else `defjobid`).
     pub job_id: String,
-    /// `SCR_JOB_NAME`, when set.
+    /// `SCR_JOB_NAME`, when set: the `JOBNAME` of every dataset descriptor
+    /// this job writes, and the log database's `jobs.jobname`.
     pub job_name: Option<String>,
-    /// `SCR_CLUSTER_NAME`, when set (refused: see [`super::refused`]).
+    /// `SCR_CLUSTER_NAME`, when set: the `CLUSTER` of every dataset
+    /// descriptor this job writes.
     pub cluster_name: Option<String>,
 }
 

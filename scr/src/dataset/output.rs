@@ -89,6 +89,9 @@ pub fn begin(
         name: Some(name.map_or_else(|| id.default_name(), str::to_owned)),
         user: Some(job.user.clone()),
         jobid: Some(job.jobid.clone()),
+        // SCR_JOB_NAME and SCR_CLUSTER_NAME, as SCR 3.1 records them.
+        jobname: job.settings.job.job_name.clone(),
+        cluster: job.settings.job.cluster_name.clone(),
         ckpt: flags.checkpoint.then_some(job.checkpoint_id),
         complete: Some(false),
         flag_checkpoint: Some(flags.checkpoint),
