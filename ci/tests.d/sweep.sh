@@ -26,11 +26,11 @@ target/debug/scr-harness sweep --mode async \
   --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
   --jobs 2 --out "$out" --work target/scr-harness
 echo "async sweep: $(( $(date +%s) - start )) s"
-# Power loss of every node at each point of a checkpoint, cache and bypass
-# (files keep only what was fsynced; faultrt::durable): a committed
-# checkpoint must survive it.
+# Power loss of every node at each point of a checkpoint, cache and bypass,
+# and of `scr postrun` (files keep only what was fsynced; faultrt::durable):
+# a committed checkpoint must survive it.
 start=$(date +%s)
-target/debug/scr-harness sweep --power-loss --phase checkpoint \
+target/debug/scr-harness sweep --power-loss --phase checkpoint --phase scavenge \
   --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
   --jobs 2 --out "$out" --work target/scr-harness
 echo "power-loss sweep: $(( $(date +%s) - start )) s"

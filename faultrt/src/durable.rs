@@ -50,6 +50,18 @@ use crate::log::job_key;
 pub const ENV_DURABLE: &str = "SCR_FAULT_DURABLE";
 /// Directories (`:`-separated) whose files a power loss reverts.
 pub const ENV_DURABLE_ROOTS: &str = "SCR_FAULT_DURABLE_ROOTS";
+/// When the job whose files a power loss reverts began, in nanoseconds
+/// since the epoch; unset, the firing process's fault runtime start. Set
+/// by the harness for `scr postrun`, whose processes start one after
+/// another (the driver, then each node's `scr copy`): a power loss fired
+/// in a copy must revert the driver's and the other copies' files too.
+pub const ENV_DURABLE_SINCE: &str = "SCR_FAULT_DURABLE_SINCE";
+/// Set (to anything) on a process of the job that runs on no simulated
+/// node but is powered with the job's nodes: a power loss stops and
+/// kills it with them (the `scr postrun` driver, which an allocation's
+/// epilogue runs on a node of the job). Launchers and their daemons do
+/// not carry it.
+pub const ENV_SHARES_POWER: &str = "SCR_FAULT_SHARES_POWER";
 
 const JOURNAL: &str = "journal.jsonl";
 
@@ -383,9 +395,37 @@ pub fn dir() -> Option<PathBuf> {
     journal_dir()
 }
 
+/// [`ENV_DURABLE_SINCE`] as a time, or `started` when it is unset or not
+/// a number.
+pub fn since(started: SystemTime) -> SystemTime {
+    since_from(std::env::var(ENV_DURABLE_SINCE).ok().as_deref()).unwrap_or(started)
+}
+
+/// A value of [`ENV_DURABLE_SINCE`] as a time.
+fn since_from(value: Option<&str>) -> Option<SystemTime> {
+    let ns = value?.trim().parse::<u64>().ok()?;
+    Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(ns))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_start_overrides_the_runtime_s_own() {
+        // The variable is read from this process's environment, which
+        // tests share: only the parse is checked here.
+        let started = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(7);
+        if std::env::var_os(ENV_DURABLE_SINCE).is_none() {
+            assert_eq!(since(started), started);
+        }
+        assert_eq!(
+            since_from(Some("1500000000")),
+            Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_nanos(1_500_000_000))
+        );
+        assert_eq!(since_from(Some("soon")), None);
+        assert_eq!(since_from(None), None);
+    }
 
     fn tmpdir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("faultrt-durable-{name}-{}", std::process::id()));

@@ -122,7 +122,7 @@ impl Injector {
                     let r = crate::durable::power_loss(
                         &dir,
                         &crate::durable::roots(),
-                        self.started,
+                        crate::durable::since(self.started),
                         crate::log::job_key().as_deref(),
                     );
                     eprintln!(

@@ -5,6 +5,7 @@
 //! finding a node's processes means reading every process's environment.
 //! faultsim's harness-side `kill_node` uses the same readers.
 
+use crate::durable::ENV_SHARES_POWER;
 use crate::log::JOB_KEYS;
 use crate::ENV_NODE_NAME;
 
@@ -72,9 +73,10 @@ pub fn node_peers(node: &str) -> Vec<i32> {
 }
 
 /// Every other process of this job on any node: with a node name
-/// (`SCR_NODE_NAME`: the launcher and its daemons are not on a node) and
-/// the same value of the first of [`JOB_KEYS`] set in this process (none
-/// without a job key).
+/// (`SCR_NODE_NAME`: the launcher and its daemons are not on a node), or
+/// marked as powered with the nodes ([`ENV_SHARES_POWER`]), and the same
+/// value of the first of [`JOB_KEYS`] set in this process (none without a
+/// job key).
 pub fn job_peers() -> Vec<i32> {
     let Some((k, v)) = JOB_KEYS
         .iter()
@@ -82,12 +84,20 @@ pub fn job_peers() -> Vec<i32> {
     else {
         return Vec::new();
     };
+    peers_in_job(k, &v)
+}
+
+/// Other processes whose job key `k` is `v`, on a node or sharing the
+/// nodes' power ([`job_peers`]).
+fn peers_in_job(k: &str, v: &str) -> Vec<i32> {
     other_pids()
         .into_iter()
         .filter(|&pid| {
             environ_of(pid).is_some_and(|env| {
                 env.iter().any(|(ek, ev)| ek == k && *ev == v)
-                    && env.iter().any(|(ek, _)| ek == ENV_NODE_NAME)
+                    && env
+                        .iter()
+                        .any(|(ek, _)| ek == ENV_NODE_NAME || ek == ENV_SHARES_POWER)
             })
         })
         .collect()
@@ -136,6 +146,47 @@ mod tests {
         );
         assert!(!other_pids().contains(&me), "own pid excluded");
         assert!(other_pids().contains(&parent), "parent listed");
+    }
+
+    /// A power loss takes the job's processes on a node and the one
+    /// marked as sharing their power (the postrun driver), never the
+    /// launcher (no node) nor another job's processes.
+    #[test]
+    fn job_peers_are_on_a_node_or_share_its_power() {
+        let job = format!("faultrt-test-{}", std::process::id());
+        let spawn = |vars: &[(&str, &str)]| {
+            let mut c = std::process::Command::new("sleep");
+            c.arg("30")
+                .env_remove(ENV_NODE_NAME)
+                .env_remove(ENV_SHARES_POWER);
+            for (k, v) in vars {
+                c.env(k, v);
+            }
+            c.spawn().expect("spawn sleep")
+        };
+        let key = crate::ENV_JOB;
+        let mut on_node = spawn(&[(key, &job), (ENV_NODE_NAME, "n0")]);
+        let mut driver = spawn(&[(key, &job), (ENV_SHARES_POWER, "1")]);
+        let mut launcher = spawn(&[(key, &job)]);
+        let other = format!("{job}-other");
+        let mut elsewhere = spawn(&[(key, &other), (ENV_NODE_NAME, "n0")]);
+        let pid = |c: &std::process::Child| i32::try_from(c.id()).expect("pid fits i32");
+        // The children's environments are readable once exec'd.
+        let want = [pid(&on_node), pid(&driver)];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut got = peers_in_job(key, &job);
+        while got.len() < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            got = peers_in_job(key, &job);
+        }
+        got.sort_unstable();
+        let mut want = want.to_vec();
+        want.sort_unstable();
+        for c in [&mut on_node, &mut driver, &mut launcher, &mut elsewhere] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -24,8 +24,11 @@
 //!   launch, before its first checkpoint.
 //!
 //! With `--power-loss` ([`Kill::Power`]) every node loses power at the
-//! point instead (every phase but scavenge): files keep only what was
-//! fsynced (`faultrt::durable`), and the restart range is the same.
+//! point instead: files keep only what was fsynced (`faultrt::durable`),
+//! and the restart range is the same. In the scavenge phase the power
+//! goes while `scr postrun` runs (a node's `scr copy` or the driver
+//! reaches the point; the driver stops with the nodes), and files changed
+//! since postrun began lose what was not fsynced.
 //! With `--io-error` ([`Kill::IoError`]) the rank's I/O at the point fails
 //! once with ENOSPC instead (every phase but scavenge): the job must end
 //! completed with no hang and no wrong byte; the restart range does not
@@ -157,9 +160,9 @@ impl Phase {
 pub enum Kill {
     /// SIGKILL of the rank (what it wrote stays).
     Rank,
-    /// Every node loses power: the job stops, every file below the nodes'
-    /// trees and the prefix loses what was written after its last fsync
-    /// (`faultrt::durable`), then the job dies.
+    /// Every node loses power: the job (or `scr postrun`) stops, every
+    /// file below the nodes' trees and the prefix loses what was written
+    /// after its last fsync (`faultrt::durable`), then the job dies.
     Power,
     /// The rank's I/O at the point fails with ENOSPC (the cache or the
     /// prefix full) once: the library must fail what it was doing on every
@@ -377,10 +380,15 @@ pub fn scenario(mode: Mode, phase: Phase, kill: Option<&Target>, how: Kill) -> S
     match kill {
         Some(t) if phase == Phase::Scavenge => faults.push(fault(&format!(
             "what = {}\nwhen = {{ at = \"postrun\", point = \"{}\", hit = {} }}",
-            match &t.node {
-                Some(n) => format!("{{ kind = \"kill-node\", node = \"{n}\", then = \"keep\" }}"),
+            match (&t.node, how) {
+                (Some(n), Kill::Power) => {
+                    format!("{{ kind = \"postrun-power-loss\", node = \"{n}\" }}")
+                }
+                // At a point of the driver's own.
+                (None, Kill::Power) => "{ kind = \"postrun-power-loss\" }".to_string(),
+                (Some(n), _) => format!("{{ kind = \"kill-node\", node = \"{n}\", then = \"keep\" }}"),
                 // The driver itself.
-                None => "{ kind = \"kill-postrun\" }".to_string(),
+                (None, _) => "{ kind = \"kill-postrun\" }".to_string(),
             },
             t.point,
             t.hit
@@ -1072,6 +1080,20 @@ mod tests {
         assert_eq!(spec.len(), 1);
         assert_eq!((spec[0].rank, spec[0].node.as_deref()), (None, None));
         assert_eq!(spec[0].action, faultsim::runtime::Action::Kill);
+        // A power loss cell cuts the power when the node's copy, or the
+        // driver, reaches the point.
+        for (target, node) in [(copy, Some("n0")), (driver, None)] {
+            let sc = scenario(Mode::Cache, Phase::Scavenge, Some(target), Kill::Power);
+            sc.plan().validate(&sc.topology()).unwrap();
+            let spec = sc.plan().postrun_fault_plan().faults;
+            assert_eq!(spec.len(), 1);
+            assert_eq!((spec[0].rank, spec[0].node.as_deref()), (None, node));
+            assert_eq!(spec[0].action, faultsim::runtime::Action::PowerLoss);
+        }
+        assert_eq!(
+            cell_name(Mode::Cache, Phase::Scavenge, copy, Kill::Power),
+            "sweep-power-cache-scavenge-scavenge.file#1@n0"
+        );
     }
 
     #[test]

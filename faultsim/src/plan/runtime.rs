@@ -22,6 +22,7 @@ impl Plan {
             // plan's author chose among those only the driver passes, is
             // the whole match.
             What::KillPostrun => (Action::Kill, None, None),
+            What::PostrunPowerLoss { node } => (Action::PowerLoss, None, node.clone()),
             What::SlowIo { delay_ms } => (Action::Delay { ms: *delay_ms }, when_rank, None),
             What::IoError { error } => (Action::Error { kind: *error }, when_rank, None),
             _ => return None,

@@ -105,6 +105,15 @@ fn one_fault(what: What, when: When) -> Plan {
     }
 }
 
+/// The second hit of `point` during postrun (none: just before it).
+fn at(point: Option<&str>) -> When {
+    When::Postrun {
+        point: point.map(str::to_string),
+        hit: 2,
+        repeat: false,
+    }
+}
+
 fn point(p: &str) -> When {
     When::Point {
         point: p.into(),
@@ -394,33 +403,66 @@ when = { at = "point", point = "scavenge.file", hit = 2 }
     assert!(e.contains("leave `run` out"), "{e}");
 }
 
-#[test]
-fn kill_postrun_kills_the_driver_at_a_postrun_point_only() {
+/// `what` is a fault of `scr postrun`'s processes at a point: valid there
+/// (its compact form `compact`), in no launch's plan, and refused inside a
+/// launch and before postrun without a point.
+fn assert_postrun_point_only(what: impl Fn() -> What, at_point: &str, compact: &str) {
     let t = topo();
-    let at = |point: Option<&str>| When::Postrun {
-        point: point.map(str::to_string),
-        hit: 2,
-        repeat: false,
-    };
-    let plan = one_fault(What::KillPostrun, at(Some("meta.index.renamed")));
+    let plan = one_fault(what(), at(Some(at_point)));
     assert_eq!(plan.validate(&t), Ok(vec![]));
     assert!(plan.faults[0].what.in_process());
-    // Matched by point alone: the driver has no rank and no node.
-    assert_eq!(
-        plan.postrun_fault_plan().to_string(),
-        "meta.index.renamed#2=kill"
-    );
+    assert_eq!(plan.postrun_fault_plan().to_string(), compact);
     assert_eq!(plan.fault_plan(1).to_string(), "");
-    // Not inside a launch, nor before postrun without a point.
-    for when in [
-        point("meta.index.renamed"),
-        at(None),
-        When::AfterRun { run: 1 },
-    ] {
-        let bad = one_fault(What::KillPostrun, when);
-        let e = bad.validate(&t).unwrap_err().to_string();
+    for when in [point(at_point), at(None), When::AfterRun { run: 1 }] {
+        let e = one_fault(what(), when)
+            .validate(&t)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("scr postrun"), "{e}");
     }
+}
+
+#[test]
+fn kill_postrun_kills_the_driver_at_a_postrun_point_only() {
+    // Matched by point alone: the driver has no rank and no node.
+    assert_postrun_point_only(
+        || What::KillPostrun,
+        "meta.index.renamed",
+        "meta.index.renamed#2=kill",
+    );
+}
+
+#[test]
+fn a_postrun_power_loss_is_a_postrun_point_of_a_node_or_of_any_process() {
+    let t = topo();
+    let n1 = || What::PostrunPowerLoss {
+        node: Some("n1".into()),
+    };
+    assert_postrun_point_only(n1, "scavenge.file", "scavenge.file#2@node:n1=power-loss");
+    let any = one_fault(
+        What::PostrunPowerLoss { node: None },
+        at(Some("meta.index.renamed")),
+    );
+    assert_eq!(any.validate(&t), Ok(vec![]));
+    assert_eq!(
+        any.postrun_fault_plan().to_string(),
+        "meta.index.renamed#2=power-loss"
+    );
+    // Not on a node the job does not have.
+    let elsewhere = What::PostrunPowerLoss {
+        node: Some("n9".into()),
+    };
+    assert!(one_fault(elsewhere, at(Some("scavenge.file")))
+        .validate(&t)
+        .is_err());
+    // In a plan's text.
+    let text = r#"
+[[faults]]
+what = { kind = "postrun-power-loss", node = "n1" }
+when = { at = "postrun", point = "scavenge.file", hit = 1 }
+"#;
+    let parsed: Plan = toml::from_str(text).unwrap();
+    assert_eq!(parsed.faults[0].what, n1());
 }
 
 #[test]

@@ -403,6 +403,14 @@ impl Check<'_> {
                 }
                 Ok(())
             }
+            What::PostrunPowerLoss { node } => {
+                if !postrun_point {
+                    return Err(self.bad_moment(
+                        "it cuts the power during `scr postrun` at one of its points; use `at = \"postrun\"` with a point (power-loss with a rank is for a launch)",
+                    ));
+                }
+                node.as_deref().map_or(Ok(()), |n| self.node_ok(n))
+            }
             What::KillNode { node, .. } => {
                 self.node_ok(node)?;
                 match when_rank {

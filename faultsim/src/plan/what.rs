@@ -38,6 +38,18 @@ pub enum What {
         /// The rank whose moment it is.
         rank: u32,
     },
+    /// Every node of the job loses power during `scr postrun` when a
+    /// process of the scavenge reaches the point: `node`'s `scr copy`, or,
+    /// without a node, whichever process passes it first (the driver's
+    /// own points). The driver, which an allocation's epilogue runs on a
+    /// node of the job, stops with them; files below
+    /// `SCR_FAULT_DURABLE_ROOTS` changed since postrun began lose what was
+    /// not fsynced, as for [`What::PowerLoss`].
+    PostrunPowerLoss {
+        /// The node whose `scr copy` reaches the point.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+    },
     /// A rank exits with a code, without finalizing.
     ExitRank {
         /// The rank.
@@ -145,6 +157,7 @@ impl What {
             What::KillRank { .. }
                 | What::KillPostrun
                 | What::PowerLoss { .. }
+                | What::PostrunPowerLoss { .. }
                 | What::KillNode { .. }
                 | What::ExitRank { .. }
                 | What::SlowIo { .. }

@@ -226,7 +226,8 @@ struct SweepArgs {
     #[arg(long)]
     full: bool,
     /// Power loss of every node instead of a rank's kill: files lose what
-    /// was written after their last fsync (every phase but scavenge).
+    /// was written after their last fsync (in the scavenge phase, during
+    /// `scr postrun`).
     #[arg(long)]
     power_loss: bool,
     /// One ENOSPC on the rank's I/O at the point instead of a kill: the job
@@ -981,10 +982,11 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
     } else {
         sweep::Kill::Rank
     };
-    // A power loss and an I/O error hit ranks; the scavenge has none.
+    // An I/O error hits a rank; the scavenge has none. A power loss takes
+    // every process, postrun's too.
     let phases: Vec<Phase> = phases
         .into_iter()
-        .filter(|p| how == sweep::Kill::Rank || *p != Phase::Scavenge)
+        .filter(|p| how != sweep::Kill::IoError || *p != Phase::Scavenge)
         .collect();
     let name = match (a.full, how) {
         (true, sweep::Kill::Rank) => "full",

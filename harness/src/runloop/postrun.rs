@@ -263,6 +263,21 @@ impl RunLoop {
             faultsim::runtime::ENV_JOB.into(),
             format!("{}-postrun", self.alloc.root.display()),
         );
+        // A power loss during postrun takes the driver too (an epilogue
+        // runs it on a node of the job), and reverts what every process of
+        // the scavenge wrote since it began, not only since the firing
+        // copy started.
+        vars.insert(
+            faultsim::runtime::durable::ENV_SHARES_POWER.into(),
+            "1".into(),
+        );
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        vars.insert(
+            faultsim::runtime::durable::ENV_DURABLE_SINCE.into(),
+            now_ns.to_string(),
+        );
         if let Some(p) = plan_text {
             vars.insert(faultsim::runtime::ENV_PLAN.into(), p.to_string());
         }
