@@ -29,6 +29,12 @@ for mode in --async --flush; do
     --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
     --jobs 2 --out "$out" --work target/scr-harness
 done
+# In random-async-13 a node of launch 1 that kept its cache dies as the
+# relaunch's restart in place begins: the third launch finds one more
+# node's cache lost.
+target/debug/scr-harness campaign --random 14 --async --only random-async-13 \
+  --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
+  --jobs 2 --no-results --work target/scr-harness
 SCR_HARNESS_QUICK_JSON="$out/campaign-quick.json" \
   workspace_test campaign_snapshot
 # The run loop's RUN_START/RUN_END/NODE_FAIL beside the library's log.

@@ -92,7 +92,11 @@
 //! datasets). Nothing has changed in cache or prefix by then, so a third
 //! launch does what the second would have: `…, died, <second>`
 //! ([`with_rebuild_crash`]); it is planted only where the plan has a
-//! relaunch with such a node.
+//! relaunch with such a node. In a third of them the struck rank's node
+//! dies there instead (fired by its first rank to reach the point): the
+//! third launch needs one more spare (else `…, died | nodes`), and when
+//! that node had kept its cache from launch 1 it is one more node lost to
+//! the oracle.
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -224,6 +228,9 @@ pub struct RebuildCrash {
     pub exit: bool,
     /// Which rank (taken modulo the job's ranks).
     pub pick: u32,
+    /// The picked rank's node dies instead, with its cache (`exit` does
+    /// not apply).
+    pub node: bool,
 }
 
 /// A crash of the relaunch inside its fetch ([`Draw::fetch_crash`]).
@@ -320,6 +327,7 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
     let rebuild_crash = (fetch_crash.is_none() && r.gen_bool(1.0 / 3.0)).then(|| RebuildCrash {
         exit: r.gen_bool(0.5),
         pick: r.gen_range(0..64),
+        node: r.gen_bool(1.0 / 3.0),
     });
     Draw {
         scheme,
@@ -527,24 +535,95 @@ fn relaunch_keeps_a_node(sc: &Scenario) -> bool {
     })
 }
 
-/// Whether `sc` plants a crash in its relaunch's `rebuild.init`.
-fn planted_rebuild_crash(sc: &Scenario) -> bool {
-    sc.faults.iter().any(|f| {
+/// Where a relaunch's crash as its restart in place begins strikes
+/// ([`planted_rebuild_crash`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RebuildStrike {
+    /// A rank is killed or exits: its node stays.
+    Rank,
+    /// The node in job slot `slot` of the relaunch dies with its cache.
+    Node {
+        /// Its slot (job node index; ranks `slot × ranks per node` on).
+        slot: usize,
+        /// It was a node of launch 1 with its cache, not a spare.
+        kept_cache: bool,
+        /// A third launch finds the nodes it needs.
+        relaunch: bool,
+    },
+}
+
+/// The crash `sc` plants in its relaunch's `rebuild.init`, if any.
+fn planted_rebuild_crash(sc: &Scenario) -> Option<RebuildStrike> {
+    let f = sc.faults.iter().find(|f| {
         f.run == 2 && matches!(&f.when, When::Point { point, .. } if point == "rebuild.init")
+    })?;
+    let What::KillNode { node, .. } = &f.what else {
+        return Some(RebuildStrike::Rank);
+    };
+    let (nodes, mut down) = relaunch_nodes(sc)?;
+    let slot = nodes.iter().position(|n| n == node)?;
+    let all = allocation(sc);
+    let kept_cache = all[..sc.nodes].contains(node);
+    down_after(sc, 2, &mut down);
+    let third = scr::runloop::choose_nodes(&all, &nodes, &down, sc.nodes, sc.nodes);
+    Some(RebuildStrike::Node {
+        slot,
+        kept_cache,
+        relaunch: third.is_some(),
     })
 }
 
 /// An outcome with the relaunch's crash at the start of its restart in
-/// place ([`Draw::rebuild_crash`], `planted`): that launch dies before it
-/// changed anything, and a third one does what it would have done.
-pub fn with_rebuild_crash(o: Outcome, planted: bool) -> Outcome {
-    match (planted, o.launches.as_slice()) {
-        (true, [first, second]) => Outcome::of(
-            vec![first.clone(), Token::of(Class::Died), second.clone()],
-            o.end,
-        ),
-        _ => o,
+/// place ([`Draw::rebuild_crash`], planted as `strike`): that launch dies
+/// before it changed anything, and a third one does what it would have
+/// done — after a node's death, with that node's cache lost too
+/// (`lost_too` gives the oracle's outcome with the slot's node lost after
+/// launch 1), or, with no spare left, the loop ends for want of nodes.
+pub fn with_rebuild_crash(
+    o: Outcome,
+    strike: Option<&RebuildStrike>,
+    lost_too: impl FnOnce(usize) -> Outcome,
+) -> Outcome {
+    let (Some(strike), [first, second]) = (strike, o.launches.as_slice()) else {
+        return o;
+    };
+    let died = || vec![first.clone(), Token::of(Class::Died)];
+    match *strike {
+        RebuildStrike::Rank => {
+            let mut l = died();
+            l.push(second.clone());
+            Outcome::of(l, o.end)
+        }
+        RebuildStrike::Node {
+            relaunch: false, ..
+        } => Outcome::of(died(), End::Nodes),
+        RebuildStrike::Node {
+            slot, kept_cache, ..
+        } => {
+            let third = if kept_cache {
+                let t = lost_too(slot);
+                match t.launches.as_slice() {
+                    [_, third] => third.clone(),
+                    _ => return Outcome::of(died(), t.end),
+                }
+            } else {
+                second.clone()
+            };
+            let mut l = died();
+            l.push(third);
+            Outcome::of(l, o.end)
+        }
     }
+}
+
+/// The oracle's outcome of `d` with job slot `slot`'s node lost after
+/// launch 1 as well.
+fn oracle_losing(d: &Draw, hit: &Hit, slot: usize) -> Outcome {
+    let mut d2 = d.clone();
+    if !d2.lost_after.contains(&slot) {
+        d2.lost_after.push(slot);
+    }
+    oracle(&d2, hit)
 }
 
 /// What the crash and the damage of launch 1 actually hit: the oracle's
@@ -872,9 +951,14 @@ pub fn observed_expectation(
     let d = draw(seed, index, mode);
     let data = data_of(seed, sc, d.scheme);
     let flush_of = |rank, hit| flush_of_hit(&d, data, sc.mean_bytes, rank, hit);
-    let o = oracle(&d, &Hit::observed(&l.fired, &l.external, &flush_of));
+    let hit = Hit::observed(&l.fired, &l.external, &flush_of);
+    let o = oracle(&d, &hit);
     let o = with_fetch_crash(o, planted_fetch_crash(sc).as_ref(), data, sc.mean_bytes);
-    Some(with_rebuild_crash(o, planted_rebuild_crash(sc)))
+    Some(with_rebuild_crash(
+        o,
+        planted_rebuild_crash(sc).as_ref(),
+        |slot| oracle_losing(&d, &hit, slot),
+    ))
 }
 
 /// The data seed of random scenario `sc`'s cell (campaign seed `seed`),
@@ -1025,7 +1109,8 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         listed(d.lost_after.iter().map(|n| node(*n))),
         listed(d.damaged.iter().map(|(r, ds)| format!("rank {r} of dataset {ds}")))
     );
-    let expect = oracle(&d, &Hit::planned(&d, data, sc.mean_bytes));
+    let hit = Hit::planned(&d, data, sc.mean_bytes);
+    let expect = oracle(&d, &hit);
     // The relaunch's fetch crash, where the plan has it fetch.
     let fetched = expect
         .launches
@@ -1075,9 +1160,14 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
     // The relaunch's crash as it starts to restart in place, where it
     // relaunches on a node that kept its cache.
     if let Some(rc) = d.rebuild_crash.filter(|_| expect.launches.len() == 2) {
-        if relaunch_keeps_a_node(&sc) {
+        if let Some((nodes, _)) = relaunch_nodes(&sc).filter(|_| relaunch_keeps_a_node(&sc)) {
             let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
-            let (what, words) = if rc.exit {
+            let (what, words) = if rc.node {
+                let node = nodes[rank as usize / d.ranks_per_node].clone();
+                let words = format!("node {node} (rank {rank}'s) dies");
+                let then = NodeAftermath::RemoveDirs;
+                (What::KillNode { node, then }, words)
+            } else if rc.exit {
                 (
                     What::ExitRank { rank, code: 42 },
                     format!("rank {rank} exits"),
@@ -1085,13 +1175,15 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
             } else {
                 (What::KillRank { rank }, format!("rank {rank} is killed"))
             };
+            // A node's death fires on its first rank to reach the point.
+            let on = (!matches!(what, What::KillNode { .. })).then_some(rank);
             sc.faults.push(Fault {
                 what,
                 when: When::Point {
                     point: "rebuild.init".into(),
                     hit: 1,
                     repeat: false,
-                    rank: Some(rank),
+                    rank: on,
                 },
                 run: 2,
             });
@@ -1100,7 +1192,9 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
             ));
         }
     }
-    let expect = with_rebuild_crash(expect, planted_rebuild_crash(&sc));
+    let expect = with_rebuild_crash(expect, planted_rebuild_crash(&sc).as_ref(), |slot| {
+        oracle_losing(&d, &hit, slot)
+    });
     sc.expect.insert(d.scheme.as_str().to_string(), expect);
     sc
 }
@@ -1696,6 +1790,7 @@ mod tests {
             },
         ] {
             let (mut planted, mut unplanted) = (0, 0);
+            let (mut nodes_died, mut with_cache, mut no_spare) = (0, 0, 0);
             for i in 0..300 {
                 let d = draw(7, i, mode);
                 let sc = scenario(7, i, mode);
@@ -1703,13 +1798,15 @@ mod tests {
                 let budget = 2 + u32::from(d.fetch_crash.is_some() || d.rebuild_crash.is_some());
                 assert_eq!(sc.launches, budget, "{}", sc.name);
                 let Some(rc) = d.rebuild_crash else {
-                    assert!(!planted_rebuild_crash(&sc), "{}", sc.name);
+                    assert!(planted_rebuild_crash(&sc).is_none(), "{}", sc.name);
                     continue;
                 };
                 let data = data_of(7, &sc, d.scheme);
-                let without = oracle(&d, &Hit::planned(&d, data, sc.mean_bytes));
+                let hit = Hit::planned(&d, data, sc.mean_bytes);
+                let without = oracle(&d, &hit);
                 let fires = without.launches.len() == 2 && relaunch_keeps_a_node(&sc);
-                assert_eq!(planted_rebuild_crash(&sc), fires, "{}", sc.name);
+                let strike = planted_rebuild_crash(&sc);
+                assert_eq!(strike.is_some(), fires, "{}", sc.name);
                 let want = sc.expected(d.scheme).unwrap();
                 if !fires {
                     unplanted += 1;
@@ -1719,12 +1816,64 @@ mod tests {
                 planted += 1;
                 let f = sc.faults.last().unwrap();
                 let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
+                let (first, second) = (&without.launches[0], &without.launches[1]);
+                let died = [first.clone(), Token::of(Class::Died)];
+                if rc.node {
+                    nodes_died += 1;
+                    // The relaunch's node of the rank, fired by its first
+                    // rank to reach the point.
+                    let (nodes, _) = relaunch_nodes(&sc).unwrap();
+                    let slot = rank as usize / d.ranks_per_node;
+                    assert!(
+                        matches!(&f.what, What::KillNode { node, .. } if *node == nodes[slot]),
+                        "{}: {:?}",
+                        sc.name,
+                        f.what
+                    );
+                    assert!(
+                        matches!(&f.when, When::Point { point, hit: 1, rank: None, .. }
+                            if point == "rebuild.init"),
+                        "{}: {:?}",
+                        sc.name,
+                        f.when
+                    );
+                    let Some(RebuildStrike::Node {
+                        slot: s,
+                        kept_cache,
+                        relaunch,
+                    }) = strike
+                    else {
+                        panic!("{}: {strike:?}", sc.name)
+                    };
+                    assert_eq!(s, slot, "{}", sc.name);
+                    let lost_before =
+                        d.lost_after.contains(&slot) || d.crash.2.node() == Some(slot);
+                    assert_eq!(kept_cache, !lost_before, "{}", sc.name);
+                    if !relaunch {
+                        no_spare += 1;
+                        assert_eq!(want.launches, died, "{}", sc.name);
+                        assert_eq!(want.end, End::Nodes, "{}", sc.name);
+                        continue;
+                    }
+                    // A spare's death costs a launch; a launch-1 node's
+                    // also its cache: the oracle with it lost too.
+                    let third = if kept_cache {
+                        with_cache += 1;
+                        oracle_losing(&d, &hit, slot).launches[1].clone()
+                    } else {
+                        second.clone()
+                    };
+                    assert_eq!(want.launches, [died[0].clone(), died[1].clone(), third]);
+                    assert_eq!(want.end, without.end);
+                    continue;
+                }
                 let what = if rc.exit {
                     What::ExitRank { rank, code: 42 }
                 } else {
                     What::KillRank { rank }
                 };
                 assert_eq!((f.run, &f.what), (2, &what), "{}", sc.name);
+                assert_eq!(strike, Some(RebuildStrike::Rank), "{}", sc.name);
                 assert!(
                     matches!(&f.when, When::Point { point, hit: 1, rank: Some(r), .. }
                         if point == "rebuild.init" && *r == rank),
@@ -1732,18 +1881,17 @@ mod tests {
                     sc.name,
                     f.when
                 );
-                let (first, second) = (&without.launches[0], &without.launches[1]);
                 assert_eq!(
                     want.launches,
-                    [first.clone(), Token::of(Class::Died), second.clone()],
+                    [died[0].clone(), died[1].clone(), second.clone()],
                     "{}",
                     sc.name
                 );
                 assert_eq!(want.end, without.end);
             }
             assert!(
-                planted > 20 && unplanted > 0,
-                "{mode:?}: {planted} {unplanted}"
+                planted > 20 && unplanted > 0 && nodes_died > 5 && with_cache > 0,
+                "{mode:?}: {planted} {unplanted} {nodes_died} {with_cache} {no_spare}"
             );
         }
     }
