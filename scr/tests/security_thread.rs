@@ -319,3 +319,97 @@ fn delete_refuses_to_remove_through_a_symlink() {
         );
     }
 }
+
+/// Sets the flag when dropped: a failing body still stops the swapper.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A writer racing the flushes: while checkpoints are routed to `d` and
+/// flushed, another thread exchanges `d` with a link out of the prefix
+/// (`renameat2(RENAME_EXCHANGE)`, atomic, without pause). Each route and
+/// each flush either lands in the real directory or is refused naming the
+/// link; nothing reaches the link's target. With the flush's prefix side
+/// opened by a check and then path-based calls (before 2026-11-28's
+/// `beneath::open_in`), files went through the link in this test.
+#[test]
+fn a_directory_swapped_for_a_link_while_flushes_run_lets_nothing_out() {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let cl = Cluster::new();
+    let out = outside(&cl);
+    std::fs::create_dir(cl.prefix.join("d")).unwrap();
+    symlink(&out, cl.prefix.join("alt")).unwrap();
+    let stop = AtomicBool::new(false);
+    let (routed, refused) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let dir = std::fs::File::open(&cl.prefix).unwrap();
+    let (d, alt) = (c"d", c"alt");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: an open descriptor and NUL-terminated names.
+                let rc = unsafe {
+                    libc::renameat2(
+                        dir.as_raw_fd(),
+                        d.as_ptr(),
+                        dir.as_raw_fd(),
+                        alt.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
+                assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+            }
+        });
+        let _stop = StopOnDrop(&stop);
+        run(
+            &cl,
+            2,
+            |r| r,
+            &with(&[("SCR_FLUSH", "1")]),
+            |scr, comm| {
+                for c in 1..=40 {
+                    let mut o = scr
+                        .start_output(Some(&format!("ckpt.{c}")), Flags::CHECKPOINT)
+                        .unwrap();
+                    let p = cl.prefix.join(format!("d/c{c}.rank{}", comm.rank()));
+                    let ok = match o.route_file(&p) {
+                        Ok(cached) => {
+                            std::fs::write(cached, b"payload").unwrap();
+                            routed.fetch_add(1, Ordering::Relaxed);
+                            true
+                        }
+                        Err(ScrError::Beneath(BeneathError::Symlink { .. })) => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                            false
+                        }
+                        Err(e) => panic!("route {}: {e}", p.display()),
+                    };
+                    o.complete(ok).unwrap();
+                }
+                None
+            },
+        );
+    });
+    let leaked = files_below(&out);
+    assert!(leaked.is_empty(), "written through the link: {leaked:?}");
+    // The real directory is `d` or `alt` now, whichever is not the link.
+    let real = ["d", "alt"]
+        .map(|n| cl.prefix.join(n))
+        .into_iter()
+        .find(|p| !p.is_symlink())
+        .unwrap();
+    let landed = files_below(&real).len();
+    let (routed, refused) = (routed.into_inner(), refused.into_inner());
+    // Both states of `d` were seen (the flushes race the same swaps; a
+    // check followed by path-based calls let files out in every one of
+    // five runs).
+    assert!(
+        routed > 0 && refused > 0,
+        "no race seen: {routed} routed, {refused} routes refused"
+    );
+    eprintln!("{landed} files flushed, {routed} routed, {refused} routes refused");
+}

@@ -526,7 +526,7 @@ pub(super) fn delete_copy(prefix: &Path, layout: Layout, id: i64, key: &str) -> 
                     // Never remove a file outside the prefix through a link
                     // (or a `..` key in a hostile map).
                     crate::storage::beneath::check(prefix, &f)?;
-                    let _ = std::fs::remove_file(&f);
+                    let _ = crate::storage::beneath::remove_file_in(prefix, &f);
                     if let Some(parent) = f.parent() {
                         dirs.push(parent.to_path_buf());
                     }
@@ -537,9 +537,11 @@ pub(super) fn delete_copy(prefix: &Path, layout: Layout, id: i64, key: &str) -> 
         Err(e) => return Err(ScrError::from(e)),
     }
     crate::storage::beneath::check(prefix, &meta_dir)?;
-    if meta_dir.is_dir() {
-        std::fs::remove_dir_all(&meta_dir)
-            .map_err(crate::error::io_err(&meta_dir, "remove directory"))?;
+    match crate::storage::beneath::remove_dir_all_in(prefix, &meta_dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(crate::error::io_err(&meta_dir, "remove directory")(e))
+        }
+        _ => {}
     }
     if layout == Layout::Legacy {
         dirs.push(dset_dir);

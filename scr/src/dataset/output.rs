@@ -210,7 +210,8 @@ pub fn route_keyed(job: &mut Job, ds: &Dataset, name: &Path) -> ScrResult<(Strin
         // As LLNL SCR 3.1: the directory exists before the application
         // writes (shared with other users' files, so not made private).
         if let Some(parent) = abs.parent() {
-            crate::durable::create_dir_all(parent).map_err(io_err(parent, "create directory"))?;
+            beneath::create_dir_all_in(&job.prefix, parent)
+                .map_err(io_err(parent, "create directory"))?;
         }
         return Ok((logical_s, abs));
     }

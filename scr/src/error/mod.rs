@@ -261,5 +261,10 @@ pub(crate) fn io_err(
     op: &'static str,
 ) -> impl FnOnce(io::Error) -> ScrError {
     let path = path.into();
-    move |source| ScrError::Io { path, op, source }
+    // A path the `storage::beneath::*_in` functions refused is a link
+    // error, not an I/O one.
+    move |source| match crate::storage::beneath::into_refusal(source) {
+        Ok(refused) => ScrError::Beneath(refused),
+        Err(source) => ScrError::Io { path, op, source },
+    }
 }

@@ -60,9 +60,11 @@ pub fn start(job: &Job, dset: DatasetId, ds: &Dataset) -> ScrResult<()> {
                 }
             })?;
             let meta = pl.meta_dir(&prefix);
-            if meta.exists() {
-                std::fs::remove_dir_all(&meta)
-                    .map_err(crate::error::io_err(&meta, "remove directory"))?;
+            match crate::storage::beneath::remove_dir_all_in(&prefix, &meta) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(crate::error::io_err(&meta, "remove directory")(e))
+                }
+                _ => {}
             }
             update_flush_file(&prefix, |ff| {
                 ff.location_set(dset.get(), Location::Flushing);

@@ -19,10 +19,13 @@ use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use std::os::unix::fs::OpenOptionsExt;
+
 use super::{io_fail, watchdog, CopyError};
 use crate::comm::{Comm, CommResult, ReduceOp};
 use crate::durable;
 use crate::records::Segment;
+use crate::storage::beneath::{self, How};
 
 /// The name of container `id`: `ctr.<id>.scr`.
 pub fn container_name(id: u64) -> String {
@@ -156,13 +159,16 @@ pub fn plan(
 
 /// Create (and truncate) the containers `rels` below `base`
 /// (`scr_flush_create_containers`), fsynced, with their directory.
-pub(crate) fn create_containers(base: &Path, rels: &[String]) -> Result<(), CopyError> {
+/// Nothing below `within` (the prefix directory) is reached through a link.
+pub(crate) fn create_containers(
+    within: &Path,
+    base: &Path,
+    rels: &[String],
+) -> Result<(), CopyError> {
     for rel in rels {
         let p = base.join(rel);
-        if let Some(parent) = p.parent() {
-            durable::create_dir_all(parent).map_err(|e| io_fail("create directory", parent, e))?;
-        }
-        let f = fs::File::create(&p).map_err(|e| io_fail("create container", &p, e))?;
+        let f = beneath::open_in(within, &p, How::Create)
+            .map_err(|e| io_fail("create container", &p, e))?;
         f.sync_all()
             .map_err(|e| io_fail("fsync container", &p, e))?;
         crate::fault::synced(&p);
@@ -174,8 +180,9 @@ pub(crate) fn create_containers(base: &Path, rels: &[String]) -> Result<(), Copy
 }
 
 /// Remove every container file in `dir` (left by an earlier flush of the
-/// same directory). Missing directory: nothing to do.
-pub(crate) fn remove_containers(dir: &Path) -> std::io::Result<()> {
+/// same directory), never through a link below `within` (the prefix
+/// directory). Missing directory: nothing to do.
+pub(crate) fn remove_containers(within: &Path, dir: &Path) -> std::io::Result<()> {
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -184,7 +191,7 @@ pub(crate) fn remove_containers(dir: &Path) -> std::io::Result<()> {
     for e in rd {
         let e = e?;
         if e.file_name().to_str().is_some_and(is_container_name) {
-            fs::remove_file(e.path())?;
+            beneath::remove_file_in(within, &e.path())?;
         }
     }
     Ok(())
@@ -268,14 +275,23 @@ fn seg_err(s: &SegPath, op: &'static str, why: String) -> CopyError {
 }
 
 /// Open `s`'s container to read (it must hold the whole segment) or to
-/// write, positioned at the segment.
-fn open_at(s: &SegPath, write: bool) -> Result<fs::File, CopyError> {
+/// write, positioned at the segment; below `within` (the prefix
+/// directory), never through a link.
+fn open_at(within: Option<&Path>, s: &SegPath, write: bool) -> Result<fs::File, CopyError> {
     let op = if write { "write" } else { "read" };
-    let mut f = fs::OpenOptions::new()
-        .read(!write)
-        .write(write)
-        .open(&s.path)
-        .map_err(|e| seg_err(s, op, format!("open: {e}")))?;
+    let how = if write { How::Write } else { How::Read };
+    let opened = match within.filter(|w| s.path.starts_with(w)) {
+        Some(w) => beneath::open_in(w, &s.path, how),
+        None => fs::OpenOptions::new()
+            .read(!write)
+            .write(write)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&s.path),
+    };
+    let mut f = opened.map_err(|e| match beneath::into_refusal(e) {
+        Ok(refused) => CopyError::Beneath(refused),
+        Err(e) => seg_err(s, op, format!("open: {e}")),
+    })?;
     if !write {
         let len = f
             .metadata()
@@ -297,6 +313,7 @@ fn open_at(s: &SegPath, write: bool) -> Result<fs::File, CopyError> {
 
 /// Stream the bytes of `segs` in order through `sink` (fetch, read-back).
 pub(crate) fn read_segments(
+    within: Option<&Path>,
     segs: &[SegPath],
     buf: &mut Vec<u8>,
     watch: Option<&watchdog::Progress>,
@@ -307,7 +324,7 @@ pub(crate) fn read_segments(
     }
     let mut total = 0u64;
     for s in segs.iter().filter(|s| s.seg.length_bytes > 0) {
-        let mut f = open_at(s, false)?;
+        let mut f = open_at(within, s, false)?;
         let mut left = s.seg.length_bytes;
         while left > 0 {
             if let Some(w) = watch {
@@ -336,6 +353,7 @@ pub(crate) fn read_segments(
 /// container written; `src` must hold exactly the segments' bytes.
 /// Returns the bytes written and their CRC32 (computed when `crc`).
 pub(crate) fn write_segments(
+    within: Option<&Path>,
     src_path: &Path,
     src: &mut impl Read,
     segs: &[SegPath],
@@ -350,7 +368,7 @@ pub(crate) fn write_segments(
     let mut total = 0u64;
     let clock = std::time::Instant::now;
     for s in segs.iter().filter(|s| s.seg.length_bytes > 0) {
-        let mut f = open_at(s, true)?;
+        let mut f = open_at(within, s, true)?;
         let mut left = s.seg.length_bytes;
         while left > 0 {
             if let Some(w) = watch {

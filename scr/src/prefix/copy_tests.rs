@@ -26,7 +26,7 @@ fn crc_on_copy_reads_the_copy_back_and_catches_damage_there() {
     bytes[123] ^= 4;
     fs::write(dst, &bytes).unwrap();
     let mut buf = vec![0u8; 4096];
-    let e = read_back(dst, want, &mut buf, None).unwrap_err();
+    let e = read_back(&list[0], want, &mut buf, None).unwrap_err();
     assert!(
         matches!(e, CopyError::ReadBack { got, .. } if got != want),
         "{e}"

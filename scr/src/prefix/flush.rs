@@ -255,16 +255,13 @@ fn pack_items(
     let mut local = Ok(());
     if job.rank().is_root() {
         let d = base.join(&dir);
-        local = container::remove_containers(&d).map_err(|e| CopyError::Io {
-            path: d,
-            op: "remove old containers",
-            source: e,
-        });
+        local = container::remove_containers(&job.prefix, &d)
+            .map_err(|e| super::io_fail("remove old containers", &d, e));
     }
     // Every old container is gone before any new one is made.
     job.world.barrier()?;
     if local.is_ok() {
-        local = container::create_containers(&base, &plan.create);
+        local = container::create_containers(&job.prefix, &base, &plan.create);
     }
     if !job.world.all_true(local.is_ok())? {
         return Ok(Err(match local {
@@ -304,9 +301,11 @@ fn book_flush_start(job: &Job, dset: DatasetId, pl: &Placement, ds: &Dataset) ->
         if pl.layout() == Layout::Scr31 {
             let meta = pl.meta_dir(&prefix);
             crate::storage::beneath::check(&prefix, &meta)?;
-            if meta.exists() {
-                std::fs::remove_dir_all(&meta)
-                    .map_err(crate::error::io_err(&meta, "remove directory"))?;
+            match crate::storage::beneath::remove_dir_all_in(&prefix, &meta) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(crate::error::io_err(&meta, "remove directory")(e))
+                }
+                _ => {}
             }
         }
         update_flush_file(&prefix, |ff| {

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::index::index_path;
 use crate::records::{Index, Record};
 use crate::storage::attrs as storage_attrs;
-use crate::storage::beneath;
+use crate::storage::beneath::{self, How};
 
 pub mod bypass;
 pub mod container;
@@ -89,8 +90,7 @@ pub(crate) fn write_nodes_file(prefix: &Path, nodes: u64) -> ScrResult<()> {
 
 fn ensure_meta_dir(prefix: &Path) -> ScrResult<()> {
     let d = prefix.join(layout::META_DIR);
-    beneath::check(prefix, &d)?;
-    durable::create_dir_all(&d).map_err(io_err(&d, "create directory"))
+    beneath::create_dir_all_in(prefix, &d).map_err(io_err(&d, "create directory"))
 }
 
 /// One file to copy between cache and prefix.
@@ -195,10 +195,13 @@ pub(crate) struct Copied {
 pub(crate) const CHUNK: usize = 4 << 20;
 
 pub(crate) fn io_fail(op: &'static str, p: &Path, source: std::io::Error) -> CopyError {
-    CopyError::Io {
-        path: p.to_path_buf(),
-        op,
-        source,
+    match beneath::into_refusal(source) {
+        Ok(refused) => CopyError::Beneath(refused),
+        Err(source) => CopyError::Io {
+            path: p.to_path_buf(),
+            op,
+            source,
+        },
     }
 }
 
@@ -242,17 +245,22 @@ pub(crate) fn copy_file(
     let mut pace = throttle;
     let (total, got) = match &item.packing {
         Some(container::Packing::Into(segs)) => {
-            let mut src = fs::File::open(&item.src).map_err(|e| io_fail("open", &item.src, e))?;
-            container::write_segments(&item.src, &mut src, segs, buf, watch, |n, busy| {
+            let mut src = item
+                .open(&item.src, How::Read)
+                .map_err(|e| io_fail("open", &item.src, e))?;
+            let within = item.within.as_deref();
+            container::write_segments(within, &item.src, &mut src, segs, buf, watch, |n, busy| {
                 if let Some((th, p)) = pace.as_mut() {
                     p.after(th, n, busy);
                 }
             })?
         }
         Some(container::Packing::From(segs)) => {
-            let mut dst = create_dst(&item.dst)?;
+            let mut dst = item
+                .open(&item.dst, How::Create)
+                .map_err(|e| io_fail("create", &item.dst, e))?;
             let mut h = crc32fast::Hasher::new();
-            let total = container::read_segments(segs, buf, watch, |b| {
+            let total = container::read_segments(item.within.as_deref(), segs, buf, watch, |b| {
                 h.update(b);
                 dst.write_all(b).map_err(|e| io_fail("write", &item.dst, e))
             })?;
@@ -270,7 +278,7 @@ pub(crate) fn copy_file(
         Some(container::Packing::Into(segs)) => {
             if checks.read_back {
                 let mut h = crc32fast::Hasher::new();
-                container::read_segments(segs, buf, watch, |b| {
+                container::read_segments(item.within.as_deref(), segs, buf, watch, |b| {
                     h.update(b);
                     Ok(())
                 })?;
@@ -288,10 +296,15 @@ pub(crate) fn copy_file(
         }
         _ => {
             if checks.read_back {
-                read_back(&item.dst, got, buf, watch)?;
+                read_back(item, got, buf, watch)?;
             }
             if let Some(a) = &attrs {
-                storage_attrs::apply(&item.dst, a)
+                // On the open file: a name swapped meanwhile for a link
+                // cannot pass the attributes on to another file.
+                let f = item
+                    .open(&item.dst, How::Read)
+                    .map_err(|e| io_fail("open to set attributes", &item.dst, e))?;
+                storage_attrs::apply_file(&f, a)
                     .map_err(|e| io_fail("set attributes", &item.dst, e))?;
             }
             Vec::new()
@@ -306,12 +319,30 @@ pub(crate) fn copy_file(
     })
 }
 
-/// Create `dst` (and its parent directory) for writing.
-fn create_dst(dst: &Path) -> Result<fs::File, CopyError> {
-    if let Some(parent) = dst.parent() {
-        durable::create_dir_all(parent).map_err(|e| io_fail("create directory", parent, e))?;
+impl CopyItem {
+    /// Open `path`, this copy's source or destination, as `how` says
+    /// (`How::Create` makes its parent directories too). On the prefix side
+    /// ([`CopyItem::within`]) every component is opened relative to the one
+    /// before and never through a link (`beneath::open_in`); on the cache
+    /// side only the last component is checked (`O_NOFOLLOW`).
+    fn open(&self, path: &Path, how: How) -> std::io::Result<fs::File> {
+        if let Some(base) = self.within.as_deref().filter(|b| path.starts_with(b)) {
+            return beneath::open_in(base, path, how);
+        }
+        match how {
+            How::Read => beneath::open_nofollow(path),
+            How::Write => fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path),
+            How::Create => {
+                if let Some(parent) = path.parent() {
+                    durable::create_dir_all(parent)?;
+                }
+                beneath::create_nofollow(path)
+            }
+        }
     }
-    beneath::create_nofollow(dst).map_err(|e| io_fail("create", dst, e))
 }
 
 /// Copy `item.src` to `item.dst` and fsync it. Returns the bytes copied
@@ -323,8 +354,12 @@ fn plain_copy(
     watch: Option<&watchdog::Progress>,
     buf: &mut Vec<u8>,
 ) -> Result<(u64, u32), CopyError> {
-    let mut src = beneath::open_nofollow(&item.src).map_err(|e| io_fail("open", &item.src, e))?;
-    let mut dst = create_dst(&item.dst)?;
+    let mut src = item
+        .open(&item.src, How::Read)
+        .map_err(|e| io_fail("open", &item.src, e))?;
+    let mut dst = item
+        .open(&item.dst, How::Create)
+        .map_err(|e| io_fail("create", &item.dst, e))?;
     if buf.is_empty() {
         buf.resize(CHUNK, 0);
     }
@@ -382,12 +417,15 @@ fn check_recorded(item: &CopyItem, total: u64, crc: Option<u32>) -> Result<(), C
 
 /// SCR_CRC_ON_COPY: the CRC32 of what `dst` holds now must be `want`.
 fn read_back(
-    dst: &Path,
+    item: &CopyItem,
     want: u32,
     buf: &mut [u8],
     watch: Option<&watchdog::Progress>,
 ) -> Result<(), CopyError> {
-    let mut f = fs::File::open(dst).map_err(|e| io_fail("open to read back", dst, e))?;
+    let dst = &item.dst;
+    let mut f = item
+        .open(dst, How::Read)
+        .map_err(|e| io_fail("open to read back", dst, e))?;
     let mut h = crc32fast::Hasher::new();
     loop {
         let n = f.read(buf).map_err(|e| io_fail("read back", dst, e))?;
@@ -573,11 +611,12 @@ pub(crate) fn windowed<T>(world: &dyn Comm, width: usize, f: impl FnOnce() -> T)
     Ok(out)
 }
 
-/// Remove `dir` and its now-empty parents up to (not including) `stop`.
+/// Remove `dir` and its now-empty parents up to (not including) `stop`,
+/// never through a link below `stop`.
 pub(crate) fn remove_empty_dirs_up_to(dir: &Path, stop: &Path) {
     let mut d = dir.to_path_buf();
     while d.starts_with(stop) && d != stop {
-        if fs::remove_dir(&d).is_err() {
+        if beneath::remove_dir_in(stop, &d).is_err() {
             break;
         }
         if !d.pop() {

@@ -296,7 +296,7 @@ impl Copier<'_> {
         let copied = match prefix_copy_file(&item, checks, None, None, &mut self.buf) {
             Ok(c) => c,
             Err(why) => {
-                let _ = fs::remove_file(&item.dst);
+                let _ = crate::storage::beneath::remove_file_in(&self.opts.prefix, &item.dst);
                 fail(why.to_string());
                 return Err(());
             }
@@ -304,7 +304,7 @@ impl Copier<'_> {
         // Injection point: a scavenge that dies (or fails) after each file
         // copied. An injected error counts as a failed copy of this file.
         if let Err(e) = crate::fault_point!("scavenge.file") {
-            let _ = fs::remove_file(&item.dst);
+            let _ = crate::storage::beneath::remove_file_in(&self.opts.prefix, &item.dst);
             fail(format!("injected fault: {e}"));
             return Err(());
         }
@@ -483,11 +483,11 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
         }
         None => placement_from_flush_file(&opts.prefix, id)?,
     };
-    create_dirs(&pl.meta_dir(&opts.prefix))?;
+    create_dirs(&opts.prefix, &pl.meta_dir(&opts.prefix))?;
     let stale = if opts.partner {
         Vec::new()
     } else {
-        remove_stale_metadata(&pl.meta_dir(&opts.prefix), id)
+        remove_stale_metadata(&opts.prefix, &pl.meta_dir(&opts.prefix), id)
     };
     let mut c = Copier {
         opts,
@@ -553,10 +553,10 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
 /// filemaps, summary, rank2file root) would be mixed with this one's, so
 /// it goes. Files of this dataset (an earlier, partial scavenge) stay and
 /// are overwritten rank by rank. Returns what was removed.
-fn remove_stale_metadata(meta_dir: &Path, id: i64) -> Vec<String> {
+fn remove_stale_metadata(prefix: &Path, meta_dir: &Path, id: i64) -> Vec<String> {
     let mut removed = Vec::new();
     let mut remove = |p: PathBuf, why: String| {
-        if fs::remove_file(&p).is_ok() {
+        if crate::storage::beneath::remove_file_in(prefix, &p).is_ok() {
             removed.push(format!("removed {} ({why})", p.display()));
         }
     };

@@ -156,7 +156,7 @@ pub fn read_index(prefix: &Path) -> ScavengeResult<Index> {
 fn update_index<R>(prefix: &Path, f: impl FnOnce(&mut Index) -> R) -> ScavengeResult<R> {
     let path = index_path(prefix);
     beneath::check(prefix, &path)?;
-    create_dirs(&prefix.join(META_DIR))?;
+    create_dirs(prefix, &prefix.join(META_DIR))?;
     Index::update_file(&path, f).map_err(|e| index_error(&path, e))
 }
 

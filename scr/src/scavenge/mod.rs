@@ -45,10 +45,13 @@ pub(crate) fn io_err<'a>(
     path: &'a Path,
     op: &'static str,
 ) -> impl FnOnce(io::Error) -> ScavengeError + 'a {
-    move |source| ScavengeError::Io {
-        path: path.to_path_buf(),
-        op,
-        source,
+    move |source| match crate::storage::beneath::into_refusal(source) {
+        Ok(refused) => ScavengeError::Beneath(refused),
+        Err(source) => ScavengeError::Io {
+            path: path.to_path_buf(),
+            op,
+            source,
+        },
     }
 }
 
@@ -73,7 +76,7 @@ impl Progress for NoProgress {
     fn finish(&self) {}
 }
 
-/// Create `dir` and its parents.
-pub(crate) fn create_dirs(dir: &Path) -> ScavengeResult<()> {
-    crate::durable::create_dir_all(dir).map_err(io_err(dir, "create directory"))
+/// Create `dir` and its parents below `prefix`, never through a link.
+pub(crate) fn create_dirs(prefix: &Path, dir: &Path) -> ScavengeResult<()> {
+    crate::storage::beneath::create_dir_all_in(prefix, dir).map_err(io_err(dir, "create directory"))
 }

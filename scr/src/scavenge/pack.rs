@@ -66,7 +66,8 @@ pub fn pack_dataset(
     let base = pl.key_base(prefix);
     let dir = pl.meta_rel();
     let ctr_dir = base.join(&dir);
-    container::remove_containers(&ctr_dir).map_err(io_err(&ctr_dir, "remove old containers"))?;
+    container::remove_containers(prefix, &ctr_dir)
+        .map_err(io_err(&ctr_dir, "remove old containers"))?;
     // The stream: ranks node by node, each rank's files in key order.
     let mut ranks: Vec<i64> = Vec::with_capacity(map.rank.len());
     for r in order.iter().chain(map.rank.keys()) {
@@ -103,7 +104,7 @@ pub fn pack_dataset(
         let file = file.to_owned();
         move |source| ScavengeError::Pack { file, source }
     };
-    container::create_containers(&base, &create).map_err(pack_err("the containers"))?;
+    container::create_containers(prefix, &base, &create).map_err(pack_err("the containers"))?;
     let mut buf = Vec::new();
     for (r, key, segs) in &plan {
         let Some(e) = map.rank.get_mut(r).and_then(|f| f.files.get_mut(key)) else {
@@ -187,7 +188,7 @@ fn finish(prefix: &Path, pl: &Placement, map: &Rank2File) -> ScavengeResult<u64>
         .filter(|(_, e)| !e.segments.is_empty())
     {
         let p = pl.stored_path(prefix, key);
-        match fs::remove_file(&p) {
+        match crate::storage::beneath::remove_file_in(prefix, &p) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(io_err(&p, "remove the packed file")(e)),

@@ -113,9 +113,7 @@ fn move_metadata(prefix: &Path, id: i64, dir: &str) -> ScavengeResult<String> {
     let staged_prefix = prefix
         .join(META_DIR)
         .join(format!("{}.upgrade", Dataset::default_name(id)));
-    if staged_prefix.exists() {
-        fs::remove_dir_all(&staged_prefix).map_err(io_err(&staged_prefix, "remove directory"))?;
-    }
+    remove_tree(prefix, &staged_prefix)?;
     let staged = Placement {
         dir: dir.to_owned(),
         orig_dir: summary.orig_dir.clone(),
@@ -136,16 +134,27 @@ fn move_metadata(prefix: &Path, id: i64, dir: &str) -> ScavengeResult<String> {
     if final_dir.exists() {
         // Left by an upgrade that stopped before its index was written:
         // nothing refers to it.
-        fs::remove_dir_all(&final_dir).map_err(io_err(&final_dir, "remove directory"))?;
+        remove_tree(prefix, &final_dir)?;
     }
     fs::rename(&staging, &final_dir).map_err(io_err(&final_dir, "rename metadata into place"))?;
     sync_dir(&prefix.join(META_DIR)).map_err(RecordError::from)?;
-    fs::remove_dir_all(&staged_prefix).map_err(io_err(&staged_prefix, "remove directory"))?;
+    remove_tree(prefix, &staged_prefix)?;
     Ok(summary
         .dataset
         .name
         .clone()
         .unwrap_or_else(|| Dataset::default_name(id)))
+}
+
+/// Remove directory `dir` below `prefix` with its contents, never through
+/// a link; a missing one is not an error.
+fn remove_tree(prefix: &Path, dir: &Path) -> ScavengeResult<()> {
+    match crate::storage::beneath::remove_dir_all_in(prefix, dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(io_err(dir, "remove directory")(e))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Step 3: flush file entries in SCR 3.1 form, old metadata removed.
@@ -166,9 +175,7 @@ fn clean_up(prefix: &Path, idx: &Index) -> ScavengeResult<()> {
         };
         if let Some(dir) = s.dir {
             let old = prefix.join(&dir).join(META_DIR);
-            if old.is_dir() {
-                fs::remove_dir_all(&old).map_err(io_err(&old, "remove old metadata"))?;
-            }
+            remove_tree(prefix, &old)?;
         }
     }
     Ok(())

@@ -52,6 +52,35 @@ pub fn apply(path: &Path, a: &FileAttrs) -> io::Result<()> {
     Ok(())
 }
 
+/// [`apply`] on an open file (`fchown`, `fchmod`, `futimens`): the
+/// attributes reach the file that was opened, whatever its name points at
+/// by now.
+pub fn apply_file(f: &std::fs::File, a: &FileAttrs) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = f.as_raw_fd();
+    // SAFETY: `fd` is an open descriptor for the call's duration.
+    if unsafe { libc::fchown(fd, a.uid, a.gid) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EPERM) {
+            return Err(e);
+        }
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fchmod(fd, (a.mode & 0o7777) as libc::mode_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let ts = |(s, ns): (i64, i64)| libc::timespec {
+        tv_sec: s as libc::time_t,
+        tv_nsec: ns as _,
+    };
+    let times = [ts(a.atime), ts(a.mtime)];
+    // SAFETY: `fd` is open and `times` holds the two timespecs futimens reads.
+    if unsafe { libc::futimens(fd, times.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +100,28 @@ mod tests {
         assert_eq!(got.mode & 0o7777, 0o640);
         assert_eq!((got.atime, got.mtime), (want.atime, want.mtime));
         assert_eq!((got.uid, got.gid), (want.uid, want.gid));
+    }
+
+    #[test]
+    fn apply_file_reaches_the_open_file_not_what_its_name_became() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, victim) = (d.path().join("a"), d.path().join("b"), d.path().join("v"));
+        std::fs::write(&a, b"x").unwrap();
+        std::fs::write(&b, b"y").unwrap();
+        std::fs::write(&victim, b"v").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let before = read(&victim).unwrap();
+        let mut want = read(&a).unwrap();
+        want.mode = (want.mode & !0o7777) | 0o644;
+        want.mtime = (1_100_000_000, 7);
+        let f = std::fs::File::open(&b).unwrap();
+        // The name is swapped for a link after the open.
+        std::fs::rename(&b, d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&victim, &b).unwrap();
+        apply_file(&f, &want).unwrap();
+        let got = read(&d.path().join("moved")).unwrap();
+        assert_eq!((got.mode & 0o7777, got.mtime), (0o644, want.mtime));
+        let v = read(&victim).unwrap();
+        assert_eq!((v.mode, v.mtime), (before.mode, before.mtime));
     }
 }

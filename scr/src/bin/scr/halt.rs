@@ -160,29 +160,33 @@ pub fn run(a: HaltArgs) -> Result<(), CliError> {
         // Never read, write or remove through a link out of the prefix.
         scr::storage::beneath::check(&prefix, &path)?;
         if a.remove {
-            remove(&path)?;
+            remove(&prefix, &path)?;
         } else if edit.is_empty() {
             list(&path, a.json, now)?;
         } else {
-            apply(&path, &edit, a.json, now)?;
+            apply(&prefix, &path, &edit, a.json, now)?;
         }
     }
     Ok(())
 }
 
-fn remove(path: &Path) -> Result<(), CliError> {
-    match std::fs::remove_file(path) {
+/// An error of `storage::beneath`'s `*_in` functions: a refused link, or
+/// the file system's failure.
+fn in_err(path: &Path, op: &'static str) -> impl FnOnce(std::io::Error) -> CliError {
+    let path = path.to_path_buf();
+    move |e| match scr::storage::beneath::into_refusal(e) {
+        Ok(refused) => CliError::Beneath(refused),
+        Err(source) => CliError::Io { path, op, source },
+    }
+}
+
+fn remove(prefix: &Path, path: &Path) -> Result<(), CliError> {
+    match scr::storage::beneath::remove_file_in(prefix, path) {
         Ok(()) => println!("Removed halt file {}", path.display()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             println!("No halt file {}", path.display())
         }
-        Err(source) => {
-            return Err(CliError::Io {
-                path: path.to_path_buf(),
-                op: "remove",
-                source,
-            })
-        }
+        Err(e) => return Err(in_err(path, "remove")(e)),
     }
     Ok(())
 }
@@ -201,13 +205,15 @@ fn list(path: &Path, json: bool, now: i64) -> Result<(), CliError> {
     Ok(())
 }
 
-fn apply(path: &Path, edit: &HaltEdit, json: bool, now: i64) -> Result<(), CliError> {
+fn apply(
+    prefix: &Path,
+    path: &Path,
+    edit: &HaltEdit,
+    json: bool,
+    now: i64,
+) -> Result<(), CliError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| CliError::Io {
-            path: dir.to_path_buf(),
-            op: "create",
-            source,
-        })?;
+        scr::storage::beneath::create_dir_all_in(prefix, dir).map_err(in_err(dir, "create"))?;
     }
     let applied = edit.apply_to_file(path)?;
     let (said, h) = (applied.changes, applied.halt);

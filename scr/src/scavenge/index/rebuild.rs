@@ -26,6 +26,7 @@ use crate::records::{RankFilemap, Record, RecordError, XorHeader};
 use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, SetInfo};
 use crate::scavenge::{RebuildError, RebuildProblem};
 use crate::scheme::CopyType;
+use crate::storage::beneath;
 
 /// Bytes per pipelined piece of an in-process rebuild.
 const REBUILD_PIECE_BYTES: usize = 1 << 20;
@@ -254,8 +255,8 @@ pub(super) fn run_set(
     let tmp = |g: usize| meta_dir.join(format!("rebuild.{}", job.header.group_world_ranks[g]));
     for g in (0..n).filter(|&g| job.lost[g].any()) {
         let t = tmp(g);
-        let _ = fs::remove_dir_all(&t);
-        fs::create_dir_all(&t).map_err(|source| RebuildError::Io {
+        let _ = beneath::remove_dir_all_in(prefix, &t);
+        beneath::create_dir_all_in(prefix, &t).map_err(|source| RebuildError::Io {
             path: t.clone(),
             op: "create directory",
             source,
@@ -305,7 +306,7 @@ pub(super) fn run_set(
             Ok(out) if job.lost[g].any() => {
                 let w = job.header.group_world_ranks[g];
                 place_rebuilt(w, out, dset_dir, prefix, pl, dataset)?;
-                let _ = fs::remove_dir_all(tmp(g));
+                let _ = beneath::remove_dir_all_in(prefix, &tmp(g));
                 rebuilt.push(w);
             }
             Ok(_) => {}
@@ -319,7 +320,7 @@ pub(super) fn run_set(
     }
     if let Some(e) = first_err {
         for g in (0..n).filter(|&g| job.lost[g].any()) {
-            let _ = fs::remove_dir_all(tmp(g));
+            let _ = beneath::remove_dir_all_in(prefix, &tmp(g));
         }
         return Err(e);
     }
@@ -329,6 +330,8 @@ pub(super) fn run_set(
 /// The survivors' packed files of a set, read out of their containers;
 /// their directories go when this is dropped.
 struct Unpacked {
+    /// The prefix directory the dirs are below.
+    prefix: PathBuf,
     dirs: BTreeSet<PathBuf>,
 }
 
@@ -337,6 +340,7 @@ impl Unpacked {
     /// recorded size and CRC32.
     fn read_out(job: &SetJob, meta_dir: &Path, prefix: &Path) -> Result<Unpacked, RebuildError> {
         let out = Unpacked {
+            prefix: prefix.to_path_buf(),
             dirs: job
                 .unpack
                 .iter()
@@ -344,7 +348,7 @@ impl Unpacked {
                 .collect(),
         };
         for d in &out.dirs {
-            let _ = fs::remove_dir_all(d);
+            let _ = beneath::remove_dir_all_in(prefix, d);
         }
         let mut buf = Vec::new();
         for u in &job.unpack {
@@ -382,7 +386,7 @@ impl Unpacked {
 impl Drop for Unpacked {
     fn drop(&mut self) {
         for d in &self.dirs {
-            let _ = fs::remove_dir_all(d);
+            let _ = beneath::remove_dir_all_in(&self.prefix, d);
         }
     }
 }
@@ -443,9 +447,9 @@ fn place_rebuilt(
         return Err(RebuildError::Collision { rank });
     }
     for (from, to) in &moves {
-        crate::storage::beneath::check(prefix, to)?;
+        beneath::check(prefix, to)?;
         if let Some(p) = to.parent() {
-            crate::durable::create_dir_all(p).map_err(|source| RebuildError::Io {
+            beneath::create_dir_all_in(prefix, p).map_err(|source| RebuildError::Io {
                 path: p.to_path_buf(),
                 op: "create directory",
                 source,
