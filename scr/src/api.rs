@@ -710,7 +710,7 @@ impl Scr {
         if job.world.rank() == 0 {
             let path = index_path(&job.prefix);
             if path.exists() {
-                result = Index::update_file(&path, |idx: &mut Index| {
+                result = Index::update_file_in(&job.prefix, &path, |idx: &mut Index| {
                     let dirs: Vec<String> = idx
                         .datasets
                         .values()
@@ -779,7 +779,7 @@ impl Scr {
                 .prefix
                 .join(".scr")
                 .join(crate::records::halt::HALT_FILE);
-            result = Halt::update_file(&path, |h: &mut Halt| {
+            result = Halt::update_file_in(&job.prefix, &path, |h: &mut Halt| {
                 h.exit_reason = Some(REASON_FINALIZE_CALLED.to_owned());
             })
             .map_err(ScrError::from);

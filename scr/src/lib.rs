@@ -41,6 +41,7 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod beneath;
 pub mod cache;
 pub mod civil;
 #[cfg(feature = "cli")]

@@ -10,10 +10,10 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use common::{data, files_below, run, Cluster};
+use scr::beneath::BeneathError;
 use scr::comm::thread::ThreadComm;
 use scr::comm::Comm;
 use scr::records::Record;
-use scr::storage::beneath::BeneathError;
 use scr::{Flags, Scr, ScrError};
 
 const SINGLE: [(&str, &str); 1] = [("SCR_COPY_TYPE", "SINGLE")];
@@ -338,7 +338,6 @@ impl Drop for StopOnDrop<'_> {
 /// `beneath::open_in`), files went through the link in this test.
 #[test]
 fn a_directory_swapped_for_a_link_while_flushes_run_lets_nothing_out() {
-    use std::os::fd::AsRawFd;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let cl = Cluster::new();
     let out = outside(&cl);
@@ -347,21 +346,10 @@ fn a_directory_swapped_for_a_link_while_flushes_run_lets_nothing_out() {
     let stop = AtomicBool::new(false);
     let (routed, refused) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let dir = std::fs::File::open(&cl.prefix).unwrap();
-    let (d, alt) = (c"d", c"alt");
     std::thread::scope(|s| {
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
-                // SAFETY: an open descriptor and NUL-terminated names.
-                let rc = unsafe {
-                    libc::renameat2(
-                        dir.as_raw_fd(),
-                        d.as_ptr(),
-                        dir.as_raw_fd(),
-                        alt.as_ptr(),
-                        libc::RENAME_EXCHANGE,
-                    )
-                };
-                assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+                scr::beneath::exchange_at(&dir, "d", "alt").unwrap();
             }
         });
         let _stop = StopOnDrop(&stop);

@@ -525,8 +525,8 @@ pub(super) fn delete_copy(prefix: &Path, layout: Layout, id: i64, key: &str) -> 
                     let f = placement.stored_path(prefix, rel);
                     // Never remove a file outside the prefix through a link
                     // (or a `..` key in a hostile map).
-                    crate::storage::beneath::check(prefix, &f)?;
-                    let _ = crate::storage::beneath::remove_file_in(prefix, &f);
+                    crate::beneath::check(prefix, &f)?;
+                    let _ = crate::beneath::remove_file_in(prefix, &f);
                     if let Some(parent) = f.parent() {
                         dirs.push(parent.to_path_buf());
                     }
@@ -536,8 +536,8 @@ pub(super) fn delete_copy(prefix: &Path, layout: Layout, id: i64, key: &str) -> 
         Err(e) if e.is_not_found() => {}
         Err(e) => return Err(ScrError::from(e)),
     }
-    crate::storage::beneath::check(prefix, &meta_dir)?;
-    match crate::storage::beneath::remove_dir_all_in(prefix, &meta_dir) {
+    crate::beneath::check(prefix, &meta_dir)?;
+    match crate::beneath::remove_dir_all_in(prefix, &meta_dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             return Err(crate::error::io_err(&meta_dir, "remove directory")(e))
         }

@@ -186,7 +186,7 @@ impl Job {
             // Everything SCR keeps in the prefix (index, flush and halt
             // files, logs, app.conf) is below `.scr`: a link there would
             // send it all out of the prefix, so the run does not start.
-            if let Err(e) = crate::storage::beneath::check(&prefix, &scr_dir) {
+            if let Err(e) = crate::beneath::check(&prefix, &scr_dir) {
                 created = created.and(Err(e.into()));
             } else if let Err(e) = crate::durable::create_dir_all(&scr_dir) {
                 created = created.and(Err(io_err(&scr_dir, "create prefix .scr")(e)));

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Dataset, State};
+use crate::beneath;
 use crate::cache::Job;
 use crate::clock::Tick;
 use crate::error::{io_err, ScrError, ScrResult};
@@ -20,9 +21,9 @@ use crate::log::writer::{Entry, EventType, XferType};
 use crate::records::dataset::Dataset as DatasetDesc;
 use crate::records::meta::{FileType, Meta};
 use crate::records::PREFIX_META_DIR as META_DIR;
+use crate::storage::dirs;
 use crate::storage::node::LogicalPath;
 use crate::storage::path as spath;
-use crate::storage::{beneath, dirs};
 
 /// Allocate the next dataset id (and checkpoint id when `is_ckpt`) and
 /// choose the redundancy descriptor ([`Job::desc_for_dataset`]: the

@@ -11,12 +11,12 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::beneath::BeneathError;
 use crate::comm::CommError;
 use crate::config::ConfigError;
 use crate::ids::DatasetId;
 use crate::records::RecordError;
 use crate::redundancy::RedundancyError;
-use crate::storage::beneath::BeneathError;
 use crate::storage::dirs::DirError;
 
 mod dataset;
@@ -261,9 +261,9 @@ pub(crate) fn io_err(
     op: &'static str,
 ) -> impl FnOnce(io::Error) -> ScrError {
     let path = path.into();
-    // A path the `storage::beneath::*_in` functions refused is a link
+    // A path the `beneath::*_in` functions refused is a link
     // error, not an I/O one.
-    move |source| match crate::storage::beneath::into_refusal(source) {
+    move |source| match crate::beneath::into_refusal(source) {
         Ok(refused) => ScrError::Beneath(refused),
         Err(source) => ScrError::Io { path, op, source },
     }

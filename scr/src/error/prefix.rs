@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::beneath::BeneathError;
 use crate::ids::DatasetId;
 use crate::kvtree::UnpackError;
 use crate::records::RecordError;
-use crate::storage::beneath::BeneathError;
 use crate::storage::dirs::DirError;
 
 /// Why copying one file between cache and the prefix failed.

@@ -165,6 +165,9 @@ impl CheckAt {
 pub struct HaltMonitor {
     /// `<prefix>/.scr/halt.scr`; `None` when SCR is disabled.
     path: Option<PathBuf>,
+    /// The prefix directory: the halt file is reached from it without
+    /// passing through a symbolic link.
+    prefix: PathBuf,
     /// The allocation's end, seconds since the epoch.
     end_s: Option<i64>,
     /// SCR_HALT_EXIT.
@@ -191,6 +194,7 @@ impl HaltMonitor {
         let halt_seconds = job.settings.halt.before_end_s;
         let mut m = HaltMonitor {
             path: Some(halt_path(&job.prefix)),
+            prefix: job.prefix.clone(),
             end_s: job.settings.halt.end_time_s,
             exit: job.settings.halt.exit,
             logged: false,
@@ -239,15 +243,16 @@ impl HaltMonitor {
         let Some(path) = &self.path else {
             return Ok(f(&mut Halt::default()));
         };
-        let _lock = FileLock::acquire(path).map_err(crate::records::RecordError::from)?;
-        let mut h = match Halt::read_file(path) {
+        let base = Some(self.prefix.as_path());
+        let _lock = FileLock::acquire_in(base, path).map_err(crate::records::RecordError::from)?;
+        let mut h = match Halt::read_file_in(&self.prefix, path) {
             Ok(h) => h,
             Err(e) if e.is_not_found() => Halt::default(),
             Err(e) => return Err(e.into()),
         };
         let r = f(&mut h);
         if r.changed() {
-            h.write_file(path)?;
+            h.write_file_in(&self.prefix, path)?;
         }
         Ok(r)
     }
@@ -457,8 +462,14 @@ impl HaltEdit {
     /// Apply to the halt file at `path` under its lock (creating the file
     /// when missing; its directory must exist) and return the lines of
     /// [`HaltEdit::apply`] and the file's new contents.
-    pub fn apply_to_file(&self, path: &Path) -> Result<Applied, crate::records::RecordError> {
-        Halt::update_file(path, |h: &mut Halt| Applied {
+    /// The file is reached from `prefix` without passing through a
+    /// symbolic link below it.
+    pub fn apply_to_file(
+        &self,
+        prefix: &Path,
+        path: &Path,
+    ) -> Result<Applied, crate::records::RecordError> {
+        Halt::update_file_in(prefix, path, |h: &mut Halt| Applied {
             changes: self.apply(h),
             halt: h.clone(),
         })

@@ -307,12 +307,20 @@ fn file_kind(ft: fs::FileType) -> &'static str {
 /// byte is read. The open does not block: a FIFO is opened non-blocking,
 /// then refused. Returns the file and its length.
 fn open_regular(path: &Path) -> Result<(File, u64), KvFileError> {
+    open_regular_in(None, path)
+}
+
+/// [`open_regular`] below `base`, never through a link below it.
+fn open_regular_in(base: Option<&Path>, path: &Path) -> Result<(File, u64), KvFileError> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(io_err(path, "open"))?;
+    let f = match base.filter(|b| path.starts_with(b)) {
+        Some(b) => crate::beneath::open_in(b, path, crate::beneath::How::Read),
+        None => OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path),
+    }
+    .map_err(io_err(path, "open"))?;
     let md = f.metadata().map_err(io_err(path, "stat"))?;
     if !md.is_file() {
         return Err(KvFileError::NotRegular {
@@ -383,9 +391,19 @@ pub fn read_capped(
     limit: u64,
     kind: &'static str,
 ) -> Result<KvTree, KvFileError> {
-    let path = path.as_ref();
+    read_capped_in(None, path.as_ref(), limit, kind)
+}
+
+/// [`read_capped`] of a file below `base` (the prefix directory), never
+/// through a symbolic link below it.
+pub fn read_capped_in(
+    base: Option<&Path>,
+    path: &Path,
+    limit: u64,
+    kind: &'static str,
+) -> Result<KvTree, KvFileError> {
     let limit = limit.min(MAX_FILE_LEN);
-    let (mut f, len) = open_regular(path)?;
+    let (mut f, len) = open_regular_in(base, path)?;
     if len < HEADER_LEN as u64 {
         return Err(KvFileError::TooShort {
             path: path.to_path_buf(),
@@ -491,36 +509,55 @@ pub fn write(path: impl AsRef<Path>, tree: &KvTree) -> Result<(), KvFileError> {
     write_bytes_atomic(path.as_ref(), &encode(tree, true))
 }
 
+/// [`write`] to a file below `base` (the prefix directory), never through
+/// a symbolic link below it, even one swapped in while this runs
+/// ([`write_bytes_atomic_in`]).
+pub fn write_in(base: &Path, path: &Path, tree: &KvTree) -> Result<(), KvFileError> {
+    write_bytes_atomic_in(Some(base), path, &encode(tree, true))
+}
+
 /// Replace `path` with `bytes`: temp file, fsync, rename, fsync of the directory.
 pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), KvFileError> {
+    write_bytes_atomic_in(None, path, bytes)
+}
+
+/// [`write_bytes_atomic`], with the directory holding `path` opened once
+/// and the temporary file created, renamed and removed relative to that
+/// handle (`openat`, `renameat`, `unlinkat`), so all steps act on one
+/// directory. With `base`, that directory is reached from `base` by
+/// `beneath`'s walk, never through a link below `base`.
+pub fn write_bytes_atomic_in(
+    base: Option<&Path>,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), KvFileError> {
+    use crate::beneath;
     let dir = parent_dir(path);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.tmp.{}.{}",
-        std::process::id(),
-        unique_suffix()
-    ));
+    let tmp_name = format!(".{name}.tmp.{}.{}", std::process::id(), unique_suffix());
+    let tmp = dir.join(&tmp_name);
+    let handle = match base.filter(|b| dir.starts_with(b)) {
+        Some(b) => beneath::open_dir_in(b, &dir),
+        None => beneath::open_dir(&dir),
+    }
+    .map_err(io_err(&dir, "open directory"))?;
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(io_err(&tmp, "create"))?;
+        let mut f = beneath::create_new_at(&handle, &tmp_name).map_err(io_err(&tmp, "create"))?;
         f.write_all(bytes).map_err(io_err(&tmp, "write"))?;
         f.sync_all().map_err(io_err(&tmp, "fsync"))?;
         drop(f);
         crate::fault::synced(&tmp);
         meta_point(Stage::Synced, &name).map_err(io_err(&tmp, "fsync"))?;
         crate::fault::renaming(&tmp, path);
-        fs::rename(&tmp, path).map_err(io_err(path, "rename"))?;
+        beneath::rename_at(&handle, &tmp_name, &name).map_err(io_err(path, "rename"))?;
         meta_point(Stage::Renamed, &name).map_err(io_err(path, "rename"))?;
-        sync_dir(&dir)
+        beneath::sync_dir_handle(&handle, &dir).map_err(io_err(&dir, "fsync directory"))
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        let _ = beneath::unlink_at(&handle, &tmp_name);
     }
     result
 }
@@ -615,14 +652,23 @@ pub struct FileLock {
 impl FileLock {
     /// Block until the exclusive lock for `path` is held.
     pub fn acquire(path: &Path) -> Result<FileLock, KvFileError> {
+        FileLock::acquire_in(None, path)
+    }
+
+    /// [`FileLock::acquire`] for a file below `base`: the lock file is
+    /// opened without passing through a symbolic link below `base`.
+    pub fn acquire_in(base: Option<&Path>, path: &Path) -> Result<FileLock, KvFileError> {
         let lp = lock_path(path);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lp)
-            .map_err(io_err(&lp, "open lock file"))?;
+        let file = match base.filter(|b| lp.starts_with(b)) {
+            Some(b) => crate::beneath::open_in(b, &lp, crate::beneath::How::Lock),
+            None => OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&lp),
+        }
+        .map_err(io_err(&lp, "open lock file"))?;
         file.lock().map_err(io_err(&lp, "lock"))?;
         Ok(FileLock { file })
     }
@@ -657,11 +703,28 @@ pub fn update_locked_capped<R, E>(
 where
     E: From<KvFileError>,
 {
-    let path = path.as_ref();
-    let _lock = FileLock::acquire(path)?;
-    let mut tree = read_or_empty_capped(path, limit.0, limit.1)?;
+    update_locked_capped_in(None, path.as_ref(), limit, f)
+}
+
+/// [`update_locked_capped`] of a file below `base` (the prefix directory):
+/// the lock file, the read and the write never pass through a symbolic
+/// link below `base`.
+pub fn update_locked_capped_in<R, E>(
+    base: Option<&Path>,
+    path: &Path,
+    limit: (u64, &'static str),
+    f: impl FnOnce(&mut KvTree) -> Result<R, E>,
+) -> Result<R, E>
+where
+    E: From<KvFileError>,
+{
+    let _lock = FileLock::acquire_in(base, path)?;
+    let mut tree = match read_capped_in(base, path, limit.0, limit.1) {
+        Err(e) if e.is_not_found() => KvTree::new(),
+        other => other?,
+    };
     let r = f(&mut tree)?;
-    write(path, &tree)?;
+    write_bytes_atomic_in(base, path, &encode(&tree, true))?;
     Ok(r)
 }
 
@@ -861,5 +924,64 @@ mod tests {
         });
         assert!(failed.is_err());
         assert_eq!(read(&p).unwrap().get_int("N").unwrap(), Some(3));
+    }
+
+    /// The prefix's metadata files go through directory handles: a
+    /// directory exchanged with a link out of the prefix, without pause,
+    /// while the index-like file is updated under its lock and rewritten,
+    /// never lets a lock, temporary or metadata file out. With the writes
+    /// by path after a check, files land in the link's target.
+    #[test]
+    fn metadata_written_below_a_base_never_passes_a_link_swapped_in_meanwhile() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("prefix");
+        let out = t.path().join("out");
+        fs::create_dir_all(base.join("meta")).unwrap();
+        fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&out, base.join("alt")).unwrap();
+        // Refused outright when the directory is a link.
+        let linked = base.join("alt/index.scr");
+        assert!(write_in(&base, &linked, &sample()).is_err());
+        assert!(fs::read_dir(&out).unwrap().next().is_none());
+        let stop = AtomicBool::new(false);
+        let dir = File::open(&base).unwrap();
+        let (mut wrote, mut refused) = (0u32, 0u32);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    crate::beneath::exchange_at(&dir, "meta", "alt").unwrap();
+                }
+            });
+            let start = std::time::Instant::now();
+            let path = base.join("meta/index.scr");
+            for i in 0..2000 {
+                if start.elapsed() > std::time::Duration::from_secs(20) {
+                    break;
+                }
+                let r = if i % 2 == 0 {
+                    write_in(&base, &path, &sample())
+                } else {
+                    update_locked_capped_in(Some(&base), &path, (1 << 20, "test"), |t| {
+                        t.set_int("N", i);
+                        Ok::<(), KvFileError>(())
+                    })
+                };
+                match r {
+                    Ok(()) => wrote += 1,
+                    Err(_) => refused += 1,
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        let leaked: Vec<_> = fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(leaked.is_empty(), "written through the link: {leaked:?}");
+        assert!(
+            wrote > 0 && refused > 0,
+            "no race seen: {wrote} written, {refused} refused"
+        );
     }
 }

@@ -60,7 +60,7 @@ pub fn start(job: &Job, dset: DatasetId, ds: &Dataset) -> ScrResult<()> {
                 }
             })?;
             let meta = pl.meta_dir(&prefix);
-            match crate::storage::beneath::remove_dir_all_in(&prefix, &meta) {
+            match crate::beneath::remove_dir_all_in(&prefix, &meta) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(crate::error::io_err(&meta, "remove directory")(e))
                 }

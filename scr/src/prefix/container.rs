@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use std::os::unix::fs::OpenOptionsExt;
 
 use super::{io_fail, watchdog, CopyError};
+use crate::beneath::{self, How};
 use crate::comm::{Comm, CommResult, ReduceOp};
 use crate::durable;
 use crate::records::Segment;
-use crate::storage::beneath::{self, How};
 
 /// The name of container `id`: `ctr.<id>.scr`.
 pub fn container_name(id: u64) -> String {

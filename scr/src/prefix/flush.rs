@@ -300,8 +300,8 @@ fn book_flush_start(job: &Job, dset: DatasetId, pl: &Placement, ds: &Dataset) ->
         })?;
         if pl.layout() == Layout::Scr31 {
             let meta = pl.meta_dir(&prefix);
-            crate::storage::beneath::check(&prefix, &meta)?;
-            match crate::storage::beneath::remove_dir_all_in(&prefix, &meta) {
+            crate::beneath::check(&prefix, &meta)?;
+            match crate::beneath::remove_dir_all_in(&prefix, &meta) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(crate::error::io_err(&meta, "remove directory")(e))
                 }
@@ -353,7 +353,7 @@ pub fn write_dataset_metadata(
     complete: bool,
 ) -> Result<Summary, crate::records::RecordError> {
     let meta_dir = pl.meta_dir(prefix);
-    crate::durable::create_dir_all(&meta_dir).map_err(|source| {
+    crate::beneath::create_dir_all_in(prefix, &meta_dir).map_err(|source| {
         crate::kvtree::file::KvFileError::Io {
             path: meta_dir.clone(),
             op: "create directory",
@@ -361,30 +361,32 @@ pub fn write_dataset_metadata(
         }
     })?;
     let mut summary = Summary::new(ds.clone(), complete);
-    write_map(&meta_dir, pl, map)?;
+    write_map(prefix, &meta_dir, pl, map)?;
     if pl.layout() == Layout::Legacy {
         summary.orig_dir = pl.orig_dir.clone();
     }
-    summary.write_file(meta_dir.join(SUMMARY_FILE))?;
+    summary.write_file_in(prefix, meta_dir.join(SUMMARY_FILE))?;
     Ok(summary)
 }
 
 /// Write a dataset's map into its metadata directory `meta_dir`: SCR 3.1's
 /// layout our per-file metadata first, then LLNL's rank2file; the old
-/// layout's `rank2file.scr` tree.
+/// layout's `rank2file.scr` tree; never through a link below `prefix`.
 pub fn write_map(
+    prefix: &std::path::Path,
     meta_dir: &std::path::Path,
     pl: &Placement,
     map: &Rank2File,
 ) -> Result<(), crate::records::RecordError> {
+    let within = Some(prefix);
     match pl.layout() {
         Layout::Legacy => {
-            map.write_split(meta_dir, MAX_RANK2FILE_BYTES)?;
+            map.write_split_in(within, meta_dir, SplitStyle::Legacy, MAX_RANK2FILE_BYTES)?;
         }
         Layout::Scr31 => {
             for (base, names_only) in [(FILEMETA_BASE, false), (RANK2FILE_BASE, true)] {
                 let style = SplitStyle::Scr31 { base, names_only };
-                map.write_split_as(meta_dir, style, MAX_RANK2FILE_BYTES)?;
+                map.write_split_in(within, meta_dir, style, MAX_RANK2FILE_BYTES)?;
             }
         }
     }

@@ -14,6 +14,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::beneath::{self, How};
 use crate::cache::Job;
 use crate::clock::{SharedClock, Tick};
 use crate::comm::Comm;
@@ -25,7 +26,6 @@ use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::index::index_path;
 use crate::records::{Index, Record};
 use crate::storage::attrs as storage_attrs;
-use crate::storage::beneath::{self, How};
 
 pub mod bypass;
 pub mod container;
@@ -68,13 +68,13 @@ pub(crate) fn update_flush_file<R>(
 ) -> ScrResult<R> {
     let path = flush_file_path(prefix);
     ensure_meta_dir(prefix)?;
-    Ok(FlushFile::update_file(&path, f)?)
+    Ok(FlushFile::update_file_in(prefix, &path, f)?)
 }
 
 /// Read–modify–write the index (rank 0 only).
 pub(crate) fn update_index<R>(prefix: &Path, f: impl FnOnce(&mut Index) -> R) -> ScrResult<R> {
     ensure_meta_dir(prefix)?;
-    Ok(Index::update_file(index_path(prefix), f)?)
+    Ok(Index::update_file_in(prefix, index_path(prefix), f)?)
 }
 
 /// Write `<prefix>/.scr/nodes.scr` with `NODES = nodes` (rank 0, at every
@@ -84,7 +84,7 @@ pub(crate) fn write_nodes_file(prefix: &Path, nodes: u64) -> ScrResult<()> {
     let path = prefix
         .join(layout::META_DIR)
         .join(crate::records::nodes::NODES_FILE);
-    crate::records::Nodes { nodes }.write_file(&path)?;
+    crate::records::Nodes { nodes }.write_file_in(prefix, &path)?;
     Ok(())
 }
 
@@ -333,6 +333,13 @@ impl CopyItem {
             How::Read => beneath::open_nofollow(path),
             How::Write => fs::OpenOptions::new()
                 .write(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path),
+            How::Lock => fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(path),
             How::Create => {

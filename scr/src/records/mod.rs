@@ -167,10 +167,26 @@ pub trait Record: Sized {
         Self::from_tree(&tree).map_err(|e| e.in_file(path))
     }
 
+    /// [`Record::read_file`] of a file below `base` (the prefix
+    /// directory), never through a symbolic link below `base`.
+    fn read_file_in(base: &Path, path: impl AsRef<Path>) -> Result<Self, RecordError> {
+        let path = path.as_ref();
+        let tree = kvfile::read_capped_in(Some(base), path, Self::MAX_FILE_BYTES, Self::RECORD)?;
+        Self::from_tree(&tree).map_err(|e| e.in_file(path))
+    }
+
     /// Write the record to a kvtree file atomically, with a CRC32 trailer
     /// (`scr_hash_write`).
     fn write_file(&self, path: impl AsRef<Path>) -> Result<(), RecordError> {
         kvfile::write(path.as_ref(), &self.to_tree())?;
+        Ok(())
+    }
+
+    /// [`Record::write_file`] to a file below `base` (the prefix
+    /// directory), never through a symbolic link below `base`
+    /// (`kvtree::file::write_in`).
+    fn write_file_in(&self, base: &Path, path: impl AsRef<Path>) -> Result<(), RecordError> {
+        kvfile::write_in(base, path.as_ref(), &self.to_tree())?;
         Ok(())
     }
 
@@ -186,9 +202,34 @@ pub trait Record: Sized {
     where
         Self: Default,
     {
-        let path = path.as_ref();
+        Self::update_file_within(None, path.as_ref(), f)
+    }
+
+    /// [`Record::update_file`] of a file below `base` (the prefix
+    /// directory): lock, read and write never pass through a symbolic link
+    /// below `base`.
+    fn update_file_in<R>(
+        base: &Path,
+        path: impl AsRef<Path>,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> Result<R, RecordError>
+    where
+        Self: Default,
+    {
+        Self::update_file_within(Some(base), path.as_ref(), f)
+    }
+
+    /// [`Record::update_file`], below `base` when there is one.
+    fn update_file_within<R>(
+        base: Option<&Path>,
+        path: &Path,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> Result<R, RecordError>
+    where
+        Self: Default,
+    {
         let limit = (Self::MAX_FILE_BYTES, Self::RECORD);
-        kvfile::update_locked_capped(path, limit, |tree: &mut KvTree| {
+        kvfile::update_locked_capped_in(base, path, limit, |tree: &mut KvTree| {
             let mut rec = if tree.is_empty() {
                 Self::default()
             } else {

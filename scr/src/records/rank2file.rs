@@ -268,6 +268,19 @@ impl Rank2File {
         style: SplitStyle,
         max_file_bytes: usize,
     ) -> Result<Vec<PathBuf>, RecordError> {
+        self.write_split_in(None, dir, style, max_file_bytes)
+    }
+
+    /// [`Rank2File::write_split_as`] into a directory below `within` (the
+    /// prefix directory) when given: the directory and every file are
+    /// reached without passing through a symbolic link below it.
+    pub fn write_split_in(
+        &self,
+        within: Option<&Path>,
+        dir: &Path,
+        style: SplitStyle,
+        max_file_bytes: usize,
+    ) -> Result<Vec<PathBuf>, RecordError> {
         let record = Self::RECORD;
         let too_big = |what: String, bytes: usize| RecordError::Inconsistent {
             record,
@@ -278,7 +291,11 @@ impl Rank2File {
             SplitStyle::Legacy => dir.join(".scr"),
             SplitStyle::Scr31 { .. } => dir.to_path_buf(),
         };
-        crate::durable::create_dir_all(&parts_dir).map_err(|source| KvFileError::Io {
+        match within {
+            Some(b) => crate::beneath::create_dir_all_in(b, &parts_dir),
+            None => crate::durable::create_dir_all(&parts_dir),
+        }
+        .map_err(|source| KvFileError::Io {
             path: parts_dir.clone(),
             op: "create directory",
             source,
@@ -325,7 +342,7 @@ impl Rank2File {
                 chunk.len() as u64,
                 entries[chunk.clone()].iter().map(|(r, t)| (*r, t)),
             );
-            written.push(write_tree(dir, &name, &tree, max_file_bytes)?);
+            written.push(write_tree(within, dir, &name, &tree, max_file_bytes)?);
             nodes.push((first, chunk.len() as u64, reference));
         }
         // Upper levels until one root remains (the root is at least level 1).
@@ -342,7 +359,13 @@ impl Rank2File {
             .map_err(|_| too_big(format!("LEVEL/{level}"), base))?;
             if chunks.len() <= 1 {
                 let tree = upper_tree(level, self.ranks, refs.iter().map(|(r, t)| (*r, t)));
-                written.push(write_tree(dir, style.root(), &tree, max_file_bytes)?);
+                written.push(write_tree(
+                    within,
+                    dir,
+                    style.root(),
+                    &tree,
+                    max_file_bytes,
+                )?);
                 return Ok(written);
             }
             if chunks.len() >= nodes.len() || level >= MAX_LEVEL {
@@ -354,7 +377,7 @@ impl Rank2File {
                 let n: u64 = nodes[chunk.clone()].iter().map(|(_, n, _)| n).sum();
                 let (name, reference) = style.part(level, first);
                 let tree = upper_tree(level, n, refs[chunk].iter().map(|(r, t)| (*r, t)));
-                written.push(write_tree(dir, &name, &tree, max_file_bytes)?);
+                written.push(write_tree(within, dir, &name, &tree, max_file_bytes)?);
                 next.push((first, n, reference));
             }
             nodes = next;
@@ -465,7 +488,13 @@ fn ref_tree(file: &str) -> KvTree {
     t
 }
 
-fn write_tree(dir: &Path, name: &str, tree: &KvTree, max: usize) -> Result<PathBuf, RecordError> {
+fn write_tree(
+    base: Option<&Path>,
+    dir: &Path,
+    name: &str,
+    tree: &KvTree,
+    max: usize,
+) -> Result<PathBuf, RecordError> {
     let bytes = kvfile::encode(tree, true);
     assert!(
         bytes.len() <= max,
@@ -473,7 +502,7 @@ fn write_tree(dir: &Path, name: &str, tree: &KvTree, max: usize) -> Result<PathB
         bytes.len()
     );
     let path = dir.join(name);
-    kvfile::write_bytes_atomic(&path, &bytes)?;
+    kvfile::write_bytes_atomic_in(base, &path, &bytes)?;
     Ok(path)
 }
 

@@ -296,7 +296,7 @@ impl Copier<'_> {
         let copied = match prefix_copy_file(&item, checks, None, None, &mut self.buf) {
             Ok(c) => c,
             Err(why) => {
-                let _ = crate::storage::beneath::remove_file_in(&self.opts.prefix, &item.dst);
+                let _ = crate::beneath::remove_file_in(&self.opts.prefix, &item.dst);
                 fail(why.to_string());
                 return Err(());
             }
@@ -304,7 +304,7 @@ impl Copier<'_> {
         // Injection point: a scavenge that dies (or fails) after each file
         // copied. An injected error counts as a failed copy of this file.
         if let Err(e) = crate::fault_point!("scavenge.file") {
-            let _ = crate::storage::beneath::remove_file_in(&self.opts.prefix, &item.dst);
+            let _ = crate::beneath::remove_file_in(&self.opts.prefix, &item.dst);
             fail(format!("injected fault: {e}"));
             return Err(());
         }
@@ -355,7 +355,7 @@ impl Copier<'_> {
             .pl
             .meta_dir(&self.opts.prefix)
             .join(rank_filemap_file_name(rfm.rank));
-        rfm.write_file(&path)?;
+        rfm.write_file_in(&self.opts.prefix, &path)?;
         Ok(())
     }
 
@@ -556,7 +556,7 @@ pub fn copy_dataset(opts: &CopyOptions, progress: &dyn Progress) -> ScavengeResu
 fn remove_stale_metadata(prefix: &Path, meta_dir: &Path, id: i64) -> Vec<String> {
     let mut removed = Vec::new();
     let mut remove = |p: PathBuf, why: String| {
-        if crate::storage::beneath::remove_file_in(prefix, &p).is_ok() {
+        if crate::beneath::remove_file_in(prefix, &p).is_ok() {
             removed.push(format!("removed {} ({why})", p.display()));
         }
     };

@@ -40,7 +40,7 @@ pub enum ScavengeError {
     /// A path below the prefix passes through a symbolic link: refused,
     /// never followed out of the prefix.
     #[error(transparent)]
-    Beneath(#[from] crate::storage::beneath::BeneathError),
+    Beneath(#[from] crate::beneath::BeneathError),
     /// The index file exists but cannot be read; nothing was written to it.
     #[error("{path}: the index is damaged ({source}); run `scr index --rebuild` to rebuild it from the dataset directories (the damaged file is kept beside it)")]
     DamagedIndex {
@@ -360,7 +360,7 @@ pub enum RebuildError {
     /// A rebuilt file's place passes through a symbolic link: refused,
     /// never followed out of the prefix.
     #[error(transparent)]
-    Beneath(#[from] crate::storage::beneath::BeneathError),
+    Beneath(#[from] crate::beneath::BeneathError),
     /// A rebuilt file could not be moved to its place.
     #[error("{} -> {}: {source}", from.display(), to.display())]
     Move {

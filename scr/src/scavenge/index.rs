@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{create_dirs, io_err, ScavengeError, ScavengeResult};
+use crate::beneath;
 use crate::clock::{Clock, SystemClock};
 use crate::prefix::container;
 use crate::prefix::flush::write_dataset_metadata;
@@ -48,7 +49,6 @@ use crate::records::{
     Index, Rank2File, Rank2FileEntry, RankFilemap, RankFiles, Record, RecordError, Summary,
 };
 use crate::scheme::CopyType;
-use crate::storage::beneath;
 
 mod rebuild;
 mod verify;
@@ -157,7 +157,7 @@ fn update_index<R>(prefix: &Path, f: impl FnOnce(&mut Index) -> R) -> ScavengeRe
     let path = index_path(prefix);
     beneath::check(prefix, &path)?;
     create_dirs(prefix, &prefix.join(META_DIR))?;
-    Index::update_file(&path, f).map_err(|e| index_error(&path, e))
+    Index::update_file_in(prefix, &path, f).map_err(|e| index_error(&path, e))
 }
 
 /// A dataset directory's name relative to the prefix (`ckpt.1`, `a/b`):

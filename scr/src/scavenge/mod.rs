@@ -45,7 +45,7 @@ pub(crate) fn io_err<'a>(
     path: &'a Path,
     op: &'static str,
 ) -> impl FnOnce(io::Error) -> ScavengeError + 'a {
-    move |source| match crate::storage::beneath::into_refusal(source) {
+    move |source| match crate::beneath::into_refusal(source) {
         Ok(refused) => ScavengeError::Beneath(refused),
         Err(source) => ScavengeError::Io {
             path: path.to_path_buf(),
@@ -78,5 +78,5 @@ impl Progress for NoProgress {
 
 /// Create `dir` and its parents below `prefix`, never through a link.
 pub(crate) fn create_dirs(prefix: &Path, dir: &Path) -> ScavengeResult<()> {
-    crate::storage::beneath::create_dir_all_in(prefix, dir).map_err(io_err(dir, "create directory"))
+    crate::beneath::create_dir_all_in(prefix, dir).map_err(io_err(dir, "create directory"))
 }

@@ -134,7 +134,7 @@ pub fn pack_dataset(
         report.bytes += c.size;
     }
     report.containers = create.len() as u64;
-    crate::prefix::flush::write_map(&pl.meta_dir(prefix), pl, &map)?;
+    crate::prefix::flush::write_map(prefix, &pl.meta_dir(prefix), pl, &map)?;
     report.rank_filemaps = finish(prefix, pl, &map)?;
     Ok(report)
 }
@@ -176,7 +176,7 @@ fn finish(prefix: &Path, pl: &Placement, map: &Rank2File) -> ScavengeResult<u64>
             }
         }
         if changed {
-            rfm.write_file(&path)?;
+            rfm.write_file_in(prefix, &path)?;
             rewritten += 1;
         }
     }
@@ -188,7 +188,7 @@ fn finish(prefix: &Path, pl: &Placement, map: &Rank2File) -> ScavengeResult<u64>
         .filter(|(_, e)| !e.segments.is_empty())
     {
         let p = pl.stored_path(prefix, key);
-        match crate::storage::beneath::remove_file_in(prefix, &p) {
+        match crate::beneath::remove_file_in(prefix, &p) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(io_err(&p, "remove the packed file")(e)),

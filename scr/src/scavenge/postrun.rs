@@ -417,7 +417,7 @@ fn saved_ranks(copies: &[NodeCopy]) -> BTreeSet<i64> {
 
 fn update_flush_file(prefix: &Path, f: impl FnOnce(&mut FlushFile)) -> ScavengeResult<()> {
     let path = prefix.join(META_DIR).join(FLUSH_FILE);
-    FlushFile::update_file(&path, f)?;
+    FlushFile::update_file_in(prefix, &path, f)?;
     Ok(())
 }
 
@@ -558,7 +558,9 @@ fn scavenge_one(
         if checkpoint && made_current {
             d.current = true;
         } else if checkpoint {
-            let set = Index::update_file(index_path(&opts.prefix), |idx| idx.set_current(&key));
+            let set = Index::update_file_in(&opts.prefix, index_path(&opts.prefix), |idx| {
+                idx.set_current(&key)
+            });
             match set {
                 Ok(()) => d.current = true,
                 Err(e) => d.error = Some(format!("setting CURRENT: {e}")),

@@ -83,7 +83,7 @@ pub fn upgrade(prefix: &Path) -> ScavengeResult<UpgradeReport> {
         }
     }
     // Step 2: the layout changes here, atomically.
-    new.write_file(&path)?;
+    new.write_file_in(prefix, &path)?;
     clean_up(prefix, &new)?;
     Ok(report)
 }
@@ -114,6 +114,8 @@ fn move_metadata(prefix: &Path, id: i64, dir: &str) -> ScavengeResult<String> {
         .join(META_DIR)
         .join(format!("{}.upgrade", Dataset::default_name(id)));
     remove_tree(prefix, &staged_prefix)?;
+    crate::beneath::create_dir_all_in(prefix, &staged_prefix)
+        .map_err(io_err(&staged_prefix, "create directory"))?;
     let staged = Placement {
         dir: dir.to_owned(),
         orig_dir: summary.orig_dir.clone(),
@@ -129,7 +131,7 @@ fn move_metadata(prefix: &Path, id: i64, dir: &str) -> ScavengeResult<String> {
     )?;
     written.dir = Some(dir.to_owned());
     written.orig_dir = summary.orig_dir.clone();
-    written.write_file(staging.join(SUMMARY_FILE))?;
+    written.write_file_in(prefix, staging.join(SUMMARY_FILE))?;
     sync_dir(&staging).map_err(RecordError::from)?;
     if final_dir.exists() {
         // Left by an upgrade that stopped before its index was written:
@@ -149,7 +151,7 @@ fn move_metadata(prefix: &Path, id: i64, dir: &str) -> ScavengeResult<String> {
 /// Remove directory `dir` below `prefix` with its contents, never through
 /// a link; a missing one is not an error.
 fn remove_tree(prefix: &Path, dir: &Path) -> ScavengeResult<()> {
-    match crate::storage::beneath::remove_dir_all_in(prefix, dir) {
+    match crate::beneath::remove_dir_all_in(prefix, dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(io_err(dir, "remove directory")(e))
         }
@@ -161,7 +163,7 @@ fn remove_tree(prefix: &Path, dir: &Path) -> ScavengeResult<()> {
 fn clean_up(prefix: &Path, idx: &Index) -> ScavengeResult<()> {
     let ff = prefix.join(META_DIR).join(FLUSH_FILE);
     if ff.exists() {
-        FlushFile::update_file(&ff, |f| {
+        FlushFile::update_file_in(prefix, &ff, |f| {
             for e in f.datasets.values_mut() {
                 e.dir = None;
                 e.orig_dir = None;

@@ -2,7 +2,9 @@
 //! path handling, whole-file integrity checks, and a writer that CRCs as it writes.
 
 pub mod attrs;
-pub mod beneath;
+/// Moved to the crate's root (the metadata writer below `records` uses
+/// it); kept here for the paths that name it.
+pub use crate::beneath;
 pub mod crc_writer;
 pub mod dirs;
 pub mod mapped;

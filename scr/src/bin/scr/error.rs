@@ -99,7 +99,7 @@ pub enum CliError {
     Scavenge(#[from] ScavengeError),
     /// A path below the prefix passes through a symbolic link.
     #[error(transparent)]
-    Beneath(#[from] scr::storage::beneath::BeneathError),
+    Beneath(#[from] scr::beneath::BeneathError),
     /// A metadata file could not be read or written.
     #[error(transparent)]
     Record(#[from] RecordError),

@@ -158,7 +158,7 @@ pub fn run(a: HaltArgs) -> Result<(), CliError> {
         }
         let path = halt_path(&prefix);
         // Never read, write or remove through a link out of the prefix.
-        scr::storage::beneath::check(&prefix, &path)?;
+        scr::beneath::check(&prefix, &path)?;
         if a.remove {
             remove(&prefix, &path)?;
         } else if edit.is_empty() {
@@ -170,18 +170,18 @@ pub fn run(a: HaltArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// An error of `storage::beneath`'s `*_in` functions: a refused link, or
+/// An error of `beneath`'s `*_in` functions: a refused link, or
 /// the file system's failure.
 fn in_err(path: &Path, op: &'static str) -> impl FnOnce(std::io::Error) -> CliError {
     let path = path.to_path_buf();
-    move |e| match scr::storage::beneath::into_refusal(e) {
+    move |e| match scr::beneath::into_refusal(e) {
         Ok(refused) => CliError::Beneath(refused),
         Err(source) => CliError::Io { path, op, source },
     }
 }
 
 fn remove(prefix: &Path, path: &Path) -> Result<(), CliError> {
-    match scr::storage::beneath::remove_file_in(prefix, path) {
+    match scr::beneath::remove_file_in(prefix, path) {
         Ok(()) => println!("Removed halt file {}", path.display()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             println!("No halt file {}", path.display())
@@ -213,9 +213,9 @@ fn apply(
     now: i64,
 ) -> Result<(), CliError> {
     if let Some(dir) = path.parent() {
-        scr::storage::beneath::create_dir_all_in(prefix, dir).map_err(in_err(dir, "create"))?;
+        scr::beneath::create_dir_all_in(prefix, dir).map_err(in_err(dir, "create"))?;
     }
-    let applied = edit.apply_to_file(path)?;
+    let applied = edit.apply_to_file(prefix, path)?;
     let (said, h) = (applied.changes, applied.halt);
     for (opt, t) in [("--before", edit.before_s), ("--after", edit.after_s)] {
         if let Some(t) = t.filter(|t| *t <= now) {

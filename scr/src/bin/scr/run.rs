@@ -382,7 +382,7 @@ pub fn run(a: RunArgs, srun: bool) -> Result<(), CliError> {
     let hostfile = (base != "srun" && base != "flux" && base != "jsrun")
         .then(|| prefix.join(".scr").join("run.hostfile"));
     if let Some(h) = &hostfile {
-        scr::storage::beneath::create_dir_all_in(&prefix, h.parent().unwrap_or(&prefix))
+        scr::beneath::create_dir_all_in(&prefix, h.parent().unwrap_or(&prefix))
             .map_err(|e| CliError::Usage(format!("{}: {e}", prefix.display())))?;
     }
     let launcher = launcher_of(name, split.launcher_args.clone(), &alloc, hostfile.clone())?;

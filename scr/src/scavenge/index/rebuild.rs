@@ -15,6 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Scan;
+use crate::beneath;
 use crate::comm::thread::{ThreadComm, ThreadConfig};
 use crate::kvtree::file as kvfile;
 use crate::prefix::container::{self, Packing, SegPath};
@@ -26,7 +27,6 @@ use crate::records::{RankFilemap, Record, RecordError, XorHeader};
 use crate::redundancy::apply::{self, FileEntry, MemberFiles, MemberLoss, SetInfo};
 use crate::scavenge::{RebuildError, RebuildProblem};
 use crate::scheme::CopyType;
-use crate::storage::beneath;
 
 /// Bytes per pipelined piece of an in-process rebuild.
 const REBUILD_PIECE_BYTES: usize = 1 << 20;
@@ -455,7 +455,7 @@ fn place_rebuilt(
                 source,
             })?;
         }
-        fs::rename(from, to).map_err(|source| RebuildError::Move {
+        beneath::rename_in(prefix, from, to).map_err(|source| RebuildError::Move {
             from: from.clone(),
             to: to.clone(),
             source,
@@ -477,7 +477,8 @@ fn place_rebuilt(
         orig_dir: pl.orig_dir.clone(),
         segments: BTreeMap::new(),
     };
-    rfm.write_file(
+    rfm.write_file_in(
+        prefix,
         dset_dir
             .join(pl.meta_rel())
             .join(rank_filemap_file_name(rank)),

@@ -111,6 +111,9 @@ pub enum How {
     /// Create or truncate the file, to write; its missing parent
     /// directories are created as by [`create_dir_all_in`].
     Create,
+    /// Open or create the file to read and write, without truncating it
+    /// (a lock file); its parent directory must exist.
+    Lock,
 }
 
 /// The error a refused path becomes where an `io::Error` is expected: its
@@ -237,7 +240,7 @@ fn open_at(
 }
 
 /// fsync directory handle `dir` (at `path`), as [`crate::durable::sync_dir`].
-fn sync_dir_handle(dir: &fs::File, path: &Path) -> io::Result<()> {
+pub fn sync_dir_handle(dir: &fs::File, path: &Path) -> io::Result<()> {
     match dir.sync_all() {
         Ok(()) => {}
         Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOTSUP)) => {}
@@ -251,17 +254,28 @@ fn sync_dir_handle(dir: &fs::File, path: &Path) -> io::Result<()> {
 /// `dirs` below it, relative to the one before and never through a link.
 /// With `create`, a missing directory is made (`mkdirat`) and its parent
 /// fsynced, so its name survives a power loss. Returns the handle of the
-/// last directory and its path.
+/// last directory and its path. With `create`, a missing `base` is made
+/// too (by name: it is the user's path).
 fn walk(
     base: &Path,
     path: &Path,
     dirs: &[&OsStr],
     create: bool,
 ) -> io::Result<(fs::File, PathBuf)> {
-    let mut dir = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-        .open(base)?;
+    let open_base = || {
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(base)
+    };
+    let mut dir = match open_base() {
+        // The base is the user's path, made by name as before.
+        Err(e) if create && e.kind() == io::ErrorKind::NotFound => {
+            crate::durable::create_dir_all(base)?;
+            open_base()?
+        }
+        other => other?,
+    };
     let mut cur = base.to_path_buf();
     for d in dirs {
         let name = c_name(d)?;
@@ -297,11 +311,104 @@ pub fn open_in(base: &Path, path: &Path, how: How) -> io::Result<fs::File> {
     let (last, dirs) = last_below(path, &p, "the directory itself, not a file in it")?;
     let (dir, cur) = walk(base, path, dirs, how == How::Create)?;
     let flags = match how {
-        How::Read => libc::O_RDONLY,
+        // Non-blocking: a FIFO planted at `path` must not hang the open
+        // (regular files ignore the flag).
+        How::Read => libc::O_RDONLY | libc::O_NONBLOCK,
         How::Write => libc::O_WRONLY,
         How::Create => libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+        How::Lock => libc::O_RDWR | libc::O_CREAT,
     };
     open_at(&dir, &c_name(last)?, flags, (path, &cur.join(last), base))
+}
+
+/// Open directory `dir` below `base`, never through a link below `base`
+/// (see [`open_in`]); the handle is for the `*_at` functions.
+pub fn open_dir_in(base: &Path, dir: &Path) -> io::Result<fs::File> {
+    let p = parts(base, dir)?;
+    walk(base, dir, &p, false).map(|(d, _)| d)
+}
+
+/// Open directory `dir` by name (following links), for the `*_at`
+/// functions, where there is no base to stay below.
+pub fn open_dir(dir: &Path) -> io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)
+}
+
+/// Create the new file `name` in directory handle `dir` to write
+/// (`O_CREAT | O_EXCL`: never an existing file or link).
+pub fn create_new_at(dir: &fs::File, name: &str) -> io::Result<fs::File> {
+    let n = c_name(OsStr::new(name))?;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: `dir` is an open descriptor and `n` NUL-terminated.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), n.as_ptr(), flags, 0o666 as libc::c_uint) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    Ok(unsafe { fs::File::from_raw_fd(fd) })
+}
+
+/// Rename `from` to `to`, both in directory handle `dir` (`renameat`).
+pub fn rename_at(dir: &fs::File, from: &str, to: &str) -> io::Result<()> {
+    let (f, t) = (c_name(OsStr::new(from))?, c_name(OsStr::new(to))?);
+    let fd = dir.as_raw_fd();
+    // SAFETY: `fd` is an open descriptor and both names NUL-terminated.
+    if unsafe { libc::renameat(fd, f.as_ptr(), fd, t.as_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Rename `from` to `to`, both below `base`, never through a link below
+/// it: each parent is reached by the walk of [`open_in`] (the parent of
+/// `to` created when missing, its parent fsynced), then `renameat`.
+pub fn rename_in(base: &Path, from: &Path, to: &Path) -> io::Result<()> {
+    let (pf, pt) = (parts(base, from)?, parts(base, to)?);
+    let (fl, fd) = last_below(from, &pf, "refusing to rename the base directory")?;
+    let (tl, td) = last_below(to, &pt, "refusing to rename over the base directory")?;
+    let (from_dir, _) = walk(base, from, fd, false)?;
+    let (to_dir, _) = walk(base, to, td, true)?;
+    let (f, t) = (c_name(fl)?, c_name(tl)?);
+    // SAFETY: both descriptors are open and both names NUL-terminated.
+    let rc = unsafe {
+        libc::renameat(
+            from_dir.as_raw_fd(),
+            f.as_ptr(),
+            to_dir.as_raw_fd(),
+            t.as_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Exchange names `a` and `b` in directory handle `dir` atomically
+/// (`renameat2(RENAME_EXCHANGE)`): what a racing writer does to swap a
+/// directory for a link in the tests of this module's guarantees.
+pub fn exchange_at(dir: &fs::File, a: &str, b: &str) -> io::Result<()> {
+    let (a, b) = (c_name(OsStr::new(a))?, c_name(OsStr::new(b))?);
+    let fd = dir.as_raw_fd();
+    // SAFETY: `fd` is an open descriptor and both names NUL-terminated.
+    let rc = unsafe { libc::renameat2(fd, a.as_ptr(), fd, b.as_ptr(), libc::RENAME_EXCHANGE) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Remove `name` from directory handle `dir` (`unlinkat`).
+pub fn unlink_at(dir: &fs::File, name: &str) -> io::Result<()> {
+    let n = c_name(OsStr::new(name))?;
+    // SAFETY: `dir` is an open descriptor and `n` NUL-terminated.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), n.as_ptr(), 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Create directory `dir` below `base` and its missing parents, each new
@@ -582,6 +689,16 @@ mod tests {
         );
         assert!(remove_dir_all_in(&base, &base).is_err());
         assert!(base.is_dir());
+        // A missing base is made when creating, not when reading.
+        let fresh = t.path().join("fresh/prefix");
+        assert_eq!(
+            open_in(&fresh, &fresh.join("f"), How::Read)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
+        );
+        create_dir_all_in(&fresh, &fresh.join(".scr")).unwrap();
+        assert!(fresh.join(".scr").is_dir());
     }
 
     /// A writer racing the walk: another thread swaps `d` between a real
@@ -601,27 +718,13 @@ mod tests {
         fs::write(out.join("victim"), b"keep").unwrap();
         std::os::unix::fs::symlink(&out, base.join("alt")).unwrap();
         let stop = AtomicBool::new(false);
-        let (d, alt) = (
-            c_name(OsStr::new("d")).unwrap(),
-            c_name(OsStr::new("alt")).unwrap(),
-        );
         let dirfd = fs::File::open(&base).unwrap();
         let (mut made, mut refusals) = (0u32, 0u32);
         let mut other = Vec::new();
         std::thread::scope(|s| {
             s.spawn(|| {
                 while !stop.load(Ordering::Relaxed) {
-                    // SAFETY: valid descriptor and NUL-terminated names.
-                    let rc = unsafe {
-                        libc::renameat2(
-                            dirfd.as_raw_fd(),
-                            d.as_ptr(),
-                            dirfd.as_raw_fd(),
-                            alt.as_ptr(),
-                            libc::RENAME_EXCHANGE,
-                        )
-                    };
-                    assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+                    exchange_at(&dirfd, "d", "alt").unwrap();
                 }
             });
             let start = std::time::Instant::now();
