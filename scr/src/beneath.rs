@@ -310,14 +310,16 @@ pub fn open_in(base: &Path, path: &Path, how: How) -> io::Result<fs::File> {
     let p = parts(base, path)?;
     let (last, dirs) = last_below(path, &p, "the directory itself, not a file in it")?;
     let (dir, cur) = walk(base, path, dirs, how == How::Create)?;
-    let flags = match how {
-        // Non-blocking: a FIFO planted at `path` must not hang the open
-        // (regular files ignore the flag).
-        How::Read => libc::O_RDONLY | libc::O_NONBLOCK,
-        How::Write => libc::O_WRONLY,
-        How::Create => libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
-        How::Lock => libc::O_RDWR | libc::O_CREAT,
-    };
+    // Non-blocking: a FIFO planted at `path` must not hang the open (a
+    // write end without a reader fails with ENXIO); regular files ignore
+    // the flag.
+    let flags = libc::O_NONBLOCK
+        | match how {
+            How::Read => libc::O_RDONLY,
+            How::Write => libc::O_WRONLY,
+            How::Create => libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+            How::Lock => libc::O_RDWR | libc::O_CREAT,
+        };
     open_at(&dir, &c_name(last)?, flags, (path, &cur.join(last), base))
 }
 
@@ -689,6 +691,16 @@ mod tests {
         );
         assert!(remove_dir_all_in(&base, &base).is_err());
         assert!(base.is_dir());
+        // A FIFO planted in the prefix never blocks an open.
+        let fifo = base.join("fifo");
+        let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        drop(open_in(&base, &fifo, How::Read).unwrap());
+        for how in [How::Write, How::Create] {
+            let e = open_in(&base, &fifo, how).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ENXIO), "{how:?}: {e}");
+        }
         // A missing base is made when creating, not when reading.
         let fresh = t.path().join("fresh/prefix");
         assert_eq!(
