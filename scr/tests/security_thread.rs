@@ -359,7 +359,17 @@ fn a_directory_swapped_for_a_link_while_flushes_run_lets_nothing_out() {
             |r| r,
             &with(&[("SCR_FLUSH", "1")]),
             |scr, comm| {
-                for c in 1..=40 {
+                // At least 40 checkpoints, more until both states of `d`
+                // were met (the swapper may be off its core for a while
+                // on a loaded machine); every rank stops at the same one.
+                let start = std::time::Instant::now();
+                for c in 1.. {
+                    let seen =
+                        routed.load(Ordering::Relaxed) > 0 && refused.load(Ordering::Relaxed) > 0;
+                    let stop_here = (c > 40 && seen) || start.elapsed().as_secs() >= 20;
+                    if comm.all_true(!stop_here).map(|go| !go).unwrap() {
+                        break;
+                    }
                     let mut o = scr
                         .start_output(Some(&format!("ckpt.{c}")), Flags::CHECKPOINT)
                         .unwrap();
