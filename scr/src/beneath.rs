@@ -330,6 +330,13 @@ pub fn open_dir_in(base: &Path, dir: &Path) -> io::Result<fs::File> {
     walk(base, dir, &p, false).map(|(d, _)| d)
 }
 
+/// The names in directory `dir` below `base` (without `.` and `..`),
+/// listed through the handle [`open_dir_in`] opens: never the contents of
+/// a directory a link below `base` points to.
+pub fn read_dir_in(base: &Path, dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
+    entries(&open_dir_in(base, dir)?)
+}
+
 /// Open directory `dir` by name (following links), for the `*_at`
 /// functions, where there is no base to stay below.
 pub fn open_dir(dir: &Path) -> io::Result<fs::File> {

@@ -423,7 +423,7 @@ impl Scr {
                 if !index_path(&p).exists() {
                     return Ok(Vec::new());
                 }
-                let idx = Index::read_file(index_path(&p))?;
+                let idx = Index::read_file_in(&p, index_path(&p))?;
                 let mut ids = Vec::new();
                 for dir in dirs_named(&idx, name) {
                     if let Some(id) = idx.dataset_id_by_dir(&dir) {

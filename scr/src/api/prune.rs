@@ -77,7 +77,7 @@ pub(super) fn prune(job: &Job, how: &Prune) -> ScrResult<Vec<DatasetId>> {
             if !index_path(&p).exists() {
                 return Ok(Vec::new());
             }
-            let idx = Index::read_file(index_path(&p))?;
+            let idx = Index::read_file_in(&p, index_path(&p))?;
             let mut ids = Vec::new();
             for (id, dir) in victims(&idx, how) {
                 msg.dbg(

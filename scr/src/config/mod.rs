@@ -314,7 +314,8 @@ impl Config {
         };
         if opts.read_app_conf {
             if let Some(prefix) = cfg.get("SCR_PREFIX") {
-                cfg.app = serial::read_app_conf(&app_conf_path(Path::new(&prefix.value)))?;
+                let prefix = Path::new(&prefix.value);
+                cfg.app = serial::read_app_conf(prefix, &app_conf_path(prefix))?;
             }
         }
         cfg.check_env()?;
@@ -639,7 +640,7 @@ impl Config {
     /// file, as SCR persists them for its scripts), creating `.scr`.
     pub fn write_app_conf(&self, prefix: &Path) -> Result<PathBuf, ConfigError> {
         let path = app_conf_path(prefix);
-        serial::write_app_conf(&path, &self.app)?;
+        serial::write_app_conf(prefix, &path, &self.app)?;
         Ok(path)
     }
 

@@ -319,8 +319,10 @@ pub(super) fn app_from_scr_hash(t: &KvTree, path: &Path) -> Result<Layer, Config
     Ok(l)
 }
 
-pub(super) fn read_app_conf(path: &Path) -> Result<Layer, ConfigError> {
-    let tree = kvtree::file::read_or_empty(path).map_err(|e| match e {
+/// Read `<prefix>/.scr/app.conf` at `path`, below `prefix` (never through
+/// a link there).
+pub(super) fn read_app_conf(prefix: &Path, path: &Path) -> Result<Layer, ConfigError> {
+    let tree = kvtree::file::read_or_empty_in(prefix, path).map_err(|e| match e {
         // The OS refused: permissions, a directory in its place.
         kvtree::file::KvFileError::Io { .. } | kvtree::file::KvFileError::NotRegular { .. } => {
             ConfigError::Io {
@@ -337,13 +339,15 @@ pub(super) fn read_app_conf(path: &Path) -> Result<Layer, ConfigError> {
     app_from_scr_hash(&tree, path)
 }
 
-pub(super) fn write_app_conf(path: &Path, l: &Layer) -> Result<(), ConfigError> {
+/// Write `<prefix>/.scr/app.conf` at `path`, its directory created and the
+/// file written below `prefix` through directory handles.
+pub(super) fn write_app_conf(prefix: &Path, path: &Path, l: &Layer) -> Result<(), ConfigError> {
     let io = |e: &dyn std::fmt::Display| ConfigError::Io {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| io(&e))?;
+        crate::beneath::create_dir_all_in(prefix, dir).map_err(|e| io(&e))?;
     }
-    kvtree::file::write(path, &app_to_scr_hash(l)).map_err(|e| io(&e))
+    kvtree::file::write_in(prefix, path, &app_to_scr_hash(l)).map_err(|e| io(&e))
 }

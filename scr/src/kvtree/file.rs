@@ -331,6 +331,16 @@ fn open_regular_in(base: Option<&Path>, path: &Path) -> Result<(File, u64), KvFi
     Ok((f, md.len()))
 }
 
+/// A file of `kind` of `len` bytes, over its `limit`.
+fn too_large(path: &Path, len: u64, limit: u64, kind: &'static str) -> KvFileError {
+    KvFileError::TooLarge {
+        path: path.to_path_buf(),
+        len,
+        limit,
+        kind,
+    }
+}
+
 /// Check the fixed header's magic number, type and version, and the size it
 /// records against `limit`: the first 20 bytes decide whether the rest is
 /// read at all.
@@ -367,12 +377,7 @@ fn check_head(
         });
     }
     if recorded > limit {
-        return Err(KvFileError::TooLarge {
-            path: path.to_path_buf(),
-            len: recorded,
-            limit,
-            kind,
-        });
+        return Err(too_large(path, recorded, limit, kind));
     }
     Ok(recorded)
 }
@@ -414,12 +419,7 @@ pub fn read_capped_in(
     f.read_exact(&mut head).map_err(io_err(path, "read"))?;
     let recorded = check_head(&head, path, len, limit, kind)?;
     if len > limit {
-        return Err(KvFileError::TooLarge {
-            path: path.to_path_buf(),
-            len,
-            limit,
-            kind,
-        });
+        return Err(too_large(path, len, limit, kind));
     }
     if recorded != len {
         return Err(KvFileError::SizeMismatch {
@@ -437,6 +437,33 @@ pub fn read_capped_in(
         .read_to_end(&mut bytes)
         .map_err(io_err(path, "read"))?;
     decode(&bytes, path)
+}
+
+/// The whole of a regular file below `base` (by name when `base` is
+/// `None`) of at most `limit` bytes, for files holding several kvtrees
+/// one after another (a split rank2file map): opened as [`read_capped_in`]
+/// opens (never through a link below `base`, never a FIFO or device),
+/// refused unread when larger than `limit`, and never read past one byte
+/// more than its size.
+pub fn read_bytes_capped_in(
+    base: Option<&Path>,
+    path: &Path,
+    limit: u64,
+    kind: &'static str,
+) -> Result<Vec<u8>, KvFileError> {
+    let limit = limit.min(MAX_FILE_LEN);
+    let (f, len) = open_regular_in(base, path)?;
+    if len > limit {
+        return Err(too_large(path, len, limit, kind));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    f.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err(path, "read"))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(path, bytes.len() as u64, limit, kind));
+    }
+    Ok(bytes)
 }
 
 /// A kvtree header read from the front of a file that may go on with
@@ -490,6 +517,15 @@ pub fn read_with_payload(path: impl AsRef<Path>) -> Result<WithPayload, KvFileEr
 /// Read a kvtree file; a missing file reads as an empty tree.
 pub fn read_or_empty(path: impl AsRef<Path>) -> Result<KvTree, KvFileError> {
     read_or_empty_capped(path, MAX_FILE_LEN, "kvtree file")
+}
+
+/// [`read_or_empty`] of a file below `base` (the prefix directory), never
+/// through a link below it.
+pub fn read_or_empty_in(base: &Path, path: &Path) -> Result<KvTree, KvFileError> {
+    match read_capped_in(Some(base), path, MAX_FILE_LEN, "kvtree file") {
+        Err(e) if e.is_not_found() => Ok(KvTree::new()),
+        other => other,
+    }
 }
 
 /// [`read_or_empty`] for a kind of file of at most `limit` bytes.
@@ -926,27 +962,16 @@ mod tests {
         assert_eq!(read(&p).unwrap().get_int("N").unwrap(), Some(3));
     }
 
-    /// The prefix's metadata files go through directory handles: a
-    /// directory exchanged with a link out of the prefix, without pause,
-    /// while the index-like file is updated under its lock and rewritten,
-    /// never lets a lock, temporary or metadata file out. With the writes
-    /// by path after a check, files land in the link's target.
-    #[test]
-    fn metadata_written_below_a_base_never_passes_a_link_swapped_in_meanwhile() {
+    /// Run `step(i)` for i = 0, 1, … while a thread exchanges
+    /// `base/meta` with the link `base/alt` without pause, until 2,000
+    /// steps have run and both a success and a failure were seen (a
+    /// loaded machine can keep the swapper off its core for 2,000
+    /// steps), or 20 s. Returns the successes and the failures.
+    fn race_with_swapper(base: &Path, mut step: impl FnMut(i64) -> bool) -> (u32, u32) {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let t = tempfile::tempdir().unwrap();
-        let base = t.path().join("prefix");
-        let out = t.path().join("out");
-        fs::create_dir_all(base.join("meta")).unwrap();
-        fs::create_dir(&out).unwrap();
-        std::os::unix::fs::symlink(&out, base.join("alt")).unwrap();
-        // Refused outright when the directory is a link.
-        let linked = base.join("alt/index.scr");
-        assert!(write_in(&base, &linked, &sample()).is_err());
-        assert!(fs::read_dir(&out).unwrap().next().is_none());
         let stop = AtomicBool::new(false);
-        let dir = File::open(&base).unwrap();
-        let (mut wrote, mut refused) = (0u32, 0u32);
+        let dir = File::open(base).unwrap();
+        let (mut ok, mut failed) = (0u32, 0u32);
         std::thread::scope(|s| {
             s.spawn(|| {
                 while !stop.load(Ordering::Relaxed) {
@@ -954,28 +979,95 @@ mod tests {
                 }
             });
             let start = std::time::Instant::now();
-            let path = base.join("meta/index.scr");
-            // Until both states were met (a loaded machine can keep the
-            // swapper off its core for the whole of 2,000 rounds).
             for i in 0.. {
-                let enough = i >= 2000 && wrote > 0 && refused > 0;
+                let enough = i >= 2000 && ok > 0 && failed > 0;
                 if enough || start.elapsed() > std::time::Duration::from_secs(20) {
                     break;
                 }
-                let r = if i % 2 == 0 {
-                    write_in(&base, &path, &sample())
+                if step(i) {
+                    ok += 1;
                 } else {
-                    update_locked_capped_in(Some(&base), &path, (1 << 20, "test"), |t| {
-                        t.set_int("N", i);
-                        Ok::<(), KvFileError>(())
-                    })
-                };
-                match r {
-                    Ok(()) => wrote += 1,
-                    Err(_) => refused += 1,
+                    failed += 1;
                 }
             }
             stop.store(true, Ordering::Relaxed);
+        });
+        (ok, failed)
+    }
+
+    /// `base/meta`, `out` and the link `base/alt` to `out`.
+    fn prefix_with_a_link_out(t: &Path) -> (PathBuf, PathBuf) {
+        let base = t.join("prefix");
+        let out = t.join("out");
+        fs::create_dir_all(base.join("meta")).unwrap();
+        fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&out, base.join("alt")).unwrap();
+        (base, out)
+    }
+
+    /// Reads race the same swapper: a directory of the prefix exchanged
+    /// with a link to a directory outside it that holds a planted file of
+    /// the same name. A read through handles returns the prefix's file or
+    /// a refusal, never the planted one; a read by name after the check
+    /// returns the planted file in some rounds.
+    #[test]
+    fn metadata_read_below_a_base_never_passes_a_link_swapped_in_meanwhile() {
+        let t = tempfile::tempdir().unwrap();
+        let (base, out) = prefix_with_a_link_out(t.path());
+        write(base.join("meta/index.scr"), &sample()).unwrap();
+        let mut planted = sample();
+        planted.set_int("PLANTED", 1);
+        write(out.join("index.scr"), &planted).unwrap();
+        assert!(read_capped_in(Some(&base), &base.join("alt/index.scr"), 1 << 20, "t").is_err());
+        let path = base.join("meta/index.scr");
+        let mut wrong = 0u32;
+        let (read, refused) = race_with_swapper(&base, |i| {
+            let r = if i % 2 == 0 {
+                read_capped_in(Some(&base), &path, 1 << 20, "t")
+            } else {
+                read_bytes_capped_in(Some(&base), &path, 1 << 20, "t")
+                    .and_then(|b| decode(&b, &path))
+            };
+            match r {
+                Ok(got) if got == sample() => true,
+                Ok(_) => {
+                    wrong += 1;
+                    true
+                }
+                Err(_) => false,
+            }
+        });
+        assert_eq!(wrong, 0, "read the planted file {wrong} times");
+        assert!(
+            read > 0 && refused > 0,
+            "no race seen: {read} read, {refused} refused"
+        );
+    }
+
+    /// The prefix's metadata files go through directory handles: a
+    /// directory exchanged with a link out of the prefix, without pause,
+    /// while the index-like file is updated under its lock and rewritten,
+    /// never lets a lock, temporary or metadata file out. With the writes
+    /// by path after a check, files land in the link's target.
+    #[test]
+    fn metadata_written_below_a_base_never_passes_a_link_swapped_in_meanwhile() {
+        let t = tempfile::tempdir().unwrap();
+        let (base, out) = prefix_with_a_link_out(t.path());
+        // Refused outright when the directory is a link.
+        let linked = base.join("alt/index.scr");
+        assert!(write_in(&base, &linked, &sample()).is_err());
+        assert!(fs::read_dir(&out).unwrap().next().is_none());
+        let path = base.join("meta/index.scr");
+        let (wrote, refused) = race_with_swapper(&base, |i| {
+            if i % 2 == 0 {
+                write_in(&base, &path, &sample()).is_ok()
+            } else {
+                update_locked_capped_in(Some(&base), &path, (1 << 20, "test"), |t| {
+                    t.set_int("N", i);
+                    Ok::<(), KvFileError>(())
+                })
+                .is_ok()
+            }
         });
         let leaked: Vec<_> = fs::read_dir(&out)
             .unwrap()

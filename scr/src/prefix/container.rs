@@ -183,15 +183,14 @@ pub(crate) fn create_containers(
 /// same directory), never through a link below `within` (the prefix
 /// directory). Missing directory: nothing to do.
 pub(crate) fn remove_containers(within: &Path, dir: &Path) -> std::io::Result<()> {
-    let rd = match fs::read_dir(dir) {
-        Ok(rd) => rd,
+    let names = match beneath::read_dir_in(within, dir) {
+        Ok(names) => names,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     };
-    for e in rd {
-        let e = e?;
-        if e.file_name().to_str().is_some_and(is_container_name) {
-            beneath::remove_file_in(within, &e.path())?;
+    for name in names {
+        if name.to_str().is_some_and(is_container_name) {
+            beneath::remove_file_in(within, &dir.join(name))?;
         }
     }
     Ok(())

@@ -190,7 +190,7 @@ fn read_rank2file(
     let mut err: Option<FetchError> = None;
     let mut head = Vec::new();
     if me == 0 {
-        match Rank2File::read_part_named(meta_dir, root, None, &mut found) {
+        match Rank2File::read_part_in(&job.prefix, meta_dir, root, None, &mut found) {
             Ok((ranks, children)) => {
                 head = encode_parts(&children);
                 found.ranks = ranks;
@@ -226,7 +226,7 @@ fn read_rank2file(
                 if i % n != me {
                     continue;
                 }
-                match Rank2File::read_part_named(meta_dir, root, Some(p), &mut found) {
+                match Rank2File::read_part_in(&job.prefix, meta_dir, root, Some(p), &mut found) {
                     Ok((_, children)) => next.extend(children),
                     Err(e) => {
                         local_err = Some(e.into());
@@ -318,7 +318,7 @@ fn attempt(job: &mut Job, layout: Layout, id: i64, dir: &str) -> ScrResult<Attem
     let mut why: Option<FetchError> = None;
     if job.rank().is_root() {
         let path = Placement::entry_meta_dir(&prefix, layout, id, dir).join(SUMMARY_FILE);
-        match Summary::read_file(&path) {
+        match Summary::read_file_in(&prefix, &path) {
             Ok(s) if !s.complete => why = Some(FetchError::Incomplete { path }),
             Ok(s) if s.dataset.id != id => {
                 why = Some(FetchError::WrongSummary {
@@ -841,7 +841,7 @@ fn fetch_sync_in(job: &mut Job, keep: impl Fn(i64) -> bool) -> ScrResult<FetchRe
     let mut list = Vec::new();
     let mut index_error = Vec::new();
     if job.rank().is_root() {
-        match Index::read_file(index_path(&prefix)) {
+        match Index::read_file_in(&prefix, index_path(&prefix)) {
             Ok(idx) => {
                 let mut c = candidates(&idx);
                 c.retain(|(id, _)| keep(*id));

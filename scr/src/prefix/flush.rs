@@ -86,7 +86,7 @@ fn decode_dir(b: &[u8]) -> Option<Vec<String>> {
 pub fn prefix_layout(job: &Job) -> ScrResult<Layout> {
     let mut b = Vec::new();
     if job.rank().is_root() {
-        let legacy = crate::records::Index::read_file(index_path(&job.prefix))
+        let legacy = crate::records::Index::read_file_in(&job.prefix, index_path(&job.prefix))
             .is_ok_and(|i| i.layout() == Layout::Legacy);
         b.push(u8::from(legacy));
     }

@@ -161,7 +161,7 @@ impl Placement {
         key: &str,
     ) -> (Placement, Result<Summary, RecordError>) {
         let meta = Self::entry_meta_dir(prefix, layout, id, key);
-        let summary = Summary::read_file(meta.join(SUMMARY_FILE));
+        let summary = Summary::read_file_in(prefix, meta.join(SUMMARY_FILE));
         (
             Self::of_entry(layout, id, key, summary.as_ref().ok()),
             summary,
@@ -219,7 +219,7 @@ impl Placement {
     /// Read this dataset's whole map (serial tools; the library reads it
     /// distributed).
     pub fn read_map(&self, prefix: &Path) -> Result<Rank2File, RecordError> {
-        Rank2File::read_split_named(&self.meta_dir(prefix), self.map_root(prefix))
+        Rank2File::read_split_in(prefix, &self.meta_dir(prefix), self.map_root(prefix))
     }
 
     /// `<prefix>/<ORIGDIR or D>`: the directory files were routed to.

@@ -637,7 +637,8 @@ pub(crate) fn remove_empty_dirs_up_to(dir: &Path, stop: &Path) {
 pub(crate) fn datasets_on_pfs(job: &Job) -> ScrResult<Vec<i64>> {
     let mut buf = Vec::new();
     if job.rank().is_root() {
-        let ids: Vec<i64> = match FlushFile::read_file(flush_file_path(&job.prefix)) {
+        let ids: Vec<i64> = match FlushFile::read_file_in(&job.prefix, flush_file_path(&job.prefix))
+        {
             Ok(ff) => ff
                 .datasets
                 .iter()

@@ -394,9 +394,21 @@ impl Rank2File {
     /// Read a split map whose root is `dir/root` (either style: a part
     /// referenced as `.<level>.<rank>` is `<root>.<level>.<rank>`).
     pub fn read_split_named(dir: &Path, root: &str) -> Result<Self, RecordError> {
+        Self::read_split_within(None, dir, root)
+    }
+
+    /// [`Rank2File::read_split_named`] of a map below `base` (the prefix
+    /// directory): every part is opened through directory handles from
+    /// `base` down, never through a link below it, even one swapped in
+    /// while the map is read.
+    pub fn read_split_in(base: &Path, dir: &Path, root: &str) -> Result<Self, RecordError> {
+        Self::read_split_within(Some(base), dir, root)
+    }
+
+    fn read_split_within(base: Option<&Path>, dir: &Path, root: &str) -> Result<Self, RecordError> {
         let root_path = dir.join(root);
         let mut out = Rank2File::default();
-        let ranks = read_level(dir, root, &root_path, 0, None, &mut out)?;
+        let ranks = read_level((base, dir, root), &root_path, 0, None, &mut out)?;
         out.ranks = ranks;
         for r in out.rank.keys() {
             if u64::try_from(*r).map_or(true, |r| r >= ranks) {
@@ -519,15 +531,18 @@ pub(crate) fn safe_relative(name: &str) -> bool {
 /// its ranks to `out`, and return its RANKS. `parent_level` bounds the
 /// child's level so the walk always terminates.
 fn read_level(
-    dir: &Path,
-    root: &str,
+    tree: MapDir<'_>,
     path: &Path,
     offset: u64,
     parent_level: Option<i64>,
     out: &mut Rank2File,
 ) -> Result<u64, RecordError> {
-    read_level_with((dir, root), path, offset, parent_level, out, None)
+    read_level_with(tree, path, offset, parent_level, out, None)
 }
+
+/// Where a split map's parts are read: the directory below which they
+/// must stay (`None`: by name), the map's directory, its root's name.
+type MapDir<'a> = (Option<&'a Path>, &'a Path, &'a str);
 
 /// One file (part) of a rank2file tree still to be read: what a
 /// distributed reader hands to another process.
@@ -562,16 +577,30 @@ impl Rank2File {
         part: Option<&Rank2FilePart>,
         out: &mut Rank2File,
     ) -> Result<(u64, Vec<Rank2FilePart>), RecordError> {
+        Self::read_part_within((None, dir, root), part, out)
+    }
+
+    /// [`Rank2File::read_part_named`] of a map below `base` (the prefix
+    /// directory), never through a link below it.
+    pub fn read_part_in(
+        base: &Path,
+        dir: &Path,
+        root: &str,
+        part: Option<&Rank2FilePart>,
+        out: &mut Rank2File,
+    ) -> Result<(u64, Vec<Rank2FilePart>), RecordError> {
+        Self::read_part_within((Some(base), dir, root), part, out)
+    }
+
+    fn read_part_within(
+        map: MapDir<'_>,
+        part: Option<&Rank2FilePart>,
+        out: &mut Rank2File,
+    ) -> Result<(u64, Vec<Rank2FilePart>), RecordError> {
+        let (_, dir, root) = map;
         let mut children = Vec::new();
         let ranks = match part {
-            None => read_level_with(
-                (dir, root),
-                &dir.join(root),
-                0,
-                None,
-                out,
-                Some(&mut children),
-            )?,
+            None => read_level_with(map, &dir.join(root), 0, None, out, Some(&mut children))?,
             Some(p) => {
                 if !safe_relative(&p.file) {
                     return Err(RecordError::Inconsistent {
@@ -581,7 +610,7 @@ impl Rank2File {
                     });
                 }
                 read_level_with(
-                    (dir, root),
+                    map,
                     &dir.join(&p.file),
                     p.offset,
                     Some(p.parent_level),
@@ -595,34 +624,15 @@ impl Rank2File {
 }
 
 fn read_level_with(
-    (dir, root_name): (&Path, &str),
+    map: MapDir<'_>,
     path: &Path,
     offset: u64,
     parent_level: Option<i64>,
     out: &mut Rank2File,
     mut children: Option<&mut Vec<Rank2FilePart>>,
 ) -> Result<u64, RecordError> {
-    let len = std::fs::metadata(path)
-        .map_err(|source| KvFileError::Io {
-            path: path.to_path_buf(),
-            op: "stat",
-            source,
-        })?
-        .len();
-    if len > MAX_FILE_LEN {
-        return Err(KvFileError::TooLarge {
-            path: path.to_path_buf(),
-            len,
-            limit: MAX_FILE_LEN,
-            kind: "rank2file file",
-        }
-        .into());
-    }
-    let bytes = std::fs::read(path).map_err(|source| KvFileError::Io {
-        path: path.to_path_buf(),
-        op: "read",
-        source,
-    })?;
+    let (base, dir, root_name) = map;
+    let bytes = kvfile::read_bytes_capped_in(base, path, MAX_FILE_LEN, "rank2file file")?;
     let start = usize::try_from(offset)
         .ok()
         .filter(|o| *o <= bytes.len())
@@ -689,7 +699,7 @@ fn read_level_with(
                 parent_level: level,
             }),
             None => {
-                read_level(dir, root_name, &dir.join(&file), off, Some(level), out)?;
+                read_level(map, &dir.join(&file), off, Some(level), out)?;
             }
         }
     }
@@ -884,6 +894,51 @@ rank_2.ckpt
         assert_eq!(
             Rank2File::read_file(dir.path().join("one.scr")).unwrap(),
             example()
+        );
+    }
+
+    /// Below the prefix a split map is read through directory handles:
+    /// a part reached through a link is refused (naming it) where the
+    /// reader by name follows it, and a FIFO planted as a part is refused
+    /// as not a regular file instead of blocking the read forever.
+    #[test]
+    fn a_map_read_below_the_prefix_never_follows_a_link_or_waits_on_a_fifo() {
+        let t = tempdir();
+        let base = t.path().join("prefix");
+        let d = base.join("ckpt.1");
+        example().write_split(&d, MAX_RANK2FILE_BYTES).unwrap();
+        assert_eq!(
+            Rank2File::read_split_in(&base, &d, RANK2FILE_ROOT).unwrap(),
+            example()
+        );
+        // The map's `.scr` moved out and a link left in its place.
+        let out = t.path().join("out");
+        std::fs::rename(d.join(".scr"), &out).unwrap();
+        std::os::unix::fs::symlink(&out, d.join(".scr")).unwrap();
+        assert_eq!(Rank2File::read_split(&d).unwrap(), example());
+        let e = Rank2File::read_split_in(&base, &d, RANK2FILE_ROOT).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        // A FIFO where the leaf was: a reader by name would wait for a
+        // writer that never comes.
+        std::fs::remove_file(d.join(".scr")).unwrap();
+        std::fs::rename(&out, d.join(".scr")).unwrap();
+        let leaf = d.join(".scr/rank2file.0.0.scr");
+        std::fs::remove_file(&leaf).unwrap();
+        let c = std::ffi::CString::new(leaf.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (b, dd) = (base.clone(), d.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send(Rank2File::read_split_in(&b, &dd, RANK2FILE_ROOT).map(|_| ()));
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("reading a map with a FIFO part blocked");
+        let e = r.unwrap_err();
+        assert!(
+            e.to_string().contains("FIFO") || e.to_string().contains("not a regular"),
+            "{e}"
         );
     }
 

@@ -240,7 +240,7 @@ pub fn halt_condition(prefix: &Path) -> Option<String> {
     use crate::clock::Clock;
     use crate::records::Record as _;
     let path = crate::halt::halt_path(prefix);
-    let mut halt = crate::records::Halt::read_file(&path).ok()?;
+    let mut halt = crate::records::Halt::read_file_in(prefix, &path).ok()?;
     if halt.exit_reason.as_deref() == Some(crate::records::halt::REASON_FINALIZE_CALLED) {
         halt.exit_reason = None;
     }

@@ -22,7 +22,6 @@
 //! missing and rebuilds it from parity rather than keep wrong bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -154,7 +153,7 @@ impl CopyReport {
 /// layout (metadata in `.scr/scr.dataset.<id>`).
 pub fn placement_from_flush_file(prefix: &Path, id: i64) -> ScavengeResult<Placement> {
     let path = prefix.join(META_DIR).join(FLUSH_FILE);
-    let ff = match FlushFile::read_file(&path) {
+    let ff = match FlushFile::read_file_in(prefix, &path) {
         Ok(f) => f,
         Err(e) if e.is_not_found() => {
             return Err(ScavengeError::NoPlacement {
@@ -561,28 +560,26 @@ fn remove_stale_metadata(prefix: &Path, meta_dir: &Path, id: i64) -> Vec<String>
         }
     };
     let summary = meta_dir.join(SUMMARY_FILE);
-    match Summary::read_file(&summary) {
+    match Summary::read_file_in(prefix, &summary) {
         Ok(s) if s.dataset.id == id => {}
         Ok(s) => remove(summary, format!("summary of dataset {}", s.dataset.id)),
         Err(e) if e.is_not_found() => {}
         Err(e) => remove(summary, format!("unreadable: {e}")),
     }
-    let Ok(rd) = fs::read_dir(meta_dir) else {
+    let Ok(names) = crate::beneath::read_dir_in(prefix, meta_dir) else {
         return removed;
     };
     let mut other = false;
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
+    for name in names {
+        let name = name.to_string_lossy();
         if !name.ends_with(".scrfilemap") {
             continue;
         }
-        if let Ok(m) = RankFilemap::read_file(e.path()) {
+        let path = meta_dir.join(&*name);
+        if let Ok(m) = RankFilemap::read_file_in(prefix, &path) {
             if m.dataset.id != id {
                 other = true;
-                remove(
-                    e.path(),
-                    format!("rank filemap of dataset {}", m.dataset.id),
-                );
+                remove(path, format!("rank filemap of dataset {}", m.dataset.id));
             }
         }
     }
@@ -677,7 +674,7 @@ fn already_saved(c: &Copier<'_>, rank: i64) -> bool {
     let path =
         c.pl.meta_dir(&c.opts.prefix)
             .join(rank_filemap_file_name(rank));
-    RankFilemap::read_file(path)
+    RankFilemap::read_file_in(&c.opts.prefix, path)
         .is_ok_and(|m| m.is_complete() && m.files.values().all(Meta::is_complete))
 }
 

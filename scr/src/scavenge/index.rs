@@ -144,7 +144,7 @@ fn index_error(path: &Path, e: RecordError) -> ScavengeError {
 pub fn read_index(prefix: &Path) -> ScavengeResult<Index> {
     let path = index_path(prefix);
     beneath::check(prefix, &path)?;
-    match Index::read_file(&path) {
+    match Index::read_file_in(prefix, &path) {
         Ok(i) => Ok(i),
         Err(e) if e.is_not_found() => Ok(Index::default()),
         Err(e) => Err(index_error(&path, e)),
@@ -313,21 +313,20 @@ impl Target {
     }
 }
 
-fn list_rank_filemaps(meta_dir: &Path) -> ScavengeResult<Vec<(i64, PathBuf)>> {
-    let rd = match fs::read_dir(meta_dir) {
-        Ok(rd) => rd,
+fn list_rank_filemaps(prefix: &Path, meta_dir: &Path) -> ScavengeResult<Vec<(i64, PathBuf)>> {
+    let names = match beneath::read_dir_in(prefix, meta_dir) {
+        Ok(names) => names,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(io_err(meta_dir, "list directory")(e)),
     };
     let mut out = Vec::new();
-    for e in rd {
-        let e = e.map_err(io_err(meta_dir, "list directory"))?;
-        let name = e.file_name().to_string_lossy().into_owned();
+    for name in names {
+        let name = name.to_string_lossy();
         if let Some(r) = name
             .strip_suffix(".scrfilemap")
             .and_then(|s| s.parse::<i64>().ok())
         {
-            out.push((r, e.path()));
+            out.push((r, meta_dir.join(&*name)));
         }
     }
     out.sort();
@@ -346,11 +345,11 @@ fn parse_set_file(name: &str) -> Option<(CopyType, u64, u64, i64)> {
 
 /// Step 1: the scan hash of a dataset whose keys are relative to
 /// `dset_dir` and whose rank filemaps are in `dset_dir/meta_rel`.
-fn scan(dset_dir: &Path, meta_rel: &str) -> ScavengeResult<Scan> {
+fn scan(prefix: &Path, dset_dir: &Path, meta_rel: &str) -> ScavengeResult<Scan> {
     let meta_dir = dset_dir.join(meta_rel);
     let mut s = Scan::default();
-    for (r, path) in list_rank_filemaps(&meta_dir)? {
-        let rfm = match RankFilemap::read_file(&path) {
+    for (r, path) in list_rank_filemaps(prefix, &meta_dir)? {
+        let rfm = match RankFilemap::read_file_in(prefix, &path) {
             Ok(m) => m,
             Err(e) => {
                 s.problems
@@ -527,7 +526,7 @@ fn placement_of(dir: &str, orig_dir: &Option<String>) -> Placement {
 fn build_summary(prefix: &Path, t: &Target) -> ScavengeResult<Built> {
     let dset_dir = t.base(prefix);
     let meta_rel = t.meta_rel();
-    let mut s = scan(&dset_dir, &meta_rel)?;
+    let mut s = scan(prefix, &dset_dir, &meta_rel)?;
     let Some(ds) = s.dataset.clone() else {
         if s.problems.is_empty() {
             return Err(ScavengeError::NotADataset {
@@ -572,7 +571,7 @@ fn build_summary(prefix: &Path, t: &Target) -> ScavengeResult<Built> {
                 .extend(why.into_iter().map(|w| format!("cannot rebuild: {w}"))),
         }
         // Rescan what is there now (SCR's scr_summary_build does the same).
-        let mut again = scan(&dset_dir, &meta_rel)?;
+        let mut again = scan(prefix, &dset_dir, &meta_rel)?;
         missing = inspect(&mut again);
         s = again;
     }
@@ -624,8 +623,8 @@ fn summarize(prefix: &Path, t: &Target) -> ScavengeResult<Built> {
     if !dset_dir.is_dir() {
         return Err(ScavengeError::NoSuchDir { dir: dset_dir });
     }
-    let existing = Summary::read_file(meta_dir.join(SUMMARY_FILE));
-    let have_maps = !list_rank_filemaps(&meta_dir)?.is_empty();
+    let existing = Summary::read_file_in(prefix, meta_dir.join(SUMMARY_FILE));
+    let have_maps = !list_rank_filemaps(prefix, &meta_dir)?.is_empty();
     let from_summary = |s: Summary, problems: Vec<String>| Built {
         report: AddReport {
             dir: t.label(),
@@ -645,9 +644,9 @@ fn summarize(prefix: &Path, t: &Target) -> ScavengeResult<Built> {
     // A complete summary stands unless rank filemaps of another dataset
     // say the directory was scavenged again since.
     let maps_agree = |s: &Summary| {
-        list_rank_filemaps(&meta_dir).is_ok_and(|maps| {
+        list_rank_filemaps(prefix, &meta_dir).is_ok_and(|maps| {
             maps.iter()
-                .filter_map(|(_, p)| RankFilemap::read_file(p).ok())
+                .filter_map(|(_, p)| RankFilemap::read_file_in(prefix, p).ok())
                 .all(|m| m.dataset.id == s.dataset.id)
         })
     };
@@ -976,7 +975,7 @@ pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<DatasetDir>> {
         }
         if depth > 0 {
             let meta = dir.join(META_DIR);
-            if meta.join(SUMMARY_FILE).is_file() || !list_rank_filemaps(&meta)?.is_empty() {
+            if meta.join(SUMMARY_FILE).is_file() || !list_rank_filemaps(prefix, &meta)?.is_empty() {
                 if let Ok(rel) = dir.strip_prefix(prefix) {
                     found.push(DatasetDir(rel.to_string_lossy().into_owned()));
                 }
@@ -1039,7 +1038,7 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
         changes: Vec::new(),
         old_kept_as: None,
     };
-    let old = match Index::read_file(&path) {
+    let old = match Index::read_file_in(prefix, &path) {
         Ok(i) => Some(i),
         Err(e) if e.is_not_found() => None,
         Err(e) => {

@@ -158,7 +158,7 @@ fn finish(prefix: &Path, pl: &Placement, map: &Rank2File) -> ScavengeResult<u64>
         // A rank with no readable rank filemap (rebuilt before the copies
         // were indexed, or damaged) has nothing to correct; `scr index`
         // reports a damaged one when it rescans.
-        let Ok(mut rfm) = RankFilemap::read_file(&path) else {
+        let Ok(mut rfm) = RankFilemap::read_file_in(prefix, &path) else {
             continue;
         };
         let mut changed = false;

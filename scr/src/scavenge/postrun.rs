@@ -596,7 +596,7 @@ pub fn postrun(
         index_rebuilt: None,
     };
     let path = opts.prefix.join(META_DIR).join(FLUSH_FILE);
-    let ff = match FlushFile::read_file(&path) {
+    let ff = match FlushFile::read_file_in(&opts.prefix, &path) {
         Ok(f) => f,
         Err(e) if e.is_not_found() => {
             report.nothing_to_do = Some(format!(

@@ -92,8 +92,9 @@ pub fn upgrade(prefix: &Path) -> ScavengeResult<UpgradeReport> {
 /// `.scr/scr.dataset.<id>` through a temporary directory. Returns its name.
 fn move_metadata(prefix: &Path, id: i64, dir: &str) -> ScavengeResult<String> {
     let old_meta = prefix.join(dir).join(META_DIR);
-    let summary = Summary::read_file(old_meta.join(SUMMARY_FILE))?;
-    let map = Rank2File::read_split(&old_meta)?;
+    let summary = Summary::read_file_in(prefix, old_meta.join(SUMMARY_FILE))?;
+    let map =
+        Rank2File::read_split_in(prefix, &old_meta, crate::records::rank2file::RANK2FILE_ROOT)?;
     let mut moved = Rank2File {
         ranks: map.ranks,
         ..Rank2File::default()
@@ -172,7 +173,7 @@ fn clean_up(prefix: &Path, idx: &Index) -> ScavengeResult<()> {
     }
     for (id, _, _) in idx.entries() {
         let meta = dataset_meta_dir(prefix, id);
-        let Ok(s) = Summary::read_file(meta.join(SUMMARY_FILE)) else {
+        let Ok(s) = Summary::read_file_in(prefix, meta.join(SUMMARY_FILE)) else {
             continue;
         };
         if let Some(dir) = s.dir {

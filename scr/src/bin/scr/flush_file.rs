@@ -78,7 +78,7 @@ pub fn run(a: FlushFileArgs) -> Result<(), CliError> {
     let given: Vec<PathBuf> = a.dir.iter().chain(a.prefix.iter()).cloned().collect();
     let prefix = super::halt_cmd::prefixes(&given).remove(0);
     let path = prefix.join(".scr").join(FLUSH_FILE);
-    let f = match FlushFile::read_file(&path) {
+    let f = match FlushFile::read_file_in(&prefix, &path) {
         Ok(f) => f,
         Err(e) if e.is_not_found() => return Err(CliError::NoFlushFile { path }),
         Err(e) => return Err(e.into()),

@@ -162,7 +162,7 @@ pub fn run(a: HaltArgs) -> Result<(), CliError> {
         if a.remove {
             remove(&prefix, &path)?;
         } else if edit.is_empty() {
-            list(&path, a.json, now)?;
+            list(&prefix, &path, a.json, now)?;
         } else {
             apply(&prefix, &path, &edit, a.json, now)?;
         }
@@ -191,8 +191,8 @@ fn remove(prefix: &Path, path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-fn list(path: &Path, json: bool, now: i64) -> Result<(), CliError> {
-    let (exists, h) = match Halt::read_file(path) {
+fn list(prefix: &Path, path: &Path, json: bool, now: i64) -> Result<(), CliError> {
+    let (exists, h) = match Halt::read_file_in(prefix, path) {
         Ok(h) => (true, h),
         Err(e) if e.is_not_found() => (false, Halt::default()),
         Err(e) => return Err(e.into()),

@@ -38,7 +38,7 @@ fn an_app_conf_with_a_bad_crc_is_damaged_not_a_permission_problem() {
     let last = b.len() - 1;
     b[last] ^= 0xff;
     std::fs::write(&path, &b).unwrap();
-    let err = serial::read_app_conf(&path).unwrap_err();
+    let err = serial::read_app_conf(dir.path(), &path).unwrap_err();
     assert!(
         matches!(&err, ConfigError::Damaged { path: p, message } if *p == path && message.contains("CRC32")),
         "{err:?}"
@@ -54,7 +54,7 @@ fn an_app_conf_with_a_bad_crc_is_damaged_not_a_permission_problem() {
     let d = dir.path().join("dir.conf");
     std::fs::create_dir(&d).unwrap();
     assert!(matches!(
-        serial::read_app_conf(&d),
+        serial::read_app_conf(dir.path(), &d),
         Err(ConfigError::Io { .. })
     ));
 }
