@@ -462,6 +462,15 @@ pub fn remove_dir_all_in(base: &Path, path: &Path) -> io::Result<()> {
     remove_tree_at(&parent, &c_name(last)?, (path, &cur.join(last), base))
 }
 
+/// [`remove_dir_all_in`], with a directory already gone (another rank, an
+/// earlier attempt) taken as removed.
+pub fn remove_dir_all_if_present_in(base: &Path, path: &Path) -> io::Result<()> {
+    match remove_dir_all_in(base, path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
 /// Empty and remove directory `name` in `parent` (at `cur`).
 fn remove_tree_at(
     parent: &fs::File,

@@ -537,12 +537,8 @@ pub(super) fn delete_copy(prefix: &Path, layout: Layout, id: i64, key: &str) -> 
         Err(e) => return Err(ScrError::from(e)),
     }
     crate::beneath::check(prefix, &meta_dir)?;
-    match crate::beneath::remove_dir_all_in(prefix, &meta_dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(crate::error::io_err(&meta_dir, "remove directory")(e))
-        }
-        _ => {}
-    }
+    crate::beneath::remove_dir_all_if_present_in(prefix, &meta_dir)
+        .map_err(crate::error::io_err(&meta_dir, "remove directory"))?;
     if layout == Layout::Legacy {
         dirs.push(dset_dir);
     }

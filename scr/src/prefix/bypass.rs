@@ -60,12 +60,8 @@ pub fn start(job: &Job, dset: DatasetId, ds: &Dataset) -> ScrResult<()> {
                 }
             })?;
             let meta = pl.meta_dir(&prefix);
-            match crate::beneath::remove_dir_all_in(&prefix, &meta) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(crate::error::io_err(&meta, "remove directory")(e))
-                }
-                _ => {}
-            }
+            crate::beneath::remove_dir_all_if_present_in(&prefix, &meta)
+                .map_err(crate::error::io_err(&meta, "remove directory"))?;
             update_flush_file(&prefix, |ff| {
                 ff.location_set(dset.get(), Location::Flushing);
                 let e = ff.datasets.entry(dset.get()).or_default();

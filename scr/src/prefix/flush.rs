@@ -301,12 +301,8 @@ fn book_flush_start(job: &Job, dset: DatasetId, pl: &Placement, ds: &Dataset) ->
         if pl.layout() == Layout::Scr31 {
             let meta = pl.meta_dir(&prefix);
             crate::beneath::check(&prefix, &meta)?;
-            match crate::beneath::remove_dir_all_in(&prefix, &meta) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(crate::error::io_err(&meta, "remove directory")(e))
-                }
-                _ => {}
-            }
+            crate::beneath::remove_dir_all_if_present_in(&prefix, &meta)
+                .map_err(crate::error::io_err(&meta, "remove directory"))?;
         }
         update_flush_file(&prefix, |ff| {
             ff.location_set(dset.get(), Location::Cache);

@@ -531,13 +531,13 @@ pub(crate) fn safe_relative(name: &str) -> bool {
 /// its ranks to `out`, and return its RANKS. `parent_level` bounds the
 /// child's level so the walk always terminates.
 fn read_level(
-    tree: MapDir<'_>,
+    map: MapDir<'_>,
     path: &Path,
     offset: u64,
     parent_level: Option<i64>,
     out: &mut Rank2File,
 ) -> Result<u64, RecordError> {
-    read_level_with(tree, path, offset, parent_level, out, None)
+    read_level_with(map, path, offset, parent_level, out, None)
 }
 
 /// Where a split map's parts are read: the directory below which they

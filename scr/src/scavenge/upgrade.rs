@@ -152,12 +152,8 @@ fn move_metadata(prefix: &Path, id: i64, dir: &str) -> ScavengeResult<String> {
 /// Remove directory `dir` below `prefix` with its contents, never through
 /// a link; a missing one is not an error.
 fn remove_tree(prefix: &Path, dir: &Path) -> ScavengeResult<()> {
-    match crate::beneath::remove_dir_all_in(prefix, dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(io_err(dir, "remove directory")(e))
-        }
-        _ => Ok(()),
-    }
+    crate::beneath::remove_dir_all_if_present_in(prefix, dir)
+        .map_err(io_err(dir, "remove directory"))
 }
 
 /// Step 3: flush file entries in SCR 3.1 form, old metadata removed.
