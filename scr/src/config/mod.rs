@@ -466,6 +466,14 @@ impl Config {
         self.typed(name, params::ValueKind::Int, |v| v.parse().ok())
     }
 
+    /// The value of `name` as whole seconds, plain or with units
+    /// (`90`, `15m`, `1h`).
+    pub fn get_seconds(&self, name: &str) -> Result<Option<u64>, ConfigError> {
+        self.typed(name, params::ValueKind::Seconds, |v| {
+            crate::units::seconds_u64(v).ok()
+        })
+    }
+
     /// The value of `name` as a flag (`0`/`1`; SCR's `atoi(v) != 0`).
     pub fn get_bool(&self, name: &str) -> Result<Option<bool>, ConfigError> {
         self.typed(name, params::ValueKind::Bool, |v| {

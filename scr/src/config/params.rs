@@ -12,6 +12,9 @@ pub enum ValueKind {
     /// A byte count: an integer with an optional `KB`/`MB`/`GB`/`TB` suffix
     /// (powers of 1024, as SCR's `scr_abtoull`).
     Bytes,
+    /// A duration in whole seconds: plain (`90`, as SCR reads it) or with
+    /// units (`90s`, `15m`, `1h`, `2h30m`, `1d`; [`crate::units`]).
+    Seconds,
     /// A floating-point number.
     Float,
     /// Free text.
@@ -29,6 +32,9 @@ impl ValueKind {
             ValueKind::Bool => "0 or 1".to_string(),
             ValueKind::Int => "a non-negative integer".to_string(),
             ValueKind::Bytes => "a byte count such as 1048576 or 1MB".to_string(),
+            ValueKind::Seconds => {
+                "whole seconds, plain or with units (90, 90s, 15m, 1h, 2h30m, 1d)".to_string()
+            }
             ValueKind::Float => "a number".to_string(),
             ValueKind::Str | ValueKind::Path => "text".to_string(),
             ValueKind::Choice(words) => format!("one of {}", words.join(", ")),
@@ -41,6 +47,7 @@ impl ValueKind {
             ValueKind::Bool => value == "0" || value == "1",
             ValueKind::Int => value.parse::<u64>().is_ok(),
             ValueKind::Bytes => parse_bytes(value).is_some(),
+            ValueKind::Seconds => crate::units::seconds_u64(value).is_ok(),
             ValueKind::Float => value.parse::<f64>().is_ok_and(f64::is_finite),
             ValueKind::Str | ValueKind::Path => true,
             ValueKind::Choice(words) => words.iter().any(|w| w.eq_ignore_ascii_case(value)),
@@ -89,7 +96,7 @@ const fn p(
     }
 }
 
-use ValueKind::{Bool, Bytes, Choice, Float, Int, Path, Str};
+use ValueKind::{Bool, Bytes, Choice, Float, Int, Path, Seconds, Str};
 
 /// Redundancy scheme names accepted by `SCR_COPY_TYPE` (plus `FILE`).
 pub const COPY_TYPES: &[&str] = &["SINGLE", "PARTNER", "XOR", "RS", "FILE"];
@@ -245,10 +252,10 @@ pub const PARAMS: &[ParamInfo] = &[
     p(
         "SCR_HALT_SECONDS",
         Some("0"),
-        Int,
+        Seconds,
         true,
         true,
-        "halt this many seconds before the allocation ends",
+        "halt this many seconds before the allocation ends (units accepted: 15m, 1h)",
     ),
     p(
         "SCR_HALT_EXIT",
@@ -469,10 +476,10 @@ pub const PARAMS: &[ParamInfo] = &[
     p(
         "SCR_CHECKPOINT_SECONDS",
         Some("0"),
-        Int,
+        Seconds,
         true,
         true,
-        "SCR_Need_checkpoint: seconds since the last checkpoint ended",
+        "SCR_Need_checkpoint: seconds since the last checkpoint ended (units accepted: 15m, 1h)",
     ),
     p(
         "SCR_CHECKPOINT_OVERHEAD",
@@ -496,7 +503,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Str,
         true,
         true,
-        "adaptive policy: MTBF seconds, or one per CKPT level cheapest first (not in SCR)",
+        "adaptive policy: MTBF seconds, or one per CKPT level cheapest first; units accepted, without blanks (1d, or 12h,5d) (not in SCR)",
     ),
     p(
         "SCR_LOG_ENABLE",
@@ -621,18 +628,18 @@ pub const PARAMS: &[ParamInfo] = &[
     p(
         "SCR_WATCHDOG_TIMEOUT",
         None,
-        Int,
+        Seconds,
         true,
         false,
-        "seconds without progress after which a flush is abandoned (cached copy kept; SCR_WATCHDOG_TIMEOUT_PFS wins when set); in scr run, the bound on each launch (a launch still running is killed and counted)",
+        "seconds without progress after which a flush is abandoned (cached copy kept; SCR_WATCHDOG_TIMEOUT_PFS wins when set); in scr run, the bound on each launch (a launch still running is killed and counted); units accepted: 15m, 1h",
     ),
     p(
         "SCR_WATCHDOG_TIMEOUT_PFS",
         None,
-        Int,
+        Seconds,
         true,
         false,
-        "seconds without progress after which a flush to the prefix is abandoned (cached copy kept)",
+        "seconds without progress after which a flush to the prefix is abandoned (cached copy kept; units accepted: 15m, 1h)",
     ),
 ];
 

@@ -48,6 +48,10 @@ fn same_value(kind: ValueKind, value: &str, default: &str) -> bool {
     match kind {
         ValueKind::Bool | ValueKind::Int => v.parse::<u64>().ok() == default.parse::<u64>().ok(),
         ValueKind::Bytes => parse_bytes(v).is_some() && parse_bytes(v) == parse_bytes(default),
+        ValueKind::Seconds => {
+            let secs = |t: &str| crate::units::seconds_u64(t).ok();
+            secs(v).is_some() && secs(v) == secs(default)
+        }
         ValueKind::Float => v.parse::<f64>().ok() == default.parse::<f64>().ok(),
         ValueKind::Choice(_) => v.eq_ignore_ascii_case(default),
         ValueKind::Str | ValueKind::Path => v == default,

@@ -427,7 +427,7 @@ impl Settings {
                 crc_on_copy: r.flag("SCR_CRC_ON_COPY")?,
             },
             halt: HaltSettings {
-                before_end_s: r.count("SCR_HALT_SECONDS")?,
+                before_end_s: r.seconds("SCR_HALT_SECONDS")?,
                 exit: r.flag("SCR_HALT_EXIT")?,
                 end_time_s: r.end_time("SCR_END_TIME")?,
             },
@@ -442,7 +442,7 @@ impl Settings {
             flush: read_flush(r)?,
             need: NeedSettings {
                 every_calls: r.count("SCR_CHECKPOINT_INTERVAL")?,
-                interval_s: r.count("SCR_CHECKPOINT_SECONDS")?,
+                interval_s: r.seconds("SCR_CHECKPOINT_SECONDS")?,
                 overhead_percent: r.number("SCR_CHECKPOINT_OVERHEAD")?,
                 adaptive: r.flag("SCR_CHECKPOINT_ADAPTIVE")?,
                 mtbf: r.mtbf("SCR_MTBF"),
@@ -453,8 +453,8 @@ impl Settings {
                 min_nodes: r.opt_count("SCR_MIN_NODES")?,
                 exclude_nodes: r.text("SCR_EXCLUDE_NODES"),
                 nodelist: r.text("SCR_NODELIST"),
-                watchdog_timeout_s: r.opt_count("SCR_WATCHDOG_TIMEOUT")?,
-                watchdog_timeout_pfs_s: r.opt_count("SCR_WATCHDOG_TIMEOUT_PFS")?,
+                watchdog_timeout_s: r.opt_seconds("SCR_WATCHDOG_TIMEOUT")?,
+                watchdog_timeout_pfs_s: r.opt_seconds("SCR_WATCHDOG_TIMEOUT_PFS")?,
             },
         })
     }
@@ -554,6 +554,15 @@ impl<'a> Reader<'a> {
     fn opt_count(&mut self, name: &'static str) -> Result<Option<u64>, ConfigError> {
         self.row(name);
         self.cfg.get_u64(name)
+    }
+
+    fn seconds(&mut self, name: &'static str) -> Result<u64, ConfigError> {
+        self.required(name, Config::get_seconds)
+    }
+
+    fn opt_seconds(&mut self, name: &'static str) -> Result<Option<u64>, ConfigError> {
+        self.row(name);
+        self.cfg.get_seconds(name)
     }
 
     fn bytes(&mut self, name: &'static str) -> Result<u64, ConfigError> {
@@ -707,7 +716,7 @@ impl<'a> Reader<'a> {
         MtbfConfig::parse(&e.value).map(Some).ok_or_else(|| {
             bad_value(
                 &e,
-                "positive seconds: one MTBF, or one per CKPT level cheapest first (86400 or 40000,400000)",
+                "positive seconds, plain or with units: one MTBF, or one per CKPT level cheapest first (86400, 1d, or 40000,400000, or 12h,5d)",
             )
         })
     }
@@ -749,12 +758,18 @@ pub enum MtbfConfig {
 }
 
 impl MtbfConfig {
-    /// Parse `SCR_MTBF`: positive seconds, separated by commas or spaces.
+    /// Parse `SCR_MTBF`: positive seconds, separated by commas or spaces,
+    /// each plain (`86400`, `2.5`) or with units written without blanks
+    /// (`1d`, `12h`, `2h30m`: a blank separates levels).
     pub fn parse(text: &str) -> Option<MtbfConfig> {
         let vals: Option<Vec<f64>> = text
             .split([',', ' ', '\t'])
             .filter(|s| !s.is_empty())
-            .map(|s| s.parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0))
+            .map(|s| {
+                crate::units::seconds_f64(s)
+                    .ok()
+                    .filter(|v| v.is_finite() && *v > 0.0)
+            })
             .collect();
         match vals?.as_slice() {
             [] => None,

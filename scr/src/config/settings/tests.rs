@@ -7,6 +7,21 @@ use crate::config::{ConfigWarning, LoadOptions, MapEnv, Source};
 
 /// A configuration from `vars` and a system file holding `system`.
 fn load(vars: &[(&str, &str)], system: &str) -> (tempfile::TempDir, Config) {
+    let (dir, cfg) = try_load(vars, system);
+    (dir, cfg.unwrap())
+}
+
+/// The error loading `vars` and a system file holding `system` gives.
+fn load_error(vars: &[(&str, &str)], system: &str) -> ConfigError {
+    try_load(vars, system)
+        .1
+        .expect_err("the configuration loads")
+}
+
+fn try_load(
+    vars: &[(&str, &str)],
+    system: &str,
+) -> (tempfile::TempDir, Result<Config, ConfigError>) {
     let dir = tempfile::tempdir().unwrap();
     let sys = dir.path().join("system.conf");
     std::fs::write(&sys, system).unwrap();
@@ -15,7 +30,7 @@ fn load(vars: &[(&str, &str)], system: &str) -> (tempfile::TempDir, Config) {
         system_file: Some(sys),
         read_app_conf: false,
     };
-    let cfg = Config::load(&env, &opts).unwrap();
+    let cfg = Config::load(&env, &opts);
     (dir, cfg)
 }
 
@@ -32,6 +47,7 @@ fn every_row_set() -> String {
             ("SCR_FLUSH_TYPE", _) => "PTHREAD",
             (_, ValueKind::Bool) => "1",
             (_, ValueKind::Int) => "3",
+            (_, ValueKind::Seconds) => "2m",
             (_, ValueKind::Bytes) => "2MB",
             (_, ValueKind::Float) => "1.5",
             (_, ValueKind::Path) => "/nonexistent/p",
@@ -70,7 +86,7 @@ fn every_parameter_of_the_table_is_read() {
     let s = s.unwrap();
     assert_reads_every_row(&read_all);
     assert_eq!(read, read_all, "what Settings reads depends on the values");
-    assert!(s.run.watchdog_timeout_pfs_s == Some(3) && s.log.db_debug == 3);
+    assert!(s.run.watchdog_timeout_pfs_s == Some(120) && s.log.db_debug == 3);
 }
 
 #[test]
@@ -161,6 +177,46 @@ fn values_are_typed() {
     assert_eq!(s.halt.before_end_s, 600);
     assert_eq!(s.fetch.current.as_deref(), Some("ckpt.7"));
     assert_eq!(s.need.mtbf, Ok(Some(MtbfConfig::Total(86400.0))));
+}
+
+/// Durations take units wherever they are set (SCR 3.1 reads plain
+/// seconds, which mean the same here); a value that is no duration is
+/// refused naming where it was set and what a duration looks like.
+#[test]
+fn durations_take_plain_seconds_or_units_in_files_and_the_environment() {
+    let (_d, cfg) = load(
+        &[("SCR_WATCHDOG_TIMEOUT", "2h"), ("SCR_MTBF", "12h,5d")],
+        "SCR_CHECKPOINT_SECONDS=15m\nSCR_HALT_SECONDS=600\nSCR_WATCHDOG_TIMEOUT_PFS=\"1h 30m\"\n",
+    );
+    let s = Settings::from_config(&cfg).unwrap();
+    assert_eq!(s.need.interval_s, 900);
+    assert_eq!(s.halt.before_end_s, 600);
+    assert_eq!(s.run.watchdog_timeout_s, Some(7200));
+    assert_eq!(s.run.watchdog_timeout_pfs_s, Some(5400));
+    assert_eq!(
+        s.need.mtbf,
+        Ok(Some(MtbfConfig::PerLevel(vec![43_200.0, 432_000.0])))
+    );
+    let mut cfg = cfg;
+    cfg.apply_scr_config("SCR_CHECKPOINT_SECONDS=1d").unwrap();
+    assert_eq!(Settings::from_config(&cfg).unwrap().need.interval_s, 86_400);
+    // Not a duration, or not whole seconds: refused where it was set (as
+    // the configuration loads, before Settings reads it).
+    for bad in ["15 parsecs", "1.5", "-3", "90x"] {
+        let e = load_error(&[("SCR_CHECKPOINT_SECONDS", bad)], "");
+        let (key, at) = bad_at(&e);
+        assert_eq!(key, "SCR_CHECKPOINT_SECONDS", "{bad}");
+        assert_eq!(
+            at,
+            &Location::Env {
+                name: "SCR_CHECKPOINT_SECONDS".into()
+            }
+        );
+        assert!(e.to_string().contains("15m, 1h"), "{bad}: {e}");
+    }
+    let e = load_error(&[], "SCR_FLUSH=3\nSCR_HALT_SECONDS=soon\n");
+    assert_eq!(bad_at(&e).0, "SCR_HALT_SECONDS");
+    assert!(e.to_string().contains("system.conf:2"), "{e}");
 }
 
 fn bad_at(e: &ConfigError) -> (&str, &Location) {
