@@ -109,6 +109,21 @@ pub enum Policy {
         /// `SCR_MTBF`, if configured.
         prior_mtbf_s: Option<f64>,
     },
+    /// The same policy with the job's levels as CKPT descriptors
+    /// (`INTERVAL` 1, `counts[0]`, `counts[0] × counts[1]`, …: checkpoints
+    /// take levels as [`Policy::Fixed`]'s pattern does), deciding as the
+    /// library does with several levels: the SC10 multi-level model's
+    /// level-1 interval for the pattern once every level's cost has been
+    /// measured and `SCR_MTBF` gives one MTBF per level (their mix kept,
+    /// their total scaled to the MTBF learned so far); Daly for the mean
+    /// cost of the checkpoints so far before that, or always when
+    /// `SCR_MTBF` gives one figure or none.
+    AdaptiveLevels {
+        /// Level counts as in [`scr::interval::model::Pattern`].
+        counts: Vec<u32>,
+        /// `SCR_MTBF`: none, one figure, or one per level cheapest first.
+        prior_mtbf_s: Vec<f64>,
+    },
 }
 
 /// Running state of a policy: what it has learned.
@@ -122,6 +137,15 @@ pub struct PolicyState {
     pub failures: u64,
     /// Whether a checkpoint has completed (its cost is known).
     pub cost_measured: bool,
+    /// Per level (cheapest first): whether a checkpoint of that level has
+    /// completed in the current run, a job or its relaunch after a
+    /// failure (the library measures each CKPT level's cost in the run;
+    /// empty until the first job starts).
+    pub level_measured: Vec<bool>,
+    /// Sum and number of the checkpoint costs so far, every level: the
+    /// mean cache checkpoint cost the logs give a new run
+    /// ([`Policy::AdaptiveLevels`]).
+    pub logged_costs: (f64, usize),
 }
 
 impl PolicyState {
@@ -132,38 +156,67 @@ impl PolicyState {
             exposure_s: 0.0,
             failures: 0,
             cost_measured: false,
+            level_measured: Vec::new(),
+            logged_costs: (0.0, 0),
         }
     }
 
     /// Current MTBF estimate (adaptive policy), or None.
     pub fn mtbf_estimate_s(&self) -> Option<f64> {
-        match &self.policy {
-            Policy::Adaptive { prior_mtbf_s } => scr::interval::adaptive::mtbf_estimate_s(
-                *prior_mtbf_s,
-                self.failures,
-                self.exposure_s,
-            ),
-            Policy::Fixed { .. } => None,
-        }
+        let prior = match &self.policy {
+            Policy::Adaptive { prior_mtbf_s } => *prior_mtbf_s,
+            Policy::AdaptiveLevels { prior_mtbf_s, .. } => {
+                mtbf_config(prior_mtbf_s).map(|m| m.total_s())
+            }
+            Policy::Fixed { .. } => return None,
+        };
+        scr::interval::adaptive::mtbf_estimate_s(prior, self.failures, self.exposure_s)
     }
 
-    /// The library's decision with `run_s` seconds since the last failure.
-    fn adaptive_decision(&self, prior: Option<f64>, cost_s: f64, run_s: f64) -> Decision {
+    /// The library's decision with `run_s` seconds since the last failure,
+    /// for levels costing `costs` (cheapest first).
+    fn adaptive_decision(&self, costs: &[f64], run_s: f64) -> Decision {
+        let (sum, n) = self.logged_costs;
         let history = History {
             source: "simulated campaign".into(),
             runs: self.failures as usize + 1,
             failures: self.failures,
             exposure_s: self.exposure_s,
-            checkpoint_cost_s: None,
+            checkpoint_cost_s: match self.policy {
+                Policy::AdaptiveLevels { .. } if n > 0 => Some((sum / n as f64, n)),
+                _ => None,
+            },
         };
-        let measured = [if self.cost_measured {
-            vec![cost_s]
-        } else {
-            Vec::new()
-        }];
-        let mtbf = prior.map(MtbfConfig::Total);
+        let (level_intervals, measured, mtbf) = match &self.policy {
+            Policy::AdaptiveLevels {
+                counts,
+                prior_mtbf_s,
+            } => {
+                let mut intervals = vec![1u64];
+                for &c in counts {
+                    let last = *intervals.last().expect("level 1");
+                    intervals.push(last.saturating_mul(u64::from(c)));
+                }
+                let measured: Vec<Vec<f64>> = costs
+                    .iter()
+                    .zip(&self.level_measured)
+                    .map(|(&c, &m)| if m { vec![c] } else { Vec::new() })
+                    .collect();
+                (intervals, measured, mtbf_config(prior_mtbf_s))
+            }
+            Policy::Adaptive { prior_mtbf_s } => {
+                let cost = *costs.last().expect("one level");
+                let measured = vec![if self.cost_measured {
+                    vec![cost]
+                } else {
+                    Vec::new()
+                }];
+                (vec![1], measured, prior_mtbf_s.map(MtbfConfig::Total))
+            }
+            Policy::Fixed { .. } => unreachable!("a fixed policy decides nothing"),
+        };
         decide(&Inputs {
-            level_intervals: &[1],
+            level_intervals: &level_intervals,
             measured_s: &measured,
             history: Some(&history),
             mtbf: mtbf.as_ref(),
@@ -172,37 +225,43 @@ impl PolicyState {
     }
 
     /// Compute time until the next checkpoint, `run_s` seconds after the
-    /// last failure (or the job's start).
-    fn interval_s(&self, top_cost_s: f64, run_s: f64) -> f64 {
-        match &self.policy {
-            Policy::Fixed { interval_s, .. } => *interval_s,
-            Policy::Adaptive { prior_mtbf_s } => {
-                let at = |s: f64| match self.adaptive_decision(*prior_mtbf_s, top_cost_s, run_s + s)
-                {
-                    Decision::Interval(c) => c.interval_s,
-                    Decision::Measure { .. } | Decision::NoMtbf { .. } => 0.0,
-                };
-                // Need_checkpoint says yes at the first s >= interval(s):
-                // the interval grows slowly with s (a square root), so the
-                // iteration from interval(0) converges from below.
-                let mut s = at(0.0);
-                for _ in 0..50 {
-                    let next = at(s);
-                    if (next - s).abs() <= 1e-9 * s.max(1.0) {
-                        break;
-                    }
-                    s = next;
-                }
-                // Once the cost is known, a decision that says "now" again
-                // (no MTBF yet: no SCR_MTBF and no time at risk) is taken as
-                // the application's next call, a second later.
-                if self.cost_measured {
-                    s.max(1.0)
-                } else {
-                    s
-                }
-            }
+    /// last failure (or the job's start), for levels costing `costs`.
+    fn interval_s(&self, costs: &[f64], run_s: f64) -> f64 {
+        if let Policy::Fixed { interval_s, .. } = &self.policy {
+            return *interval_s;
         }
+        let at = |s: f64| match self.adaptive_decision(costs, run_s + s) {
+            Decision::Interval(c) => c.interval_s,
+            Decision::Measure { .. } | Decision::NoMtbf { .. } => 0.0,
+        };
+        // Need_checkpoint says yes at the first s >= interval(s): the
+        // interval grows slowly with s (a square root), so the iteration
+        // from interval(0) converges from below.
+        let mut s = at(0.0);
+        for _ in 0..50 {
+            let next = at(s);
+            if (next - s).abs() <= 1e-9 * s.max(1.0) {
+                break;
+            }
+            s = next;
+        }
+        // Once a cost is known, a decision that says "now" again (no MTBF
+        // yet: no SCR_MTBF and no time at risk) is taken as the
+        // application's next call, a second later.
+        if self.cost_measured {
+            s.max(1.0)
+        } else {
+            s
+        }
+    }
+}
+
+/// `SCR_MTBF` as the library parses it: none, one figure, or one per level.
+fn mtbf_config(values: &[f64]) -> Option<MtbfConfig> {
+    match values {
+        [] => None,
+        [one] => Some(MtbfConfig::Total(*one)),
+        many => Some(MtbfConfig::PerLevel(many.to_vec())),
     }
 }
 
@@ -288,6 +347,26 @@ fn validate(job: &Job, state: &PolicyState) -> Result<(), SimError> {
                 ));
             }
         }
+        Policy::AdaptiveLevels {
+            counts,
+            prior_mtbf_s,
+        } => {
+            if counts.len() + 1 != job.levels.len() || counts.iter().any(|&c| c < 2) {
+                return Err(SimError::BadParameter(
+                    "one count >= 2 per level above the first (nested CKPT INTERVALs)",
+                ));
+            }
+            if prior_mtbf_s.iter().any(|m| !(m.is_finite() && *m > 0.0)) {
+                return Err(SimError::BadParameter(
+                    "adaptive prior must be finite and positive",
+                ));
+            }
+            if prior_mtbf_s.len() > 1 && prior_mtbf_s.len() != job.levels.len() {
+                return Err(SimError::BadParameter(
+                    "SCR_MTBF gives one figure or one per level",
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -301,14 +380,16 @@ pub fn run_job(
     validate(job, state)?;
     let nl = job.levels.len();
     let counts: Vec<u32> = match &state.policy {
-        Policy::Fixed { counts, .. } => counts.clone(),
+        Policy::Fixed { counts, .. } | Policy::AdaptiveLevels { counts, .. } => counts.clone(),
         Policy::Adaptive { .. } => Vec::new(),
     };
+    // Each run measures its levels' costs afresh.
+    state.level_measured = vec![false; nl];
     let mut block = vec![1u64; nl];
     for s in 1..nl {
         block[s] = block[s - 1].saturating_mul(u64::from(counts[s - 1]));
     }
-    let top_cost = job.levels[nl - 1].checkpoint_cost_s;
+    let costs: Vec<f64> = job.levels.iter().map(|l| l.checkpoint_cost_s).collect();
     let mut next_fail: Vec<f64> = job
         .levels
         .iter()
@@ -342,7 +423,7 @@ pub fn run_job(
             return Err(SimError::NoProgress(MAX_EVENTS));
         }
         let seg = state
-            .interval_s(top_cost, since_failure_s)
+            .interval_s(&costs, since_failure_s)
             .min(job.work_s - work);
         let last = work + seg >= job.work_s;
         let ckpt_level = if last && !job.checkpoint_at_end {
@@ -366,6 +447,9 @@ pub fn run_job(
                 count += 1;
                 out.checkpoints += 1;
                 state.cost_measured = true;
+                state.level_measured[k] = true;
+                state.logged_costs.0 += costs[k];
+                state.logged_costs.1 += 1;
                 for j in 0..=k {
                     saved_work[j] = work;
                     saved_count[j] = count;
@@ -384,6 +468,8 @@ pub fn run_job(
             }
             out.failures += 1;
             state.failures += 1;
+            // The relaunched run measures its levels' costs afresh.
+            state.level_measured.fill(false);
             state.exposure_s += since_failure_s;
             since_failure_s = 0.0;
             let dist = job.levels[sev].failures.ok_or(SimError::BadParameter(

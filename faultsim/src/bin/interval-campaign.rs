@@ -18,7 +18,22 @@
 //! - `adaptive, no SCR_MTBF`: the same policy learning from the logs alone;
 //! - `oracle`: Daly's interval for the true MTBF (an upper reference).
 //!
-//! `cargo run --release -p faultsim --bin interval-campaign`
+//! With `--multi-level`, two levels (a cache level and a costlier one, as
+//! two CKPT descriptors with `INTERVAL` 1 and `count`): each system also
+//! draws the share of its failures that need level 2, level 2's cost as a
+//! multiple of level 1's, and the pattern's count, and the policies are
+//! - `fixed 1 h`: SCR_CHECKPOINT_SECONDS=3600 with the same pattern;
+//! - `fixed nominal`: the SC10 model's best interval for the true costs
+//!   and the nominal failure figures (`--prior` in all, a fifth needing
+//!   level 2);
+//! - `adaptive, SCR_MTBF per level`: the library's policy with those
+//!   nominal figures as `SCR_MTBF` (`m1,m2`): the SC10 model once both
+//!   levels' costs are measured in the run;
+//! - `adaptive, one SCR_MTBF`: the same with `SCR_MTBF` = the nominal total
+//!   alone, where the library stays single-level (Daly for the mean cost);
+//! - `oracle`: the SC10 model's best interval for the true figures.
+//!
+//! `cargo run --release -p faultsim --bin interval-campaign [-- --multi-level]`
 
 use std::process::ExitCode;
 
@@ -26,7 +41,7 @@ use clap::Parser;
 use faultsim::sim::{campaign, sample_seed, FailureDist, Job, MeanCi, Policy, SimLevel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use scr::interval::model::daly_s;
+use scr::interval::model::{daly_s, Level, MultiLevelModel};
 
 /// Compare checkpoint policies over simulated campaigns.
 #[derive(Parser)]
@@ -55,6 +70,21 @@ struct Args {
     /// Weibull shape of failures (1: exponential).
     #[arg(long, default_value_t = 1.0)]
     shape: f64,
+    /// Two checkpoint levels instead of one (see the module's text).
+    #[arg(long)]
+    multi_level: bool,
+    /// With `--multi-level`: level 1's checkpoint cost range, seconds
+    /// (log-uniform; `--cost-range` is for one level).
+    #[arg(long, num_args = 2, default_values_t = [10.0, 120.0])]
+    level1_cost_range: Vec<f64>,
+    /// With `--multi-level`: level 2's cost as a multiple of level 1's
+    /// (log-uniform).
+    #[arg(long, num_args = 2, default_values_t = [5.0, 20.0])]
+    level2_factor_range: Vec<f64>,
+    /// With `--multi-level`: the share of failures that need level 2
+    /// (log-uniform).
+    #[arg(long, num_args = 2, default_values_t = [0.05, 0.5])]
+    level2_share_range: Vec<f64>,
 }
 
 fn main() -> ExitCode {
@@ -74,15 +104,22 @@ fn log_uniform(rng: &mut ChaCha8Rng, range: &[f64]) -> f64 {
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    if args.mtbf_range.len() != 2
-        || args.cost_range.len() != 2
-        || args
-            .mtbf_range
-            .iter()
-            .chain(&args.cost_range)
-            .any(|v| !(v.is_finite() && *v > 0.0))
+    let ranges = [
+        &args.mtbf_range,
+        &args.cost_range,
+        &args.level1_cost_range,
+        &args.level2_factor_range,
+        &args.level2_share_range,
+    ];
+    if ranges
+        .iter()
+        .any(|r| r.len() != 2 || r.iter().any(|v| !(v.is_finite() && *v > 0.0)))
+        || args.level2_share_range.iter().any(|&f| f >= 1.0)
     {
-        return Err("ranges take two positive numbers".into());
+        return Err("ranges take two positive numbers (shares below 1)".into());
+    }
+    if args.multi_level {
+        return run_multi_level(args);
     }
     let names = [
         "fixed 1 h",
@@ -96,15 +133,7 @@ fn run(args: &Args) -> Result<(), String> {
     for i in 0..args.systems {
         let mtbf = log_uniform(&mut rng, &args.mtbf_range);
         let cost = log_uniform(&mut rng, &args.cost_range);
-        let scale = mtbf / statrs::function::gamma::gamma(1.0 + 1.0 / args.shape);
-        let dist = if args.shape == 1.0 {
-            FailureDist::Exponential { mtbf_s: mtbf }
-        } else {
-            FailureDist::Weibull {
-                shape: args.shape,
-                scale_s: scale,
-            }
-        };
+        let dist = failures(args, mtbf);
         let job = Job {
             work_s: args.work,
             levels: vec![SimLevel {
@@ -132,39 +161,163 @@ fn run(args: &Args) -> Result<(), String> {
                 counts: vec![],
             },
         ];
-        let seed = sample_seed(args.seed, i as u64);
-        for (k, p) in policies.iter().enumerate() {
-            let (e, _) =
-                campaign(&job, p, args.jobs, seed).map_err(|e| format!("system {i}: {e}"))?;
-            eff[k].push(e);
-        }
+        run_system(args, i, &job, &policies, &mut eff)?;
     }
     println!(
         "{} systems, MTBF log-uniform {:.0}..{:.0} s, checkpoint cost {:.0}..{:.0} s, Weibull shape {}, {} jobs of {:.0} s each, seed {}",
         args.systems, args.mtbf_range[0], args.mtbf_range[1], args.cost_range[0], args.cost_range[1], args.shape, args.jobs, args.work, args.seed
     );
+    print_table(&names, &eff, 2, args.systems);
+    Ok(())
+}
+
+/// System `i`'s campaign under each policy, with the same failure streams;
+/// each one's efficiency is pushed to its column of `eff`.
+fn run_system(
+    args: &Args,
+    i: usize,
+    job: &Job,
+    policies: &[Policy],
+    eff: &mut [Vec<f64>],
+) -> Result<(), String> {
+    let seed = sample_seed(args.seed, i as u64);
+    for (k, p) in policies.iter().enumerate() {
+        let (e, _) = campaign(job, p, args.jobs, seed).map_err(|e| format!("system {i}: {e}"))?;
+        eff[k].push(e);
+    }
+    Ok(())
+}
+
+/// The efficiency table: each policy's mean, and policy `ours`'s gain over
+/// it per system.
+fn print_table(names: &[&str], eff: &[Vec<f64>], ours: usize, systems: usize) {
     println!();
     println!("| policy | mean efficiency (95 % CI) | adaptive gain over it, per system (95 % CI) | systems where adaptive wins |");
     println!("| --- | ---: | ---: | ---: |");
     for (k, name) in names.iter().enumerate() {
         let m = MeanCi::of(&eff[k]);
-        let gains: Vec<f64> = eff[2]
+        let gains: Vec<f64> = eff[ours]
             .iter()
             .zip(&eff[k])
             .map(|(a, b)| 100.0 * (a / b - 1.0))
             .collect();
         let g = MeanCi::of(&gains);
-        let wins = eff[2].iter().zip(&eff[k]).filter(|(a, b)| a > b).count();
+        let wins = eff[ours].iter().zip(&eff[k]).filter(|(a, b)| a > b).count();
         println!(
-            "| {name} | {:.2} % [{:.2}, {:.2}] | {:+.2} % [{:+.2}, {:+.2}] | {wins} / {} |",
+            "| {name} | {:.2} % [{:.2}, {:.2}] | {:+.2} % [{:+.2}, {:+.2}] | {wins} / {systems} |",
             100.0 * m.mean,
             100.0 * m.lo,
             100.0 * m.hi,
             g.mean,
             g.lo,
             g.hi,
-            args.systems
         );
     }
+}
+
+/// A failure distribution of mean `mtbf` and the campaign's shape.
+fn failures(args: &Args, mtbf: f64) -> FailureDist {
+    if args.shape == 1.0 {
+        FailureDist::Exponential { mtbf_s: mtbf }
+    } else {
+        FailureDist::Weibull {
+            shape: args.shape,
+            scale_s: mtbf / statrs::function::gamma::gamma(1.0 + 1.0 / args.shape),
+        }
+    }
+}
+
+/// The SC10 model's best level-1 interval for `costs` (restart = cost)
+/// and per-level MTBFs `mtbfs`, with pattern `counts`.
+fn sc10_interval(costs: &[f64], mtbfs: &[f64], counts: &[u32]) -> Result<f64, String> {
+    let levels = costs
+        .iter()
+        .zip(mtbfs)
+        .map(|(&c, &m)| Level {
+            checkpoint_cost_s: c,
+            restart_cost_s: c,
+            failure_rate_per_s: 1.0 / m,
+        })
+        .collect();
+    let model = MultiLevelModel::new(levels).map_err(|e| e.to_string())?;
+    model
+        .best_interval(counts)
+        .map(|(t, _)| t)
+        .map_err(|e| e.to_string())
+}
+
+/// `--multi-level`: two levels per system.
+fn run_multi_level(args: &Args) -> Result<(), String> {
+    let names = [
+        "fixed 1 h",
+        "fixed nominal",
+        "adaptive, SCR_MTBF per level",
+        "adaptive, one SCR_MTBF",
+        "oracle",
+    ];
+    // The nominal figures: `--prior` in all, a fifth needing level 2.
+    let nominal = [args.prior / 0.8, args.prior / 0.2];
+    let mut eff: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
+    for i in 0..args.systems {
+        let mtbf = log_uniform(&mut rng, &args.mtbf_range);
+        let share2 = log_uniform(&mut rng, &args.level2_share_range);
+        let c1 = log_uniform(&mut rng, &args.level1_cost_range);
+        let c2 = c1 * log_uniform(&mut rng, &args.level2_factor_range);
+        let count = [2u32, 4, 8][rng.gen_range(0..3)];
+        let mtbfs = [mtbf / (1.0 - share2), mtbf / share2];
+        let costs = [c1, c2];
+        let job = Job {
+            work_s: args.work,
+            levels: costs
+                .iter()
+                .zip(&mtbfs)
+                .map(|(&c, &m)| SimLevel {
+                    checkpoint_cost_s: c,
+                    restart_cost_s: c,
+                    failures: Some(failures(args, m)),
+                })
+                .collect(),
+            checkpoint_at_end: false,
+        };
+        let counts = vec![count];
+        let fixed = |interval_s: f64| Policy::Fixed {
+            interval_s,
+            counts: counts.clone(),
+        };
+        let policies = [
+            fixed(3600.0),
+            fixed(sc10_interval(&costs, &nominal, &counts)?),
+            Policy::AdaptiveLevels {
+                counts: counts.clone(),
+                prior_mtbf_s: nominal.to_vec(),
+            },
+            Policy::AdaptiveLevels {
+                counts: counts.clone(),
+                prior_mtbf_s: vec![args.prior],
+            },
+            fixed(sc10_interval(&costs, &mtbfs, &counts)?),
+        ];
+        run_system(args, i, &job, &policies, &mut eff)?;
+    }
+    println!(
+        "{} systems, two levels: MTBF log-uniform {:.0}..{:.0} s in all, {:.2}..{:.2} of failures needing level 2, level-1 cost {:.0}..{:.0} s, level 2 {:.0}..{:.0} times that, pattern of 2, 4 or 8, Weibull shape {}, {} jobs of {:.0} s each, nominal SCR_MTBF {:.0},{:.0} s, seed {}",
+        args.systems,
+        args.mtbf_range[0],
+        args.mtbf_range[1],
+        args.level2_share_range[0],
+        args.level2_share_range[1],
+        args.level1_cost_range[0],
+        args.level1_cost_range[1],
+        args.level2_factor_range[0],
+        args.level2_factor_range[1],
+        args.shape,
+        args.jobs,
+        args.work,
+        nominal[0],
+        nominal[1],
+        args.seed
+    );
+    print_table(&names, &eff, 2, args.systems);
     Ok(())
 }
