@@ -182,9 +182,9 @@ fn c_name(n: &OsStr) -> io::Result<CString> {
     CString::new(n.as_bytes()).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
 }
 
-/// Whether `name` in directory `dir` is a symbolic link (`fstatat` without
-/// following it).
-fn is_link_at(dir: &fs::File, name: &CString) -> bool {
+/// The status of `name` in directory `dir`, a link not followed
+/// (`fstatat(AT_SYMLINK_NOFOLLOW)`).
+fn lstat_at(dir: &fs::File, name: &CString) -> io::Result<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: `dir` is an open descriptor, `name` NUL-terminated, `st`
     // large enough for the stat the call writes.
@@ -196,8 +196,16 @@ fn is_link_at(dir: &fs::File, name: &CString) -> bool {
             libc::AT_SYMLINK_NOFOLLOW,
         )
     };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
     // SAFETY: fstatat filled `st` when it returned 0.
-    rc == 0 && unsafe { st.assume_init() }.st_mode & libc::S_IFMT == libc::S_IFLNK
+    Ok(unsafe { st.assume_init() })
+}
+
+/// Whether `name` in directory `dir` is a symbolic link.
+fn is_link_at(dir: &fs::File, name: &CString) -> bool {
+    lstat_at(dir, name).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
 }
 
 /// `openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)`; a link at
@@ -462,6 +470,25 @@ pub fn remove_dir_all_in(base: &Path, path: &Path) -> io::Result<()> {
     remove_tree_at(&parent, &c_name(last)?, (path, &cur.join(last), base))
 }
 
+/// Whether `path` below `base` exists (as anything: a link at `path`
+/// itself counts, unfollowed), asked through the walk of [`open_in`]: a
+/// link in a directory on the way is refused, not followed, and a missing
+/// directory on the way means `false`.
+pub fn exists_in(base: &Path, path: &Path) -> io::Result<bool> {
+    let p = parts(base, path)?;
+    let (last, dirs) = last_below(path, &p, "the directory itself, not a file in it")?;
+    let dir = match walk(base, path, dirs, false) {
+        Ok((d, _)) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    match lstat_at(&dir, &c_name(last)?) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// [`remove_dir_all_in`], with a directory already gone (another rank, an
 /// earlier attempt) taken as removed.
 pub fn remove_dir_all_if_present_in(base: &Path, path: &Path) -> io::Result<()> {
@@ -595,6 +622,33 @@ mod tests {
         assert_eq!(fs::read(&target).unwrap(), b"keep");
         create_nofollow(&t.path().join("plain")).unwrap();
         open_nofollow(&t.path().join("plain")).unwrap();
+    }
+
+    /// Existence below the base is asked without following a link on the
+    /// way (refused, naming it) and without following one at the end (a
+    /// dangling link exists); nothing missing on the way is an error.
+    #[test]
+    fn exists_in_never_follows_a_link_below_the_base() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("prefix");
+        let out = t.path().join("out");
+        fs::create_dir_all(base.join(".scr")).unwrap();
+        fs::create_dir(&out).unwrap();
+        fs::write(base.join(".scr/index.scr"), b"i").unwrap();
+        fs::write(out.join("index.scr"), b"o").unwrap();
+        assert!(exists_in(&base, &base.join(".scr/index.scr")).unwrap());
+        assert!(!exists_in(&base, &base.join(".scr/flush.scr")).unwrap());
+        assert!(!exists_in(&base, &base.join("gone/deeper/index.scr")).unwrap());
+        assert!(!exists_in(&t.path().join("no-base"), &t.path().join("no-base/f")).unwrap());
+        std::os::unix::fs::symlink(&out, base.join("alt")).unwrap();
+        let e = exists_in(&base, &base.join("alt/index.scr")).unwrap_err();
+        assert!(
+            matches!(refusal(&e), Some(BeneathError::Symlink { link, .. }) if *link == base.join("alt")),
+            "{e}"
+        );
+        std::os::unix::fs::symlink(t.path().join("nowhere"), base.join(".scr/dangling")).unwrap();
+        assert!(exists_in(&base, &base.join(".scr/dangling")).unwrap());
+        assert!(exists_in(&base, &base.join("../out/index.scr")).is_err());
     }
 
     #[test]

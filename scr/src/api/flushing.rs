@@ -62,7 +62,7 @@ impl Scr {
                 let p = job.prefix.clone();
                 let drop_after = job.settings.fetch.drop_after_current;
                 let set = on_rank0(job.world.as_ref(), "set the index's CURRENT", || {
-                    if !index_path(&p).exists() {
+                    if !prefix::meta_exists(&p, &index_path(&p))? {
                         return Ok(());
                     }
                     update_index(&p, |idx| {
@@ -397,7 +397,7 @@ impl Scr {
         let p = job.prefix.clone();
         let drop_after = job.settings.fetch.drop_after_current;
         let found = on_rank0(job.world.as_ref(), "update the index", || {
-            if !index_path(&p).exists() {
+            if !prefix::meta_exists(&p, &index_path(&p))? {
                 return Ok(false);
             }
             update_index(&p, |idx| set_current_named(idx, name, drop_after))
@@ -420,7 +420,7 @@ impl Scr {
             job.world.as_ref(),
             "delete the dataset in the prefix",
             || {
-                if !index_path(&p).exists() {
+                if !prefix::meta_exists(&p, &index_path(&p))? {
                     return Ok(Vec::new());
                 }
                 let idx = Index::read_file_in(&p, index_path(&p))?;
@@ -434,7 +434,7 @@ impl Scr {
                         idx.remove_dir(&dir);
                     })?;
                 }
-                if !ids.is_empty() && prefix::flush_file_path(&p).exists() {
+                if !ids.is_empty() && prefix::meta_exists(&p, &prefix::flush_file_path(&p))? {
                     update_flush_file(&p, |ff| {
                         for id in &ids {
                             ff.location_unset(*id, crate::records::Location::Pfs);

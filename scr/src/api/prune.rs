@@ -74,7 +74,7 @@ pub(super) fn prune(job: &Job, how: &Prune) -> ScrResult<Vec<DatasetId>> {
         job.world.as_ref(),
         "delete datasets from the prefix",
         || {
-            if !index_path(&p).exists() {
+            if !prefix::meta_exists(&p, &index_path(&p))? {
                 return Ok(Vec::new());
             }
             let idx = Index::read_file_in(&p, index_path(&p))?;
@@ -93,7 +93,7 @@ pub(super) fn prune(job: &Job, how: &Prune) -> ScrResult<Vec<DatasetId>> {
                 })?;
                 ids.push(id);
             }
-            if !ids.is_empty() && prefix::flush_file_path(&p).exists() {
+            if !ids.is_empty() && prefix::meta_exists(&p, &prefix::flush_file_path(&p))? {
                 update_flush_file(&p, |ff| {
                     for id in &ids {
                         ff.location_unset(*id, Location::Pfs);

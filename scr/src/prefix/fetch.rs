@@ -795,7 +795,7 @@ pub fn fetch_sync_below(job: &mut Job, below: Option<DatasetId>) -> ScrResult<Fe
 pub fn step_current_below(job: &mut Job, rejected: DatasetId) -> ScrResult<()> {
     let prefix = job.prefix.clone();
     let stepped = on_rank0(job.world.as_ref(), "step the index's CURRENT back", || {
-        if !index_path(&prefix).exists() {
+        if !super::meta_exists(&prefix, &index_path(&prefix))? {
             return Ok(None);
         }
         let mut to = None;

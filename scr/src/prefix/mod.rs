@@ -41,6 +41,12 @@ pub fn flush_file_path(prefix: &Path) -> PathBuf {
     prefix.join(layout::META_DIR).join(FLUSH_FILE)
 }
 
+/// Whether SCR's metadata file `path` below `prefix` exists, asked
+/// without following a link below the prefix ([`crate::beneath::exists_in`]).
+pub(crate) fn meta_exists(prefix: &Path, path: &Path) -> crate::error::ScrResult<bool> {
+    crate::beneath::exists_in(prefix, path).map_err(crate::error::io_err(path, "look up"))
+}
+
 /// Run `f` on rank 0 and make its success everyone's answer: `Ok` on every
 /// rank only if rank 0's `f` succeeded. Other ranks learn the failure as a
 /// [`PrefixError::Rank0`] naming `what`.
@@ -670,7 +676,7 @@ pub(crate) fn rebuild_flush_file(job: &Job, in_cache: &[i64]) -> ScrResult<()> {
     let cached: Vec<i64> = in_cache.to_vec();
     let r = on_rank0(job.world.as_ref(), "update the flush file", || {
         let path = flush_file_path(&prefix);
-        if !path.exists() && cached.is_empty() {
+        if cached.is_empty() && !meta_exists(&prefix, &path)? {
             return Ok(());
         }
         update_flush_file(&prefix, |ff| {
