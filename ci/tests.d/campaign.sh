@@ -35,6 +35,12 @@ done
 target/debug/scr-harness campaign --random 14 --async --only random-async-13 \
   --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
   --jobs 2 --no-results --work target/scr-harness
+# In random-53 a rank of the spare the relaunch rebuilds onto exits once
+# its first rebuilt file is durable, and in random-51 the spare itself
+# dies there with no spare left (PARTNER).
+target/debug/scr-harness campaign --random 54 --only random-51 --only random-53 \
+  --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
+  --jobs 2 --no-results --work target/scr-harness
 SCR_HARNESS_QUICK_JSON="$out/campaign-quick.json" \
   workspace_test campaign_snapshot
 # The run loop's RUN_START/RUN_END/NODE_FAIL beside the library's log.

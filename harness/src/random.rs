@@ -96,7 +96,16 @@
 //! dies there instead (fired by its first rank to reach the point): the
 //! third launch needs one more spare (else `…, died | nodes`), and when
 //! that node had kept its cache from launch 1 it is one more node lost to
-//! the oracle.
+//! the oracle. Half of these draws ([`RebuildCrash::mid`]) strike in the
+//! middle of the rebuild instead, where the oracle has the relaunch
+//! rebuild checkpoint k onto a spare: a rank of the spare with files of k
+//! is killed (or exits, or the spare dies) once one of its rebuilt files
+//! ([`RebuildCrash::mid_file`] among its files of k) is durable and before
+//! its filemap records it (`redundancy.file.synced`, run 2). The others
+//! may be anywhere in the rebuild by then, and the spare has rebuilt files
+//! its filemap does not all trust yet: a third launch rebuilds again,
+//! `…, died, rebuilt:k` (after the spare's death, onto another spare, or
+//! `…, died | nodes`).
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -231,6 +240,15 @@ pub struct RebuildCrash {
     /// The picked rank's node dies instead, with its cache (`exit` does
     /// not apply).
     pub node: bool,
+    /// Where the relaunch rebuilds onto a spare, the crash strikes in the
+    /// middle of that rebuild instead: at a rank of the spare (`pick`
+    /// taken modulo those with files of the rebuilt checkpoint), once one
+    /// of its rebuilt files is durable and before its filemap records it.
+    pub mid: bool,
+    /// With `mid`: after which of that rank's rebuilt files (taken modulo
+    /// its files of the rebuilt checkpoint; its hit of
+    /// `redundancy.file.synced` is one more).
+    pub mid_file: u32,
 }
 
 /// A crash of the relaunch inside its fetch ([`Draw::fetch_crash`]).
@@ -323,11 +341,17 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         pick: r.gen_range(0..64),
         node: r.gen_bool(1.0 / 3.0),
     });
+    // (A stream of its own for `mid`, so the rest of every draw is what
+    // it was before the crash in the middle of a rebuild existed.)
+    let mut r = s.stream("rebuildmid");
+    let (mid, mid_file) = (r.gen_bool(0.5), r.gen_range(0..64));
     let mut r = s.stream("rebuildcrash");
     let rebuild_crash = (fetch_crash.is_none() && r.gen_bool(1.0 / 3.0)).then(|| RebuildCrash {
         exit: r.gen_bool(0.5),
         pick: r.gen_range(0..64),
         node: r.gen_bool(1.0 / 3.0),
+        mid,
+        mid_file,
     });
     Draw {
         scheme,
@@ -552,10 +576,61 @@ pub enum RebuildStrike {
     },
 }
 
-/// The crash `sc` plants in its relaunch's `rebuild.init`, if any.
+/// The point at which a relaunch's crash in the middle of its rebuild
+/// fires ([`RebuildCrash::mid`]): a file written by redundancy is durable,
+/// not yet in its filemap. In the relaunch, before its own checkpoint, only
+/// a rebuild writes such files.
+const MID_REBUILD_POINT: &str = "redundancy.file.synced";
+
+/// The ranks of the relaunch that write rebuilt files when its restart is
+/// `second`, a rebuild of checkpoint k: those in the job slots a spare
+/// took (a spare holds nothing from launch 1, so each of its ranks
+/// receives its own files of k) that have files of k. Empty for any other
+/// restart, or when no spare joined.
+fn rebuilding_ranks(sc: &Scenario, second: &Token, data: u64) -> Vec<u32> {
+    let (Class::Rebuilt, Some(k)) = (second.class, second.ckpt) else {
+        return Vec::new();
+    };
+    let Some((nodes, _)) = relaunch_nodes(sc) else {
+        return Vec::new();
+    };
+    let first = &allocation(sc)[..sc.nodes];
+    let rpn = sc.ranks_per_node as u32;
+    nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !first.contains(n))
+        .flat_map(|(slot, _)| slot as u32 * rpn..(slot as u32 + 1) * rpn)
+        .filter(|&r| files_of(data, r, k, sc.mean_bytes) > 0)
+        .collect()
+}
+
+/// The hit of [`MID_REBUILD_POINT`] at which a crash in the middle of the
+/// relaunch's rebuild of checkpoint k (`second`) fires on `rank`: after
+/// its [`RebuildCrash::mid_file`]-th rebuilt file, modulo its files of k.
+/// Each of them is synced (one hit each) whatever else the rebuild
+/// writes on the rank, so the hit is reached.
+fn mid_rebuild_hit(
+    rc: &RebuildCrash,
+    second: &Token,
+    data: u64,
+    mean_bytes: u64,
+    rank: u32,
+) -> u64 {
+    let files = second
+        .ckpt
+        .map_or(1, |k| files_of(data, rank, k, mean_bytes).max(1));
+    1 + u64::from(rc.mid_file) % files
+}
+
+/// The crash `sc` plants in its relaunch's restart in place (at
+/// `rebuild.init`, or in the middle of a rebuild at
+/// [`MID_REBUILD_POINT`]), if any.
 fn planted_rebuild_crash(sc: &Scenario) -> Option<RebuildStrike> {
     let f = sc.faults.iter().find(|f| {
-        f.run == 2 && matches!(&f.when, When::Point { point, .. } if point == "rebuild.init")
+        f.run == 2
+            && matches!(&f.when, When::Point { point, .. }
+                if point == "rebuild.init" || point == MID_REBUILD_POINT)
     })?;
     let What::KillNode { node, .. } = &f.what else {
         return Some(RebuildStrike::Rank);
@@ -574,9 +649,12 @@ fn planted_rebuild_crash(sc: &Scenario) -> Option<RebuildStrike> {
 }
 
 /// An outcome with the relaunch's crash at the start of its restart in
-/// place ([`Draw::rebuild_crash`], planted as `strike`): that launch dies
-/// before it changed anything, and a third one does what it would have
-/// done — after a node's death, with that node's cache lost too
+/// place or in the middle of its rebuild onto a spare
+/// ([`Draw::rebuild_crash`], planted as `strike`): that launch dies before
+/// it changed anything a later launch trusts (in the middle of a rebuild,
+/// the spare has some rebuilt files its filemap does not record yet, so
+/// the next restart must rebuild again), and a third one does what it
+/// would have done — after a node's death, with that node's cache lost too
 /// (`lost_too` gives the oracle's outcome with the slot's node lost after
 /// launch 1), or, with no spare left, the loop ends for want of nodes.
 pub fn with_rebuild_crash(
@@ -1157,11 +1235,32 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
         data,
         sc.mean_bytes,
     );
-    // The relaunch's crash as it starts to restart in place, where it
-    // relaunches on a node that kept its cache.
+    // The relaunch's crash in the middle of its rebuild onto a spare, or
+    // (other draws, or where it rebuilds nothing onto a spare) as it starts
+    // to restart in place, where it relaunches on a node that kept its
+    // cache.
     if let Some(rc) = d.rebuild_crash.filter(|_| expect.launches.len() == 2) {
-        if let Some((nodes, _)) = relaunch_nodes(&sc).filter(|_| relaunch_keeps_a_node(&sc)) {
-            let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
+        let rebuilding = if rc.mid {
+            rebuilding_ranks(&sc, &expect.launches[1], data)
+        } else {
+            Vec::new()
+        };
+        let strike =
+            if let Some((nodes, _)) = relaunch_nodes(&sc).filter(|_| !rebuilding.is_empty()) {
+                let rank = rebuilding[rc.pick as usize % rebuilding.len()];
+                let hit = mid_rebuild_hit(&rc, &expect.launches[1], data, sc.mean_bytes, rank);
+                let moment = format!("after its rebuilt file {hit} is durable");
+                Some((nodes, rank, MID_REBUILD_POINT, hit, moment))
+            } else {
+                relaunch_nodes(&sc)
+                    .filter(|_| relaunch_keeps_a_node(&sc))
+                    .map(|(nodes, _)| {
+                        let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
+                        let moment = "as its restart in place begins".to_string();
+                        (nodes, rank, "rebuild.init", 1, moment)
+                    })
+            };
+        if let Some((nodes, rank, point, hit, moment)) = strike {
             let (what, words) = if rc.node {
                 let node = nodes[rank as usize / d.ranks_per_node].clone();
                 let words = format!("node {node} (rank {rank}'s) dies");
@@ -1180,16 +1279,15 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
             sc.faults.push(Fault {
                 what,
                 when: When::Point {
-                    point: "rebuild.init".into(),
-                    hit: 1,
+                    point: point.into(),
+                    hit,
                     repeat: false,
                     rank: on,
                 },
                 run: 2,
             });
-            sc.about.push_str(&format!(
-                "; in the relaunch {words} as its restart in place begins"
-            ));
+            sc.about
+                .push_str(&format!("; in the relaunch {words} {moment}"));
         }
     }
     let expect = with_rebuild_crash(expect, planted_rebuild_crash(&sc).as_ref(), |slot| {
@@ -1780,6 +1878,38 @@ mod tests {
     }
 
     #[test]
+    fn ci_s_two_mid_rebuild_cells_strike_a_spare_in_the_middle_of_its_rebuild() {
+        // ci/tests.d/campaign.sh runs these two of the default seed.
+        let seed = crate::campaign::DEFAULT_SEED;
+        for (i, node_dies, want) in [
+            (51, true, "scratch, died | nodes"),
+            (53, false, "scratch, died, rebuilt:1 | completed"),
+        ] {
+            let sc = scenario(seed, i, Mode::SYNC);
+            let d = draw(seed, i, Mode::SYNC);
+            let f = sc.faults.last().expect("a relaunch crash");
+            assert_eq!(f.run, 2, "{}", sc.name);
+            assert!(
+                matches!(&f.when, When::Point { point, .. } if point == MID_REBUILD_POINT),
+                "{}: {:?}",
+                sc.name,
+                f.when
+            );
+            let (nodes, _) = relaunch_nodes(&sc).unwrap();
+            let spare = |n: &String| !allocation(&sc)[..d.nodes].contains(n);
+            match &f.what {
+                What::KillNode { node, .. } => assert!(node_dies && spare(node), "{}", sc.name),
+                What::KillRank { rank } | What::ExitRank { rank, .. } => {
+                    assert!(!node_dies, "{}", sc.name);
+                    assert!(spare(&nodes[*rank as usize / d.ranks_per_node]));
+                }
+                other => panic!("{}: {other:?}", sc.name),
+            }
+            assert_eq!(sc.expected(d.scheme).unwrap().to_string(), want);
+        }
+    }
+
+    #[test]
     fn some_relaunches_crash_as_their_restart_in_place_begins() {
         for mode in [
             Mode::SYNC,
@@ -1790,7 +1920,8 @@ mod tests {
             },
         ] {
             let (mut planted, mut unplanted) = (0, 0);
-            let (mut nodes_died, mut with_cache, mut no_spare) = (0, 0, 0);
+            let (mut nodes_died, mut with_cache, mut no_spare, mut mids) = (0, 0, 0, 0);
+            let mut later = 0;
             for i in 0..300 {
                 let d = draw(7, i, mode);
                 let sc = scenario(7, i, mode);
@@ -1804,7 +1935,13 @@ mod tests {
                 let data = data_of(7, &sc, d.scheme);
                 let hit = Hit::planned(&d, data, sc.mean_bytes);
                 let without = oracle(&d, &hit);
-                let fires = without.launches.len() == 2 && relaunch_keeps_a_node(&sc);
+                let rebuilding = if rc.mid && without.launches.len() == 2 {
+                    rebuilding_ranks(&sc, &without.launches[1], data)
+                } else {
+                    Vec::new()
+                };
+                let mid = !rebuilding.is_empty();
+                let fires = mid || (without.launches.len() == 2 && relaunch_keeps_a_node(&sc));
                 let strike = planted_rebuild_crash(&sc);
                 assert_eq!(strike.is_some(), fires, "{}", sc.name);
                 let want = sc.expected(d.scheme).unwrap();
@@ -1815,7 +1952,33 @@ mod tests {
                 }
                 planted += 1;
                 let f = sc.faults.last().unwrap();
-                let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
+                let (rank, point, at) = if mid {
+                    mids += 1;
+                    // A rank of a spare, which has files of the rebuilt
+                    // checkpoint.
+                    let r = rebuilding[rc.pick as usize % rebuilding.len()];
+                    let (nodes, _) = relaunch_nodes(&sc).unwrap();
+                    let first = &allocation(&sc)[..d.nodes];
+                    assert!(!first.contains(&nodes[r as usize / d.ranks_per_node]));
+                    let Token {
+                        class: Class::Rebuilt,
+                        ckpt: Some(k),
+                    } = without.launches[1]
+                    else {
+                        panic!("{}: {without}", sc.name)
+                    };
+                    let files = files_of(data, r, k, sc.mean_bytes);
+                    assert!(files > 0, "{}", sc.name);
+                    let h = 1 + u64::from(rc.mid_file) % files;
+                    later += u32::from(h > 1);
+                    (r, MID_REBUILD_POINT, h)
+                } else {
+                    (
+                        rc.pick % (d.nodes * d.ranks_per_node) as u32,
+                        "rebuild.init",
+                        1,
+                    )
+                };
                 let (first, second) = (&without.launches[0], &without.launches[1]);
                 let died = [first.clone(), Token::of(Class::Died)];
                 if rc.node {
@@ -1831,8 +1994,8 @@ mod tests {
                         f.what
                     );
                     assert!(
-                        matches!(&f.when, When::Point { point, hit: 1, rank: None, .. }
-                            if point == "rebuild.init"),
+                        matches!(&f.when, When::Point { point: p, hit: h, rank: None, .. }
+                            if p == point && *h == at),
                         "{}: {:?}",
                         sc.name,
                         f.when
@@ -1849,6 +2012,7 @@ mod tests {
                     let lost_before =
                         d.lost_after.contains(&slot) || d.crash.2.node() == Some(slot);
                     assert_eq!(kept_cache, !lost_before, "{}", sc.name);
+                    assert!(!(mid && kept_cache), "{}: a spare kept no cache", sc.name);
                     if !relaunch {
                         no_spare += 1;
                         assert_eq!(want.launches, died, "{}", sc.name);
@@ -1875,8 +2039,8 @@ mod tests {
                 assert_eq!((f.run, &f.what), (2, &what), "{}", sc.name);
                 assert_eq!(strike, Some(RebuildStrike::Rank), "{}", sc.name);
                 assert!(
-                    matches!(&f.when, When::Point { point, hit: 1, rank: Some(r), .. }
-                        if point == "rebuild.init" && *r == rank),
+                    matches!(&f.when, When::Point { point: p, hit: h, rank: Some(r), .. }
+                        if p == point && *r == rank && *h == at),
                     "{}: {:?}",
                     sc.name,
                     f.when
@@ -1890,8 +2054,11 @@ mod tests {
                 assert_eq!(want.end, without.end);
             }
             assert!(
-                planted > 20 && unplanted > 0 && nodes_died > 5 && with_cache > 0,
-                "{mode:?}: {planted} {unplanted} {nodes_died} {with_cache} {no_spare}"
+                planted > 20 && unplanted > 0 && nodes_died > 5 && with_cache > 0 && mids > 5 && later > 0,
+                "{mode:?}: {planted} {unplanted} {nodes_died} {with_cache} {no_spare} {mids} {later}"
+            );
+            eprintln!(
+                "{mode:?}: {planted} planted ({mids} in the middle of a rebuild, {later} after a later file than the first; {nodes_died} nodes died), {unplanted} not"
             );
         }
     }
