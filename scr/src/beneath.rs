@@ -576,6 +576,56 @@ fn entries(dir: &fs::File) -> io::Result<Vec<std::ffi::OsString>> {
     result.map(|()| out)
 }
 
+/// Test support for races with a link swapped in: a directory of a base
+/// exchanged with a link out of it, as fast as a thread can.
+#[cfg(test)]
+pub(crate) mod swap {
+    use std::path::{Path, PathBuf};
+
+    /// Run `step(i)` for i = 0, 1, … while a thread exchanges
+    /// `base/meta` with the link `base/alt` without pause, until 2,000
+    /// steps have run and both a success and a failure were seen (a
+    /// loaded machine can keep the swapper off its core for 2,000
+    /// steps), or 20 s. Returns the successes and the failures.
+    pub(crate) fn race_with_swapper(base: &Path, mut step: impl FnMut(i64) -> bool) -> (u32, u32) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = AtomicBool::new(false);
+        let dir = std::fs::File::open(base).unwrap();
+        let (mut ok, mut failed) = (0u32, 0u32);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    crate::beneath::exchange_at(&dir, "meta", "alt").unwrap();
+                }
+            });
+            let start = std::time::Instant::now();
+            for i in 0.. {
+                let enough = i >= 2000 && ok > 0 && failed > 0;
+                if enough || start.elapsed() > std::time::Duration::from_secs(20) {
+                    break;
+                }
+                if step(i) {
+                    ok += 1;
+                } else {
+                    failed += 1;
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        (ok, failed)
+    }
+
+    /// `base/meta`, `out` and the link `base/alt` to `out`.
+    pub(crate) fn prefix_with_a_link_out(t: &Path) -> (PathBuf, PathBuf) {
+        let base = t.join("prefix");
+        let out = t.join("out");
+        std::fs::create_dir_all(base.join("meta")).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&out, base.join("alt")).unwrap();
+        (base, out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -715,3 +715,79 @@ fn the_output_descriptor_takes_the_datasets_flagged_output() {
         }
     }
 }
+
+/// SCR_COPY_METADATA in bypass mode: Complete_output records the mode and
+/// times of each file the application wrote in the prefix, read from the
+/// file it fsyncs, opened below the prefix through handles. A file whose
+/// name is a link (here to a file outside the prefix with other times)
+/// fails the complete on every rank, naming the path: neither that file's
+/// attributes nor its durability are recorded for the checkpoint.
+#[test]
+fn bypass_with_copy_metadata_records_the_files_attributes_and_never_through_a_link() {
+    use scr::records::Rank2File;
+    use scr::storage::attrs;
+    let cl = Cluster::new();
+    let extra = [
+        BYPASS[0],
+        ("SCR_COPY_TYPE", "SINGLE"),
+        ("SCR_COPY_METADATA", "1"),
+    ];
+    let mtime = (1_000_000_000i64, 7i64);
+    let outside = cl.root.join("outside");
+    std::fs::write(&outside, b"not a checkpoint").unwrap();
+    let mut far = attrs::read(&outside).unwrap();
+    far.mtime = (1_500_000_000, 0);
+    attrs::apply(&outside, &far).unwrap();
+    let got = run(
+        &cl,
+        2,
+        |r| r,
+        &extra,
+        |scr, c| {
+            let rank = c.rank();
+            let mut results = Vec::new();
+            for (n, link) in [(1, false), (2, true)] {
+                let name = format!("ckpt.{n}");
+                let mut out = scr.start_output(Some(&name), Flags::CHECKPOINT).unwrap();
+                let p = out
+                    .route_file(cl.prefix.join(format!("{name}/r{rank}")))
+                    .unwrap();
+                common::write_with_attrs(&p, &vec![rank as u8; 3000], 0o640, mtime);
+                if link && rank == 1 {
+                    std::fs::remove_file(&p).unwrap();
+                    std::os::unix::fs::symlink(&outside, &p).unwrap();
+                }
+                results.push(match out.complete(true) {
+                    Ok(ok) => format!("ok {ok}"),
+                    Err(e) => format!("error {e}"),
+                });
+            }
+            Some(results.join("; "))
+        },
+    );
+    let r1 = cl.prefix.join("ckpt.2/r1");
+    for (rank, g) in got.iter().enumerate() {
+        let g = g.as_deref().unwrap();
+        assert!(g.starts_with("ok true; error "), "rank {rank}: {g}");
+        if rank == 1 {
+            assert!(g.contains(&r1.display().to_string()), "rank {rank}: {g}");
+        }
+    }
+    // Checkpoint 1: both files' mode and times in the dataset's filemeta.
+    let meta = cl.prefix.join(".scr/scr.dataset.1");
+    let map = Rank2File::read_split_named(&meta, "filemeta").unwrap();
+    for rank in 0..2usize {
+        let e = &map.rank[&(rank as i64)].files[&format!("ckpt.1/r{rank}")];
+        let a = e.attrs.expect("attributes recorded");
+        assert_eq!((a.mode & 0o7777, a.mtime), (0o640, mtime), "rank {rank}");
+    }
+    // Checkpoint 2 is not complete in the index.
+    let idx = index(&cl);
+    assert!(
+        idx.datasets
+            .get(&2)
+            .is_none_or(|d| d.values().all(|e| e.complete != Some(true))),
+        "{:?}",
+        idx.datasets.get(&2)
+    );
+}

@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use common::{restart_and_verify, run, write_ckpts, Cluster};
@@ -263,12 +262,7 @@ fn copy_metadata_records_mode_and_times_at_flush_and_restores_them_at_fetch() {
             let p = out
                 .route_file(cl.prefix.join(format!("m.1/r{rank}")))
                 .unwrap();
-            std::fs::write(&p, vec![rank as u8; 5000]).unwrap();
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
-            let mut a = attrs::read(&p).unwrap();
-            a.mtime = mtime;
-            a.atime = mtime;
-            attrs::apply(&p, &a).unwrap();
+            common::write_with_attrs(&p, &vec![rank as u8; 5000], 0o640, mtime);
             assert!(out.complete(true).unwrap());
             None
         },

@@ -149,8 +149,9 @@ pub enum FlushError {
         dset: DatasetId,
     },
     /// Bypass mode: an application file in the prefix (or its directory)
-    /// could not be fsynced at Complete_output, so it cannot be recorded
-    /// as durable.
+    /// could not be opened (below the prefix, never through a link) and
+    /// fsynced at Complete_output, so it cannot be recorded as durable; or,
+    /// with SCR_COPY_METADATA=1, its attributes could not be read.
     #[error("rank {rank}: {}: fsync: {source}", path.display())]
     Sync {
         /// This rank.

@@ -962,49 +962,6 @@ mod tests {
         assert_eq!(read(&p).unwrap().get_int("N").unwrap(), Some(3));
     }
 
-    /// Run `step(i)` for i = 0, 1, … while a thread exchanges
-    /// `base/meta` with the link `base/alt` without pause, until 2,000
-    /// steps have run and both a success and a failure were seen (a
-    /// loaded machine can keep the swapper off its core for 2,000
-    /// steps), or 20 s. Returns the successes and the failures.
-    fn race_with_swapper(base: &Path, mut step: impl FnMut(i64) -> bool) -> (u32, u32) {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let stop = AtomicBool::new(false);
-        let dir = File::open(base).unwrap();
-        let (mut ok, mut failed) = (0u32, 0u32);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    crate::beneath::exchange_at(&dir, "meta", "alt").unwrap();
-                }
-            });
-            let start = std::time::Instant::now();
-            for i in 0.. {
-                let enough = i >= 2000 && ok > 0 && failed > 0;
-                if enough || start.elapsed() > std::time::Duration::from_secs(20) {
-                    break;
-                }
-                if step(i) {
-                    ok += 1;
-                } else {
-                    failed += 1;
-                }
-            }
-            stop.store(true, Ordering::Relaxed);
-        });
-        (ok, failed)
-    }
-
-    /// `base/meta`, `out` and the link `base/alt` to `out`.
-    fn prefix_with_a_link_out(t: &Path) -> (PathBuf, PathBuf) {
-        let base = t.join("prefix");
-        let out = t.join("out");
-        fs::create_dir_all(base.join("meta")).unwrap();
-        fs::create_dir(&out).unwrap();
-        std::os::unix::fs::symlink(&out, base.join("alt")).unwrap();
-        (base, out)
-    }
-
     /// Reads race the same swapper: a directory of the prefix exchanged
     /// with a link to a directory outside it that holds a planted file of
     /// the same name. A read through handles returns the prefix's file or
@@ -1013,7 +970,7 @@ mod tests {
     #[test]
     fn metadata_read_below_a_base_never_passes_a_link_swapped_in_meanwhile() {
         let t = tempfile::tempdir().unwrap();
-        let (base, out) = prefix_with_a_link_out(t.path());
+        let (base, out) = crate::beneath::swap::prefix_with_a_link_out(t.path());
         write(base.join("meta/index.scr"), &sample()).unwrap();
         let mut planted = sample();
         planted.set_int("PLANTED", 1);
@@ -1021,7 +978,7 @@ mod tests {
         assert!(read_capped_in(Some(&base), &base.join("alt/index.scr"), 1 << 20, "t").is_err());
         let path = base.join("meta/index.scr");
         let mut wrong = 0u32;
-        let (read, refused) = race_with_swapper(&base, |i| {
+        let (read, refused) = crate::beneath::swap::race_with_swapper(&base, |i| {
             let r = if i % 2 == 0 {
                 read_capped_in(Some(&base), &path, 1 << 20, "t")
             } else {
@@ -1052,13 +1009,13 @@ mod tests {
     #[test]
     fn metadata_written_below_a_base_never_passes_a_link_swapped_in_meanwhile() {
         let t = tempfile::tempdir().unwrap();
-        let (base, out) = prefix_with_a_link_out(t.path());
+        let (base, out) = crate::beneath::swap::prefix_with_a_link_out(t.path());
         // Refused outright when the directory is a link.
         let linked = base.join("alt/index.scr");
         assert!(write_in(&base, &linked, &sample()).is_err());
         assert!(fs::read_dir(&out).unwrap().next().is_none());
         let path = base.join("meta/index.scr");
-        let (wrote, refused) = race_with_swapper(&base, |i| {
+        let (wrote, refused) = crate::beneath::swap::race_with_swapper(&base, |i| {
             if i % 2 == 0 {
                 write_in(&base, &path, &sample()).is_ok()
             } else {

@@ -81,19 +81,28 @@ pub fn start(job: &Job, dset: DatasetId, ds: &Dataset) -> ScrResult<()> {
 /// complete, so its bytes must survive a power loss (the crash-point
 /// sweep's `--power-loss` found committed bypass checkpoints lost without
 /// this).
-fn sync_path(job: &Job, path: &std::path::Path, dir: bool) -> Result<(), FlushError> {
-    let synced = std::fs::File::open(path).and_then(|f| f.sync_all());
-    synced.map_err(|source| FlushError::Sync {
-        rank: job.rank().as_i64(),
-        path: path.to_path_buf(),
-        source,
-    })?;
+/// The file or directory is opened below the prefix through handles,
+/// never through a link ([`crate::beneath`]); the synced handle is
+/// returned.
+fn sync_path(job: &Job, path: &std::path::Path, dir: bool) -> Result<std::fs::File, FlushError> {
+    let open = if dir {
+        crate::beneath::open_dir_in(&job.prefix, path)
+    } else {
+        crate::beneath::open_in(&job.prefix, path, crate::beneath::How::Read)
+    };
+    let f = open
+        .and_then(|f| f.sync_all().map(|()| f))
+        .map_err(|source| FlushError::Sync {
+            rank: job.rank().as_i64(),
+            path: path.to_path_buf(),
+            source,
+        })?;
     if dir {
         crate::fault::dir_synced(path);
     } else {
         crate::fault::synced(path);
     }
-    Ok(())
+    Ok(f)
 }
 
 /// This rank's files of bypass dataset `dset` as rank2file entries (keys
@@ -103,16 +112,6 @@ fn my_files(job: &Job, dset: DatasetId) -> Result<RankFiles, FlushError> {
     let pl = Placement::scr31(dset.get());
     let mut mine = RankFiles::default();
     let mut dirs = std::collections::BTreeSet::new();
-    for (key, _) in job.app_files(dset) {
-        let path = std::path::Path::new(&key);
-        sync_path(job, path, false)?;
-        if let Some(d) = path.parent() {
-            dirs.insert(d.to_path_buf());
-        }
-    }
-    for d in &dirs {
-        sync_path(job, d, true)?;
-    }
     for (key, meta) in job.app_files(dset) {
         let Some(rel) = pl.rel_of(&job.prefix, &meta) else {
             return Err(FlushError::OutsideDir {
@@ -122,11 +121,24 @@ fn my_files(job: &Job, dset: DatasetId) -> Result<RankFiles, FlushError> {
                 dir: job.prefix.clone(),
             });
         };
-        let attrs = if job.settings.flush.copy_metadata {
-            crate::storage::attrs::read(std::path::Path::new(&key)).ok()
-        } else {
-            None
-        };
+        let path = std::path::Path::new(&key);
+        let f = sync_path(job, path, false)?;
+        // SCR_COPY_METADATA: from the handle just synced, opened below the
+        // prefix without passing a link.
+        let attrs = job
+            .settings
+            .flush
+            .copy_metadata
+            .then(|| crate::storage::attrs::of_file(&f))
+            .transpose()
+            .map_err(|source| FlushError::Sync {
+                rank: job.rank().as_i64(),
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if let Some(d) = path.parent() {
+            dirs.insert(d.to_path_buf());
+        }
         mine.files.insert(
             rel,
             Rank2FileEntry {
@@ -136,6 +148,9 @@ fn my_files(job: &Job, dset: DatasetId) -> Result<RankFiles, FlushError> {
                 ..Rank2FileEntry::default()
             },
         );
+    }
+    for d in &dirs {
+        sync_path(job, d, true)?;
     }
     mine.expected_files = Some(mine.files.len() as u64);
     Ok(mine)

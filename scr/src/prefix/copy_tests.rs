@@ -65,6 +65,65 @@ fn copy_metadata_gives_the_copy_the_sources_mode_and_times() {
     assert_ne!(m.permissions().mode() & 0o7777, 0o600);
 }
 
+/// A fetch that records its source's attributes (SCR_COPY_METADATA, a map
+/// without them) reads them from the file it copies, opened through
+/// handles below the prefix: a directory swapped for a link out of the
+/// prefix meanwhile gives a refusal, never the attributes of the file the
+/// link reaches. (Read by name with `stat` before the open, as until
+/// 2026-11-28, some rounds gave the copy the planted file's times.)
+#[test]
+fn a_fetch_takes_its_sources_attributes_never_those_behind_a_link_swapped_in() {
+    let t = tempfile::tempdir().unwrap();
+    let (base, out) = crate::beneath::swap::prefix_with_a_link_out(t.path());
+    let src = base.join("meta/rank_0.ckpt");
+    fs::write(&src, b"the checkpoint").unwrap();
+    fs::write(out.join("rank_0.ckpt"), b"the checkpoint").unwrap();
+    let stamp = |p: &Path, secs| {
+        let mut a = storage_attrs::read(p).unwrap();
+        a.mtime = (secs, 0);
+        storage_attrs::apply(p, &a).unwrap();
+    };
+    stamp(&src, 1_000_000_000);
+    stamp(&out.join("rank_0.ckpt"), 1_500_000_000);
+    let cache = t.path().join("cache");
+    fs::create_dir(&cache).unwrap();
+    let item = CopyItem {
+        src: src.clone(),
+        dst: cache.join("rank_0.ckpt"),
+        rel: "rank_0.ckpt".into(),
+        size: None,
+        crc: None,
+        attrs: None,
+        packing: None,
+        within: Some(base.clone()),
+    };
+    let checks = CopyChecks {
+        attrs: true,
+        ..CopyChecks::default()
+    };
+    let mut buf = Vec::new();
+    let mut planted = 0u32;
+    let (copied, refused) = crate::beneath::swap::race_with_swapper(&base, |_| {
+        match copy_file(&item, checks, None, None, &mut buf) {
+            Ok(c) => {
+                if c.attrs.map(|a| a.mtime.0) != Some(1_000_000_000) {
+                    planted += 1;
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    });
+    assert!(
+        copied > 0 && refused > 0,
+        "{copied} copied, {refused} refused"
+    );
+    assert_eq!(
+        planted, 0,
+        "{planted} of {copied} copies took the planted file's times"
+    );
+}
+
 /// Read system calls this thread has made (`syscr` of
 /// /proc/thread-self/io): other tests' threads do not count.
 fn reads_of_this_thread() -> u64 {

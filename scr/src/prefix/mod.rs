@@ -241,8 +241,14 @@ pub(crate) fn copy_file(
     let attrs = match (checks.attrs, item.attrs, &item.packing) {
         // A fetch from containers has no source file to stat.
         (true, None, Some(container::Packing::From(_))) => None,
+        // From the source opened as the copy opens it (through handles
+        // below the prefix, never through a link): a name swapped for a
+        // link meanwhile cannot lend the copy another file's attributes.
         (true, None, _) => {
-            Some(storage_attrs::read(&item.src).map_err(|e| io_fail("stat", &item.src, e))?)
+            let f = item
+                .open(&item.src, How::Read)
+                .map_err(|e| io_fail("open to read attributes", &item.src, e))?;
+            Some(storage_attrs::of_file(&f).map_err(|e| io_fail("stat", &item.src, e))?)
         }
         (true, a, _) => a,
         (false, _, _) => None,

@@ -10,16 +10,27 @@ use std::path::Path;
 
 use crate::records::attrs::FileAttrs;
 
-/// The attributes of `path` (`stat`; symbolic links followed).
+/// The attributes of `path` (`stat`; symbolic links followed). The
+/// library reads them from an open file ([`of_file`]); this is for tools
+/// and tests.
 pub fn read(path: &Path) -> io::Result<FileAttrs> {
-    let m = std::fs::metadata(path)?;
-    Ok(FileAttrs {
+    Ok(of_metadata(&std::fs::metadata(path)?))
+}
+
+/// The attributes of an open file (`fstat`): those of the file that was
+/// opened, whatever its name points at by now.
+pub fn of_file(f: &std::fs::File) -> io::Result<FileAttrs> {
+    Ok(of_metadata(&f.metadata()?))
+}
+
+fn of_metadata(m: &std::fs::Metadata) -> FileAttrs {
+    FileAttrs {
         mode: m.mode(),
         uid: m.uid(),
         gid: m.gid(),
         atime: (m.atime(), m.atime_nsec()),
         mtime: (m.mtime(), m.mtime_nsec()),
-    })
+    }
 }
 
 /// Give `path` the attributes `a`: owner first where this process may

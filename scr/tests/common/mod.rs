@@ -102,6 +102,18 @@ pub fn node_tree_files(cl: &Cluster) -> Vec<PathBuf> {
     all
 }
 
+/// Write `bytes` to `p` with permission bits `mode` and both access and
+/// modification times `time` (the attributes SCR_COPY_METADATA carries).
+pub fn write_with_attrs(p: &Path, bytes: &[u8], mode: u32, time: (i64, i64)) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(p, bytes).unwrap();
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    let mut a = scr::storage::attrs::read(p).unwrap();
+    a.mtime = time;
+    a.atime = time;
+    scr::storage::attrs::apply(p, &a).unwrap();
+}
+
 pub fn data(seed: u64, rank: usize, ckpt: usize, file: usize) -> Vec<u8> {
     // Sizes differ across ranks; some ranks write zero bytes.
     let len = (seed as usize * 7 + rank * 1013 + ckpt * 37 + file * 11) % 5000;
