@@ -475,18 +475,72 @@ pub fn remove_dir_all_in(base: &Path, path: &Path) -> io::Result<()> {
 /// link in a directory on the way is refused, not followed, and a missing
 /// directory on the way means `false`.
 pub fn exists_in(base: &Path, path: &Path) -> io::Result<bool> {
+    last_below(
+        path,
+        &parts(base, path)?,
+        "the directory itself, not a file in it",
+    )?;
+    Ok(file_type_in(base, path)?.is_some())
+}
+
+/// The type bits (`S_IFMT` of `st_mode`: `S_IFDIR`, `S_IFREG`, `S_IFLNK`,
+/// …) of `path` below `base`, a link at `path` itself not followed, never
+/// reached through a link below `base` (refused, as by [`open_in`]);
+/// `None` when it does not exist (or a directory on the way is not one).
+/// The base itself is a directory.
+fn file_type_in(base: &Path, path: &Path) -> io::Result<Option<libc::mode_t>> {
     let p = parts(base, path)?;
-    let (last, dirs) = last_below(path, &p, "the directory itself, not a file in it")?;
+    let absent = |e: &io::Error| {
+        matches!(
+            e.kind(),
+            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+        )
+    };
+    let Some((last, dirs)) = p.split_last() else {
+        return match open_dir_in(base, path) {
+            Ok(_) => Ok(Some(libc::S_IFDIR)),
+            Err(e) if absent(&e) => Ok(None),
+            Err(e) => Err(e),
+        };
+    };
     let dir = match walk(base, path, dirs, false) {
         Ok((d, _)) => d,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if absent(&e) => return Ok(None),
         Err(e) => return Err(e),
     };
     match lstat_at(&dir, &c_name(last)?) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Ok(st) => Ok(Some(st.st_mode & libc::S_IFMT)),
+        Err(e) if absent(&e) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Whether `path` below `base` is a directory — not a link to one — asked
+/// without passing a link below `base` ([`file_type_in`]).
+pub fn is_dir_in(base: &Path, path: &Path) -> io::Result<bool> {
+    Ok(file_type_in(base, path)? == Some(libc::S_IFDIR))
+}
+
+/// Whether `path` below `base` is a regular file — not a link to one —
+/// asked without passing a link below `base` ([`file_type_in`]).
+pub fn is_file_in(base: &Path, path: &Path) -> io::Result<bool> {
+    Ok(file_type_in(base, path)? == Some(libc::S_IFREG))
+}
+
+/// The names of the directories in `dir` below `base` (links to
+/// directories left out), listed and examined through the handle
+/// [`open_dir_in`] opens.
+pub fn subdirs_in(base: &Path, dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
+    let d = open_dir_in(base, dir)?;
+    let mut out = Vec::new();
+    for name in entries(&d)? {
+        let is_dir = lstat_at(&d, &c_name(&name)?)
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+        if is_dir {
+            out.push(name);
+        }
+    }
+    Ok(out)
 }
 
 /// [`remove_dir_all_in`], with a directory already gone (another rank, an
@@ -699,6 +753,41 @@ mod tests {
         std::os::unix::fs::symlink(t.path().join("nowhere"), base.join(".scr/dangling")).unwrap();
         assert!(exists_in(&base, &base.join(".scr/dangling")).unwrap());
         assert!(exists_in(&base, &base.join("../out/index.scr")).is_err());
+    }
+
+    #[test]
+    fn types_and_subdirectories_are_asked_without_following_a_link() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("prefix");
+        let out = t.path().join("out");
+        fs::create_dir_all(base.join("ckpt.1/.scr")).unwrap();
+        fs::create_dir_all(out.join("planted/.scr")).unwrap();
+        fs::write(base.join("ckpt.1/.scr/summary.scr"), b"s").unwrap();
+        fs::write(out.join("planted/.scr/summary.scr"), b"s").unwrap();
+        std::os::unix::fs::symlink(&out, base.join("alt")).unwrap();
+        std::os::unix::fs::symlink(out.join("planted"), base.join("ckpt.2")).unwrap();
+        std::os::unix::fs::symlink(base.join("ckpt.1/.scr/summary.scr"), base.join("f")).unwrap();
+        assert!(is_dir_in(&base, &base).unwrap());
+        assert!(is_dir_in(&base, &base.join("ckpt.1")).unwrap());
+        assert!(is_file_in(&base, &base.join("ckpt.1/.scr/summary.scr")).unwrap());
+        assert!(!is_file_in(&base, &base.join("ckpt.1/.scr")).unwrap());
+        assert!(!is_dir_in(&base, &base.join("ckpt.1/.scr/summary.scr")).unwrap());
+        // Missing, or below a file: neither, no error.
+        assert!(!is_dir_in(&base, &base.join("ckpt.9")).unwrap());
+        assert!(!is_file_in(&base, &base.join("ckpt.1/.scr/summary.scr/x")).unwrap());
+        // A link is neither a directory nor a file, whatever it points to,
+        // and one on the way is refused, naming it.
+        assert!(!is_dir_in(&base, &base.join("ckpt.2")).unwrap());
+        assert!(!is_file_in(&base, &base.join("f")).unwrap());
+        let e = is_file_in(&base, &base.join("ckpt.2/.scr/summary.scr")).unwrap_err();
+        assert!(
+            matches!(refusal(&e), Some(BeneathError::Symlink { link, .. }) if *link == base.join("ckpt.2")),
+            "{e}"
+        );
+        let mut dirs = subdirs_in(&base, &base).unwrap();
+        dirs.sort();
+        assert_eq!(dirs, ["ckpt.1"]);
+        assert!(subdirs_in(&base, &base.join("alt")).is_err());
     }
 
     #[test]

@@ -116,22 +116,31 @@ impl XorHeader {
     /// and the offset of the chunk data.
     pub fn read_from(path: impl AsRef<Path>) -> Result<(Self, usize), RecordError> {
         let path = path.as_ref();
-        let io = |op: &'static str| {
-            move |source| KvFileError::Io {
-                path: path.to_path_buf(),
-                op,
-                source,
-            }
+        let mut f = File::open(path).map_err(|source| KvFileError::Io {
+            path: path.to_path_buf(),
+            op: "open",
+            source,
+        })?;
+        let bytes = Self::read_bytes_of(&mut f, path)?;
+        Self::decode_prefix(&bytes, path)
+    }
+
+    /// The header's bytes (a kvtree file with its trailer) at the start of
+    /// the XOR file open as `f` (read from where it stands; `path` names
+    /// it in errors): only those, never the chunk data after them.
+    pub fn read_bytes_of(f: &mut File, path: &Path) -> Result<Vec<u8>, RecordError> {
+        let io = |source| KvFileError::Io {
+            path: path.to_path_buf(),
+            op: "read header",
+            source,
         };
-        let mut f = File::open(path).map_err(io("open"))?;
         let mut head = [0u8; HEADER_LEN];
-        f.read_exact(&mut head).map_err(io("read header"))?;
+        f.read_exact(&mut head).map_err(io)?;
         let len = super::embedded_len(&head, path)?;
         let mut bytes = head.to_vec();
         bytes.resize(len, 0);
-        f.read_exact(&mut bytes[HEADER_LEN..])
-            .map_err(io("read header"))?;
-        Self::decode_prefix(&bytes, path)
+        f.read_exact(&mut bytes[HEADER_LEN..]).map_err(io)?;
+        Ok(bytes)
     }
 }
 

@@ -28,7 +28,6 @@
 //! damaged file aside and builds a new index from the dataset directories.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -251,9 +250,12 @@ impl Target {
             .unwrap_or(last)
             .parse::<i64>()
             .ok();
-        let legacy = prefix.join(d).join(META_DIR).is_dir();
+        // Asked below the prefix without passing a link (a path that
+        // leaves it, or a link on the way, is neither).
+        let is_dir = |p: &Path| beneath::is_dir_in(prefix, p).unwrap_or(false);
+        let legacy = is_dir(&prefix.join(d).join(META_DIR));
         match id {
-            Some(id) if !legacy && dataset_meta_dir(prefix, id).is_dir() => Ok(Target::Id(id)),
+            Some(id) if !legacy && is_dir(&dataset_meta_dir(prefix, id)) => Ok(Target::Id(id)),
             _ => Ok(Target::Dir(relative_dir(prefix, dir)?)),
         }
     }
@@ -407,7 +409,12 @@ fn scan(prefix: &Path, dset_dir: &Path, meta_rel: &str) -> ScavengeResult<Scan> 
             // A file `scr postrun` packed is in its containers, not plain.
             let segments = rfm.segments.get(key).cloned().unwrap_or_default();
             let why = if segments.is_empty() {
-                match (fs::metadata(dset_dir.join(key)), meta.size_bytes) {
+                // Its size from the file opened below the prefix, never
+                // through a link.
+                let p = dset_dir.join(key);
+                let md =
+                    beneath::open_in(prefix, &p, beneath::How::Read).and_then(|f| f.metadata());
+                match (md, meta.size_bytes) {
                     (Err(e), _) => Some(format!("{key}: {e}")),
                     (Ok(md), Some(sz)) if md.len() != sz => {
                         Some(format!("{key}: {} bytes, expected {sz}", md.len()))
@@ -620,7 +627,7 @@ fn summarize(prefix: &Path, t: &Target) -> ScavengeResult<Built> {
     // a link out of the prefix.
     let meta_dir = t.meta_dir(prefix);
     beneath::check(prefix, &meta_dir)?;
-    if !dset_dir.is_dir() {
+    if !beneath::is_dir_in(prefix, &dset_dir).map_err(io_err(&dset_dir, "examine"))? {
         return Err(ScavengeError::NoSuchDir { dir: dset_dir });
     }
     let existing = Summary::read_file_in(prefix, meta_dir.join(SUMMARY_FILE));
@@ -960,7 +967,9 @@ pub struct RebuildIndexReport {
 
 /// Dataset directories below `prefix` (relative): directories holding
 /// `.scr/summary.scr` or a rank filemap. A bounded walk that follows no
-/// symbolic links.
+/// symbolic links: each directory is listed, and its entries and summary
+/// examined, through handles opened below the prefix ([`beneath`]), so a
+/// link swapped in while it runs is skipped, never walked.
 pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<DatasetDir>> {
     let mut found = Vec::new();
     let mut stack: Vec<(PathBuf, usize)> = vec![(prefix.to_path_buf(), 0)];
@@ -975,7 +984,8 @@ pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<DatasetDir>> {
         }
         if depth > 0 {
             let meta = dir.join(META_DIR);
-            if meta.join(SUMMARY_FILE).is_file() || !list_rank_filemaps(prefix, &meta)?.is_empty() {
+            let summary = beneath::is_file_in(prefix, &meta.join(SUMMARY_FILE)).unwrap_or(false);
+            if summary || !list_rank_filemaps(prefix, &meta)?.is_empty() {
                 if let Ok(rel) = dir.strip_prefix(prefix) {
                     found.push(DatasetDir(rel.to_string_lossy().into_owned()));
                 }
@@ -984,14 +994,11 @@ pub fn find_dataset_dirs(prefix: &Path) -> ScavengeResult<Vec<DatasetDir>> {
         if depth >= MAX_WALK_DEPTH {
             continue;
         }
-        let Ok(rd) = fs::read_dir(&dir) else {
+        let Ok(names) = beneath::subdirs_in(prefix, &dir) else {
             continue;
         };
-        for e in rd.flatten() {
-            let Ok(t) = e.file_type() else { continue };
-            if t.is_dir() && e.file_name() != META_DIR {
-                stack.push((e.path(), depth + 1));
-            }
+        for name in names.into_iter().filter(|n| n != META_DIR) {
+            stack.push((dir.join(name), depth + 1));
         }
     }
     found.sort();
@@ -1005,13 +1012,15 @@ pub fn find_targets(prefix: &Path) -> ScavengeResult<Vec<Target>> {
         .into_iter()
         .map(Target::Dir)
         .collect();
-    if let Ok(rd) = fs::read_dir(prefix.join(META_DIR)) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let id = name
+    // Directories, not links to one (which `is_dir` took until
+    // 2026-11-28).
+    if let Ok(names) = beneath::subdirs_in(prefix, &prefix.join(META_DIR)) {
+        for name in names {
+            let name = name.to_string_lossy();
+            if let Some(id) = name
                 .strip_prefix("scr.dataset.")
-                .and_then(|n| n.parse::<i64>().ok());
-            if let (Some(id), true) = (id, e.path().is_dir()) {
+                .and_then(|n| n.parse::<i64>().ok())
+            {
                 out.push(Target::Id(id));
             }
         }
@@ -1044,7 +1053,8 @@ pub fn rebuild_index(prefix: &Path) -> ScavengeResult<RebuildIndexReport> {
         Err(e) => {
             let aside =
                 path.with_file_name(format!("index.scr.damaged.{}", SystemClock.unix_secs()));
-            fs::rename(&path, &aside).map_err(io_err(&path, "move the damaged index aside"))?;
+            beneath::rename_in(prefix, &path, &aside)
+                .map_err(io_err(&path, "move the damaged index aside"))?;
             report.damage = Some(e.to_string());
             report.damaged_kept_as = Some(aside);
             None

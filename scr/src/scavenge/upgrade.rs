@@ -18,20 +18,19 @@
 //! Run again on a version-2 index, it only redoes step 3, so an upgrade
 //! stopped after step 2 is finished by running it again.
 
-use std::fs;
 use std::path::Path;
 
 use serde::Serialize;
 
 use super::{io_err, ScavengeResult};
-use crate::kvtree::file::sync_dir;
+use crate::beneath;
 use crate::prefix::flush::write_dataset_metadata;
 use crate::prefix::layout::{dataset_meta_dir, Layout, Placement, META_DIR};
 use crate::records::dataset::Dataset;
 use crate::records::flush::{FlushFile, FLUSH_FILE};
 use crate::records::index::{index_path, IndexEntry};
 use crate::records::summary::{Summary, SUMMARY_FILE};
-use crate::records::{Index, Rank2File, Record, RecordError};
+use crate::records::{Index, Rank2File, Record};
 
 /// What `scr index --upgrade` did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -133,20 +132,28 @@ fn move_metadata(prefix: &Path, id: i64, dir: &str) -> ScavengeResult<String> {
     written.dir = Some(dir.to_owned());
     written.orig_dir = summary.orig_dir.clone();
     written.write_file_in(prefix, staging.join(SUMMARY_FILE))?;
-    sync_dir(&staging).map_err(RecordError::from)?;
-    if final_dir.exists() {
+    sync_dir_in(prefix, &staging)?;
+    if beneath::exists_in(prefix, &final_dir).map_err(io_err(&final_dir, "examine"))? {
         // Left by an upgrade that stopped before its index was written:
         // nothing refers to it.
         remove_tree(prefix, &final_dir)?;
     }
-    fs::rename(&staging, &final_dir).map_err(io_err(&final_dir, "rename metadata into place"))?;
-    sync_dir(&prefix.join(META_DIR)).map_err(RecordError::from)?;
+    beneath::rename_in(prefix, &staging, &final_dir)
+        .map_err(io_err(&final_dir, "rename metadata into place"))?;
+    sync_dir_in(prefix, &prefix.join(META_DIR))?;
     remove_tree(prefix, &staged_prefix)?;
     Ok(summary
         .dataset
         .name
         .clone()
         .unwrap_or_else(|| Dataset::default_name(id)))
+}
+
+/// fsync directory `dir` below `prefix`, opened through handles, never
+/// through a link.
+fn sync_dir_in(prefix: &Path, dir: &Path) -> ScavengeResult<()> {
+    let d = beneath::open_dir_in(prefix, dir).map_err(io_err(dir, "open directory"))?;
+    beneath::sync_dir_handle(&d, dir).map_err(io_err(dir, "fsync directory"))
 }
 
 /// Remove directory `dir` below `prefix` with its contents, never through
@@ -159,7 +166,7 @@ fn remove_tree(prefix: &Path, dir: &Path) -> ScavengeResult<()> {
 /// Step 3: flush file entries in SCR 3.1 form, old metadata removed.
 fn clean_up(prefix: &Path, idx: &Index) -> ScavengeResult<()> {
     let ff = prefix.join(META_DIR).join(FLUSH_FILE);
-    if ff.exists() {
+    if beneath::exists_in(prefix, &ff).map_err(io_err(&ff, "examine"))? {
         FlushFile::update_file_in(prefix, &ff, |f| {
             for e in f.datasets.values_mut() {
                 e.dir = None;

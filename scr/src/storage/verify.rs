@@ -60,7 +60,12 @@ pub const CRC_READ_BYTES: usize = 256 << 10;
 /// every window; results/checkpoint.md, "SINGLE's CRC read through a
 /// buffer", `cargo bench -p benches --bench crc_read`).
 pub fn crc_of_file(path: &Path) -> std::io::Result<(u32, u64)> {
-    let mut f = fs::File::open(path)?;
+    crc_of_open(&mut fs::File::open(path)?)
+}
+
+/// [`crc_of_file`] of a file already open (at its start): the bytes of
+/// the file that was opened, whatever its name points at by now.
+pub fn crc_of_open(f: &mut fs::File) -> std::io::Result<(u32, u64)> {
     let len = f.metadata()?.len();
     let mut h = crc32fast::Hasher::new();
     let mut buf = vec![0u8; CRC_READ_BYTES];

@@ -11,7 +11,6 @@
 //! the containers that still hold the survivors'.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Scan;
@@ -33,15 +32,20 @@ const REBUILD_PIECE_BYTES: usize = 1 << 20;
 /// Bound on any one wait between the threads of an in-process rebuild.
 const REBUILD_WAIT_BOUND: std::time::Duration = std::time::Duration::from_secs(1800);
 
-/// A redundancy file's header and its parity count (FAILURES for RS, 1 for XOR).
-fn read_parity_header(path: &Path) -> Result<(XorHeader, usize), RecordError> {
-    let (h, len) = XorHeader::read_from(path)?;
-    let bytes = fs::read(path).map_err(|source| kvfile::KvFileError::Io {
-        path: path.to_path_buf(),
-        op: "read header",
-        source,
+/// A redundancy file's header and its parity count (FAILURES for RS, 1 for
+/// XOR): only the header's bytes are read, from the file opened below the
+/// prefix through handles (never through a link).
+fn read_parity_header(prefix: &Path, path: &Path) -> Result<(XorHeader, usize), RecordError> {
+    let mut f = beneath::open_in(prefix, path, beneath::How::Read).map_err(|source| {
+        kvfile::KvFileError::Io {
+            path: path.to_path_buf(),
+            op: "open",
+            source,
+        }
     })?;
-    let tree = kvfile::decode(&bytes[..len.min(bytes.len())], path)?;
+    let bytes = XorHeader::read_bytes_of(&mut f, path)?;
+    let (h, _) = XorHeader::decode_prefix(&bytes, path)?;
+    let tree = kvfile::decode(&bytes, path)?;
     let k = tree
         .get_int("FAILURES")
         .ok()
@@ -102,7 +106,7 @@ pub(super) fn plan_rebuild(
         let mut header = None;
         let mut unreadable = Vec::new();
         for m in set.members.values() {
-            match read_parity_header(&dset_dir.join(&m.key)) {
+            match read_parity_header(prefix, &dset_dir.join(&m.key)) {
                 Ok(h) => {
                     header = Some(h);
                     break;
@@ -159,7 +163,7 @@ pub(super) fn plan_rebuild(
             }
             let m = &set.members[&(g as u64)];
             let path = dset_dir.join(&m.key);
-            let (h, _) = match read_parity_header(&path) {
+            let (h, _) = match read_parity_header(prefix, &path) {
                 Ok(h) => h,
                 Err(source) => {
                     bad = Some(RebuildProblem::Header { set: gid, source });

@@ -1,4 +1,5 @@
 use super::*;
+use std::fs;
 
 /// A prefix whose index holds datasets 1..=4 (3 incomplete, 4 a FAILED
 /// fetch), named `ckpt.<id>` in directories `ckpt.<id>`, plus dataset 5
@@ -176,4 +177,73 @@ fn a_directory_without_metadata_is_not_a_dataset() {
     fs::write(d.path().join("empty/.scr/0.scrfilemap"), b"garbage").unwrap();
     let e = add_dir(d.path(), "empty").unwrap_err().to_string();
     assert!(e.contains("0.scrfilemap") || e.contains("rank 0"), "{e}");
+}
+
+/// The dataset walk of `scr index --rebuild` lists what is below the
+/// prefix: a link there — to a dataset directory or an SCR 3.1 metadata
+/// directory outside it — is no dataset, and neither is a directory whose
+/// `summary.scr` is a link. (Until 2026-11-28 `.scr/scr.dataset.<id>`
+/// links were taken for datasets: `is_dir` followed them.)
+#[test]
+fn the_dataset_walk_lists_only_what_is_below_the_prefix_never_through_a_link() {
+    let t = tempfile::tempdir().unwrap();
+    let prefix = t.path().join("prefix");
+    let out = t.path().join("out");
+    for d in ["ckpt.1/.scr", "ckpt.3/.scr", ".scr/scr.dataset.4"] {
+        fs::create_dir_all(prefix.join(d)).unwrap();
+    }
+    for d in ["planted/.scr", "scr.dataset.7"] {
+        fs::create_dir_all(out.join(d)).unwrap();
+    }
+    fs::write(prefix.join("ckpt.1/.scr").join(SUMMARY_FILE), b"s").unwrap();
+    fs::write(out.join("planted/.scr").join(SUMMARY_FILE), b"s").unwrap();
+    let link = std::os::unix::fs::symlink;
+    link(out.join("planted"), prefix.join("ckpt.2")).unwrap();
+    link(out.join("scr.dataset.7"), prefix.join(".scr/scr.dataset.7")).unwrap();
+    link(
+        out.join("planted/.scr").join(SUMMARY_FILE),
+        prefix.join("ckpt.3/.scr").join(SUMMARY_FILE),
+    )
+    .unwrap();
+    let found = find_targets(&prefix).unwrap();
+    assert_eq!(
+        found,
+        [Target::Dir(DatasetDir("ckpt.1".into())), Target::Id(4)],
+        "{found:?}"
+    );
+    // Asked for by id, a link is not taken for an SCR 3.1 dataset.
+    assert_eq!(Target::parse(&prefix, "4").unwrap(), Target::Id(4));
+    assert_eq!(
+        Target::parse(&prefix, "7").unwrap(),
+        Target::Dir(DatasetDir("7".into()))
+    );
+}
+
+/// A file the rank2file map lists is checked through a handle opened below
+/// the prefix: a link in its place (or on the way) is a problem, however
+/// right the bytes it leads to.
+#[test]
+fn a_listed_file_is_checked_below_the_prefix_never_through_a_link() {
+    let t = tempfile::tempdir().unwrap();
+    let prefix = t.path().join("prefix");
+    fs::create_dir_all(prefix.join("ckpt.1")).unwrap();
+    fs::create_dir_all(t.path().join("out")).unwrap();
+    let bytes = b"the checkpoint";
+    let crc = crc32fast::hash(bytes);
+    let real = prefix.join("ckpt.1/rank_0");
+    fs::write(&real, bytes).unwrap();
+    fs::write(t.path().join("out/rank_1"), bytes).unwrap();
+    std::os::unix::fs::symlink(t.path().join("out/rank_1"), prefix.join("ckpt.1/rank_1")).unwrap();
+    std::os::unix::fs::symlink(t.path().join("out"), prefix.join("alt")).unwrap();
+    let size = Some(bytes.len() as u64);
+    assert_eq!(verify::problem_of(&prefix, &real, size, Some(crc)), None);
+    let p = verify::problem_of(&prefix, &real, size, Some(crc ^ 1)).unwrap();
+    assert!(p.contains("CRC32"), "{p}");
+    for linked in ["ckpt.1/rank_1", "alt/rank_1"] {
+        let p = verify::problem_of(&prefix, &prefix.join(linked), size, Some(crc));
+        assert!(
+            p.as_deref().is_some_and(|p| p.contains("link")),
+            "{linked}: {p:?}"
+        );
+    }
 }

@@ -5,16 +5,16 @@
 //! makes the dataset incomplete. And when the rebuild drops or demotes an
 //! entry of a readable old index, the old index is kept aside first.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::Target;
+use crate::beneath;
 use crate::prefix::container;
 use crate::prefix::layout::{Layout, Placement};
 use crate::records::index::index_path;
 use crate::records::rank2file::safe_relative;
 use crate::records::{Index, Rank2File, Summary};
-use crate::storage::verify::crc_of_file;
+use crate::storage::verify::crc_of_open;
 
 /// Problems a report lists at most (then a count).
 const SHOWN: usize = 10;
@@ -65,7 +65,8 @@ pub(super) fn check_files(prefix: &Path, t: &Target, summary: &Summary) -> Vec<S
                 continue;
             }
             if e.segments.is_empty() {
-                if let Some(why) = problem_of(&pl.stored_path(prefix, rel), e.size_bytes, e.crc32) {
+                let path = pl.stored_path(prefix, rel);
+                if let Some(why) = problem_of(prefix, &path, e.size_bytes, e.crc32) {
                     note(format!("rank {rank}: {why}"));
                 }
                 continue;
@@ -86,11 +87,19 @@ pub(super) fn check_files(prefix: &Path, t: &Target, summary: &Summary) -> Vec<S
 }
 
 /// What is wrong with `path` against the map: not a file of `size` bytes
-/// whose CRC32 is `crc` (each when recorded); `None` when nothing is.
-fn problem_of(path: &Path, size: Option<u64>, crc: Option<u32>) -> Option<String> {
+/// whose CRC32 is `crc` (each when recorded); `None` when nothing is. The
+/// file is opened below `prefix` through handles: a link on the way (or
+/// at the file) is a problem, never a way to vouch for a file elsewhere.
+pub(super) fn problem_of(
+    prefix: &Path,
+    path: &Path,
+    size: Option<u64>,
+    crc: Option<u32>,
+) -> Option<String> {
     let shown = path.display();
-    let md = match fs::metadata(path) {
-        Ok(md) => md,
+    let opened = beneath::open_in(prefix, path, beneath::How::Read);
+    let (mut f, md) = match opened.and_then(|f| f.metadata().map(|md| (f, md))) {
+        Ok(both) => both,
         Err(e) => return Some(format!("{shown}: {e}")),
     };
     if !md.is_file() {
@@ -100,7 +109,7 @@ fn problem_of(path: &Path, size: Option<u64>, crc: Option<u32>) -> Option<String
         return Some(format!("{shown}: {} bytes, the map records {s}", md.len()));
     }
     let want = crc?;
-    match crc_of_file(path) {
+    match crc_of_open(&mut f) {
         Err(e) => Some(format!("{shown}: {e}")),
         Ok((got, _)) if got != want => Some(format!(
             "{shown}: CRC32 {got:#010x}, the map records {want:#010x}"
@@ -134,20 +143,29 @@ pub(super) fn changes(old: &Index, new: &Index) -> Vec<String> {
 }
 
 /// Copy the index of `prefix` to `index.scr.bak.<secs>` (a new name, never
-/// over an earlier copy) before a rebuild replaces it.
+/// over an earlier copy) before a rebuild replaces it: read and created
+/// through handles below the prefix, the copy `O_EXCL` (never an existing
+/// file or a link) and fsynced.
 pub(super) fn keep_aside(prefix: &Path, secs: i64) -> std::io::Result<PathBuf> {
     let path = index_path(prefix);
+    let mut src = beneath::open_in(prefix, &path, beneath::How::Read)?;
+    let dir_path = path.parent().unwrap_or(prefix);
+    let dir = beneath::open_dir_in(prefix, dir_path)?;
     let mut n = 0u32;
     loop {
         let name = match n {
             0 => format!("index.scr.bak.{secs}"),
             n => format!("index.scr.bak.{secs}.{n}"),
         };
-        let aside = path.with_file_name(name);
-        if !aside.exists() {
-            fs::copy(&path, &aside)?;
-            return Ok(aside);
+        match beneath::create_new_at(&dir, &name) {
+            Ok(mut dst) => {
+                std::io::copy(&mut src, &mut dst)?;
+                dst.sync_all()?;
+                beneath::sync_dir_handle(&dir, dir_path)?;
+                return Ok(path.with_file_name(name));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) => return Err(e),
         }
-        n += 1;
     }
 }
