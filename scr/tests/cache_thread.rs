@@ -628,3 +628,57 @@ fn a_filemap_one_rank_cannot_write_at_init_fails_init_on_every_rank_then_the_reb
         "{got:?}"
     );
 }
+
+/// Files held for a rank that now runs on another node move to it in
+/// pieces of SCR_MPI_BUF_SIZE (here its least, 4 KiB): files of several
+/// pieces, of exactly one, and empty ones arrive whole, every byte checked.
+#[test]
+fn files_move_to_their_rank_s_new_node_in_pieces_of_the_mpi_buffer() {
+    let cl = Cluster::new();
+    let extra = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_MPI_BUF_SIZE", "4096")];
+    let bytes = |rank: usize, f: usize| -> Vec<u8> {
+        let len = [4096 * 3 + 17 * rank, 4096, 0][f];
+        (0..len).map(|i| (i * 31 + rank * 7 + f) as u8).collect()
+    };
+    run(
+        &cl,
+        4,
+        |r| r / 2,
+        &extra,
+        |scr, c| {
+            let mut out = scr.start_output(Some("ckpt.1"), Flags::CHECKPOINT).unwrap();
+            for f in 0..3 {
+                let p = out
+                    .route_file(cl.prefix.join(format!("ckpt.1/r{}.f{f}", c.rank())))
+                    .unwrap();
+                std::fs::write(&p, bytes(c.rank(), f)).unwrap();
+            }
+            assert!(out.complete(true).unwrap());
+            None
+        },
+    );
+    // The two nodes swap their ranks.
+    let got = run(
+        &cl,
+        4,
+        |r| 1 - r / 2,
+        &extra,
+        |scr, c| {
+            let name = scr.have_restart().unwrap()?;
+            let mut r = scr.start_restart().unwrap();
+            let mut ok = true;
+            for f in 0..3 {
+                let p = r
+                    .route_file(cl.prefix.join(format!("ckpt.1/r{}.f{f}", c.rank())))
+                    .unwrap();
+                ok &= std::fs::read(&p).ok() == Some(bytes(c.rank(), f));
+            }
+            assert!(r.complete(ok).unwrap());
+            Some(format!("{name} {ok}"))
+        },
+    );
+    assert!(
+        got.iter().all(|g| g.as_deref() == Some("ckpt.1 true")),
+        "{got:?}"
+    );
+}

@@ -37,8 +37,7 @@ use crate::records::meta::Meta;
 use crate::records::reddesc::RedDesc;
 use crate::records::Record;
 use crate::storage::dirs;
-use crate::storage::node::LogicalPath;
-use crate::storage::verify::write_synced;
+use crate::storage::node::{LogicalPath, RealPath};
 
 /// What SCR_Init found and did with the cache.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -252,60 +251,69 @@ fn distribute_descriptors(job: &mut Job, dset: DatasetId) -> ScrResult<Option<De
     Ok(own.or(peer))
 }
 
-/// Step 2b: move files of `dset` held for other ranks to those ranks, one
-/// file per process per round. Returns the number of files this process sent.
+/// Step 2b: move files of `dset` held for other ranks to those ranks, each
+/// in pieces of SCR_MPI_BUF_SIZE (`Job::piece_bytes`), one piece per
+/// process per round, so a move holds one piece in memory whatever the
+/// file's size (until 2026-11-28 each file went whole, read into memory and
+/// copied into its message). Returns the number of files this process sent.
 fn distribute_files(job: &mut Job, dset: DatasetId, dir_logical: &LogicalPath) -> ScrResult<u64> {
     let me = job.rank();
-    let mut pending: Vec<(Rank, String)> = Vec::new();
+    let piece = job.piece_bytes.max(1);
+    let mut pending: Vec<Outgoing> = Vec::new();
     for r in job.filemap.list_ranks_by_dataset(dset) {
         if r != me {
             for f in job.filemap.list_files(dset, r) {
-                pending.push((r, f));
+                let real = job.real(&LogicalPath::new(&f));
+                // The length fixes the file's pieces (at least one, which
+                // tells the owner whether it existed).
+                let len = fs::metadata(&real).ok().map(|m| m.len());
+                let pieces = len.map_or(1, |l| l.div_ceil(piece as u64).max(1));
+                pending.push(Outgoing {
+                    rank: r,
+                    file: f,
+                    real,
+                    len,
+                    pieces,
+                    next: 0,
+                    src: None,
+                });
             }
         }
     }
+    let total: u64 = pending.iter().map(|o| o.pieces).sum();
+    let max_rounds = job.max(i64::try_from(total).unwrap_or(i64::MAX))?;
+    pending.reverse();
     let mut sent = 0u64;
-    let max_rounds = job.max(pending.len() as i64)?;
+    let mut incoming: BTreeMap<usize, Incoming> = BTreeMap::new();
+    let mut buf = vec![0u8; piece];
     for _ in 0..max_rounds.max(0) {
         let mut sends = BTreeMap::new();
-        let mut this_round = None;
-        if let Some((r, f)) = pending.pop() {
-            let meta = job.filemap.meta(dset, r, &f)?.unwrap_or_default();
-            let real = job.real(&LogicalPath::new(&f));
-            let mut header = KvTree::new();
-            header.set_int("RANK", r.as_i64());
-            header.set_str("FILE", &f);
-            header.set("META", meta.to_tree());
-            // A missing file still travels as an entry: the owner then
-            // knows it existed and counts it as lost.
-            let data = fs::read(&real).ok();
-            header.set_int("PRESENT", i64::from(data.is_some()));
-            let h = header.pack();
-            let mut msg = Vec::with_capacity(4 + h.len() + data.as_ref().map_or(0, Vec::len));
-            msg.extend_from_slice(&(h.len() as u32).to_be_bytes());
-            msg.extend_from_slice(&h);
-            if let Some(d) = &data {
-                msg.extend_from_slice(d);
+        let mut finished = None;
+        if let Some(o) = pending.last_mut() {
+            let (rank, file) = (o.rank, o.file.clone());
+            let meta = || Ok(job.filemap.meta(dset, rank, &file)?);
+            let msg = o.next_piece(meta, &mut buf)?;
+            if o.rank.index() < job.world.size() {
+                sends.insert(o.rank.index(), msg);
             }
-            if r.index() < job.world.size() {
-                sends.insert(r.index(), msg);
+            if o.next == o.pieces {
+                finished = pending.pop();
             }
-            this_round = Some((r, f, real));
         }
         let received = job.world.exchange_sparse(&sends)?;
-        if let Some((r, f, real)) = this_round {
+        if let Some(o) = finished {
             // The owner has it now; this node's copy and entry go.
-            let _ = fs::remove_file(&real);
-            job.filemap.remove_file(dset, r, &f);
+            let _ = fs::remove_file(&o.real);
+            job.filemap.remove_file(dset, o.rank, &o.file);
             sent += 1;
         }
-        for msg in received.values() {
+        for (&from, msg) in &received {
             // A file this rank cannot take (its cache full, a damaged
             // message) is recorded and missing: the size check that follows
             // counts it lost and the set's redundancy rebuilds it. The rank
             // keeps taking part in every round: returning here would leave
             // the others in the next exchange.
-            if let Err(e) = receive_file(job, dset, dir_logical, msg) {
+            if let Err(e) = receive_piece(job, dset, dir_logical, from, msg, &mut incoming) {
                 eprintln!("SCR: rank {me}: dataset {dset}: a file moved to this rank is lost: {e}");
             }
         }
@@ -320,11 +328,104 @@ fn distribute_files(job: &mut Job, dset: DatasetId, dir_logical: &LogicalPath) -
     Ok(sent)
 }
 
-fn receive_file(
+/// A file on its way to its owner rank ([`distribute_files`]).
+struct Outgoing {
+    rank: Rank,
+    file: String,
+    real: RealPath,
+    /// Its length when the move began; `None` when it is missing.
+    len: Option<u64>,
+    /// Messages it takes (at least one).
+    pieces: u64,
+    /// The next piece to send.
+    next: u64,
+    /// The file, open from its first piece on.
+    src: Option<fs::File>,
+}
+
+impl Outgoing {
+    /// The message of the next piece: a packed header (RANK, FILE, PIECE,
+    /// LAST; with the first piece META and PRESENT), then up to a piece of
+    /// the file's bytes. A file that cannot be read (or is shorter than
+    /// when the move began) sends its remaining pieces empty: the owner's
+    /// copy is short, and the size check after the move counts it lost.
+    /// `meta` gives the file's meta data (asked for the first piece only).
+    fn next_piece(
+        &mut self,
+        meta: impl FnOnce() -> ScrResult<Option<Meta>>,
+        buf: &mut [u8],
+    ) -> ScrResult<Vec<u8>> {
+        let first = self.next == 0;
+        let mut header = KvTree::new();
+        header.set_int("RANK", self.rank.as_i64());
+        header.set_str("FILE", &self.file);
+        header.set_int("PIECE", self.next as i64);
+        header.set_int("LAST", i64::from(self.next + 1 == self.pieces));
+        if first {
+            header.set("META", meta()?.unwrap_or_default().to_tree());
+            // A missing file still travels as an entry: the owner then
+            // knows it existed and counts it as lost.
+            self.src = self.len.and_then(|_| fs::File::open(&self.real).ok());
+            header.set_int("PRESENT", i64::from(self.src.is_some()));
+        }
+        let want = self.len.map_or(0, |l| {
+            let done = self.next * buf.len() as u64;
+            l.saturating_sub(done).min(buf.len() as u64) as usize
+        });
+        let got = match self.src.as_mut() {
+            Some(f) => match read_up_to(f, &mut buf[..want]) {
+                Ok(n) => n,
+                Err(_) => {
+                    self.src = None;
+                    0
+                }
+            },
+            None => 0,
+        };
+        self.next += 1;
+        let h = header.pack();
+        let mut msg = Vec::with_capacity(4 + h.len() + got);
+        msg.extend_from_slice(&(h.len() as u32).to_be_bytes());
+        msg.extend_from_slice(&h);
+        msg.extend_from_slice(&buf[..got]);
+        Ok(msg)
+    }
+}
+
+/// Read until `buf` is full or the file ends; the bytes read.
+fn read_up_to(f: &mut fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// A file arriving from another process, piece by piece.
+struct Incoming {
+    file: String,
+    real: RealPath,
+    /// The file being written; `None` once writing it failed (its later
+    /// pieces are dropped).
+    out: Option<fs::File>,
+}
+
+/// Take one piece sent by process `from`: the first records the file in
+/// this rank's filemap (entry first, then the file: the filemap rule) and
+/// creates it; every piece appends its bytes; the last fsyncs it.
+fn receive_piece(
     job: &mut Job,
     dset: DatasetId,
     dir_logical: &LogicalPath,
+    from: usize,
     msg: &[u8],
+    incoming: &mut BTreeMap<usize, Incoming>,
 ) -> ScrResult<()> {
     let bad = |source: TransferError| ScrError::Transfer {
         dset: Some(dset),
@@ -351,28 +452,64 @@ fn receive_file(
         .val("FILE")
         .ok_or_else(|| bad(TransferError::NoFile))?
         .to_owned();
-    let meta = header
-        .get("META")
-        .map(Meta::from_tree)
-        .transpose()?
-        .unwrap_or_default();
-    let me = job.rank();
-    // Entry first, then the file (the filemap rule).
-    job.filemap.add_file(dset, me, &file);
-    job.filemap.set_meta(dset, me, &file, &meta);
-    job.write_filemap()?;
-    if header.get_int("PRESENT").ok().flatten() == Some(1) {
+    let data = &msg[4 + hlen..];
+    let last = header.get_int("LAST").ok().flatten() == Some(1);
+    if header.get_int("PIECE").ok().flatten() == Some(0) {
+        incoming.remove(&from);
+        let meta = header
+            .get("META")
+            .map(Meta::from_tree)
+            .transpose()?
+            .unwrap_or_default();
+        let me = job.rank();
+        job.filemap.add_file(dset, me, &file);
+        job.filemap.set_meta(dset, me, &file, &meta);
+        job.write_filemap()?;
+        if header.get_int("PRESENT").ok().flatten() != Some(1) {
+            return Ok(());
+        }
         let real = job.real(&LogicalPath::new(&file));
         let cache_real = job.real(&dir_logical.parent().unwrap_or_else(|| dir_logical.clone()));
         if let Some(parent) = real.parent() {
             dirs::create_private_dirs_below(&cache_real, parent)?;
         }
-        let data = &msg[4 + hlen..];
         assert!(
             job.filemap.list_files(dset, me).contains(&file),
             "restart: {file} is recorded before it is written"
         );
-        write_synced(&real, data).map_err(io_err(&real, "write"))?;
+        let out = fs::File::create(&real).map_err(io_err(&real, "create"))?;
+        incoming.insert(
+            from,
+            Incoming {
+                file: file.clone(),
+                real,
+                out: Some(out),
+            },
+        );
+    }
+    let Some(inc) = incoming.get_mut(&from).filter(|i| i.file == file) else {
+        // A piece of a file whose first piece did not arrive or was not
+        // present: nothing to write it to.
+        return Ok(());
+    };
+    let real = inc.real.clone();
+    let written = match inc.out.as_mut() {
+        Some(out) => {
+            use std::io::Write;
+            out.write_all(data)
+                .and_then(|()| if last { out.sync_all() } else { Ok(()) })
+        }
+        None => Ok(()),
+    };
+    if let Err(e) = written {
+        inc.out = None;
+        return Err(io_err(&real, "write")(e));
+    }
+    if last {
+        if inc.out.is_some() {
+            crate::fault::synced(&real);
+        }
+        incoming.remove(&from);
     }
     Ok(())
 }
@@ -600,4 +737,58 @@ pub fn purge_cache(job: &mut Job) -> ScrResult<()> {
     }
     let master = job.write_master_filemap();
     job.agree("purge the cache", local.and(master))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outgoing(real: &Path, pieces_of: usize) -> Outgoing {
+        let len = fs::metadata(real).ok().map(|m| m.len());
+        Outgoing {
+            rank: Rank(3),
+            file: "/cache/ckpt.1/r3".into(),
+            real: RealPath::new(real.to_path_buf()),
+            len,
+            pieces: len.map_or(1, |l| l.div_ceil(pieces_of as u64).max(1)),
+            next: 0,
+            src: None,
+        }
+    }
+
+    /// Each message of a move carries at most one piece of the file, the
+    /// pieces in order make the file, and only the last says so; a missing
+    /// file is one message that says it is not present.
+    #[test]
+    fn a_file_moves_in_messages_of_at_most_one_piece() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("r3");
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+        fs::write(&real, &bytes).unwrap();
+        let mut o = outgoing(&real, 4096);
+        assert_eq!(o.pieces, 3);
+        let mut buf = vec![0u8; 4096];
+        let (mut got, mut lasts) = (Vec::new(), Vec::new());
+        while o.next < o.pieces {
+            let msg = o
+                .next_piece(|| Ok(Some(Meta::default())), &mut buf)
+                .unwrap();
+            let hlen = u32::from_be_bytes(msg[..4].try_into().unwrap()) as usize;
+            let h = KvTree::unpack_exact(&msg[4..4 + hlen]).unwrap();
+            let data = &msg[4 + hlen..];
+            assert!(data.len() <= 4096, "{} bytes in one message", data.len());
+            lasts.push(h.get_int("LAST").unwrap() == Some(1));
+            assert_eq!(h.get("META").is_some(), got.is_empty());
+            got.extend_from_slice(data);
+        }
+        assert_eq!(got, bytes);
+        assert_eq!(lasts, [false, false, true]);
+        let mut gone = outgoing(&t.path().join("missing"), 4096);
+        assert_eq!(gone.pieces, 1);
+        let msg = gone.next_piece(|| Ok(None), &mut buf).unwrap();
+        let hlen = u32::from_be_bytes(msg[..4].try_into().unwrap()) as usize;
+        let h = KvTree::unpack_exact(&msg[4..4 + hlen]).unwrap();
+        assert_eq!(h.get_int("PRESENT").unwrap(), Some(0));
+        assert_eq!(msg.len(), 4 + hlen);
+    }
 }
