@@ -221,6 +221,7 @@ impl PolicyState {
             history: Some(&history),
             mtbf: mtbf.as_ref(),
             run_elapsed_s: run_s,
+            flush_every: None,
         })
     }
 

@@ -147,6 +147,9 @@ struct NeedState {
     total_cost_s: f64,
     /// (checkpoint id, cost) of this run's completed checkpoints.
     costs: Vec<(i64, f64)>,
+    /// (checkpoint id, seconds) of this run's synchronous flushes of
+    /// checkpoints due by SCR_FLUSH: the adaptive policy's top level.
+    flush_costs: Vec<(i64, f64)>,
     adaptive: adaptive::AdaptiveState,
 }
 

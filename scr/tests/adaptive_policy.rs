@@ -116,13 +116,24 @@ fn script(
     if let Some(m) = mtbf {
         env.push(("SCR_MTBF", m));
     }
+    script_env(cl, nranks, sys, &env, steps)
+}
+
+/// [`script`] with the environment `env`.
+fn script_env(
+    cl: &Cluster,
+    nranks: usize,
+    sys: &Path,
+    env: &[(&str, &str)],
+    steps: &[Step],
+) -> Vec<Option<String>> {
     let prefix = cl.prefix.clone();
     run_with_system(
         cl,
         nranks,
         |r| r,
         Some(sys),
-        &env,
+        env,
         |scr, comm| {
             let mut a = String::new();
             for step in steps {
@@ -390,4 +401,63 @@ fn checkpoint_overhead_waits_until_the_mean_cost_is_the_given_share() {
         Need,
     ];
     assert_eq!(on_manual_clock(&env, &steps), "ynny");
+}
+
+/// With a synchronous SCR_FLUSH and one SCR_MTBF figure more than the CKPT
+/// levels, the flush to the prefix is the top level of the multi-level
+/// model: its cost, a flushed checkpoint's write plus its flush, is
+/// measured at the first flush. With the flush in the background it is
+/// no level (the model's levels block the application): the figures make
+/// the total MTBF of Daly's interval.
+#[test]
+fn a_synchronous_flush_is_the_top_level_when_scr_mtbf_names_it() {
+    let steps = [
+        Step::Need,
+        Step::Checkpoint("ckpt.1"),
+        Step::Need,
+        Step::Checkpoint("ckpt.2"),
+        Step::Need,
+    ];
+    let notes_of = |flush: &[(&'static str, &'static str)]| {
+        let cl = Cluster::new();
+        let sys = system(&cl, "");
+        let mut env = ADAPTIVE.to_vec();
+        env.push(("SCR_MTBF", "3600,36000"));
+        env.extend_from_slice(flush);
+        let answers = script_env(&cl, 2, &sys, &env, &steps);
+        assert!(answers.iter().all(|a| a.is_some()), "{answers:?}");
+        intervals(&cl.prefix)
+            .iter()
+            .map(|r| r.entry.note.clone().unwrap())
+            .collect::<Vec<String>>()
+    };
+    let notes = notes_of(&[("SCR_FLUSH", "2")]);
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(
+        notes[1].contains("single level because level 2 (INTERVAL 2) has no measured cost yet"),
+        "{}",
+        notes[1]
+    );
+    assert!(
+        notes[2].contains("multi-level (SC10 model)")
+            && notes[2].contains(
+                "INTERVALs [1, 2]; the last, the flush to the prefix every 2 checkpoints"
+            ),
+        "{}",
+        notes[2]
+    );
+    let notes = notes_of(&[("SCR_FLUSH", "2"), ("SCR_FLUSH_ASYNC", "1")]);
+    assert!(
+        notes.iter().all(|n| !n.contains("multi-level")),
+        "{notes:?}"
+    );
+    // One level: both figures count in the total MTBF.
+    assert!(
+        notes.last().unwrap().contains("Daly interval")
+            && notes
+                .last()
+                .unwrap()
+                .contains("SCR_MTBF 3600,36000 s per level, 3273 s in all"),
+        "{notes:?}"
+    );
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use super::Scr;
 use crate::cache::Job;
 use crate::error::ScrResult;
-use crate::interval::adaptive::{decide, Decision, History, Inputs};
+use crate::interval::adaptive::{decide, Decision, History, Inputs, MtbfConfig};
 use crate::log::store::{DbError, DbSettings};
 use crate::log::writer::{log_path, Entry, EventType};
 use crate::log::{read_log, Record};
@@ -35,6 +35,19 @@ fn level_intervals(job: &Job) -> Vec<u64> {
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// SCR_FLUSH as the policy's top level: when the flush is synchronous,
+/// every SCR_FLUSH checkpoints, and SCR_MTBF gives one figure more than the
+/// `ckpt_levels` CKPT levels (the last for failures only the prefix
+/// survives). Otherwise the flush is not a level, as before 2026-11-28.
+fn flush_level(job: &Job, mtbf: Option<&MtbfConfig>, ckpt_levels: usize) -> Option<u64> {
+    let f = &job.settings.flush;
+    let per_level = match mtbf {
+        Some(MtbfConfig::PerLevel(v)) => v.len(),
+        _ => 0,
+    };
+    (f.every > 0 && !f.asynchronous && per_level == ckpt_levels + 1).then_some(f.every)
 }
 
 /// Drop this run's own records (its START, the newest of this job, and
@@ -159,13 +172,24 @@ impl Scr {
         if !job.rank().is_root() {
             return Ok(Some(false));
         }
-        let levels = level_intervals(job);
+        let mut levels = level_intervals(job);
         let mut measured = vec![Vec::new(); levels.len()];
         for &(ckpt, cost) in &self.need.costs {
             let iv = job.sets[job.desc_for(ckpt)].descriptor.interval.max(1);
             if let Some(k) = levels.iter().position(|&l| l == iv) {
                 measured[k].push(cost);
             }
+        }
+        let flush_every = flush_level(job, mtbf.as_ref(), levels.len());
+        if let Some(every) = flush_every {
+            // A flushed checkpoint costs its write and protection, then its
+            // synchronous flush.
+            let costs = self.need.flush_costs.iter().filter_map(|&(ckpt, flush)| {
+                let c = self.need.costs.iter().find(|&&(k, _)| k == ckpt)?;
+                Some(c.1 + flush)
+            });
+            levels.push(every);
+            measured.push(costs.collect());
         }
         let state = &mut self.need.adaptive;
         let history = state.history.get_or_insert_with(|| read_history(job));
@@ -175,6 +199,7 @@ impl Scr {
             history: history.as_ref(),
             mtbf: mtbf.as_ref(),
             run_elapsed_s: self.clock.elapsed(self.init_at).as_secs_f64(),
+            flush_every,
         });
         if decision.differs_from(state.logged.as_ref()) {
             let mut e = Entry::event(EventType::CheckpointInterval).note(decision.note());

@@ -319,10 +319,18 @@ impl Scr {
         let ckpt_id = job.checkpoint_id;
         // A halt flushes what it stops at, unless flushing is off (SCR:
         // scr_flush > 0).
-        let due =
-            output || (force && every > 0) || (is_ckpt && every > 0 && ckpt_id % every as i64 == 0);
+        let by_every = is_ckpt && every > 0 && ckpt_id % every as i64 == 0;
+        let due = output || (force && every > 0) || by_every;
         if due {
-            self.flush_dataset(dset)?;
+            // A synchronous flush of a checkpoint SCR_FLUSH made due is what
+            // that checkpoint costs the application beyond its write: the
+            // adaptive policy's top level (api/adaptive.rs).
+            let timed = (by_every && !job.settings.flush.asynchronous).then(|| self.clock.now());
+            let flushed = self.flush_dataset(dset)?;
+            if let Some(t0) = timed.filter(|_| flushed) {
+                let secs = self.clock.elapsed(t0).as_secs_f64();
+                self.need.flush_costs.push((ckpt_id, secs));
+            }
         } else {
             self.poll_async_flush(false)?;
         }

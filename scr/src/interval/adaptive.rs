@@ -106,6 +106,9 @@ pub struct Inputs<'a> {
     pub mtbf: Option<&'a MtbfConfig>,
     /// This run's time so far (exposure without a failure).
     pub run_elapsed_s: f64,
+    /// The last level is the flush to the prefix every this many
+    /// checkpoints (SCR_FLUSH), above the CKPT descriptors' levels.
+    pub flush_every: Option<u64>,
 }
 
 /// The chosen interval with what it rests on.
@@ -315,10 +318,13 @@ pub fn decide(inp: &Inputs<'_>) -> Decision {
     match multi {
         Ok(Some(c)) => Decision::Interval(Chosen {
             note: format!(
-                "adaptive: multi-level (SC10 model): level 1 every {:.0} s, pattern of {} checkpoints (INTERVALs {:?}), expected efficiency {:.2} %, for {} and MTBF {mtbf:.0} s ({mtbf_why})",
+                "adaptive: multi-level (SC10 model): level 1 every {:.0} s, pattern of {} checkpoints (INTERVALs {:?}{}), expected efficiency {:.2} %, for {} and MTBF {mtbf:.0} s ({mtbf_why})",
                 c.interval_s,
                 c.pattern.as_ref().map_or(1, Pattern::len),
                 inp.level_intervals,
+                inp.flush_every.map_or(String::new(), |n| format!(
+                    "; the last, the flush to the prefix every {n} checkpoints"
+                )),
                 100.0 * c.efficiency,
                 c.note,
             ),
@@ -437,6 +443,7 @@ mod tests {
             history,
             mtbf,
             run_elapsed_s: elapsed,
+            flush_every: None,
         }
     }
 
