@@ -7,9 +7,13 @@
 //! dataset fails on every rank with [`ScrError::SharedFile`] naming the
 //! files and ranks.
 //!
-//! Detection gathers every rank's routed paths on rank 0 (one gather and
-//! one broadcast per Complete_output): a dataset's file list, not its
-//! data, so this stays small next to the files themselves.
+//! Detection is distributed, as LLNL's sort of the paths is: each rank
+//! sends each routed path to the rank its CRC32 picks (one sparse
+//! exchange), that rank finds the paths several ranks sent, and one
+//! allreduce says whether any rank found one. Without shared files (the
+//! common case) no rank handles more than its own paths and its share of
+//! the others', whatever the job's size; only when some exist are the
+//! found files gathered on every rank, which needs them all.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -17,6 +21,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::cache::Job;
+use crate::comm::{Comm, CommResult};
 use crate::error::ScrResult;
 use crate::ids::{DatasetId, Rank};
 use crate::records::meta::{FileType, Meta};
@@ -62,14 +67,15 @@ fn unpack_paths(bytes: &[u8]) -> impl Iterator<Item = PathBuf> + '_ {
         .map(|s| PathBuf::from(OsStr::from_bytes(s)))
 }
 
-/// Rank 0: the paths routed by more than one rank, from every rank's list.
-fn shared_of(lists: &[Vec<u8>]) -> Vec<SharedFile> {
+/// The paths routed by more than one rank, from the lists ranks sent,
+/// each with its sender (in increasing rank order).
+fn shared_of<'a>(lists: impl IntoIterator<Item = (Rank, &'a [u8])>) -> Vec<SharedFile> {
     let mut by_path: BTreeMap<PathBuf, Vec<Rank>> = BTreeMap::new();
-    for (i, list) in lists.iter().enumerate() {
+    for (rank, list) in lists {
         for p in unpack_paths(list) {
             let ranks = by_path.entry(p).or_default();
-            if ranks.last() != Some(&Rank::of_index(i)) {
-                ranks.push(Rank::of_index(i));
+            if ranks.last() != Some(&rank) {
+                ranks.push(rank);
             }
         }
     }
@@ -80,7 +86,13 @@ fn shared_of(lists: &[Vec<u8>]) -> Vec<SharedFile> {
         .collect()
 }
 
-/// Encode the shared files for the broadcast: per file, its path, NUL,
+/// The rank that collects `path` from every rank routing it: the same on
+/// every rank, spread evenly over the communicator.
+fn collector_of(path: &Path, size: usize) -> usize {
+    crc32fast::hash(path.as_os_str().as_bytes()) as usize % size.max(1)
+}
+
+/// Encode shared files for the gather: per file, its path, NUL,
 /// its ranks in decimal separated by commas, NUL.
 fn encode(files: &[SharedFile]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -113,12 +125,42 @@ fn decode(bytes: &[u8]) -> Vec<SharedFile> {
 pub fn find(job: &Job, dset: DatasetId) -> ScrResult<Vec<SharedFile>> {
     let mine = routed_files(job, dset);
     let paths: Vec<&Path> = mine.iter().map(|(_, p)| p.as_path()).collect();
-    let gathered = job.world.gather_bytes(0, &pack_paths(&paths))?;
-    let mut found = gathered
-        .map(|lists| encode(&shared_of(&lists)))
-        .unwrap_or_default();
-    job.world.bcast_bytes(0, &mut found)?;
-    Ok(decode(&found))
+    Ok(find_in(job.world.as_ref(), &paths)?)
+}
+
+/// The paths that more than one rank of `world` passed, each with its
+/// ranks, sorted by path; the same list on every rank. Collective: a
+/// sparse exchange and an allreduce, and an allgather only when some path
+/// is shared.
+fn find_in(world: &dyn Comm, paths: &[&Path]) -> CommResult<Vec<SharedFile>> {
+    let mut by_collector: BTreeMap<usize, Vec<&Path>> = BTreeMap::new();
+    for &p in paths {
+        by_collector
+            .entry(collector_of(p, world.size()))
+            .or_default()
+            .push(p);
+    }
+    let sends: BTreeMap<usize, Vec<u8>> = by_collector
+        .into_iter()
+        .map(|(to, ps)| (to, pack_paths(&ps)))
+        .collect();
+    let received = world.exchange_sparse(&sends)?;
+    let found = shared_of(
+        received
+            .iter()
+            .map(|(&from, list)| (Rank::of_index(from), list.as_slice())),
+    );
+    if !world.any_true(!found.is_empty())? {
+        return Ok(Vec::new());
+    }
+    // A path has one collector, so the lists are disjoint.
+    let mut all: Vec<SharedFile> = world
+        .allgather_bytes(&encode(&found))?
+        .iter()
+        .flat_map(|bytes| decode(bytes))
+        .collect();
+    all.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(all)
 }
 
 /// Bypass mode: keep each shared file only in its owner's entries (the
@@ -151,14 +193,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_routed_by_two_ranks_are_shared_and_survive_the_broadcast() {
-        let lists = vec![
+    fn paths_routed_by_two_ranks_are_shared_and_survive_their_encoding() {
+        let lists = [
             pack_paths(&[Path::new("/p/a"), Path::new("/p/shared")]),
             pack_paths(&[Path::new("/p/b")]),
             pack_paths(&[Path::new("/p/shared"), Path::new("/p/c")]),
             pack_paths(&[Path::new("/p/shared")]),
         ];
-        let shared = shared_of(&lists);
+        let shared = shared_of(
+            lists
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (Rank::of_index(i), l.as_slice())),
+        );
         assert_eq!(
             shared,
             vec![SharedFile {
@@ -168,7 +215,66 @@ mod tests {
         );
         assert_eq!(decode(&encode(&shared)), shared);
         assert!(decode(&encode(&[])).is_empty());
-        assert!(shared_of(&[pack_paths(&[Path::new("/p/x")])]).is_empty());
+        let one = pack_paths(&[Path::new("/p/x")]);
+        assert!(shared_of([(Rank(0), one.as_slice())]).is_empty());
+    }
+
+    #[test]
+    fn every_rank_learns_every_shared_path_whichever_rank_collected_it() {
+        use crate::comm::thread::ThreadComm;
+        // Rank r routes its own file, "/p/all" (every rank), "/p/even"
+        // (even ranks) and "/p/pair-<r / 2>" (two ranks each); rank 3
+        // names its own file twice.
+        let n = 9;
+        let got = ThreadComm::run(n, |world| {
+            let r = world.rank();
+            let mut paths = vec![
+                PathBuf::from(format!("/p/own-{r}")),
+                PathBuf::from("/p/all"),
+                PathBuf::from(format!("/p/pair-{}", r / 2)),
+            ];
+            if r % 2 == 0 {
+                paths.push(PathBuf::from("/p/even"));
+            }
+            if r == 3 {
+                paths.push(PathBuf::from("/p/own-3"));
+            }
+            let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+            find_in(world, &refs).unwrap()
+        })
+        .unwrap();
+        let ranks = |rs: &[usize]| rs.iter().map(|&r| Rank::of_index(r)).collect::<Vec<_>>();
+        let mut want = vec![
+            SharedFile {
+                path: PathBuf::from("/p/all"),
+                ranks: ranks(&(0..n).collect::<Vec<_>>()),
+            },
+            SharedFile {
+                path: PathBuf::from("/p/even"),
+                ranks: ranks(&[0, 2, 4, 6, 8]),
+            },
+        ];
+        // Rank 8 is alone in its pair.
+        for k in 0..4 {
+            want.push(SharedFile {
+                path: PathBuf::from(format!("/p/pair-{k}")),
+                ranks: ranks(&[2 * k, 2 * k + 1]),
+            });
+        }
+        want.sort_by(|a, b| a.path.cmp(&b.path));
+        // The paths really are collected on more than one rank.
+        let collectors: std::collections::BTreeSet<usize> =
+            want.iter().map(|f| collector_of(&f.path, n)).collect();
+        assert!(collectors.len() > 1, "{collectors:?}");
+        for (rank, found) in got.iter().enumerate() {
+            assert_eq!(found, &want, "rank {rank}");
+        }
+        let none = ThreadComm::run(4, |world| {
+            let own = PathBuf::from(format!("/p/own-{}", world.rank()));
+            find_in(world, &[own.as_path()]).unwrap()
+        })
+        .unwrap();
+        assert!(none.iter().all(Vec::is_empty), "{none:?}");
     }
 
     #[test]
