@@ -285,14 +285,17 @@ fn distribute_files(job: &mut Job, dset: DatasetId, dir_logical: &LogicalPath) -
     pending.reverse();
     let mut sent = 0u64;
     let mut incoming: BTreeMap<usize, Incoming> = BTreeMap::new();
-    let mut buf = vec![0u8; piece];
+    // No longer than the longest file to send (a piece whenever some file
+    // takes several, so `next_piece`'s pieces are the ones counted above),
+    // and nothing on a process that sends nothing.
+    let longest = pending.iter().filter_map(|o| o.len).max().unwrap_or(0);
+    let mut buf = vec![0u8; piece.min(usize::try_from(longest).unwrap_or(usize::MAX))];
     for _ in 0..max_rounds.max(0) {
         let mut sends = BTreeMap::new();
         let mut finished = None;
         if let Some(o) = pending.last_mut() {
-            let (rank, file) = (o.rank, o.file.clone());
-            let meta = || Ok(job.filemap.meta(dset, rank, &file)?);
-            let msg = o.next_piece(meta, &mut buf)?;
+            let filemap = &job.filemap;
+            let msg = o.next_piece(|o| Ok(filemap.meta(dset, o.rank, &o.file)?), &mut buf)?;
             if o.rank.index() < job.world.size() {
                 sends.insert(o.rank.index(), msg);
             }
@@ -352,7 +355,7 @@ impl Outgoing {
     /// `meta` gives the file's meta data (asked for the first piece only).
     fn next_piece(
         &mut self,
-        meta: impl FnOnce() -> ScrResult<Option<Meta>>,
+        meta: impl FnOnce(&Self) -> ScrResult<Option<Meta>>,
         buf: &mut [u8],
     ) -> ScrResult<Vec<u8>> {
         let first = self.next == 0;
@@ -362,7 +365,7 @@ impl Outgoing {
         header.set_int("PIECE", self.next as i64);
         header.set_int("LAST", i64::from(self.next + 1 == self.pieces));
         if first {
-            header.set("META", meta()?.unwrap_or_default().to_tree());
+            header.set("META", meta(self)?.unwrap_or_default().to_tree());
             // A missing file still travels as an entry: the owner then
             // knows it existed and counts it as lost.
             self.src = self.len.and_then(|_| fs::File::open(&self.real).ok());
@@ -450,8 +453,7 @@ fn receive_piece(
     })?;
     let file = header
         .val("FILE")
-        .ok_or_else(|| bad(TransferError::NoFile))?
-        .to_owned();
+        .ok_or_else(|| bad(TransferError::NoFile))?;
     let data = &msg[4 + hlen..];
     let last = header.get_int("LAST").ok().flatten() == Some(1);
     if header.get_int("PIECE").ok().flatten() == Some(0) {
@@ -462,26 +464,26 @@ fn receive_piece(
             .transpose()?
             .unwrap_or_default();
         let me = job.rank();
-        job.filemap.add_file(dset, me, &file);
-        job.filemap.set_meta(dset, me, &file, &meta);
+        job.filemap.add_file(dset, me, file);
+        job.filemap.set_meta(dset, me, file, &meta);
         job.write_filemap()?;
         if header.get_int("PRESENT").ok().flatten() != Some(1) {
             return Ok(());
         }
-        let real = job.real(&LogicalPath::new(&file));
+        let real = job.real(&LogicalPath::new(file));
         let cache_real = job.real(&dir_logical.parent().unwrap_or_else(|| dir_logical.clone()));
         if let Some(parent) = real.parent() {
             dirs::create_private_dirs_below(&cache_real, parent)?;
         }
         assert!(
-            job.filemap.list_files(dset, me).contains(&file),
+            job.filemap.list_files(dset, me).iter().any(|f| f == file),
             "restart: {file} is recorded before it is written"
         );
         let out = fs::File::create(&real).map_err(io_err(&real, "create"))?;
         incoming.insert(
             from,
             Incoming {
-                file: file.clone(),
+                file: file.to_owned(),
                 real,
                 out: Some(out),
             },
@@ -492,7 +494,6 @@ fn receive_piece(
         // present: nothing to write it to.
         return Ok(());
     };
-    let real = inc.real.clone();
     let written = match inc.out.as_mut() {
         Some(out) => {
             use std::io::Write;
@@ -502,12 +503,13 @@ fn receive_piece(
         None => Ok(()),
     };
     if let Err(e) = written {
+        let e = io_err(&inc.real, "write")(e);
         inc.out = None;
-        return Err(io_err(&real, "write")(e));
+        return Err(e);
     }
     if last {
         if inc.out.is_some() {
-            crate::fault::synced(&real);
+            crate::fault::synced(&inc.real);
         }
         incoming.remove(&from);
     }
@@ -771,7 +773,7 @@ mod tests {
         let (mut got, mut lasts) = (Vec::new(), Vec::new());
         while o.next < o.pieces {
             let msg = o
-                .next_piece(|| Ok(Some(Meta::default())), &mut buf)
+                .next_piece(|_| Ok(Some(Meta::default())), &mut buf)
                 .unwrap();
             let hlen = u32::from_be_bytes(msg[..4].try_into().unwrap()) as usize;
             let h = KvTree::unpack_exact(&msg[4..4 + hlen]).unwrap();
@@ -785,7 +787,7 @@ mod tests {
         assert_eq!(lasts, [false, false, true]);
         let mut gone = outgoing(&t.path().join("missing"), 4096);
         assert_eq!(gone.pieces, 1);
-        let msg = gone.next_piece(|| Ok(None), &mut buf).unwrap();
+        let msg = gone.next_piece(|_| Ok(None), &mut buf).unwrap();
         let hlen = u32::from_be_bytes(msg[..4].try_into().unwrap()) as usize;
         let h = KvTree::unpack_exact(&msg[4..4 + hlen]).unwrap();
         assert_eq!(h.get_int("PRESENT").unwrap(), Some(0));
