@@ -469,3 +469,52 @@ fn the_two_level_adaptive_policy_beats_one_level_and_a_fixed_hour_over_systems()
         "seed {seed}: {means:?} ({replay})"
     );
 }
+
+/// `interval-campaign --level2-restart-factor-range`: level 2's restart
+/// costs other than its checkpoint (a fetch, with the flush as the top
+/// level). The campaign gains a row, the SC10 interval assuming restart =
+/// checkpoint, which runs as the oracle does (the model's interval does
+/// not depend on the restart cost); without the option the row is absent;
+/// a range that is not two positive numbers is refused.
+#[test]
+fn interval_campaign_draws_level_2_restart_costs_apart_when_asked() {
+    let bin = env!("CARGO_BIN_EXE_interval-campaign");
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(["--multi-level", "--systems", "3", "--jobs", "2"])
+            .args(extra)
+            .output()
+            .expect("run interval-campaign");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // The mean-efficiency cell of a policy's row.
+    let mean_of = |text: &str, policy: &str| -> String {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| {policy} |")))
+            .unwrap_or_else(|| panic!("no row {policy:?} in\n{text}"));
+        row.split('|').nth(2).unwrap().trim().to_owned()
+    };
+    let (code, text, err) = run(&["--level2-restart-factor-range", "0.1", "10"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        text.contains("level 2's restart cost 0.10..10.00 times its checkpoint cost"),
+        "{text}"
+    );
+    assert_eq!(
+        mean_of(&text, "SC10, restart = checkpoint"),
+        mean_of(&text, "oracle"),
+        "{text}"
+    );
+    let (code, plain, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!plain.contains("restart = checkpoint"), "{plain}");
+    assert!(!plain.contains("restart cost"), "{plain}");
+    let (code, _, err) = run(&["--level2-restart-factor-range", "0", "2"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("ranges take two positive numbers"), "{err}");
+}

@@ -388,6 +388,10 @@ fn multi_level(inp: &Inputs<'_>, mtbf: f64) -> Result<Option<Chosen>, MultiLevel
     // The configured mix of severities, scaled to the estimated total.
     let share: Vec<f64> = per_level.iter().map(|m| 1.0 / m).collect();
     let total: f64 = share.iter().sum();
+    // A restart is taken to cost its level's checkpoint (a fetch, for the
+    // flush level, is not measured here): the model's best interval does
+    // not depend on restart costs, only its predicted efficiency does
+    // (`model::tests::a_restart_cost_other_than_the_checkpoint_s_moves_the_efficiency_not_the_interval`).
     let levels: Vec<Level> = costs
         .iter()
         .zip(&share)
