@@ -39,4 +39,9 @@ suite 2 2
 suite 2 2 --env SCR_COMM_CHUNK_BYTES=4096
 # An odd size, one rank per node.
 suite 3 1
+# Sparse exchanges as NBX (synchronous sends, a nonblocking barrier), as
+# jobs of scr::comm::mpi::DEFAULT_NBX_RANKS ranks run them; in 4 KiB
+# pieces too.
+suite 2 2 --env SCR_COMM_NBX_RANKS=1
+suite 3 1 --env SCR_COMM_NBX_RANKS=1 --env SCR_COMM_CHUNK_BYTES=4096
 echo "mpi-comm: ok"

@@ -24,10 +24,19 @@ use super::{Comm, CommError, CommResult, ReduceOp};
 /// far below `i32::MAX` while making the chunk count of any real message tiny.
 pub const DEFAULT_CHUNK_BYTES: usize = 1 << 30;
 
+/// From this many ranks on, a sparse exchange runs NBX (synchronous sends
+/// and a nonblocking barrier) instead of counting each rank's messages
+/// with a reduce-scatter of P flags. Measured on 4 and 8 ranks
+/// (results/scale.md, "The sparse exchange under MPI"), NBX costs up to
+/// twice as much per exchange (tens of microseconds); the count's O(P)
+/// vector per rank is what grows, so NBX takes over where it would reach
+/// 64 KiB per rank.
+pub const DEFAULT_NBX_RANKS: usize = 16_384;
+
 /// Tag of `sendrecv_bytes` messages.
 const TAG_SENDRECV: c_int = 1;
 /// Tags of `exchange_sparse`: alternate by call parity. A rank can be at most
-/// one exchange ahead of a peer (the count reduction of the next exchange
+/// one exchange ahead of a peer (the barrier that ends the next exchange
 /// needs the peer), so two tags keep consecutive exchanges apart.
 const TAG_EXCHANGE: [c_int; 2] = [2, 3];
 
@@ -145,6 +154,9 @@ pub struct MpiComm {
     exchanges: Cell<u64>,
     /// Largest single MPI message; every rank of a communicator must agree.
     chunk_bytes: usize,
+    /// From this many ranks on, `exchange_sparse` runs NBX instead of
+    /// counting messages with a reduce-scatter; every rank must agree.
+    nbx_ranks: usize,
 }
 
 impl std::fmt::Debug for MpiComm {
@@ -195,6 +207,7 @@ impl MpiComm {
             size: 0,
             exchanges: Cell::new(0),
             chunk_bytes: DEFAULT_CHUNK_BYTES,
+            nbx_ranks: DEFAULT_NBX_RANKS,
         };
         // SAFETY: `comm` is valid; `this` frees it on every error path below.
         unsafe {
@@ -223,6 +236,14 @@ impl MpiComm {
         self
     }
 
+    /// Run sparse exchanges as NBX from `ranks` ranks on (default
+    /// [`DEFAULT_NBX_RANKS`]; 1: always). Every rank must pass the same
+    /// value; communicators split from this one inherit it.
+    pub fn with_nbx_ranks(mut self, ranks: usize) -> MpiComm {
+        self.nbx_ranks = ranks.max(1);
+        self
+    }
+
     /// The underlying MPI handle (for the C API).
     pub fn as_raw(&self) -> ffi::MPI_Comm {
         self.comm
@@ -243,6 +264,9 @@ impl MpiComm {
     /// Start sending `data` to `dest` as chunks of at most `chunk_bytes`;
     /// a message whose last chunk is full is followed by an empty chunk, so
     /// the receiver stops at the first short chunk without a length header.
+    /// `synchronous`: each chunk's request completes only once the
+    /// receiver has matched it (`MPI_Issend`).
+    #[allow(clippy::too_many_arguments)]
     fn isend_chunks(
         &self,
         op: &'static str,
@@ -250,8 +274,14 @@ impl MpiComm {
         dest: usize,
         tag: c_int,
         data: &[u8],
+        synchronous: bool,
         requests: &mut Vec<ffi::MPI_Request>,
     ) -> CommResult<()> {
+        let send = if synchronous {
+            ffi::MPI_Issend
+        } else {
+            ffi::MPI_Isend
+        };
         let mut offset = 0;
         loop {
             let len = (data.len() - offset).min(self.chunk_bytes);
@@ -259,7 +289,7 @@ impl MpiComm {
             // SAFETY: the buffer outlives the request: callers wait on all
             // requests before `data` goes out of scope.
             check(op, unsafe {
-                ffi::MPI_Isend(
+                send(
                     send_ptr(&data[offset..]),
                     len as c_int,
                     ffi::RSMPI_UINT8_T,
@@ -269,7 +299,7 @@ impl MpiComm {
                     req.as_mut_ptr(),
                 )
             })?;
-            // SAFETY: MPI_Isend succeeded and initialised the request.
+            // SAFETY: the send succeeded and initialised the request.
             requests.push(unsafe { req.assume_init() });
             offset += len;
             if len < self.chunk_bytes {
@@ -290,7 +320,21 @@ impl MpiComm {
     ) -> CommResult<usize> {
         out.clear();
         // SAFETY: reading a constant.
-        let mut source = src.map_or(unsafe { ffi::RSMPI_ANY_SOURCE }, |s| s as c_int);
+        let source = src.map_or(unsafe { ffi::RSMPI_ANY_SOURCE }, |s| s as c_int);
+        self.recv_appending(op, comm, source, tag, out)
+    }
+
+    /// Receive chunks from `source` at the end of `out` until a short one
+    /// ends the message; with `MPI_ANY_SOURCE`, the first chunk's source
+    /// sends the rest. Returns the source.
+    fn recv_appending(
+        &self,
+        op: &'static str,
+        comm: ffi::MPI_Comm,
+        mut source: c_int,
+        tag: c_int,
+        out: &mut Vec<u8>,
+    ) -> CommResult<usize> {
         loop {
             let mut msg = MaybeUninit::uninit();
             let mut status = MaybeUninit::<ffi::MPI_Status>::zeroed();
@@ -298,38 +342,134 @@ impl MpiComm {
             check(op, unsafe {
                 ffi::MPI_Mprobe(source, tag, comm, msg.as_mut_ptr(), status.as_mut_ptr())
             })?;
-            let mut count: c_int = 0;
             // SAFETY: MPI_Mprobe succeeded, so status and msg are initialised.
-            let (mut msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
-            // SAFETY: status is a valid received status.
-            check(op, unsafe {
-                ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count)
-            })?;
-            let len = usize::try_from(count).map_err(|_| CommError::Mpi { op, code: count })?;
-            // At least one byte, so the pointer is real (see EMPTY).
-            out.reserve(len.max(1));
-            let start = out.len();
-            let mut st = MaybeUninit::<ffi::MPI_Status>::zeroed();
-            // SAFETY: `out` has room for `len` more bytes; MPI writes exactly
-            // `len` bytes (the probed size) before we extend the length.
-            unsafe {
-                check(
-                    op,
-                    ffi::MPI_Mrecv(
-                        out.as_mut_ptr().add(start) as *mut c_void,
-                        count,
-                        ffi::RSMPI_UINT8_T,
-                        &mut msg,
-                        st.as_mut_ptr(),
-                    ),
-                )?;
-                out.set_len(start + len);
-            }
+            let (msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
+            let len = self.mrecv_append(op, msg, &status, out)?;
             // Later chunks of this message come from the same source.
             source = status.MPI_SOURCE;
             if len < self.chunk_bytes {
                 return Ok(source as usize);
             }
+        }
+    }
+
+    /// Receive the chunk `msg`, matched by a probe whose status is
+    /// `status`, at the end of `out`. Returns its length.
+    fn mrecv_append(
+        &self,
+        op: &'static str,
+        mut msg: ffi::MPI_Message,
+        status: &ffi::MPI_Status,
+        out: &mut Vec<u8>,
+    ) -> CommResult<usize> {
+        let mut count: c_int = 0;
+        // SAFETY: status is a valid received status.
+        check(op, unsafe {
+            ffi::MPI_Get_count(status, ffi::RSMPI_UINT8_T, &mut count)
+        })?;
+        let len = usize::try_from(count).map_err(|_| CommError::Mpi { op, code: count })?;
+        // At least one byte, so the pointer is real (see EMPTY).
+        out.reserve(len.max(1));
+        let start = out.len();
+        let mut st = MaybeUninit::<ffi::MPI_Status>::zeroed();
+        // SAFETY: `out` has room for `len` more bytes; MPI writes exactly
+        // `len` bytes (the probed size) before we extend the length.
+        unsafe {
+            check(
+                op,
+                ffi::MPI_Mrecv(
+                    out.as_mut_ptr().add(start) as *mut c_void,
+                    count,
+                    ffi::RSMPI_UINT8_T,
+                    &mut msg,
+                    st.as_mut_ptr(),
+                ),
+            )?;
+            out.set_len(start + len);
+        }
+        Ok(len)
+    }
+
+    /// The receiving side of a sparse exchange (NBX): take every message
+    /// of the exchange's `tag` as it arrives; once this rank's synchronous
+    /// sends (`requests`) have all been matched, enter a nonblocking
+    /// barrier; when the barrier completes, every rank's sends have been
+    /// matched, so every message to this rank is in `received`.
+    fn nbx_receive(
+        &self,
+        op: &'static str,
+        tag: c_int,
+        requests: &mut [ffi::MPI_Request],
+        received: &mut BTreeMap<usize, Vec<u8>>,
+    ) -> CommResult<()> {
+        let mut barrier: Option<ffi::MPI_Request> = None;
+        loop {
+            let mut flag: c_int = 0;
+            let mut msg = MaybeUninit::uninit();
+            let mut status = MaybeUninit::<ffi::MPI_Status>::zeroed();
+            // SAFETY: valid communicator; out-pointers are valid.
+            check(op, unsafe {
+                ffi::MPI_Improbe(
+                    ffi::RSMPI_ANY_SOURCE,
+                    tag,
+                    self.exchange,
+                    &mut flag,
+                    msg.as_mut_ptr(),
+                    status.as_mut_ptr(),
+                )
+            })?;
+            if flag != 0 {
+                // SAFETY: a message matched, so msg and status are set.
+                let (msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
+                let mut buf = Vec::new();
+                let len = self.mrecv_append(op, msg, &status, &mut buf)?;
+                let src = status.MPI_SOURCE;
+                if len == self.chunk_bytes {
+                    self.recv_appending(op, self.exchange, src, tag, &mut buf)?;
+                }
+                received.insert(src as usize, buf);
+                continue;
+            }
+            let mut done: c_int = 0;
+            match barrier.as_mut() {
+                None => {
+                    if requests.is_empty() {
+                        done = 1;
+                    } else {
+                        // SAFETY: every request came from a successful send.
+                        check(op, unsafe {
+                            ffi::MPI_Testall(
+                                requests.len() as c_int,
+                                requests.as_mut_ptr(),
+                                &mut done,
+                                ffi::RSMPI_STATUSES_IGNORE,
+                            )
+                        })?;
+                    }
+                    if done != 0 {
+                        let mut req = MaybeUninit::uninit();
+                        // SAFETY: valid communicator, out-pointer valid.
+                        check(op, unsafe {
+                            ffi::MPI_Ibarrier(self.exchange, req.as_mut_ptr())
+                        })?;
+                        // SAFETY: MPI_Ibarrier succeeded.
+                        barrier = Some(unsafe { req.assume_init() });
+                        continue;
+                    }
+                }
+                Some(req) => {
+                    // SAFETY: `req` is the active barrier request.
+                    check(op, unsafe {
+                        ffi::MPI_Test(req, &mut done, ffi::RSMPI_STATUS_IGNORE)
+                    })?;
+                    if done != 0 {
+                        return Ok(());
+                    }
+                }
+            }
+            // Nothing arrived and nothing completed: let the other
+            // processes of an oversubscribed node run.
+            std::thread::yield_now();
         }
     }
 
@@ -603,7 +743,15 @@ impl Comm for MpiComm {
         }
         let mut requests = Vec::new();
         if let Some((dest, data)) = send {
-            let posted = self.isend_chunks(OP, self.comm, dest, TAG_SENDRECV, data, &mut requests);
+            let posted = self.isend_chunks(
+                OP,
+                self.comm,
+                dest,
+                TAG_SENDRECV,
+                data,
+                false,
+                &mut requests,
+            );
             if let Err(e) = posted {
                 // Pieces already posted read `data`: finish them before returning.
                 let _ = self.wait_all(OP, &mut requests);
@@ -666,7 +814,9 @@ impl Comm for MpiComm {
             return Ok(None);
         }
         // SAFETY: a fresh communicator from MPI_Comm_split, now owned here.
-        let c = unsafe { Self::adopt(newcomm) }?.with_chunk_bytes(self.chunk_bytes);
+        let c = unsafe { Self::adopt(newcomm) }?
+            .with_chunk_bytes(self.chunk_bytes)
+            .with_nbx_ranks(self.nbx_ranks);
         Ok(Some(Box::new(c)))
     }
 
@@ -681,31 +831,44 @@ impl Comm for MpiComm {
         // A bad destination is reported to its sender after the exchange, so
         // its peers still complete instead of hanging.
         let bad = sends.keys().copied().find(|&d| d >= self.size);
-        // How many messages each rank will receive (scr_hash_exchange does
-        // the same with a reduce-scatter of a 0/1 vector).
-        let mut flags = vec![0 as c_int; self.size];
-        for &d in sends.keys().filter(|&&d| d < self.size && d != self.rank) {
-            flags[d] = 1;
-        }
-        let mut incoming: c_int = 0;
-        // SAFETY: `size` ints in, one int out per rank.
-        check(OP, unsafe {
-            ffi::MPI_Reduce_scatter_block(
-                flags.as_ptr() as *const c_void,
-                &mut incoming as *mut c_int as *mut c_void,
-                1,
-                ffi::RSMPI_INT32_T,
-                ffi::RSMPI_SUM,
-                self.exchange,
-            )
-        })?;
+        let nbx = self.size >= self.nbx_ranks;
+        let peers = || {
+            sends
+                .iter()
+                .filter(|(&d, _)| d < self.size && d != self.rank)
+        };
+        // Below `nbx_ranks`, as SCR 3.1's scr_hash_exchange does: a
+        // reduce-scatter of a 0/1 vector of P flags tells each rank how
+        // many messages it will receive (O(P) per rank, the fastest at
+        // small P). From `nbx_ranks` on, NBX (Hoefler et al., 2010): no
+        // counts; synchronous sends and a nonblocking barrier end the
+        // exchange once every message is matched, O(log P) steps and
+        // memory for the messages only.
+        let incoming = if nbx {
+            None
+        } else {
+            let mut flags = vec![0 as c_int; self.size];
+            for (&d, _) in peers() {
+                flags[d] = 1;
+            }
+            let mut incoming: c_int = 0;
+            // SAFETY: `size` ints in, one int out per rank.
+            check(OP, unsafe {
+                ffi::MPI_Reduce_scatter_block(
+                    flags.as_ptr() as *const c_void,
+                    &mut incoming as *mut c_int as *mut c_void,
+                    1,
+                    ffi::RSMPI_INT32_T,
+                    ffi::RSMPI_SUM,
+                    self.exchange,
+                )
+            })?;
+            Some(incoming)
+        };
         let mut requests = Vec::new();
         let mut posted = Ok(());
-        for (&d, data) in sends
-            .iter()
-            .filter(|(&d, _)| d < self.size && d != self.rank)
-        {
-            posted = self.isend_chunks(OP, self.exchange, d, tag, data, &mut requests);
+        for (&d, data) in peers() {
+            posted = self.isend_chunks(OP, self.exchange, d, tag, data, nbx, &mut requests);
             if posted.is_err() {
                 break;
             }
@@ -714,24 +877,27 @@ impl Comm for MpiComm {
         if let Some(mine) = sends.get(&self.rank) {
             received.insert(self.rank, mine.clone());
         }
-        let mut recv_result = Ok(());
-        if posted.is_ok() {
-            for _ in 0..incoming {
+        let got = match incoming {
+            // Messages to this rank arrive whether its own sends all
+            // started or not, so it takes part in the barrier either way.
+            None => self.nbx_receive(OP, tag, &mut requests, &mut received),
+            Some(_) if posted.is_err() => Ok(()),
+            Some(n) => (0..n).try_for_each(|_| {
                 let mut buf = Vec::new();
-                match self.recv_chunks(OP, self.exchange, None, tag, &mut buf) {
-                    Ok(src) => {
-                        received.insert(src, buf);
-                    }
-                    Err(e) => {
-                        recv_result = Err(e);
-                        break;
-                    }
-                }
-            }
-        }
-        let waited = self.wait_all(OP, &mut requests);
+                let src = self.recv_chunks(OP, self.exchange, None, tag, &mut buf)?;
+                received.insert(src, buf);
+                Ok(())
+            }),
+        };
+        // Every send completes before its buffer may go (after an NBX
+        // error some may still be pending).
+        let waited = if nbx && got.is_ok() {
+            Ok(())
+        } else {
+            self.wait_all(OP, &mut requests)
+        };
         posted?;
-        recv_result?;
+        got?;
         waited?;
         if let Some(rank) = bad {
             return Err(CommError::BadRank {

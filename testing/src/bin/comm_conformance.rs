@@ -2,7 +2,9 @@
 //! `mpirun -np 4 comm_conformance [seed]`. Every rank prints its result; rank
 //! 0 ends with exactly `N passed, M failed` and the job exits non-zero on any
 //! failure (MPI_Abort when a communication error leaves ranks out of step).
-//! `SCR_COMM_CHUNK_BYTES=N` makes MPI carry large messages in N-byte pieces.
+//! `SCR_COMM_CHUNK_BYTES=N` makes MPI carry large messages in N-byte pieces;
+//! `SCR_COMM_NBX_RANKS=N` runs sparse exchanges as NBX from N ranks on (1:
+//! always), as a job of `scr::comm::mpi::DEFAULT_NBX_RANKS` ranks would.
 
 use std::process::ExitCode;
 
@@ -34,11 +36,20 @@ fn main() -> ExitCode {
     let chunk = std::env::var("SCR_COMM_CHUNK_BYTES")
         .ok()
         .and_then(|v| v.parse::<usize>().ok());
+    let nbx = std::env::var("SCR_COMM_NBX_RANKS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
     let comm = match MpiComm::world() {
-        Ok(c) => match chunk {
-            Some(bytes) => c.with_chunk_bytes(bytes),
-            None => c,
-        },
+        Ok(c) => {
+            let c = match chunk {
+                Some(bytes) => c.with_chunk_bytes(bytes),
+                None => c,
+            };
+            match nbx {
+                Some(ranks) => c.with_nbx_ranks(ranks),
+                None => c,
+            }
+        }
         Err(e) => {
             eprintln!("comm_conformance: {e}");
             abort_job(1)
