@@ -27,8 +27,8 @@ pub const DEFAULT_CHUNK_BYTES: usize = 1 << 30;
 /// From this many ranks on, a sparse exchange runs NBX (synchronous sends
 /// and a nonblocking barrier) instead of counting each rank's messages
 /// with a reduce-scatter of P flags. Measured on 4 and 8 ranks
-/// (results/scale.md, "The sparse exchange under MPI"), NBX costs up to
-/// twice as much per exchange (tens of microseconds); the count's O(P)
+/// (results/scale.md, "The sparse exchange under MPI"), NBX costs 1.3 to
+/// 2.3 times as much per exchange (tens of microseconds); the count's O(P)
 /// vector per rank is what grows, so NBX takes over where it would reach
 /// 64 KiB per rank.
 pub const DEFAULT_NBX_RANKS: usize = 16_384;
