@@ -27,6 +27,13 @@
 //!
 //! Run: `cargo bench -p benches --bench scale` (env `BENCH_RANKS`, default
 //! "64,256,1024,4096"; `BENCH_STACK_KIB`, default 256).
+//!
+//! With `BENCH_SHARED=1` the job writes an N-1 file in bypass mode
+//! (SCR_CACHE_BYPASS=1): besides its own file, every rank writes its 4 KiB
+//! region of one `shared.dat`, which the complete finds routed by all P
+//! ranks (`dataset::shared`); the restart reads the prefix in place, so
+//! it rebuilds nothing. Its table and figure are `scale-shared-table.md`
+//! and `scale-shared.png`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -47,10 +54,12 @@ struct Cluster {
     _tmp: tempfile::TempDir,
     root: PathBuf,
     prefix: PathBuf,
+    /// `BENCH_SHARED=1`: bypass mode and an N-1 file.
+    shared: bool,
 }
 
 impl Cluster {
-    fn new() -> Cluster {
+    fn new(shared: bool) -> Cluster {
         let tmp = tempfile::tempdir_in("/dev/shm").expect("tempdir in /dev/shm");
         let root = tmp.path().to_path_buf();
         let prefix = root.join("prefix");
@@ -59,6 +68,7 @@ impl Cluster {
             _tmp: tmp,
             root,
             prefix,
+            shared,
         }
     }
 
@@ -72,6 +82,7 @@ impl Cluster {
             ("SCR_FLUSH", "0".into()),
             ("SCR_COPY_TYPE", "XOR".into()),
             ("SCR_SET_SIZE", "8".into()),
+            ("SCR_CACHE_BYPASS", u8::from(self.shared).to_string()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -126,6 +137,19 @@ fn checkpoint_job(cl: &Cluster, stats: &CommStats, comm: &dyn Comm) -> RankRun {
         .route_file(cl.prefix.join(format!("ckpt.1/rank{rank}")))
         .expect("route");
     std::fs::write(&p, data(rank)).expect("write");
+    if cl.shared {
+        use std::os::unix::fs::FileExt;
+        let p = out
+            .route_file(cl.prefix.join("ckpt.1/shared.dat"))
+            .expect("route the shared file");
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&p)
+            .and_then(|f| f.write_all_at(&data(rank), (rank * BYTES_PER_RANK) as u64))
+            .expect("write the shared file");
+    }
     assert!(out.complete(true).expect("complete"), "checkpoint valid");
     let end = Instant::now();
     let c2 = stats.get(rank);
@@ -152,7 +176,13 @@ fn restart_job(cl: &Cluster, stats: &CommStats, comm: &dyn Comm, spare: usize) -
     let mut scr = init(cl, comm, node);
     let mid = Instant::now();
     let c1 = stats.get(rank);
-    assert_eq!(scr.init_report().rebuilt.len(), 1, "the checkpoint rebuilt");
+    // A bypass checkpoint is read in place in the prefix: nothing to rebuild.
+    let rebuilt = usize::from(!cl.shared);
+    assert_eq!(
+        scr.init_report().rebuilt.len(),
+        rebuilt,
+        "the checkpoint rebuilt"
+    );
     assert_eq!(scr.have_restart().expect("have").as_deref(), Some("ckpt.1"));
     let mut r = scr.start_restart().expect("start_restart");
     let p = r
@@ -240,8 +270,8 @@ fn row(table: &mut String, p: usize, name: &str, ph: &Phase, peak_mib: f64) -> P
     }
 }
 
-fn run(p: usize, config: &ThreadConfig, table: &mut String) -> Vec<Point> {
-    let cl = Cluster::new();
+fn run(p: usize, config: &ThreadConfig, shared: bool, table: &mut String) -> Vec<Point> {
+    let cl = Cluster::new(shared);
     let stats = CommStats::new(p);
     reset_peak();
     let t = Instant::now();
@@ -313,6 +343,7 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(256);
+    let shared = std::env::var("BENCH_SHARED").is_ok_and(|v| v == "1");
     let config = ThreadConfig {
         // A bound, not a budget: a wait this long is a hang.
         timeout: Duration::from_secs(600),
@@ -330,7 +361,7 @@ fn main() {
             p >= 2 * RANKS_PER_NODE && p % RANKS_PER_NODE == 0,
             "P={p}: at least two nodes of {RANKS_PER_NODE} ranks"
         );
-        points.extend(run(p, &config, &mut table));
+        points.extend(run(p, &config, shared, &mut table));
     }
     let ratios = ratios(&points);
     if !ratios.is_empty() {
@@ -340,14 +371,22 @@ fn main() {
     }
     let dir = out_dir();
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let md = dir.join("scale-table.md");
+    let (md, png, title) = if shared {
+        (
+            "scale-shared-table.md",
+            "scale-shared.png",
+            "SCR metadata at scale: P thread ranks, bypass mode, one N-1 file",
+        )
+    } else {
+        (
+            "scale-table.md",
+            "scale.png",
+            "SCR metadata at scale: P thread ranks, XOR sets of 8, 4 ranks per node",
+        )
+    };
+    let md = dir.join(md);
     std::fs::write(&md, &table).unwrap_or_else(|e| panic!("{}: {e}", md.display()));
-    let png = dir.join("scale.png");
-    scale_plot::draw(
-        &points,
-        "SCR metadata at scale: P thread ranks, XOR sets of 8, 4 ranks per node",
-        &png,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let png = dir.join(png);
+    scale_plot::draw(&points, title, &png).unwrap_or_else(|e| panic!("{e}"));
     eprintln!("wrote {} and {}", md.display(), png.display());
 }

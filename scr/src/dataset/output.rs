@@ -454,12 +454,12 @@ fn complete_async(
 /// the dataset is deleted on every rank and every rank returns
 /// [`ScrError::SharedFile`] naming the files and ranks. Collective.
 fn check_shared(job: &mut Job, ds: &mut Dataset) -> ScrResult<()> {
-    let shared = super::shared::find(job, ds.id)?;
-    if shared.is_empty() {
+    let found = super::shared::find(job, ds.id)?;
+    if !found.any {
         return Ok(());
     }
     if ds.bypass {
-        let kept = super::shared::keep_owner_only(job, ds.id, &shared);
+        let kept = super::shared::keep_owner_only(job, ds.id, &found);
         let ok = job.world.all_true(kept.is_ok())?;
         kept?;
         if !ok {
@@ -469,7 +469,7 @@ fn check_shared(job: &mut Job, ds: &mut Dataset) -> ScrResult<()> {
     }
     let e = ScrError::SharedFile {
         dset: ds.id,
-        files: shared,
+        files: found.gather(job.world.as_ref())?,
     };
     if job.rank().is_root() {
         job.msg.err(format_args!("{e}"));

@@ -12,8 +12,16 @@
 //! exchange), that rank finds the paths several ranks sent, and one
 //! allreduce says whether any rank found one. Without shared files (the
 //! common case) no rank handles more than its own paths and its share of
-//! the others', whatever the job's size; only when some exist are the
-//! found files gathered on every rank, which needs them all.
+//! the others', whatever the job's size. When some exist, each collector
+//! tells every rank that routed one of its shared paths who owns it (a
+//! second sparse exchange): in bypass mode, where shared files are legal,
+//! a rank learns only the owners of its own paths, so an N-1 file written
+//! by every rank costs each rank one path and one rank number, not the
+//! list of all P ranks. Only the cache-mode error, which names the files
+//! and their ranks on every rank, gathers the found files everywhere
+//! ([`Found::gather`]). The collector of an N-1 file still receives its
+//! path from every rank (P copies of one path), as the rank holding that
+//! key does in LLNL's sort.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -120,19 +128,52 @@ fn decode(bytes: &[u8]) -> Vec<SharedFile> {
         .collect()
 }
 
-/// The files of `dset` that more than one rank routed, with their ranks;
-/// the same list on every rank. Collective.
-pub fn find(job: &Job, dset: DatasetId) -> ScrResult<Vec<SharedFile>> {
+/// What a rank learns of the files more than one rank routed
+/// ([`find`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    /// Some rank routed a path another rank routed too (the same on every
+    /// rank).
+    pub any: bool,
+    /// Of this rank's routed paths, those another rank routed too, each
+    /// with its owner (the lowest rank that routed it).
+    pub owners: BTreeMap<PathBuf, Rank>,
+    /// The shared paths this rank collected, with every rank that routed
+    /// each; the lists of the ranks are disjoint.
+    collected: Vec<SharedFile>,
+}
+
+impl Found {
+    /// Every shared file with its ranks, sorted by path; the same list on
+    /// every rank. Collective (an allgather, whose bytes per rank grow
+    /// with the ranks that share a file): for the cache-mode error only.
+    pub fn gather(&self, world: &dyn Comm) -> CommResult<Vec<SharedFile>> {
+        if !self.any {
+            return Ok(Vec::new());
+        }
+        let mut all: Vec<SharedFile> = world
+            .allgather_bytes(&encode(&self.collected))?
+            .iter()
+            .flat_map(|bytes| decode(bytes))
+            .collect();
+        all.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(all)
+    }
+}
+
+/// The files of `dset` that more than one rank routed, as this rank
+/// learns them. Collective.
+pub fn find(job: &Job, dset: DatasetId) -> ScrResult<Found> {
     let mine = routed_files(job, dset);
     let paths: Vec<&Path> = mine.iter().map(|(_, p)| p.as_path()).collect();
     Ok(find_in(job.world.as_ref(), &paths)?)
 }
 
-/// The paths that more than one rank of `world` passed, each with its
-/// ranks, sorted by path; the same list on every rank. Collective: a
-/// sparse exchange and an allreduce, and an allgather only when some path
-/// is shared.
-fn find_in(world: &dyn Comm, paths: &[&Path]) -> CommResult<Vec<SharedFile>> {
+/// Which of `paths` other ranks of `world` passed too, with their owners.
+/// Collective: a sparse exchange and an allreduce; a second sparse
+/// exchange, from each collector to the ranks of its shared paths, only
+/// when some path is shared.
+fn find_in(world: &dyn Comm, paths: &[&Path]) -> CommResult<Found> {
     let mut by_collector: BTreeMap<usize, Vec<&Path>> = BTreeMap::new();
     for &p in paths {
         by_collector
@@ -145,37 +186,53 @@ fn find_in(world: &dyn Comm, paths: &[&Path]) -> CommResult<Vec<SharedFile>> {
         .map(|(to, ps)| (to, pack_paths(&ps)))
         .collect();
     let received = world.exchange_sparse(&sends)?;
-    let found = shared_of(
+    let collected = shared_of(
         received
             .iter()
             .map(|(&from, list)| (Rank::of_index(from), list.as_slice())),
     );
-    if !world.any_true(!found.is_empty())? {
-        return Ok(Vec::new());
+    drop(received);
+    if !world.any_true(!collected.is_empty())? {
+        return Ok(Found::default());
     }
-    // A path has one collector, so the lists are disjoint.
-    let mut all: Vec<SharedFile> = world
-        .allgather_bytes(&encode(&found))?
-        .iter()
-        .flat_map(|bytes| decode(bytes))
+    // Each rank of a shared path learns the path's owner: per rank, the
+    // pairs (path, owner) of its shared paths this rank collected.
+    let mut replies: BTreeMap<usize, Vec<SharedFile>> = BTreeMap::new();
+    for f in &collected {
+        let owner = f.ranks[0];
+        for r in &f.ranks {
+            replies.entry(r.index()).or_default().push(SharedFile {
+                path: f.path.clone(),
+                ranks: vec![owner],
+            });
+        }
+    }
+    let replies: BTreeMap<usize, Vec<u8>> = replies
+        .into_iter()
+        .map(|(to, files)| (to, encode(&files)))
         .collect();
-    all.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(all)
+    let owners = world
+        .exchange_sparse(&replies)?
+        .values()
+        .flat_map(|bytes| decode(bytes))
+        .filter_map(|f| Some((f.path, *f.ranks.first()?)))
+        .collect();
+    Ok(Found {
+        any: true,
+        owners,
+        collected,
+    })
 }
 
 /// Bypass mode: keep each shared file only in its owner's entries (the
 /// lowest rank that routed it); the other ranks forget it (their parts
 /// are in the one file). Writes the filemap when it changed. Not
 /// collective.
-pub fn keep_owner_only(job: &mut Job, dset: DatasetId, shared: &[SharedFile]) -> ScrResult<()> {
+pub fn keep_owner_only(job: &mut Job, dset: DatasetId, found: &Found) -> ScrResult<()> {
     let me = job.rank();
     let mut dropped = false;
     for (key, path) in routed_files(job, dset) {
-        let owner = shared
-            .iter()
-            .find(|f| f.path == path)
-            .and_then(|f| f.ranks.first().copied());
-        if owner.is_some_and(|o| o != me) {
+        if found.owners.get(&path).is_some_and(|&o| o != me) {
             job.filemap.remove_file(dset, me, &key);
             dropped = true;
         }
@@ -220,7 +277,7 @@ mod tests {
     }
 
     #[test]
-    fn every_rank_learns_every_shared_path_whichever_rank_collected_it() {
+    fn each_rank_learns_the_owners_of_its_shared_paths_and_the_error_gathers_them_all() {
         use crate::comm::thread::ThreadComm;
         // Rank r routes its own file, "/p/all" (every rank), "/p/even"
         // (even ranks) and "/p/pair-<r / 2>" (two ranks each); rank 3
@@ -240,7 +297,9 @@ mod tests {
                 paths.push(PathBuf::from("/p/own-3"));
             }
             let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-            find_in(world, &refs).unwrap()
+            let found = find_in(world, &refs).unwrap();
+            let all = found.gather(world).unwrap();
+            (found, all)
         })
         .unwrap();
         let ranks = |rs: &[usize]| rs.iter().map(|&r| Rank::of_index(r)).collect::<Vec<_>>();
@@ -266,15 +325,69 @@ mod tests {
         let collectors: std::collections::BTreeSet<usize> =
             want.iter().map(|f| collector_of(&f.path, n)).collect();
         assert!(collectors.len() > 1, "{collectors:?}");
-        for (rank, found) in got.iter().enumerate() {
-            assert_eq!(found, &want, "rank {rank}");
+        for (rank, (found, all)) in got.iter().enumerate() {
+            assert!(found.any, "rank {rank}");
+            assert_eq!(all, &want, "rank {rank}");
+            // A rank learns the owner of each of its shared paths, and of
+            // no other path.
+            let mine: BTreeMap<PathBuf, Rank> = want
+                .iter()
+                .filter(|f| f.ranks.contains(&Rank::of_index(rank)))
+                .map(|f| (f.path.clone(), f.ranks[0]))
+                .collect();
+            assert_eq!(found.owners, mine, "rank {rank}");
         }
         let none = ThreadComm::run(4, |world| {
             let own = PathBuf::from(format!("/p/own-{}", world.rank()));
-            find_in(world, &[own.as_path()]).unwrap()
+            let found = find_in(world, &[own.as_path()]).unwrap();
+            let all = found.gather(world).unwrap();
+            (found, all)
         })
         .unwrap();
-        assert!(none.iter().all(Vec::is_empty), "{none:?}");
+        assert!(
+            none.iter()
+                .all(|(f, all)| *f == Found::default() && all.is_empty()),
+            "{none:?}"
+        );
+    }
+
+    #[test]
+    fn an_n_to_1_file_costs_a_rank_one_owner_whatever_the_job_s_size() {
+        use crate::comm::thread::{CommStats, ThreadComm, ThreadConfig};
+        // Every rank routes the one file; in bypass mode each needs to
+        // learn its owner, not the list of every rank that wrote it. What
+        // a rank other than the path's collector receives must not grow
+        // with the job.
+        let n1 = Path::new("/prefix/ckpt.1/n1.h5");
+        let received = |p: usize| {
+            let stats = CommStats::new(p);
+            let found = ThreadComm::run_counted(&ThreadConfig::default(), &stats, p, |world| {
+                find_in(world, &[n1]).unwrap()
+            })
+            .unwrap();
+            for (rank, f) in found.iter().enumerate() {
+                assert!(f.any, "P = {p}, rank {rank}");
+                assert_eq!(
+                    f.owners,
+                    BTreeMap::from([(n1.to_path_buf(), Rank(0))]),
+                    "P = {p}, rank {rank}"
+                );
+            }
+            let collector = collector_of(n1, p);
+            let others = (0..p)
+                .filter(|&r| r != collector)
+                .map(|r| stats.get(r).bytes_received);
+            (others.max().unwrap(), stats.get(collector).bytes_received)
+        };
+        let (small, small_collector) = received(8);
+        let (large, large_collector) = received(128);
+        assert_eq!(large, small, "a rank's bytes grew from 8 to 128 ranks");
+        // The collector receives the path from every rank.
+        assert!(
+            large_collector >= 128 * n1.as_os_str().len() as u64
+                && small_collector < large_collector,
+            "{small_collector} {large_collector}"
+        );
     }
 
     #[test]
