@@ -100,6 +100,30 @@ check "MANPATH=share/man man scr-postrun renders" env MANPATH="$install/share/ma
   "$(declare -f renders); renders man scr-postrun"
 check "bash loads the completions of scr" bash -c \
   ". '$install/share/bash-completion/completions/scr' && complete -p scr"
+# zsh: compinit finds both functions on fpath (their #compdef lines) and
+# binds them to the commands, in a shell with no user configuration.
+zsh_binds() {
+  local out
+  out="$(ZDOTDIR="$work" zsh -f -c "fpath=('$install/share/zsh/site-functions' \$fpath)
+    autoload -Uz compinit && compinit -u -d '$work/zcompdump'
+    print -r -- \"scr=\${_comps[scr]} scr-harness=\${_comps[scr-harness]}\"")" || return 1
+  echo "$out"
+  [ "$out" = "scr=_scr scr-harness=_scr-harness" ]
+}
+check "zsh loads the completions of scr and scr-harness" zsh_binds
+# fish answers a completion request without a terminal (complete -C):
+# the subcommands of each tool, and an option of one of them.
+fish_completes() {
+  local out
+  out="$(XDG_CONFIG_HOME="$work/fish-config" fish -N -c "
+    source '$install/share/fish/vendor_completions.d/scr.fish'
+    source '$install/share/fish/vendor_completions.d/scr-harness.fish'
+    complete -C 'scr '; complete -C 'scr-harness camp'; complete -C 'scr index --'")" || return 1
+  sed -n 1,40p <<<"$out"
+  grep -q '^flush' <<<"$out" && grep -q '^index' <<<"$out" &&
+    grep -q '^campaign' <<<"$out" && grep -q '^--prefix' <<<"$out"
+}
+check "fish completes the subcommands and options of scr and scr-harness" fish_completes
 
 for part in ci/user/*.sh; do
   name="$(basename "$part" .sh)"
