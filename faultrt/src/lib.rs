@@ -1,7 +1,7 @@
 //! faultrt: the fault-injection runtime behind `scr`'s injection points.
 //!
 //! The library marks moments where a failure is interesting with
-//! `scr::fault_point!("xor.encode.chunk", rank = r)?`. Without scr's cargo
+//! `scr::fault_point!("redundancy.encode", rank = r)?`. Without scr's cargo
 //! feature `fault-injection` that is the constant `Ok(())` and this crate is
 //! not even compiled; with it, each point calls [`hit`], which does the work
 //! kept out of the production crate: reading the plan, counting hits,
@@ -12,14 +12,14 @@
 //! first point reached. Its value is one of:
 //! - the compact form, entries separated by `;`:
 //!   `POINT[#HIT[+]][@rank:R][@node:NAME]=ACTION`, e.g.
-//!   `xor.encode.chunk#3@rank:2=kill; flush.file.copied#1+=delay:20`.
+//!   `redundancy.encode#3@rank:2=kill; flush.file.copied#1+=delay:20`.
 //!   `#HIT` is the 1-based count of times this process (and rank) reached
 //!   the point, default 1; a trailing `+` fires on that hit and every later
 //!   one. Actions: `kill`, `kill-node`, `exit:CODE`, `error[:KIND]` (KIND one
 //!   of `eio` (default), `enospc`, `erofs`, `eacces`), `delay:MS`.
 //! - inline JSON (starts with `{` or `[`) or the path of a JSON file (starts
 //!   with `/` or `.`, or ends in `.json`): a [`FaultPlan`] such as
-//!   `{"faults":[{"point":"xor.encode.chunk","hit":3,"rank":2,"action":"kill"}]}`,
+//!   `{"faults":[{"point":"redundancy.encode","hit":3,"rank":2,"action":"kill"}]}`,
 //!   or just the array of faults.
 //!
 //! Matching ([`Injector`]): a fault with `rank` fires only on that rank (the

@@ -116,7 +116,7 @@ fn is_false(b: &bool) -> bool {
 /// One fault of a plan: where, on which hit, on which rank/node, and what.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FaultSpec {
-    /// Injection point name, e.g. `xor.encode.chunk`.
+    /// Injection point name, e.g. `redundancy.encode`.
     pub point: String,
     /// 1-based hit count at which the fault fires.
     #[serde(default = "default_hit")]
@@ -488,7 +488,7 @@ mod tests {
     #[test]
     fn compact_form_parses_every_field() {
         let plan = parse_plan(
-            " xor.encode.chunk#3@rank:2=kill ; flush.file.copied#1+@node:n1=delay:20;\
+            " redundancy.encode#3@rank:2=kill ; flush.file.copied#1+@node:n1=delay:20;\
              fetch.file=error:enospc; a.b@node:n0@rank:7=exit:3; c=kill-node; d#2=error;",
         )
         .expect("valid plan");
@@ -497,7 +497,7 @@ mod tests {
         assert_eq!(
             f[0],
             FaultSpec {
-                point: "xor.encode.chunk".into(),
+                point: "redundancy.encode".into(),
                 hit: 3,
                 repeat: false,
                 rank: Some(2),
@@ -540,10 +540,13 @@ mod tests {
 
     #[test]
     fn json_forms_inline_array_and_file() {
-        let obj = r#"{"faults":[{"point":"xor.encode.chunk","hit":3,"rank":2,"action":"kill"},
+        let obj = r#"{"faults":[{"point":"redundancy.encode","hit":3,"rank":2,"action":"kill"},
                       {"point":"p","action":"error","kind":"eacces","repeat":true}]}"#;
         let plan = parse_plan(obj).expect("object form");
-        assert_eq!(plan.faults[0].to_string(), "xor.encode.chunk#3@rank:2=kill");
+        assert_eq!(
+            plan.faults[0].to_string(),
+            "redundancy.encode#3@rank:2=kill"
+        );
         assert_eq!(plan.faults[1].to_string(), "p#1+=error:eacces");
         let arr = r#"[{"point":"q","action":"delay","ms":5}]"#;
         assert_eq!(

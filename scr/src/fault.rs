@@ -1,8 +1,8 @@
 //! Fault-injection points (the testbed's hooks inside the library).
 //!
 //! The library marks moments where a failure is interesting with
-//! [`fault_point!`](crate::fault_point): `scr::fault_point!("xor.encode.chunk")?`,
-//! or `scr::fault_point!("xor.encode.chunk", rank = r)?` when the caller knows
+//! [`fault_point!`](crate::fault_point): `scr::fault_point!("flush.file.copied")?`,
+//! or `scr::fault_point!("redundancy.encode", rank = r)?` when the caller knows
 //! its rank (the thread communicator runs several ranks in one process). The
 //! macro evaluates to `Result<(), Injected>`; `Injected` converts into an
 //! `io::Error`, so I/O code propagates an injected error like a real one.

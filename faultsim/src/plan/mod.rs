@@ -9,10 +9,10 @@
 //!
 //! JSON:
 //! ```json
-//! {"name": "kill rank 2 in the XOR encode, then damage a filemap",
+//! {"name": "kill rank 2 as its 3rd encode begins, then damage a filemap",
 //!  "faults": [
 //!   {"what": {"kind": "kill-rank", "rank": 2},
-//!    "when": {"at": "point", "point": "xor.encode.chunk", "hit": 3}},
+//!    "when": {"at": "point", "point": "redundancy.encode", "hit": 3}},
 //!   {"what": {"kind": "corrupt",
 //!             "target": {"area": "cache", "node": "n1", "select": {"role": "filemap"}},
 //!             "how": {"kind": "bit-flips", "count": 4}},
@@ -72,14 +72,15 @@ pub const POINT_COMPUTE: &str = "app.compute";
 /// each file copied to the prefix.
 pub const POINT_SCAVENGE_FILE: &str = "scavenge.file";
 
-/// Injection points the library is known to have (names in other plans are
-/// allowed, with a [`Warning`]: plans may target a newer library).
+/// Injection points the library and `scr_app` have, every one of them
+/// (`faultsim/tests/known_points.rs` compares the list with the sources;
+/// names in other plans are allowed, with a [`Warning`]: plans may target
+/// a newer library).
 pub const KNOWN_POINTS: &[&str] = &[
     POINT_START_OUTPUT,
     POINT_COMPLETE_OUTPUT,
     POINT_AFTER_COMPLETE,
     POINT_COMPUTE,
-    "cache.file.write",
     // scr_app's own "during file write" moment (testing/src/bin/scr_app.rs).
     "app.file.write",
     // Entry of the redundancy encode at Complete_output, every scheme.
@@ -88,12 +89,8 @@ pub const KNOWN_POINTS: &[&str] = &[
     // scheme), and once every rank recorded the dataset protected on disk.
     "protect.background",
     "protect.protected",
-    "xor.encode.chunk",
-    "partner.send.file",
-    "rs.encode.chunk",
     "flush.file.copied",
     "flush.async.file.copied",
-    "rebuild.xor.received",
     "rebuild.init",
     "fetch.file",
     POINT_SCAVENGE_FILE,

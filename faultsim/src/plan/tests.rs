@@ -4,10 +4,10 @@
 use super::*;
 use crate::runtime::{parse_plan, ErrorKind};
 
-const JSON: &str = r#"{"name": "kill rank 2 in the XOR encode, then damage a filemap",
+const JSON: &str = r#"{"name": "kill rank 2 as its 3rd encode begins, then damage a filemap",
  "faults": [
   {"what": {"kind": "kill-rank", "rank": 2},
-   "when": {"at": "point", "point": "xor.encode.chunk", "hit": 3}},
+   "when": {"at": "point", "point": "redundancy.encode", "hit": 3}},
   {"what": {"kind": "corrupt",
             "target": {"area": "cache", "node": "n1", "select": {"role": "filemap"}},
             "how": {"kind": "bit-flips", "count": 4}},
@@ -37,7 +37,7 @@ fn documented_examples_parse_validate_and_round_trip() {
     assert_eq!(plan.validate(&topo()), Ok(vec![]));
     assert_eq!(
         plan.to_env(1).as_deref(),
-        Some("xor.encode.chunk#3@rank:2=kill")
+        Some("redundancy.encode#3@rank:2=kill")
     );
     assert_eq!(plan.external().map(|(i, _)| i).collect::<Vec<_>>(), [1]);
     let again = Plan::from_toml(&plan.to_toml().expect("toml"), "t").expect("reparse");
