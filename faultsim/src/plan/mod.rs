@@ -119,6 +119,9 @@ pub const KNOWN_POINTS: &[&str] = &[
     // (XOR, RS) after its fsync, before the filemap records it.
     "redundancy.file.synced",
     "redundancy.parity.synced",
+    // Before each piece of a member's files is read for redundancy (the
+    // encode's and the rebuild's transfers).
+    "redundancy.piece.read",
 ];
 
 /// Most faults in one plan.

@@ -191,6 +191,14 @@ impl LogicalFile {
     ) -> Result<&'a [u8], RedundancyError> {
         let end = offset.saturating_add(len as u64);
         let first = self.parts.partition_point(|p| p.start + p.size <= offset);
+        // A piece of a member's files is about to be read for redundancy
+        // (an encode's or a rebuild's ring, a PARTNER copy's stream): the
+        // member's transfers are under way.
+        if let Err(e) = crate::fault_point!("redundancy.piece.read") {
+            let part = self.parts.get(first).or(self.parts.last());
+            let path = part.map(|p| p.path.as_path()).unwrap_or(Path::new(""));
+            return Err(io_error(path)(e.into()));
+        }
         if let Some(part) = self.parts.get(first) {
             if let Some(m) = &part.map {
                 if part.start <= offset && end <= part.start + part.size {
