@@ -31,9 +31,11 @@
 //! With `BENCH_SHARED=1` the job writes an N-1 file in bypass mode
 //! (SCR_CACHE_BYPASS=1): besides its own file, every rank writes its 4 KiB
 //! region of one `shared.dat`, which the complete finds routed by all P
-//! ranks (`dataset::shared`); the restart reads the prefix in place, so
-//! it rebuilds nothing. Its table and figure are `scale-shared-table.md`
-//! and `scale-shared.png`.
+//! ranks (`dataset::shared`). A bypass dataset has no redundancy in cache,
+//! so the restart rebuilds nothing: it fetches the checkpoint from the
+//! prefix (its "restart init" row is that fetch, the N-1 file going to its
+//! owner's cache). Its table and figure are `scale-shared-table.md` and
+//! `scale-shared.png`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -176,7 +178,8 @@ fn restart_job(cl: &Cluster, stats: &CommStats, comm: &dyn Comm, spare: usize) -
     let mut scr = init(cl, comm, node);
     let mid = Instant::now();
     let c1 = stats.get(rank);
-    // A bypass checkpoint is read in place in the prefix: nothing to rebuild.
+    // A bypass checkpoint has no redundancy in cache: it is fetched from
+    // the prefix, not rebuilt.
     let rebuilt = usize::from(!cl.shared);
     assert_eq!(
         scr.init_report().rebuilt.len(),
