@@ -6,9 +6,10 @@
 
 mod common;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use common::{run_with_system, Cluster};
+use common::{assert_same_records, run_with_system, scr_json, Cluster};
 use rusqlite::Connection;
 use scr::comm::Comm;
 use scr::log::db::{read_records, SCHEMA_VERSION};
@@ -157,25 +158,14 @@ fn a_job_writes_the_same_entries_to_the_database_and_the_text_log() {
         .unwrap()
         .records;
     let rows = read_records(&db).unwrap();
-    assert_eq!(txt.len(), rows.len());
-    for (a, b) in txt.iter().zip(&rows) {
-        // The whole entry: what was logged is what each reader gives back.
-        assert_eq!(a.entry, b.entry, "{a:?} vs {b:?}");
-        assert!((a.time_s - b.time_s).abs() < 1e-3, "{a:?} vs {b:?}");
-        assert_eq!((&a.host, &a.jobid), (&b.host, &b.jobid));
-    }
+    // The whole entry: what was logged is what each reader gives back.
+    assert_same_records(&txt, &rows);
     // And `scr interval` reads the database as it reads the text log.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scr"))
-        .args(["interval", "--json", "--mtbf", "86400", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let args = ["interval", "--json", "--mtbf", "86400", "--db"].map(OsStr::new);
+    let json = scr_json(
+        env!("CARGO_BIN_EXE_scr"),
+        args.into_iter().chain([db.as_os_str()]),
     );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["log_estimates"]["runs"], 2, "{json}");
     assert_eq!(
         json["log_estimates"]["cache_checkpoint"]["samples"], 4,

@@ -65,9 +65,18 @@ fn drop_this_run(records: &mut Vec<Record>, jobid: &str) {
 }
 
 /// Every record of the server log database `s` names, and the server as
-/// shown in messages.
-#[cfg(feature = "logdb-postgres")]
+/// shown in messages: MySQL/MariaDB for a `mysql://` URL, else PostgreSQL.
 fn read_server(s: &DbSettings) -> Result<(String, Vec<Record>), DbError> {
+    let host = s.host.as_deref().unwrap_or("");
+    if crate::log::store::is_mysql_url(host) {
+        read_mysql(s)
+    } else {
+        read_postgres(s)
+    }
+}
+
+#[cfg(feature = "logdb-postgres")]
+fn read_postgres(s: &DbSettings) -> Result<(String, Vec<Record>), DbError> {
     use crate::log::server::{read_records, ServerSettings};
     let srv = ServerSettings::from_db_settings(s)?;
     let recs = read_records(&srv)?;
@@ -75,8 +84,21 @@ fn read_server(s: &DbSettings) -> Result<(String, Vec<Record>), DbError> {
 }
 
 #[cfg(not(feature = "logdb-postgres"))]
-fn read_server(s: &DbSettings) -> Result<(String, Vec<Record>), DbError> {
+fn read_postgres(s: &DbSettings) -> Result<(String, Vec<Record>), DbError> {
     Err(DbError::postgres_not_built(s.host.as_deref().unwrap_or("")))
+}
+
+#[cfg(feature = "logdb-mysql")]
+fn read_mysql(s: &DbSettings) -> Result<(String, Vec<Record>), DbError> {
+    use crate::log::mysql::{read_records, MySettings};
+    let srv = MySettings::from_db_settings(s)?;
+    let recs = read_records(&srv)?;
+    Ok((srv.shown().to_string(), recs))
+}
+
+#[cfg(not(feature = "logdb-mysql"))]
+fn read_mysql(s: &DbSettings) -> Result<(String, Vec<Record>), DbError> {
+    Err(DbError::mysql_not_built(s.host.as_deref().unwrap_or("")))
 }
 
 /// Every record of the SQLite log database at `path`.

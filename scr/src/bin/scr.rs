@@ -462,7 +462,11 @@ fn interval(args: IntervalArgs) -> Result<(), CliError> {
     for path in &args.dbs {
         let shown = path.to_string_lossy();
         let mut add = |r: scr::log::Record| digest.add(&r);
-        if scr::log::server::is_server(&shown) {
+        if scr::log::store::is_mysql_url(&shown) {
+            let user = std::env::var("USER").ok();
+            scr::log::mysql::MySettings::parse(&shown, None, None, None, user.as_deref())
+                .and_then(|s| scr::log::mysql::each_record(&s, &mut add))
+        } else if scr::log::server::is_server(&shown) {
             let user = std::env::var("USER").ok();
             scr::log::server::ServerSettings::parse(&shown, None, None, None, user.as_deref())
                 .and_then(|s| scr::log::server::each_record(&s, &mut add))

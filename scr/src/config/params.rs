@@ -551,7 +551,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Str,
         false,
         false,
-        "log database host (site setting)",
+        "log database server (site setting): a PostgreSQL host, or mysql://host",
     ),
     p(
         "SCR_LOG_DB_NAME",

@@ -1,9 +1,9 @@
 //! Secrets in configuration: what `scr config` (text, `--json`, a query)
 //! and every message show instead of a password. A secret parameter is
 //! shown as `***` whatever its value; a value that embeds a password (a
-//! PostgreSQL URL `postgresql://user:PASS@host/db?password=PASS`, or a
-//! libpq keyword string `host=h password=PASS`) is shown with the password
-//! replaced by `***`.
+//! server URL such as `postgresql://user:PASS@host/db?password=PASS` or
+//! `mysql://user:PASS@host/db`, or a libpq keyword string
+//! `host=h password=PASS`) is shown with the password replaced by `***`.
 
 /// The mask shown in place of a secret.
 pub const MASK: &str = "***";
@@ -156,6 +156,14 @@ mod tests {
             (
                 "postgresql://bob:hunter2@h:5432/logs?sslmode=disable&password=hunter2",
                 "postgresql://bob:***@h:5432/logs?sslmode=disable&password=***",
+            ),
+            (
+                "mysql://bob:hunter2@h:3306/logs",
+                "mysql://bob:***@h:3306/logs",
+            ),
+            (
+                "mariadb://bob:hunter2@h/logs?socket=/run/x.sock",
+                "mariadb://bob:***@h/logs?socket=/run/x.sock",
             ),
             (
                 "host=db password=hunter2 dbname=x",

@@ -1,4 +1,4 @@
-//! The database sink, written once for both databases: [`DbLog`] over any
+//! The database sink, written once for the three databases: [`DbLog`] over any
 //! [`Store`] keeps a job's row, tracks its runs, and inserts each entry
 //! with the one mapping of [`super::row`]; [`read_all`] reads every entry
 //! back as records. [`super::db`] and [`super::server`] only supply the
@@ -74,12 +74,8 @@ impl<S: Store> DbLog<S> {
             Value::Text(settings.jobname.clone()),
             Value::Real(Some(now_s())),
         ]);
-        store.execute(
-            "INSERT INTO jobs (jobid, prefix, username, jobname, first_seen_s) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (jobid, prefix) DO NOTHING",
-            &values,
-            "adding the job",
-        )?;
+        let insert = store.dialect().insert_job();
+        store.execute(insert, &values, "adding the job")?;
         let rows = store.query(
             "SELECT id FROM jobs WHERE jobid = ?1 AND prefix = ?2",
             &job,
@@ -181,24 +177,24 @@ fn track_run(
             )?;
             return Ok(Some(id));
         }
-        let rows = s.query(
-            "INSERT INTO runs (job_id, launched_by, host, start_s, app_start_s, last_s, procs, \
-             nodes) VALUES (?1, 'library', ?2, ?3, ?3, ?3, ?4, ?5) RETURNING id",
-            &[job_v, host_v, time_v, procs, nodes],
-            &[Col::Int],
-            "adding the run",
-        )?;
-        return the_id(s, &rows, "adding the run").map(Some);
+        return s
+            .insert_id(
+                "INSERT INTO runs (job_id, launched_by, host, start_s, app_start_s, last_s, \
+                 procs, nodes) VALUES (?1, 'library', ?2, ?3, ?3, ?3, ?4, ?5)",
+                &[job_v, host_v, time_v, procs, nodes],
+                "adding the run",
+            )
+            .map(Some);
     }
     if e.is_event("RUN_START") {
-        let rows = s.query(
-            "INSERT INTO runs (job_id, launched_by, host, start_s, last_s) \
-             VALUES (?1, 'run_loop', ?2, ?3, ?3) RETURNING id",
-            &[job_v, host_v, time_v],
-            &[Col::Int],
-            "adding the run",
-        )?;
-        return the_id(s, &rows, "adding the run").map(Some);
+        return s
+            .insert_id(
+                "INSERT INTO runs (job_id, launched_by, host, start_s, last_s) \
+                 VALUES (?1, 'run_loop', ?2, ?3, ?3)",
+                &[job_v, host_v, time_v],
+                "adding the run",
+            )
+            .map(Some);
     }
     if e.is_event("RUN_END") {
         let run = match run {

@@ -1,6 +1,6 @@
 //! The one event type of SCR's logs: [`Entry`], what happened (an event or
 //! a transfer and its fields). Every sink writes it, every reader gives it
-//! back: the text log parser and both databases return [`Record`]s, an
+//! back: the text log parser and the databases return [`Record`]s, an
 //! entry with the stamp it was written under. What a job logs is what a
 //! reader reads (`record.entry == logged`, control characters aside).
 //!

@@ -35,13 +35,13 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: "
 CREATE TABLE jobs (
     id           {ID},
-    jobid        TEXT NOT NULL,
-    prefix       TEXT NOT NULL,
+    jobid        {JOBID_KEY} NOT NULL,
+    prefix       {PREFIX_KEY} NOT NULL,
     username     TEXT,
     jobname      TEXT,
     first_seen_s {REAL} NOT NULL,
     UNIQUE (jobid, prefix)
-);
+){TABLE};
 CREATE TABLE runs (
     id          {ID},
     job_id      {INT} NOT NULL REFERENCES jobs(id),
@@ -54,7 +54,7 @@ CREATE TABLE runs (
     end_note    TEXT,
     procs       {INT},
     nodes       {INT}
-);
+){TABLE};
 CREATE TABLE events (
     id       {ID},
     job_id   {INT} NOT NULL REFERENCES jobs(id),
@@ -69,7 +69,7 @@ CREATE TABLE events (
     note     TEXT,
     procs    {INT},
     nodes    {INT}
-);
+){TABLE};
 CREATE TABLE transfers (
     id        {ID},
     job_id    {INT} NOT NULL REFERENCES jobs(id),
@@ -85,7 +85,7 @@ CREATE TABLE transfers (
     secs      {REAL},
     bytes     {INT},
     files     {INT}
-);",
+){TABLE};",
     },
     Migration {
         version: 2,
@@ -104,7 +104,7 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 const SCHEMA_VERSION_TABLE: &str = "CREATE TABLE schema_version (
                         version    {INT} PRIMARY KEY,
                         applied_at TEXT NOT NULL,
-                        what       TEXT NOT NULL)";
+                        what       TEXT NOT NULL){TABLE}";
 
 /// The first text column of the first row of `sql`, if any and not NULL.
 fn first_text(s: &mut dyn Store, sql: &str, what: &'static str) -> Result<Option<String>, DbError> {

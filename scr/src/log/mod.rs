@@ -1,5 +1,6 @@
 //! SCR's event log: one entry type, written by a set of sinks (the text
-//! log `<prefix>/.scr/log`, syslog, a SQLite file or a PostgreSQL server)
+//! log `<prefix>/.scr/log`, syslog, a SQLite file, a PostgreSQL or a
+//! MySQL/MariaDB server)
 //! and read back by the text log parser and the database readers.
 //!
 //! Layers, each importing only from layers below it (the test
@@ -7,13 +8,14 @@
 //!
 //! ```text
 //! 5  writer          Logger: a set of Box<dyn LogSink>; LogSettings
-//! 4  db, server      the SQLite and PostgreSQL stores and their readers
+//! 4  db, server,     the SQLite, PostgreSQL and MySQL/MariaDB stores and
+//!    mysql           their readers
 //! 3  database        the database sink over any Store (runs, inserts, reads)
 //!    text, syslog    the text-file and syslog sinks
 //! 2  sink            the LogSink trait, its Target and error
 //!    migrate         the migrations (defined once) and their one runner
 //!    row             the one entry <-> row mapping
-//! 1  store           Store, the small trait over SQLite and PostgreSQL; DbError
+//! 1  store           Store, the small trait over the three; DbError
 //!    format, parse   the text line written and read back
 //! 0  event           Entry (the one event type), Record, Stamp, EventType, XferType
 //!    time            clock, zoned stamps (over `civil`)
@@ -27,6 +29,8 @@ pub mod event;
 pub mod format;
 pub mod migrate;
 pub mod msg;
+#[cfg(feature = "logdb-mysql")]
+pub mod mysql;
 pub mod parse;
 pub mod row;
 #[cfg(feature = "logdb-postgres")]
@@ -63,6 +67,7 @@ mod tests {
             ("syslog", 3, code(include_str!("syslog.rs"))),
             ("db", 4, code(include_str!("db.rs"))),
             ("server", 4, code(include_str!("server.rs"))),
+            ("mysql", 4, code(include_str!("mysql.rs"))),
             ("writer", 5, code(include_str!("writer.rs"))),
         ]
     }

@@ -201,13 +201,13 @@ pub(crate) fn select_all() -> String {
             .iter()
             .map(|f| match (f.in_table(transfer), f.column()) {
                 (true, (column, _)) => format!("{a}.{column}"),
-                (false, (_, Col::Int)) => "CAST(NULL AS {INT})".into(),
-                (false, (_, Col::Real)) => "CAST(NULL AS {REAL})".into(),
-                (false, (_, Col::Text)) => "CAST(NULL AS TEXT)".into(),
+                (false, (_, Col::Int)) => "CAST(NULL AS {CAST_INT})".into(),
+                (false, (_, Col::Real)) => "CAST(NULL AS {CAST_REAL})".into(),
+                (false, (_, Col::Text)) => "CAST(NULL AS {CAST_TEXT})".into(),
             })
             .collect();
         format!(
-            "SELECT CAST({} AS {{INT}}) AS k, {a}.id, {a}.time_s, {a}.host, {jobid}, {a}.type, {} \
+            "SELECT CAST({} AS {{CAST_INT}}) AS k, {a}.id, {a}.time_s, {a}.host, {jobid}, {a}.type, {} \
              FROM {} {a} JOIN jobs j ON j.id = {a}.job_id",
             u8::from(transfer),
             fields.join(", "),

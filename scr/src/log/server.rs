@@ -2,11 +2,13 @@
 //! and versioned migrations as the embedded SQLite log ([`super::db`]), on a
 //! PostgreSQL server that a site runs to collect every job in one place.
 //!
-//! LLNL's SCR writes to MySQL; this library speaks PostgreSQL's protocol
-//! (pure Rust, no client library to install). The settings are SCR's:
+//! LLNL's SCR writes to MySQL, which `SCR_LOG_DB_HOST=mysql://…` reaches
+//! ([`super::mysql`]); any other host is a PostgreSQL server, spoken to in
+//! pure Rust (no client library to install). The settings are SCR's:
 //! - `SCR_LOG_DB_HOST`: `host`, `host:port`, `[v6addr]:port`, a socket
-//!   directory (`/run/postgresql`), or a `postgresql://` URL. A `mysql://`
-//!   URL is refused with a clear error, never sent to the wrong server.
+//!   directory (`/run/postgresql`), or a `postgresql://` URL. Another
+//!   scheme reaching this parser is refused with a clear error, never sent
+//!   to the wrong server.
 //! - `SCR_LOG_DB_NAME`: the database (default `scr`), `SCR_LOG_DB_USER`
 //!   (default the job's user), `SCR_LOG_DB_PASS`.
 //!
@@ -109,7 +111,7 @@ impl ServerSettings {
                 return Err(bad_host(
                     host,
                     format!(
-                        "a {scheme}:// server is not supported: the log database server must be PostgreSQL (postgresql://...)"
+                        "a {scheme}:// URL is not a PostgreSQL server (postgresql://...; MySQL/MariaDB: mysql://...)"
                     ),
                 ));
             }
@@ -428,7 +430,8 @@ mod tests {
     #[test]
     fn bad_hosts_are_named() {
         for (h, want) in [
-            ("mysql://db/scr", "mysql:// server is not supported"),
+            ("mysql://db/scr", "mysql:// URL is not a PostgreSQL server"),
+            ("http://db/scr", "http:// URL is not a PostgreSQL server"),
             ("db:0", "port \"0\""),
             ("db:http", "port \"http\""),
             ("[::1", "missing ']'"),

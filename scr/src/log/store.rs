@@ -1,14 +1,19 @@
-//! What the two log databases share below their sinks: the settings
+//! What the log databases share below their sinks: the settings
 //! (`SCR_LOG_DB_*`), the errors, and [`Store`], the small trait through
 //! which the one migration runner ([`super::migrate`]), the one entry→row
 //! mapping ([`super::row`]) and the one database sink
-//! ([`super::database`]) speak to SQLite ([`super::db`]) or PostgreSQL
-//! ([`super::server`]).
+//! ([`super::database`]) speak to SQLite ([`super::db`]), PostgreSQL
+//! ([`super::server`]) or MySQL/MariaDB ([`super::mysql`]).
 //!
 //! Statements are written once, in a portable form that each store renders
 //! for its server ([`Dialect::render`]): `?1`, `?2` … placeholders, and
-//! `{ID}`, `{INT}`, `{REAL}`, `{GREATEST}` where the two spell a type or a
-//! function differently.
+//! `{ID}`, `{INT}`, `{REAL}`, `{GREATEST}` where the servers spell a type or
+//! a function differently; `{CAST_INT}`, `{CAST_REAL}`, `{CAST_TEXT}` for
+//! the type of a `CAST`; `{JOBID_KEY}` and `{PREFIX_KEY}` for the two text
+//! columns of the jobs' unique key (MySQL indexes no unbounded `TEXT`, and
+//! compares its text as bytes only in binary strings);
+//! `{TABLE}` after a table's closing parenthesis (MySQL's engine and
+//! byte-exact collation).
 
 use std::path::{Path, PathBuf};
 
@@ -96,6 +101,29 @@ pub enum DbError {
         /// The cause.
         source: Box<postgres::Error>,
     },
+    /// Another writer held the database's lock for this job (or its
+    /// migrations) longer than the wait allows.
+    #[error("log database {path}: {what}: gave up waiting {secs} s for another writer's lock")]
+    LockTimeout {
+        /// The server.
+        path: PathBuf,
+        /// What was being done.
+        what: &'static str,
+        /// The wait.
+        secs: i64,
+    },
+    /// The MySQL/MariaDB log database server refused an operation or could
+    /// not be reached.
+    #[cfg(feature = "logdb-mysql")]
+    #[error("log database {server}: {what}: {source}")]
+    MySql {
+        /// `mysql://user@host:port/dbname` (never the password).
+        server: String,
+        /// What was being done.
+        what: &'static str,
+        /// The cause.
+        source: Box<mysql::Error>,
+    },
     /// A logging parameter has a bad value.
     #[error(transparent)]
     Config(Box<ConfigError>),
@@ -123,6 +151,17 @@ impl DbError {
             what: "SQLite log database",
             feature: "logdb-sqlite",
             instead: "set SCR_LOG_DB_ENABLE=0",
+        }
+    }
+
+    /// The MySQL log (SCR_LOG_DB_HOST=mysql://…) in a build without
+    /// `logdb-mysql`.
+    pub fn mysql_not_built(host: &str) -> DbError {
+        DbError::NotBuilt {
+            param: format!("SCR_LOG_DB_HOST={}", crate::config::secret::redact(host)),
+            what: "MySQL/MariaDB log database",
+            feature: "logdb-mysql",
+            instead: "unset SCR_LOG_DB_HOST",
         }
     }
 
@@ -170,7 +209,8 @@ pub struct DbSettings {
     /// `SCR_LOG_DB_NAME`: file name or absolute path; with a host, the
     /// server's database (default `scr`).
     pub name: Option<String>,
-    /// `SCR_LOG_DB_HOST`: a PostgreSQL server instead of a file.
+    /// `SCR_LOG_DB_HOST`: a PostgreSQL server (or a `mysql://` URL: a
+    /// MySQL/MariaDB server) instead of a file.
     pub host: Option<String>,
     /// `SCR_LOG_DB_USER` (server only; default the job's user).
     pub user: Option<String>,
@@ -209,6 +249,14 @@ impl DbSettings {
     pub fn path(&self, prefix: &Path) -> PathBuf {
         db_path(prefix, self.name.as_deref())
     }
+}
+
+/// Whether SCR_LOG_DB_HOST (or `scr interval --db`) names a MySQL/MariaDB
+/// server (`mysql://` or `mariadb://`); known in every build, so a build
+/// without that server refuses it by name.
+pub fn is_mysql_url(s: &str) -> bool {
+    let l = s.trim().to_ascii_lowercase();
+    l.starts_with("mysql://") || l.starts_with("mariadb://")
 }
 
 /// `<prefix>/.scr/log.db`, or `name` (absolute, or relative to
@@ -276,17 +324,32 @@ pub enum Dialect {
     Sqlite,
     /// A PostgreSQL server.
     Postgres,
+    /// A MySQL or MariaDB server (SCR 3.1's log database).
+    MySql,
 }
+
+/// `jobs.jobid` and `jobs.prefix` on MySQL, in bytes: binary strings, so
+/// they compare byte for byte as in SQLite and PostgreSQL (MySQL's text
+/// collations fold case or ignore trailing spaces), and their unique key
+/// fits InnoDB's 3,072 bytes. A longer job id or prefix is refused by the
+/// server (strict mode): a warning, never cut into another job's row.
+pub const MYSQL_KEY_BYTES: (u32, u32) = (512, 2048);
 
 impl Dialect {
     /// `sql` (the portable form) as this server reads it.
     pub fn render(self, sql: &str) -> String {
-        let words: [(&str, &str); 4] = match self {
+        let words: [(&str, &str); 10] = match self {
             Dialect::Sqlite => [
                 ("{ID}", "INTEGER PRIMARY KEY"),
                 ("{INT}", "INTEGER"),
                 ("{REAL}", "REAL"),
                 ("{GREATEST}", "MAX"),
+                ("{CAST_INT}", "INTEGER"),
+                ("{CAST_REAL}", "REAL"),
+                ("{CAST_TEXT}", "TEXT"),
+                ("{JOBID_KEY}", "TEXT"),
+                ("{PREFIX_KEY}", "TEXT"),
+                ("{TABLE}", ""),
             ],
             Dialect::Postgres => [
                 (
@@ -296,17 +359,60 @@ impl Dialect {
                 ("{INT}", "BIGINT"),
                 ("{REAL}", "DOUBLE PRECISION"),
                 ("{GREATEST}", "GREATEST"),
+                ("{CAST_INT}", "BIGINT"),
+                ("{CAST_REAL}", "DOUBLE PRECISION"),
+                ("{CAST_TEXT}", "TEXT"),
+                ("{JOBID_KEY}", "TEXT"),
+                ("{PREFIX_KEY}", "TEXT"),
+                ("{TABLE}", ""),
+            ],
+            Dialect::MySql => [
+                ("{ID}", "BIGINT AUTO_INCREMENT PRIMARY KEY"),
+                ("{INT}", "BIGINT"),
+                ("{REAL}", "DOUBLE"),
+                ("{GREATEST}", "GREATEST"),
+                ("{CAST_INT}", "SIGNED"),
+                ("{CAST_REAL}", "DOUBLE"),
+                ("{CAST_TEXT}", "CHAR"),
+                ("{JOBID_KEY}", "VARBINARY(512)"),
+                ("{PREFIX_KEY}", "VARBINARY(2048)"),
+                (
+                    "{TABLE}",
+                    " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+                ),
             ],
         };
         let mut out = words
             .iter()
             .fold(sql.to_string(), |s, (from, to)| s.replace(from, to));
-        if self == Dialect::Postgres {
+        match self {
             // `?N` is SQLite's numbered placeholder, `$N` PostgreSQL's; the
             // statements hold no other `?` (every value is a parameter).
-            out = out.replace('?', "$");
+            Dialect::Postgres => out = out.replace('?', "$"),
+            // MySQL's DDL commits by itself, so a migration cut short
+            // between a table and its record is applied again: each
+            // CREATE TABLE must then find its table there. (Its `?N` become
+            // positional `?` where the statement is run: `mysql::positional`.)
+            Dialect::MySql => out = out.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS "),
+            Dialect::Sqlite => {}
         }
         out
+    }
+
+    /// Add the row of a job unless its (jobid, prefix) is there already.
+    pub(crate) fn insert_job(self) -> &'static str {
+        match self {
+            Dialect::Sqlite | Dialect::Postgres => {
+                "INSERT INTO jobs (jobid, prefix, username, jobname, first_seen_s) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (jobid, prefix) DO NOTHING"
+            }
+            // Not INSERT IGNORE, which would also truncate a value too long
+            // for its column into another job's key.
+            Dialect::MySql => {
+                "INSERT INTO jobs (jobid, prefix, username, jobname, first_seen_s) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON DUPLICATE KEY UPDATE id = id"
+            }
+        }
     }
 
     /// One text column, non-NULL when the table `schema_version` exists.
@@ -316,6 +422,10 @@ impl Dialect {
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
             }
             Dialect::Postgres => "SELECT to_regclass('schema_version')::text",
+            Dialect::MySql => {
+                "SELECT table_name FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() AND table_name = 'schema_version'"
+            }
         }
     }
 
@@ -331,6 +441,11 @@ impl Dialect {
             Dialect::Postgres => {
                 "SELECT table_name::text FROM information_schema.tables \
                  WHERE table_schema = current_schema() \
+                 AND table_name IN ('jobs', 'runs', 'events', 'transfers') LIMIT 1"
+            }
+            Dialect::MySql => {
+                "SELECT table_name FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() \
                  AND table_name IN ('jobs', 'runs', 'events', 'transfers') LIMIT 1"
             }
         }
@@ -361,6 +476,23 @@ pub trait Store: Send + std::fmt::Debug {
         what: &'static str,
         each: &mut dyn FnMut(Vec<Value>) -> Result<(), DbError>,
     ) -> Result<(), DbError>;
+    /// Run one INSERT (`?1` is `params[0]`) and give the `id` of the row it
+    /// added: `RETURNING id` where the server has it, MySQL's
+    /// `LAST_INSERT_ID()` of this connection otherwise.
+    fn insert_id(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        what: &'static str,
+    ) -> Result<i64, DbError> {
+        let rows = self.query(&format!("{sql} RETURNING id"), params, &[Col::Int], what)?;
+        rows.first()
+            .and_then(|r| r[0].int())
+            .ok_or_else(|| DbError::NoRow {
+                path: self.location().to_path_buf(),
+                what,
+            })
+    }
     /// [`Store::query_each`], every row collected.
     fn query(
         &mut self,
@@ -375,6 +507,40 @@ pub trait Store: Send + std::fmt::Debug {
             Ok(())
         })?;
         Ok(out)
+    }
+}
+
+/// A store chosen at run time (the server a URL names) is a store.
+impl Store for Box<dyn Store> {
+    fn dialect(&self) -> Dialect {
+        (**self).dialect()
+    }
+    fn location(&self) -> &Path {
+        (**self).location()
+    }
+    fn batch(&mut self, sql: &str, what: &'static str) -> Result<(), DbError> {
+        (**self).batch(sql, what)
+    }
+    fn execute(&mut self, sql: &str, params: &[Value], what: &'static str) -> Result<(), DbError> {
+        (**self).execute(sql, params, what)
+    }
+    fn insert_id(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        what: &'static str,
+    ) -> Result<i64, DbError> {
+        (**self).insert_id(sql, params, what)
+    }
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        cols: &[Col],
+        what: &'static str,
+        each: &mut dyn FnMut(Vec<Value>) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        (**self).query_each(sql, params, cols, what, each)
     }
 }
 
@@ -403,14 +569,14 @@ pub(crate) fn transaction<T>(
         Lock::Migrations => "locking for a migration",
         Lock::Job(_) => "locking",
     };
+    let key = match lock {
+        Lock::Migrations => MIGRATION_LOCK,
+        Lock::Job(row) => row,
+    };
     match s.dialect() {
         Dialect::Sqlite => s.batch("BEGIN IMMEDIATE", what)?,
         Dialect::Postgres => {
             s.batch("BEGIN", "starting a transaction")?;
-            let key = match lock {
-                Lock::Migrations => MIGRATION_LOCK,
-                Lock::Job(row) => row,
-            };
             let locked = s.execute(
                 "SELECT pg_advisory_xact_lock(?1)",
                 &[Value::Int(Some(key))],
@@ -421,14 +587,53 @@ pub(crate) fn transaction<T>(
                 return Err(e);
             }
         }
+        // A named lock of the session (MySQL has no transaction-scoped
+        // one), released after the commit or rollback; named after the
+        // database, since the server's lock names are global.
+        Dialect::MySql => {
+            let got = s.query(
+                "SELECT GET_LOCK(SHA1(CONCAT(DATABASE(), ':', ?1)), ?2)",
+                &[Value::Int(Some(key)), Value::Int(Some(LOCK_WAIT_S))],
+                &[Col::Int],
+                what,
+            )?;
+            if got.first().and_then(|r| r[0].int()) != Some(1) {
+                return Err(DbError::LockTimeout {
+                    path: s.location().to_path_buf(),
+                    what,
+                    secs: LOCK_WAIT_S,
+                });
+            }
+            s.batch("START TRANSACTION", "starting a transaction")
+                .inspect_err(|_| release(s, key))?;
+        }
     }
-    match body(&mut *s).and_then(|v| s.batch("COMMIT", "committing").map(|()| v)) {
+    let out = match body(&mut *s).and_then(|v| s.batch("COMMIT", "committing").map(|()| v)) {
         Ok(v) => Ok(v),
         Err(e) => {
             rollback(s);
             Err(e)
         }
+    };
+    if s.dialect() == Dialect::MySql {
+        release(s, key);
     }
+    out
+}
+
+/// How long a MySQL writer waits for another's lock on the same job (or
+/// migration) before giving up with [`DbError::LockTimeout`].
+pub const LOCK_WAIT_S: i64 = 10;
+
+/// Release a MySQL named lock; a failure (the connection is gone) releases
+/// it with the session.
+fn release(s: &mut dyn Store, key: i64) {
+    let _ = s.query(
+        "SELECT RELEASE_LOCK(SHA1(CONCAT(DATABASE(), ':', ?1)))",
+        &[Value::Int(Some(key))],
+        &[Col::Int],
+        "unlocking",
+    );
 }
 
 /// End a failed transaction; the failure that got here is what the caller

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use super::event::Stamp;
 use super::sink::{LogSink, Target};
-use super::store::{DbError, DbSettings};
+use super::store::{is_mysql_url, DbError, DbSettings};
 use super::syslog::SyslogSink;
 use super::text::TextSink;
 use super::time::now_s;
@@ -77,8 +77,40 @@ pub fn open_database(
     }
 }
 
-#[cfg(feature = "logdb-postgres")]
+/// The server SCR_LOG_DB_HOST names: MySQL/MariaDB for a `mysql://` or
+/// `mariadb://` URL, else PostgreSQL.
 fn open_server(
+    settings: &DbSettings,
+    host: &str,
+    prefix: &Path,
+    jobid: &str,
+) -> Result<Box<dyn LogSink>, DbError> {
+    if is_mysql_url(host) {
+        open_mysql(settings, host, prefix, jobid)
+    } else {
+        open_postgres(settings, host, prefix, jobid)
+    }
+}
+
+#[cfg(feature = "logdb-mysql")]
+fn open_mysql(
+    settings: &DbSettings,
+    _host: &str,
+    prefix: &Path,
+    jobid: &str,
+) -> Result<Box<dyn LogSink>, DbError> {
+    Ok(Box::new(super::mysql::MySqlLog::open(
+        settings, prefix, jobid,
+    )?))
+}
+
+#[cfg(not(feature = "logdb-mysql"))]
+fn open_mysql(_: &DbSettings, host: &str, _: &Path, _: &str) -> Result<Box<dyn LogSink>, DbError> {
+    Err(DbError::mysql_not_built(host))
+}
+
+#[cfg(feature = "logdb-postgres")]
+fn open_postgres(
     settings: &DbSettings,
     _host: &str,
     prefix: &Path,
@@ -90,7 +122,12 @@ fn open_server(
 }
 
 #[cfg(not(feature = "logdb-postgres"))]
-fn open_server(_: &DbSettings, host: &str, _: &Path, _: &str) -> Result<Box<dyn LogSink>, DbError> {
+fn open_postgres(
+    _: &DbSettings,
+    host: &str,
+    _: &Path,
+    _: &str,
+) -> Result<Box<dyn LogSink>, DbError> {
     Err(DbError::postgres_not_built(host))
 }
 
@@ -362,11 +399,22 @@ mod tests {
         assert!(msg.contains("postgresql://u@127.0.0.1:1/scr"), "{msg}");
         assert!(msg.contains("connecting"), "{msg}");
         assert!(!msg.contains("hunter2") && !format!("{s:?}").contains("hunter2"));
+        // A mysql:// URL goes to MySQL/MariaDB (or, in a build without
+        // it, is refused naming the feature), never to PostgreSQL.
         let mut s = s;
-        s.host = Some("mysql://dbhost/scr".into());
+        s.host = Some("mysql://127.0.0.1:1/scr".into());
         let e = open_database(&s, p, "1").unwrap_err();
-        assert!(matches!(e, DbError::BadServer { .. }), "{e}");
-        assert!(e.to_string().contains("PostgreSQL"), "{e}");
+        let msg = e.to_string();
+        if cfg!(feature = "logdb-mysql") {
+            assert!(
+                msg.contains("mysql://u@127.0.0.1:1/scr: connecting"),
+                "{msg}"
+            );
+        } else {
+            assert!(matches!(e, DbError::NotBuilt { .. }), "{e}");
+            assert!(msg.contains("logdb-mysql"), "{msg}");
+        }
+        assert!(!msg.contains("hunter2"), "{msg}");
         // Without a host, the SQLite file below the prefix.
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join(".scr")).unwrap();

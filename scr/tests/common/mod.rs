@@ -204,3 +204,30 @@ pub fn wipe_all_caches(cl: &Cluster) {
         }
     }
 }
+
+/// Run the `scr` command `bin` (a test's `env!("CARGO_BIN_EXE_scr")`) with
+/// `args`: it must succeed, and what it prints is JSON.
+pub fn scr_json<S: AsRef<std::ffi::OsStr>>(
+    bin: &str,
+    args: impl IntoIterator<Item = S>,
+) -> serde_json::Value {
+    let out = std::process::Command::new(bin).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// What a log database gives back (`rows`) is what the text log holds
+/// (`txt`), entry for entry: the whole entry, its time to the
+/// millisecond, its host and job.
+pub fn assert_same_records(txt: &[scr::log::Record], rows: &[scr::log::Record]) {
+    assert_eq!(txt.len(), rows.len());
+    for (a, b) in txt.iter().zip(rows) {
+        assert_eq!(a.entry, b.entry, "{a:?} vs {b:?}");
+        assert!((a.time_s - b.time_s).abs() < 1e-3, "{a:?} vs {b:?}");
+        assert_eq!((&a.host, &a.jobid), (&b.host, &b.jobid));
+    }
+}

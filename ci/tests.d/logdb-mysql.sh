@@ -1,0 +1,55 @@
+# The MySQL/MariaDB log database (SCR_LOG_DB_HOST=mysql://...) against a
+# real MariaDB: a throwaway server on 127.0.0.1 with password
+# authentication, started here and stopped on exit
+# (scr/tests/log_db_mysql.rs). ci/setup installs MariaDB's server and client
+# cores when they are missing. Every wait is bounded.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. ci/env.sh
+for tool in mariadb-install-db mariadb; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "logdb-mysql: $tool not found (ci/setup installs it)" >&2; exit 1; }
+done
+mariadbd=$(command -v mariadbd || echo /usr/sbin/mariadbd)
+[ -x "$mariadbd" ] || { echo "logdb-mysql: mariadbd not found (ci/setup installs it)" >&2; exit 1; }
+# The server runs as the mysql user where the system has one, else as
+# whoever runs this (as root, only when told so: --user=root).
+user=$(id -un)
+if [ "$(id -u)" = 0 ] && id mysql >/dev/null 2>&1; then user=mysql; fi
+dir=$(mktemp -d /tmp/scr-mysql.XXXXXX)
+chmod 755 "$dir"
+chown "$user" "$dir"
+stop() {
+  local pid
+  pid=$(cat "$dir/pid" 2>/dev/null || true)
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$dir"
+}
+trap stop EXIT
+timeout 120 mariadb-install-db --no-defaults --datadir="$dir/data" --user="$user" \
+  --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 \
+  || { cat "$dir/install.log" >&2; exit 1; }
+# A free port from the kernel.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$mariadbd" --no-defaults --datadir="$dir/data" --user="$user" --socket="$dir/sock" \
+  --port="$port" --bind-address=127.0.0.1 --pid-file="$dir/pid" --log-error="$dir/server.log" \
+  --skip-log-bin --innodb-flush-log-at-trx-commit=0 --innodb-buffer-pool-size=64M \
+  >/dev/null 2>&1 &
+client=(mariadb --no-defaults --socket="$dir/sock" -uroot)
+up=0
+for _ in $(seq 1 120); do
+  if "${client[@]}" -e "SELECT 1" >/dev/null 2>&1; then up=1; break; fi
+  sleep 0.5
+done
+[ "$up" = 1 ] || { echo "logdb-mysql: the server did not start in 60 s" >&2; cat "$dir/server.log" >&2; exit 1; }
+pass="scr-ci-$RANDOM$RANDOM"
+"${client[@]}" -e "CREATE USER 'scradmin'@'127.0.0.1' IDENTIFIED BY '$pass'; \
+  GRANT ALL ON *.* TO 'scradmin'@'127.0.0.1';"
+workspace_bins
+export SCR_TEST_MYSQL_HOST="127.0.0.1:$port" SCR_TEST_MYSQL_USER=scradmin SCR_TEST_MYSQL_PASS="$pass"
+export SCR_BIN="$PWD/target/debug/scr"
+timeout 600 cargo test --workspace --quiet --test log_db_mysql -- --ignored
+echo "logdb-mysql: ok"

@@ -1,0 +1,543 @@
+//! The MySQL/MariaDB log database: `SCR_LOG_DB_HOST=mysql://…` (or
+//! `mariadb://…`), the server LLNL's SCR logs to, with the same tables,
+//! entries and versioned migrations as the SQLite file ([`super::db`]) and
+//! the PostgreSQL server ([`super::server`]).
+//!
+//! The settings are SCR's: `SCR_LOG_DB_HOST` is a URL,
+//! `mysql://[user[:password]@]host[:port][/database][?socket=/path]`
+//! (a bare host name stays PostgreSQL's, as it was before this server was
+//! supported); `SCR_LOG_DB_NAME` (default `scr`), `SCR_LOG_DB_USER`
+//! (default the job's user) and `SCR_LOG_DB_PASS` override what the URL
+//! says.
+//!
+//! Every wait is bounded: connecting gives up after [`CONNECT_TIMEOUT`],
+//! each read or write of the connection after [`IO_TIMEOUT`], a row lock
+//! after 10 s (`innodb_lock_wait_timeout`), and the job's named lock after
+//! [`super::store::LOCK_WAIT_S`]. As with the other databases, the writer
+//! warns once and the job goes on.
+//!
+//! What MySQL does differently, and how the shared code meets it: DDL
+//! commits by itself, so a migration is serialised by a named lock and its
+//! statements may run again (`CREATE TABLE IF NOT EXISTS`, an index that
+//! exists is taken as made); `||` is string concatenation only with
+//! `PIPES_AS_CONCAT`, set for the session; a job's id and prefix are
+//! binary strings (`VARBINARY`), so they compare byte for byte as in SQLite
+//! and PostgreSQL, and the other text is `utf8mb4_bin`; placeholders are
+//! positional, so `?N` is rewritten ([`positional`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mysql::prelude::Queryable;
+use mysql::{Conn, Opts, OptsBuilder};
+
+use super::database::{read_all, DbLog};
+use super::event::Record;
+pub use super::store::is_mysql_url;
+use super::store::{Col, DbError, DbSettings, Dialect, Store, Value};
+
+/// Connecting gives up after this long.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A read or write of the connection gives up after this long (longer
+/// than the waits for locks, which end first with their own error).
+pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default database name (`SCR_LOG_DB_NAME` unset), as in SCR.
+pub const DEFAULT_DB_NAME: &str = "scr";
+
+/// Default port.
+pub const DEFAULT_PORT: u16 = 3306;
+
+/// What every connection sets first: `||` concatenates (the reader's job
+/// id of a job logged under several prefixes), values too long for their
+/// column are errors, and a row lock is waited for 10 s at most.
+const SESSION: [&str; 2] = [
+    "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT,STRICT_TRANS_TABLES')",
+    "SET SESSION innodb_lock_wait_timeout = 10",
+];
+
+/// Where the server is and who we are to it. `Debug` never shows the
+/// password.
+#[derive(Clone)]
+pub struct MySettings {
+    opts: Opts,
+    shown: String,
+}
+
+impl std::fmt::Debug for MySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MySettings")
+            .field("server", &self.shown)
+            .finish()
+    }
+}
+
+fn bad_url(url: &str, why: impl Into<String>) -> DbError {
+    DbError::BadServer {
+        host: crate::config::secret::redact(url),
+        why: why.into(),
+    }
+}
+
+impl MySettings {
+    /// From a `mysql://` (or `mariadb://`) URL and the name, user and
+    /// password settings, which override the URL's; `default_user` (the
+    /// job's user) when no user is given anywhere.
+    pub fn parse(
+        url: &str,
+        name: Option<&str>,
+        user: Option<&str>,
+        pass: Option<&str>,
+        default_user: Option<&str>,
+    ) -> Result<MySettings, DbError> {
+        let url = url.trim();
+        if !is_mysql_url(url) {
+            return Err(bad_url(url, "not a mysql:// or mariadb:// URL"));
+        }
+        let rest = &url[url.find("://").map_or(0, |i| i + 3)..];
+        let opts = Opts::from_url(&format!("mysql://{rest}"))
+            .map_err(|e| bad_url(url, format!("not a MySQL URL: {e}")))?;
+        if opts.get_ip_or_hostname().is_empty() && opts.get_socket().is_none() {
+            return Err(bad_url(url, "no host"));
+        }
+        let name = name
+            .map(str::to_owned)
+            .or_else(|| opts.get_db_name().map(str::to_owned))
+            .unwrap_or_else(|| DEFAULT_DB_NAME.to_string());
+        let user = match user.or(opts.get_user()).or(default_user) {
+            Some(u) => u.to_string(),
+            None => {
+                return Err(bad_url(
+                    url,
+                    "no user: set SCR_LOG_DB_USER (or SCR_USER_NAME)",
+                ))
+            }
+        };
+        let pass = pass
+            .map(str::to_owned)
+            .or_else(|| opts.get_pass().map(str::to_owned));
+        let builder = OptsBuilder::from_opts(opts)
+            .db_name(Some(name))
+            .user(Some(user))
+            .pass(pass)
+            // A socket only when the URL names one: connecting to a
+            // server's TCP port never switches to a local socket.
+            .prefer_socket(false)
+            .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
+            .read_timeout(Some(IO_TIMEOUT))
+            .write_timeout(Some(IO_TIMEOUT))
+            .init(SESSION.to_vec());
+        let opts = Opts::from(builder);
+        let shown = show(&opts);
+        Ok(MySettings { opts, shown })
+    }
+
+    /// From the database log settings (which must name a host).
+    pub fn from_db_settings(s: &DbSettings) -> Result<MySettings, DbError> {
+        let host = s
+            .host
+            .as_deref()
+            .ok_or_else(|| bad_url("", "SCR_LOG_DB_HOST is not set"))?;
+        MySettings::parse(
+            host,
+            s.name.as_deref(),
+            s.user.as_deref(),
+            s.pass.as_ref().map(|p| p.expose()),
+            s.username.as_deref(),
+        )
+    }
+
+    /// `mysql://user@host:port/dbname` (no password): for messages.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    fn err(&self, what: &'static str) -> impl FnOnce(mysql::Error) -> DbError + '_ {
+        move |source| DbError::MySql {
+            server: self.shown.clone(),
+            what,
+            source: Box::new(source),
+        }
+    }
+
+    /// Connect, within [`CONNECT_TIMEOUT`].
+    pub fn connect(&self) -> Result<Conn, DbError> {
+        Conn::new(self.opts.clone()).map_err(self.err("connecting"))
+    }
+}
+
+fn show(o: &Opts) -> String {
+    let host = o.get_ip_or_hostname();
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.into_owned()
+    };
+    let socket = o
+        .get_socket()
+        .map_or(String::new(), |s| format!("?socket={s}"));
+    format!(
+        "mysql://{}@{host}:{}/{}{socket}",
+        o.get_user().unwrap_or_default(),
+        o.get_tcp_port(),
+        o.get_db_name().unwrap_or(DEFAULT_DB_NAME)
+    )
+}
+
+/// The MySQL/MariaDB database log of one job on one process.
+pub type MySqlLog = DbLog<MyStore>;
+
+/// A connection to the log database on a MySQL/MariaDB server.
+pub struct MyStore {
+    conn: Conn,
+    settings: MySettings,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for MyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MyStore")
+            .field("server", &self.settings.shown)
+            .finish()
+    }
+}
+
+impl MyStore {
+    /// Connect, within [`CONNECT_TIMEOUT`].
+    pub fn connect(settings: &MySettings) -> Result<MyStore, DbError> {
+        Ok(MyStore {
+            conn: settings.connect()?,
+            settings: settings.clone(),
+            path: PathBuf::from(&settings.shown),
+        })
+    }
+}
+
+/// `sql` (rendered) with its numbered placeholders `?N` made positional,
+/// and the values in the order the `?` now take them (a number may appear
+/// more than once). `Err(n)` names a placeholder `?n` beyond `params`.
+pub fn positional(sql: &str, params: &[Value]) -> Result<(String, Vec<mysql::Value>), usize> {
+    let mut out = String::with_capacity(sql.len());
+    let mut values = Vec::new();
+    let mut chars = sql.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        out.push(c);
+        if c != '?' {
+            continue;
+        }
+        let mut n = 0usize;
+        let mut digits = 0;
+        while let Some(&(_, d)) = chars.peek() {
+            let Some(v) = d.to_digit(10) else { break };
+            n = n.saturating_mul(10).saturating_add(v as usize);
+            digits += 1;
+            chars.next();
+        }
+        let n = if digits == 0 { values.len() + 1 } else { n };
+        let v = params.get(n.wrapping_sub(1)).ok_or(n)?;
+        values.push(match v {
+            Value::Int(Some(i)) => mysql::Value::Int(*i),
+            Value::Real(Some(r)) => mysql::Value::Double(*r),
+            Value::Text(Some(t)) => mysql::Value::Bytes(t.clone().into_bytes()),
+            Value::Int(None) | Value::Real(None) | Value::Text(None) => mysql::Value::NULL,
+        });
+    }
+    Ok((out, values))
+}
+
+/// One column as the shared code reads it; `Err` says what it was.
+fn read_value(v: mysql::Value, col: Col) -> Result<Value, String> {
+    use mysql::Value as M;
+    let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| "text that is not UTF-8");
+    Ok(match (col, v) {
+        (Col::Int, M::NULL) => Value::Int(None),
+        (Col::Real, M::NULL) => Value::Real(None),
+        (Col::Text, M::NULL) => Value::Text(None),
+        (Col::Int, M::Int(i)) => Value::Int(Some(i)),
+        (Col::Int, M::UInt(u)) => Value::Int(Some(
+            i64::try_from(u).map_err(|_| format!("{u} does not fit 64 bits"))?,
+        )),
+        (Col::Real, M::Double(d)) => Value::Real(Some(d)),
+        (Col::Real, M::Float(f)) => Value::Real(Some(f64::from(f))),
+        (Col::Real, M::Int(i)) => Value::Real(Some(i as f64)),
+        (Col::Text, M::Bytes(b)) => Value::Text(Some(text(&b)?)),
+        // What the text protocol or a server's own types give instead.
+        (Col::Int, M::Bytes(b)) => {
+            let t = text(&b)?;
+            Value::Int(Some(
+                t.trim()
+                    .parse()
+                    .map_err(|_| format!("{t:?} is not an integer"))?,
+            ))
+        }
+        (Col::Real, M::Bytes(b)) => {
+            let t = text(&b)?;
+            Value::Real(Some(
+                t.trim()
+                    .parse()
+                    .map_err(|_| format!("{t:?} is not a number"))?,
+            ))
+        }
+        (col, v) => return Err(format!("{v:?} where a {col:?} was expected")),
+    })
+}
+
+impl MyStore {
+    fn run(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        what: &'static str,
+    ) -> Result<(String, Vec<mysql::Value>), DbError> {
+        positional(&Dialect::MySql.render(sql), params).map_err(|n| DbError::BadServer {
+            host: self.settings.shown.clone(),
+            why: format!("{what}: statement placeholder ?{n} has no value"),
+        })
+    }
+}
+
+/// MySQL's "duplicate key name": an index a migration cut short had made.
+const ER_DUP_KEYNAME: u16 = 1061;
+
+impl Store for MyStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::MySql
+    }
+
+    fn location(&self) -> &Path {
+        &self.path
+    }
+
+    /// Each statement on its own (the statements hold no `;` but between
+    /// them); an index that exists already counts as made.
+    fn batch(&mut self, sql: &str, what: &'static str) -> Result<(), DbError> {
+        let sql = Dialect::MySql.render(sql);
+        for stmt in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            match self.conn.query_drop(stmt) {
+                Err(mysql::Error::MySqlError(e))
+                    if e.code == ER_DUP_KEYNAME && stmt.starts_with("CREATE INDEX") => {}
+                r => r.map_err(self.settings.err(what))?,
+            }
+        }
+        Ok(())
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Value], what: &'static str) -> Result<(), DbError> {
+        let (sql, values) = self.run(sql, params, what)?;
+        self.conn
+            .exec_drop(sql, values)
+            .map_err(self.settings.err(what))
+    }
+
+    fn insert_id(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        what: &'static str,
+    ) -> Result<i64, DbError> {
+        self.execute(sql, params, what)?;
+        i64::try_from(self.conn.last_insert_id())
+            .ok()
+            .filter(|&id| id > 0)
+            .ok_or_else(|| DbError::NoRow {
+                path: self.path.clone(),
+                what,
+            })
+    }
+
+    /// The rows as the server sends them: one row in memory at a time,
+    /// however many the table holds.
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        cols: &[Col],
+        what: &'static str,
+        each: &mut dyn FnMut(Vec<Value>) -> Result<(), DbError>,
+    ) -> Result<(), DbError> {
+        let (sql, values) = self.run(sql, params, what)?;
+        let shown = self.settings.shown.clone();
+        let err = |source| DbError::MySql {
+            server: shown.clone(),
+            what,
+            source: Box::new(source),
+        };
+        let rows = self.conn.exec_iter(sql, values).map_err(err)?;
+        for row in rows {
+            let mut row = row.map_err(err)?;
+            let row: Vec<mysql::Value> = (0..row.len())
+                .map(|i| row.take::<mysql::Value, _>(i).unwrap_or(mysql::Value::NULL))
+                .collect();
+            if row.len() < cols.len() {
+                return Err(DbError::BadServer {
+                    host: shown.clone(),
+                    why: format!(
+                        "{what}: {} columns where {} were asked for",
+                        row.len(),
+                        cols.len()
+                    ),
+                });
+            }
+            let vals = row
+                .into_iter()
+                .zip(cols)
+                .enumerate()
+                .map(|(i, (v, &c))| {
+                    read_value(v, c).map_err(|why| DbError::BadServer {
+                        host: shown.clone(),
+                        why: format!("{what}: column {}: {why}", i + 1),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            each(vals)?;
+        }
+        Ok(())
+    }
+}
+
+impl DbLog<MyStore> {
+    /// Connect to the server `settings` name, migrate, and find or add this
+    /// job's row.
+    pub fn open(settings: &DbSettings, prefix: &Path, jobid: &str) -> Result<MySqlLog, DbError> {
+        let server = MySettings::from_db_settings(settings)?;
+        DbLog::open_on(MyStore::connect(&server)?, settings, prefix, jobid)
+    }
+}
+
+/// Every entry on the server as log records, in time order (events before
+/// transfers at equal times), as [`super::server::read_records`] reads
+/// PostgreSQL.
+pub fn read_records(server: &MySettings) -> Result<Vec<Record>, DbError> {
+    read_all(&mut MyStore::connect(server)?)
+}
+
+/// [`read_records`] handing each record to `each` as the server's rows
+/// arrive (never all of them in memory).
+pub fn each_record(server: &MySettings, each: &mut dyn FnMut(Record)) -> Result<(), DbError> {
+    super::database::each_record(&mut MyStore::connect(server)?, each)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(url: &str) -> Result<MySettings, DbError> {
+        MySettings::parse(url, None, None, None, Some("alice"))
+    }
+
+    #[test]
+    fn url_forms() {
+        assert_eq!(
+            parse("mysql://db1").unwrap().shown(),
+            "mysql://alice@db1:3306/scr"
+        );
+        assert_eq!(
+            parse("MariaDB://db1:3307/logs").unwrap().shown(),
+            "mysql://alice@db1:3307/logs"
+        );
+        let s = parse("mysql://bob:s3cret@[::1]:3310/x").unwrap();
+        assert_eq!(s.shown(), "mysql://bob@[::1]:3310/x");
+        assert!(!format!("{s:?}").contains("s3cret"));
+        // The settings override the URL.
+        let s = MySettings::parse(
+            "mysql://bob@h/x",
+            Some("site"),
+            Some("carol"),
+            Some("pw"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.shown(), "mysql://carol@h:3306/site");
+        assert!(is_mysql_url(" mysql://h") && is_mysql_url("MARIADB://h"));
+        assert!(!is_mysql_url("postgresql://h") && !is_mysql_url("h"));
+    }
+
+    #[test]
+    fn bad_urls_are_named_without_their_password() {
+        for (u, want) in [
+            ("mysql://bob:s3cret@h:99999/db", "not a MySQL URL"),
+            ("postgresql://h", "not a mysql://"),
+        ] {
+            let e = parse(u).unwrap_err().to_string();
+            assert!(e.contains(want), "{u}: {e}");
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+        let e = MySettings::parse("mysql://h", None, None, None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SCR_LOG_DB_USER"), "{e}");
+    }
+
+    #[test]
+    fn numbered_placeholders_become_positional_in_order() {
+        let p = [
+            Value::Int(Some(7)),
+            Value::Text(Some("n0".into())),
+            Value::Real(None),
+        ];
+        let (sql, v) = positional("VALUES (?1, ?2, ?3, ?3, ?1)", &p).unwrap();
+        assert_eq!(sql, "VALUES (?, ?, ?, ?, ?)");
+        assert_eq!(
+            v,
+            vec![
+                mysql::Value::Int(7),
+                mysql::Value::Bytes(b"n0".to_vec()),
+                mysql::Value::NULL,
+                mysql::Value::NULL,
+                mysql::Value::Int(7),
+            ]
+        );
+        assert_eq!(positional("x = ?4", &p), Err(4));
+        assert_eq!(positional("x = ?0", &p), Err(0));
+    }
+
+    #[test]
+    fn columns_read_as_asked_whatever_the_protocol_gave() {
+        use mysql::Value as M;
+        assert_eq!(read_value(M::Int(5), Col::Int), Ok(Value::Int(Some(5))));
+        assert_eq!(read_value(M::UInt(5), Col::Int), Ok(Value::Int(Some(5))));
+        assert_eq!(
+            read_value(M::Bytes(b"12".to_vec()), Col::Int),
+            Ok(Value::Int(Some(12)))
+        );
+        assert_eq!(
+            read_value(M::Double(1.5), Col::Real),
+            Ok(Value::Real(Some(1.5)))
+        );
+        assert_eq!(
+            read_value(M::Bytes(b"2.5".to_vec()), Col::Real),
+            Ok(Value::Real(Some(2.5)))
+        );
+        assert_eq!(read_value(M::NULL, Col::Text), Ok(Value::Text(None)));
+        assert!(read_value(M::UInt(u64::MAX), Col::Int)
+            .unwrap_err()
+            .contains("64 bits"));
+        assert!(read_value(M::Bytes(vec![0xff]), Col::Text)
+            .unwrap_err()
+            .contains("UTF-8"));
+        assert!(read_value(M::Bytes(b"x".to_vec()), Col::Real).is_err());
+    }
+
+    #[test]
+    fn the_schema_renders_for_mysql() {
+        let v1 = Dialect::MySql.render(super::super::migrate::MIGRATIONS[0].sql);
+        assert!(v1.contains("CREATE TABLE IF NOT EXISTS jobs ("), "{v1}");
+        assert!(
+            v1.contains("id           BIGINT AUTO_INCREMENT PRIMARY KEY,"),
+            "{v1}"
+        );
+        assert!(v1.contains("jobid        VARBINARY(512) NOT NULL,"), "{v1}");
+        assert!(
+            v1.contains("prefix       VARBINARY(2048) NOT NULL,"),
+            "{v1}"
+        );
+        assert!(v1.contains(") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;"));
+        assert!(!v1.contains('{'), "{v1}");
+        assert_eq!(
+            super::super::store::MYSQL_KEY_BYTES,
+            (512, 2048),
+            "the VARCHARs above"
+        );
+    }
+}
