@@ -52,4 +52,31 @@ workspace_bins
 export SCR_TEST_MYSQL_HOST="127.0.0.1:$port" SCR_TEST_MYSQL_USER=scradmin SCR_TEST_MYSQL_PASS="$pass"
 export SCR_BIN="$PWD/target/debug/scr"
 timeout 600 cargo test --workspace --quiet --test log_db_mysql -- --ignored
-echo "logdb-mysql: ok"
+
+# A C application relinked against libscr (ci/install: the build capi.sh
+# made) logs to the same server as an SCR 3.1 job would: 4 ranks on four
+# simulated nodes, the site's settings in its system file.
+install="$dir/install"
+ci/install "$install" >/dev/null
+# shellcheck disable=SC2046
+mpicc -std=c99 -O1 -o "$dir/ckpt_restart" testing/c/ckpt_restart.c -Itesting/c \
+  $(PKG_CONFIG_PATH="$install/lib/pkgconfig" pkg-config --cflags --libs scr)
+"${client[@]}" -e "CREATE DATABASE scr_capi"
+cat >"$dir/scr.conf" <<CONF
+SCR_LOG_ENABLE=1
+SCR_LOG_DB_ENABLE=1
+SCR_LOG_DB_HOST=mysql://127.0.0.1:$port
+SCR_LOG_DB_NAME=scr_capi
+SCR_LOG_DB_USER=scradmin
+SCR_LOG_DB_PASS=$pass
+CONF
+mkdir -p "$dir/app/prefix" "$dir/app/nodes"
+node_contexts "$dir/app/nodes" "$dir/ckpt_restart" write
+(cd "$dir/app/prefix" && SCR_CONFIG_FILE="$dir/scr.conf" SCR_PREFIX="$dir/app/prefix" \
+  SCR_JOB_ID=capi-mysql SCR_COPY_TYPE=XOR timeout 120 mpirun --oversubscribe \
+  -x SCR_CONFIG_FILE -x SCR_PREFIX -x SCR_JOB_ID -x SCR_COPY_TYPE "${CONTEXTS[@]}")
+ends=$("${client[@]}" -N -B -e "SELECT COUNT(*) FROM scr_capi.events e \
+  JOIN scr_capi.jobs j ON j.id = e.job_id \
+  WHERE j.jobid = 'capi-mysql' AND e.type = 'CHECKPOINT_END'")
+[ "$ends" = 3 ] || { echo "logdb-mysql: the C application logged $ends CHECKPOINT_END rows, not 3" >&2; exit 1; }
+echo "logdb-mysql: ok (and a C application's 3 checkpoints logged)"

@@ -158,3 +158,43 @@ fn a_prefix_longer_than_the_key_is_refused_not_cut() {
         1
     );
 }
+
+/// A writer whose job's lock another connection holds gives up after
+/// `LOCK_WAIT_S` with `LockTimeout` (no entry written, nothing left
+/// locked), and writes once the lock is free.
+#[test]
+#[ignore = "needs a MySQL/MariaDB server: ci/tests.d/logdb-mysql.sh"]
+fn a_writer_gives_up_on_a_lock_held_elsewhere_and_goes_on_after_it() {
+    use scr::log::store::DbError;
+    use scr::log::writer::{Entry, EventType};
+    let srv = server();
+    let db = fresh_db(&srv, "lock");
+    let mut log = open_log(&srv, &db, "/p", "9").unwrap();
+    let job = count(
+        srv.store(&db).as_mut(),
+        "SELECT id FROM jobs WHERE jobid = '9'",
+    );
+    let mut holder = srv.settings(&db).connect().unwrap();
+    let lock = format!("SHA1(CONCAT(DATABASE(), ':', {job}))");
+    let got: Option<i64> = holder
+        .query_first(format!("SELECT GET_LOCK({lock}, 0)"))
+        .unwrap();
+    assert_eq!(got, Some(1));
+    let e = log
+        .insert(100.0, 0, "n0", &Entry::event(EventType::Start))
+        .unwrap_err();
+    assert!(matches!(e, DbError::LockTimeout { .. }), "{e}");
+    assert_eq!(
+        count(srv.store(&db).as_mut(), "SELECT COUNT(*) FROM events"),
+        0
+    );
+    holder
+        .query_drop(format!("DO RELEASE_LOCK({lock})"))
+        .unwrap();
+    log.insert(101.0, 0, "n0", &Entry::event(EventType::Start))
+        .unwrap();
+    assert_eq!(
+        count(srv.store(&db).as_mut(), "SELECT COUNT(*) FROM events"),
+        1
+    );
+}

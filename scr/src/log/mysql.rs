@@ -246,18 +246,46 @@ pub fn positional(sql: &str, params: &[Value]) -> Result<(String, Vec<mysql::Val
     Ok((out, values))
 }
 
-/// One column as the shared code reads it; `Err` says what it was.
-fn read_value(v: mysql::Value, col: Col) -> Result<Value, String> {
+/// A column the server sent that is not the type the reader asked for.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    /// Text that is not UTF-8.
+    #[error("text that is not UTF-8")]
+    NotUtf8,
+    /// An unsigned integer beyond `i64`.
+    #[error("{0} does not fit 64 bits")]
+    TooLarge(u64),
+    /// Text that does not parse as the number asked for.
+    #[error("{text:?} is not {want}")]
+    NotANumber {
+        /// The text.
+        text: String,
+        /// "an integer" or "a number".
+        want: &'static str,
+    },
+    /// Another type altogether.
+    #[error("{got} where {want:?} was expected")]
+    Unexpected {
+        /// What came, as the client shows it.
+        got: String,
+        /// What was asked for.
+        want: Col,
+    },
+}
+
+/// One column as the shared code reads it.
+fn read_value(v: mysql::Value, col: Col) -> Result<Value, ValueError> {
     use mysql::Value as M;
-    let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| "text that is not UTF-8");
+    let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| ValueError::NotUtf8);
+    let number = |text: String, want: &'static str| ValueError::NotANumber { text, want };
     Ok(match (col, v) {
         (Col::Int, M::NULL) => Value::Int(None),
         (Col::Real, M::NULL) => Value::Real(None),
         (Col::Text, M::NULL) => Value::Text(None),
         (Col::Int, M::Int(i)) => Value::Int(Some(i)),
-        (Col::Int, M::UInt(u)) => Value::Int(Some(
-            i64::try_from(u).map_err(|_| format!("{u} does not fit 64 bits"))?,
-        )),
+        (Col::Int, M::UInt(u)) => {
+            Value::Int(Some(i64::try_from(u).map_err(|_| ValueError::TooLarge(u))?))
+        }
         (Col::Real, M::Double(d)) => Value::Real(Some(d)),
         (Col::Real, M::Float(f)) => Value::Real(Some(f64::from(f))),
         (Col::Real, M::Int(i)) => Value::Real(Some(i as f64)),
@@ -265,21 +293,24 @@ fn read_value(v: mysql::Value, col: Col) -> Result<Value, String> {
         // What the text protocol or a server's own types give instead.
         (Col::Int, M::Bytes(b)) => {
             let t = text(&b)?;
-            Value::Int(Some(
-                t.trim()
-                    .parse()
-                    .map_err(|_| format!("{t:?} is not an integer"))?,
-            ))
+            match t.trim().parse() {
+                Ok(i) => Value::Int(Some(i)),
+                Err(_) => return Err(number(t, "an integer")),
+            }
         }
         (Col::Real, M::Bytes(b)) => {
             let t = text(&b)?;
-            Value::Real(Some(
-                t.trim()
-                    .parse()
-                    .map_err(|_| format!("{t:?} is not a number"))?,
-            ))
+            match t.trim().parse() {
+                Ok(r) => Value::Real(Some(r)),
+                Err(_) => return Err(number(t, "a number")),
+            }
         }
-        (col, v) => return Err(format!("{v:?} where a {col:?} was expected")),
+        (want, got) => {
+            return Err(ValueError::Unexpected {
+                got: format!("{got:?}"),
+                want,
+            })
+        }
     })
 }
 
@@ -510,13 +541,28 @@ mod tests {
             Ok(Value::Real(Some(2.5)))
         );
         assert_eq!(read_value(M::NULL, Col::Text), Ok(Value::Text(None)));
-        assert!(read_value(M::UInt(u64::MAX), Col::Int)
-            .unwrap_err()
-            .contains("64 bits"));
-        assert!(read_value(M::Bytes(vec![0xff]), Col::Text)
-            .unwrap_err()
-            .contains("UTF-8"));
-        assert!(read_value(M::Bytes(b"x".to_vec()), Col::Real).is_err());
+        assert_eq!(
+            read_value(M::UInt(u64::MAX), Col::Int),
+            Err(ValueError::TooLarge(u64::MAX))
+        );
+        assert_eq!(
+            read_value(M::Bytes(vec![0xff]), Col::Text),
+            Err(ValueError::NotUtf8)
+        );
+        assert_eq!(
+            read_value(M::Bytes(b"x".to_vec()), Col::Real),
+            Err(ValueError::NotANumber {
+                text: "x".into(),
+                want: "a number"
+            })
+        );
+        assert!(matches!(
+            read_value(M::Double(1.0), Col::Text),
+            Err(ValueError::Unexpected {
+                want: Col::Text,
+                ..
+            })
+        ));
     }
 
     #[test]
