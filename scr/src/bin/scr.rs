@@ -93,8 +93,9 @@ enum Command {
         /// SCR text log files.
         #[arg(long = "log", value_name = "FILE", num_args = 1..)]
         logs: Vec<PathBuf>,
-        /// SCR log databases (SCR_LOG_DB_ENABLE): SQLite files, or a
-        /// PostgreSQL server as postgresql://USER[:PASS]@HOST[:PORT]/DBNAME.
+        /// SCR log databases (SCR_LOG_DB_ENABLE): SQLite files, or a server
+        /// as postgresql://USER[:PASS]@HOST[:PORT]/DBNAME or (MySQL/MariaDB)
+        /// mysql://USER[:PASS]@HOST[:PORT]/DBNAME.
         #[arg(long = "db", value_name = "FILE|URL", num_args = 1..)]
         dbs: Vec<PathBuf>,
         /// Checkpoint cost, seconds or with units (90, 90s, 2m; single
