@@ -123,3 +123,25 @@ fn the_library_adopts_the_run_the_run_loop_opened() {
 fn job_ids_compare_byte_for_byte() {
     logdb::job_ids_compare_byte_for_byte(&server());
 }
+
+/// A job's statements give up after 10 s; a tool reading the whole log
+/// back (`scr interval --db`, through `each_record`) may take 10 min: a
+/// site's database of a million runs takes longer than 10 s to sort and
+/// send (results/hardening.md).
+#[test]
+#[ignore = "needs a PostgreSQL server: ci/tests.d/logdb-server.sh"]
+fn a_reader_of_the_whole_log_has_a_longer_bound_than_a_writer() {
+    use scr::log::store::{Col, Value};
+    let srv = server();
+    let show = |s: &mut PgStore| {
+        s.query("SHOW statement_timeout", &[], &[Col::Text], "test")
+            .unwrap()
+    };
+    let text = |t: &str| vec![vec![Value::Text(Some(t.into()))]];
+    let settings = srv.settings("postgres");
+    assert_eq!(show(&mut PgStore::connect(&settings).unwrap()), text("10s"));
+    assert_eq!(
+        show(&mut PgStore::connect_reader(&settings).unwrap()),
+        text("10min")
+    );
+}

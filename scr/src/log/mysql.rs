@@ -34,7 +34,7 @@ use mysql::{Conn, Opts, OptsBuilder};
 use super::database::{read_all, DbLog};
 use super::event::Record;
 pub use super::store::is_mysql_url;
-use super::store::{Col, DbError, DbSettings, Dialect, Store, Value};
+use super::store::{Col, DbError, DbSettings, Dialect, Store, Value, READ_TIMEOUT};
 
 /// Connecting gives up after this long.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -146,6 +146,24 @@ impl MySettings {
             s.pass.as_ref().map(|p| p.expose()),
             s.username.as_deref(),
         )
+    }
+
+    /// The same server, to read a whole log back: a wait for the server may
+    /// take [`READ_TIMEOUT`] instead of a writer's [`IO_TIMEOUT`] (the
+    /// server sorts every row before it sends the first).
+    pub fn for_reading(&self) -> MySettings {
+        let opts = OptsBuilder::from_opts(self.opts.clone())
+            .read_timeout(Some(READ_TIMEOUT))
+            .into();
+        MySettings {
+            opts,
+            shown: self.shown.clone(),
+        }
+    }
+
+    /// The bound on one wait for the server's answer.
+    pub fn read_timeout(&self) -> Option<Duration> {
+        self.opts.get_read_timeout().copied()
     }
 
     /// `mysql://user@host:port/dbname` (no password): for messages.
@@ -438,15 +456,17 @@ impl DbLog<MyStore> {
 
 /// Every entry on the server as log records, in time order (events before
 /// transfers at equal times), as [`super::server::read_records`] reads
-/// PostgreSQL.
+/// PostgreSQL. Under a writer's bounds: this is what a job reads (the
+/// adaptive policy's history), and a job does not wait minutes for it.
 pub fn read_records(server: &MySettings) -> Result<Vec<Record>, DbError> {
     read_all(&mut MyStore::connect(server)?)
 }
 
 /// [`read_records`] handing each record to `each` as the server's rows
-/// arrive (never all of them in memory).
+/// arrive (never all of them in memory): what a tool reads (`scr interval
+/// --db`), each wait for the server bounded by [`READ_TIMEOUT`].
 pub fn each_record(server: &MySettings, each: &mut dyn FnMut(Record)) -> Result<(), DbError> {
-    super::database::each_record(&mut MyStore::connect(server)?, each)
+    super::database::each_record(&mut MyStore::connect(&server.for_reading())?, each)
 }
 
 #[cfg(test)]
@@ -481,6 +501,10 @@ mod tests {
         .unwrap();
         assert_eq!(s.shown(), "mysql://carol@h:3306/site");
         assert!(is_mysql_url(" mysql://h") && is_mysql_url("MARIADB://h"));
+        // A writer waits 30 s for an answer, a reader of the whole log 10 min.
+        assert_eq!(s.read_timeout(), Some(IO_TIMEOUT));
+        assert_eq!(s.for_reading().read_timeout(), Some(READ_TIMEOUT));
+        assert_eq!(s.for_reading().shown(), s.shown());
         assert!(!is_mysql_url("postgresql://h") && !is_mysql_url("h"));
     }
 

@@ -35,7 +35,7 @@ use postgres::{Client, NoTls};
 
 use super::database::{read_all, DbLog};
 use super::event::Record;
-use super::store::{Col, DbError, DbSettings, Dialect, Store, Value};
+use super::store::{Col, DbError, DbSettings, Dialect, Store, Value, READ_TIMEOUT};
 
 /// Connecting gives up after this long.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -374,16 +374,32 @@ impl DbLog<PgStore> {
     }
 }
 
+impl PgStore {
+    /// Connect to read a whole log back: a statement may take
+    /// [`READ_TIMEOUT`] instead of a writer's [`STATEMENT_TIMEOUT`].
+    pub fn connect_reader(settings: &ServerSettings) -> Result<PgStore, DbError> {
+        let mut s = PgStore::connect(settings)?;
+        s.batch(
+            &format!("SET statement_timeout = {}", READ_TIMEOUT.as_millis()),
+            "setting the reader's statement timeout",
+        )?;
+        Ok(s)
+    }
+}
+
 /// Every entry on the server as log records, in time order (events before
 /// transfers at equal times), as [`super::db::read_records`] reads a file.
+/// Under a writer's bounds: this is what a job reads (the adaptive
+/// policy's history), and a job does not wait minutes for it.
 pub fn read_records(server: &ServerSettings) -> Result<Vec<Record>, DbError> {
     read_all(&mut PgStore::connect(server)?)
 }
 
 /// [`read_records`] handing each record to `each` as the server's rows
-/// arrive (never all of them in memory).
+/// arrive (never all of them in memory): what a tool reads (`scr interval
+/// --db`), a statement bounded by [`READ_TIMEOUT`].
 pub fn each_record(server: &ServerSettings, each: &mut dyn FnMut(Record)) -> Result<(), DbError> {
-    super::database::each_record(&mut PgStore::connect(server)?, each)
+    super::database::each_record(&mut PgStore::connect_reader(server)?, each)
 }
 
 #[cfg(test)]

@@ -621,6 +621,13 @@ pub(crate) fn transaction<T>(
     out
 }
 
+/// The bound on one statement (PostgreSQL) or one wait for the server
+/// (MySQL) when reading a whole log back (`scr interval --db`, the adaptive
+/// policy's history): a site's database of a million runs takes longer
+/// than a writer's 10 s to sort and send (21 s for MariaDB, over 10 s for
+/// PostgreSQL, on this project's 2-core machine; results/hardening.md).
+pub const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// How long a MySQL writer waits for another's lock on the same job (or
 /// migration) before giving up with [`DbError::LockTimeout`].
 pub const LOCK_WAIT_S: i64 = 10;
