@@ -482,4 +482,19 @@ mod tests {
         assert!(msg.contains("`logdb-postgres`"), "{msg}");
         assert!(!msg.contains("hunter2"), "{msg}");
     }
+
+    /// A `mysql://` SCR_LOG_DB_HOST in a build without `logdb-mysql` is
+    /// refused naming the parameter and that feature, never sent to
+    /// PostgreSQL, never showing the password.
+    #[test]
+    #[cfg(not(feature = "logdb-mysql"))]
+    fn mysql_log_is_refused_naming_the_parameter_and_the_feature() {
+        let s = db_settings(Some("mysql://u:hunter2@db/scr"));
+        let e = open_database(&s, Path::new("/p"), "1").unwrap_err();
+        assert!(matches!(e, DbError::NotBuilt { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("SCR_LOG_DB_HOST=mysql://u:"), "{msg}");
+        assert!(msg.contains("`logdb-mysql`"), "{msg}");
+        assert!(!msg.contains("hunter2"), "{msg}");
+    }
 }
