@@ -17,29 +17,20 @@ mod common;
 #[path = "common/logdb.rs"]
 mod logdb;
 
-use logdb::{count, fresh_db, open_log, LogServer};
+use logdb::{count, fresh_db, open_log, LogServer, Login};
 use mysql::prelude::Queryable;
 use scr::log::migrate::{migrate_to, MIGRATIONS};
 use scr::log::mysql::{MySettings, MyStore};
 use scr::log::store::Store;
 
-struct Server {
-    host: String,
-    user: String,
-    pass: String,
-}
+/// The server `ci/tests.d/logdb-mysql.sh` started.
+struct Server(Login);
 
 fn server() -> Server {
-    let var = |k: &str| {
-        std::env::var(k).unwrap_or_else(|_| {
-            panic!("{k} is not set: run ci/tests.d/logdb-mysql.sh, which starts a server")
-        })
-    };
-    Server {
-        host: var("SCR_TEST_MYSQL_HOST"),
-        user: var("SCR_TEST_MYSQL_USER"),
-        pass: var("SCR_TEST_MYSQL_PASS"),
-    }
+    Server(Login::from_env(
+        "SCR_TEST_MYSQL",
+        "ci/tests.d/logdb-mysql.sh",
+    ))
 }
 
 impl Server {
@@ -47,8 +38,8 @@ impl Server {
         MySettings::parse(
             &self.host(),
             Some(db),
-            Some(&self.user),
-            Some(&self.pass),
+            Some(&self.0.user),
+            Some(&self.0.pass),
             None,
         )
         .unwrap()
@@ -60,16 +51,19 @@ impl LogServer for Server {
         env!("CARGO_BIN_EXE_scr")
     }
     fn host(&self) -> String {
-        format!("mysql://{}", self.host)
+        format!("mysql://{}", self.0.host)
     }
     fn user(&self) -> &str {
-        &self.user
+        &self.0.user
     }
     fn pass(&self) -> &str {
-        &self.pass
+        &self.0.pass
     }
     fn url(&self, db: &str) -> String {
-        format!("mysql://{}:{}@{}/{db}", self.user, self.pass, self.host)
+        format!(
+            "mysql://{}:{}@{}/{db}",
+            self.0.user, self.0.pass, self.0.host
+        )
     }
     fn store(&self, db: &str) -> Box<dyn Store> {
         Box::new(MyStore::connect(&self.settings(db)).unwrap())

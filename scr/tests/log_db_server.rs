@@ -15,36 +15,24 @@ mod common;
 #[path = "common/logdb.rs"]
 mod logdb;
 
-use logdb::LogServer;
+use logdb::{LogServer, Login};
 use scr::log::server::{PgStore, ServerSettings};
 use scr::log::store::Store;
 
-struct Server {
-    host: String,
-    user: String,
-    pass: String,
-}
+/// The server `ci/tests.d/logdb-server.sh` started.
+struct Server(Login);
 
 fn server() -> Server {
-    let var = |k: &str| {
-        std::env::var(k).unwrap_or_else(|_| {
-            panic!("{k} is not set: run ci/tests.d/logdb-server.sh, which starts a server")
-        })
-    };
-    Server {
-        host: var("SCR_TEST_PG_HOST"),
-        user: var("SCR_TEST_PG_USER"),
-        pass: var("SCR_TEST_PG_PASS"),
-    }
+    Server(Login::from_env("SCR_TEST_PG", "ci/tests.d/logdb-server.sh"))
 }
 
 impl Server {
     fn settings(&self, db: &str) -> ServerSettings {
         ServerSettings::parse(
-            &self.host,
+            &self.0.host,
             Some(db),
-            Some(&self.user),
-            Some(&self.pass),
+            Some(&self.0.user),
+            Some(&self.0.pass),
             None,
         )
         .unwrap()
@@ -56,18 +44,18 @@ impl LogServer for Server {
         env!("CARGO_BIN_EXE_scr")
     }
     fn host(&self) -> String {
-        self.host.clone()
+        self.0.host.clone()
     }
     fn user(&self) -> &str {
-        &self.user
+        &self.0.user
     }
     fn pass(&self) -> &str {
-        &self.pass
+        &self.0.pass
     }
     fn url(&self, db: &str) -> String {
         format!(
             "postgresql://{}:{}@{}/{db}",
-            self.user, self.pass, self.host
+            self.0.user, self.0.pass, self.0.host
         )
     }
     fn store(&self, db: &str) -> Box<dyn Store> {

@@ -234,7 +234,7 @@ impl MyStore {
 
 /// `sql` (rendered) with its numbered placeholders `?N` made positional,
 /// and the values in the order the `?` now take them (a number may appear
-/// more than once). `Err(n)` names a placeholder `?n` beyond `params`.
+/// more than once). `Err(n)` names a parameter `?n` beyond `params`.
 pub fn positional(sql: &str, params: &[Value]) -> Result<(String, Vec<mysql::Value>), usize> {
     let mut out = String::with_capacity(sql.len());
     let mut values = Vec::new();
@@ -341,7 +341,7 @@ impl MyStore {
     ) -> Result<(String, Vec<mysql::Value>), DbError> {
         positional(&Dialect::MySql.render(sql), params).map_err(|n| DbError::BadServer {
             host: self.settings.shown.clone(),
-            why: format!("{what}: statement placeholder ?{n} has no value"),
+            why: format!("{what}: the statement names parameter ?{n}, which has no value"),
         })
     }
 }

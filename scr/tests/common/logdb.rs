@@ -39,6 +39,30 @@ pub trait LogServer: Sync {
     fn create_database(&self, name: &str);
 }
 
+/// Where a throwaway server is and who may create databases on it, from
+/// `<PREFIX>_HOST` (host:port), `<PREFIX>_USER` and `<PREFIX>_PASS`, which
+/// `script` (the ci/tests.d script that starts the server) sets.
+pub struct Login {
+    pub host: String,
+    pub user: String,
+    pub pass: String,
+}
+
+impl Login {
+    pub fn from_env(prefix: &str, script: &str) -> Login {
+        let var = |k: &str| {
+            let k = format!("{prefix}_{k}");
+            std::env::var(&k)
+                .unwrap_or_else(|_| panic!("{k} is not set: run {script}, which starts a server"))
+        };
+        Login {
+            host: var("HOST"),
+            user: var("USER"),
+            pass: var("PASS"),
+        }
+    }
+}
+
 static DBS: AtomicU32 = AtomicU32::new(0);
 
 /// A new, empty database for one test.
