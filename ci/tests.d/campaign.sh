@@ -35,10 +35,21 @@ done
 target/debug/scr-harness campaign --random 14 --async --only random-async-13 \
   --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
   --jobs 2 --no-results --work target/scr-harness
-# In random-53 a rank of the spare the relaunch rebuilds onto exits once
-# its first rebuilt file is durable, and in random-51 the spare itself
-# dies there with no spare left (PARTNER).
-target/debug/scr-harness campaign --random 54 --only random-51 --only random-53 \
+# In the middle of the relaunch's rebuild: in random-169 a rank of the
+# spare it rebuilds onto exits once its second rebuilt file is durable
+# (RS), and in random-237 the spare itself dies there (PARTNER); in
+# random-51 a survivor of launch 1 exits as it reads the first piece of
+# the copy it holds for the lost rank (PARTNER), and in random-241 a
+# survivor's node dies as it reads its first piece for the ring (XOR: a
+# set with two members lost, `loss`).
+target/debug/scr-harness campaign --random 242 --only random-51 --only random-169 \
+  --only random-237 --only random-241 \
+  --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
+  --jobs 2 --no-results --work target/scr-harness
+# In random-347 of seed 2026112909 the last node of launch 1 dies there
+# (RS): the spares had recorded the dataset, so the third launch reports
+# it lost, not a start from scratch.
+target/debug/scr-harness campaign --random 348 --seed 2026112909 --only random-347 \
   --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
   --jobs 2 --no-results --work target/scr-harness
 SCR_HARNESS_QUICK_JSON="$out/campaign-quick.json" \

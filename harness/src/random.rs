@@ -105,7 +105,17 @@
 //! may be anywhere in the rebuild by then, and the spare has rebuilt files
 //! its filemap does not all trust yet: a third launch rebuilds again,
 //! `…, died, rebuilt:k` (after the spare's death, onto another spare, or
-//! `…, died | nodes`).
+//! `…, died | nodes`). Half of those ([`RebuildCrash::survivor`]) strike
+//! the other side of the transfers where the rebuild of k has one: a rank
+//! of a node that kept its cache, whose files of k are whole and which
+//! reads pieces of cached files to send them (PARTNER: the holder of a
+//! lost rank's copy; XOR and RS: a member of a set that lost as many
+//! members as it tolerates, where the decode needs every survivor), is
+//! killed or exits as it reads its first piece (`redundancy.piece.read`,
+//! run 2): `…, died, rebuilt:k` again. When its node dies instead, the
+//! third launch has lost that node's cache too (the oracle with it lost),
+//! so this is planted only where k is the oldest checkpoint cached: an
+//! older one would be rebuilt first, and kept, by the spare.
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -249,6 +259,12 @@ pub struct RebuildCrash {
     /// its files of the rebuilt checkpoint; its hit of
     /// `redundancy.file.synced` is one more).
     pub mid_file: u32,
+    /// With `mid`: where the rebuild has them, a rank of a surviving node
+    /// that reads its cached files for it (to send their pieces) is struck
+    /// instead, as it reads its first piece (`redundancy.piece.read`; a
+    /// node dies only where no older checkpoint is cached, which the
+    /// relaunch would rebuild first, else the rank is killed).
+    pub survivor: bool,
 }
 
 /// A crash of the relaunch inside its fetch ([`Draw::fetch_crash`]).
@@ -345,6 +361,8 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
     // it was before the crash in the middle of a rebuild existed.)
     let mut r = s.stream("rebuildmid");
     let (mid, mid_file) = (r.gen_bool(0.5), r.gen_range(0..64));
+    // (And one for `survivor`, which came later still.)
+    let survivor = s.stream("rebuildsurvivor").gen_bool(0.5);
     let mut r = s.stream("rebuildcrash");
     let rebuild_crash = (fetch_crash.is_none() && r.gen_bool(1.0 / 3.0)).then(|| RebuildCrash {
         exit: r.gen_bool(0.5),
@@ -352,6 +370,7 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         node: r.gen_bool(1.0 / 3.0),
         mid,
         mid_file,
+        survivor,
     });
     Draw {
         scheme,
@@ -571,6 +590,12 @@ pub enum RebuildStrike {
         slot: usize,
         /// It was a node of launch 1 with its cache, not a spare.
         kept_cache: bool,
+        /// It died in the middle of the rebuild, after every rank of the
+        /// relaunch recorded the rebuilt dataset in its filemap (as the
+        /// files moved to their owners, before any set's rebuild): the
+        /// spares list it, so a third launch that cannot recover it finds
+        /// it (a loss, never a start from scratch).
+        recorded: bool,
         /// A third launch finds the nodes it needs.
         relaunch: bool,
     },
@@ -605,6 +630,73 @@ fn rebuilding_ranks(sc: &Scenario, second: &Token, data: u64) -> Vec<u32> {
         .collect()
 }
 
+/// The point at which a relaunch's crash in the middle of its rebuild
+/// strikes a survivor ([`RebuildCrash::survivor`]): a piece of its cached
+/// files is about to be read for redundancy. In the relaunch, before its
+/// own checkpoint, only a rebuild reads such pieces.
+const SURVIVOR_POINT: &str = "redundancy.piece.read";
+
+/// Bytes `rank` writes in checkpoint `ckpt` of data seed `data`.
+fn bytes_of(data: u64, rank: u32, ckpt: u64, mean_bytes: u64) -> u64 {
+    testing::data::file_plan(data, rank, ckpt, mean_bytes)
+        .iter()
+        .map(|f| f.size_bytes)
+        .sum()
+}
+
+/// The ranks of surviving nodes that read pieces of their cached files
+/// when the relaunch's restart is `second`, a rebuild of checkpoint k: for
+/// PARTNER the holder of each lost rank's copy, where that rank has bytes
+/// of k (the holder streams them back); for XOR and RS each member with
+/// bytes of k of a set that lost as many members as it tolerates (1 for
+/// XOR, SET_FAILURES for RS): the decode then needs every survivor at
+/// every stripe, so each reads its data for at least one (with fewer
+/// losses RS decodes from a window of the survivors, which may leave one
+/// out). A rank whose own files of k are lost is none of them. Empty for
+/// any other restart.
+fn reading_survivors(d: &Draw, hit: &Hit, second: &Token, data: u64, mean_bytes: u64) -> Vec<u32> {
+    let (Class::Rebuilt, Some(k)) = (second.class, second.ckpt) else {
+        return Vec::new();
+    };
+    let lost = lost_ranks(d, hit, k);
+    let has_bytes = |r: usize| bytes_of(data, r as u32, k, mean_bytes) > 0;
+    let groups: Vec<usize> = (0..d.nodes * d.ranks_per_node)
+        .map(|r| r / d.ranks_per_node)
+        .collect();
+    let mut readers: Vec<usize> = match d.scheme {
+        CopyType::Single => Vec::new(),
+        CopyType::Partner => scr::redundancy::sets::partner_plan(&groups, 1)
+            .map(|plan| {
+                lost.iter()
+                    .filter(|&&r| has_bytes(r))
+                    .map(|&r| plan.rhs[r])
+                    .filter(|h| !lost.contains(h))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        CopyType::Xor | CopyType::Rs => {
+            let tolerates = match d.scheme {
+                CopyType::Xor => 1,
+                _ => d.failures,
+            };
+            scr::redundancy::sets::build_sets(&groups, d.set_size, tolerates + 1)
+                .map(|plan| {
+                    plan.sets
+                        .iter()
+                        .filter(|set| set.iter().filter(|r| lost.contains(r)).count() == tolerates)
+                        .flatten()
+                        .copied()
+                        .filter(|r| !lost.contains(r) && has_bytes(*r))
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+    };
+    readers.sort_unstable();
+    readers.dedup();
+    readers.into_iter().map(|r| r as u32).collect()
+}
+
 /// The hit of [`MID_REBUILD_POINT`] at which a crash in the middle of the
 /// relaunch's rebuild of checkpoint k (`second`) fires on `rank`: after
 /// its [`RebuildCrash::mid_file`]-th rebuilt file, modulo its files of k.
@@ -630,11 +722,12 @@ fn planted_rebuild_crash(sc: &Scenario) -> Option<RebuildStrike> {
     let f = sc.faults.iter().find(|f| {
         f.run == 2
             && matches!(&f.when, When::Point { point, .. }
-                if point == "rebuild.init" || point == MID_REBUILD_POINT)
+                if point == "rebuild.init" || point == MID_REBUILD_POINT || point == SURVIVOR_POINT)
     })?;
     let What::KillNode { node, .. } = &f.what else {
         return Some(RebuildStrike::Rank);
     };
+    let recorded = matches!(&f.when, When::Point { point, .. } if point == SURVIVOR_POINT);
     let (nodes, mut down) = relaunch_nodes(sc)?;
     let slot = nodes.iter().position(|n| n == node)?;
     let all = allocation(sc);
@@ -644,6 +737,7 @@ fn planted_rebuild_crash(sc: &Scenario) -> Option<RebuildStrike> {
     Some(RebuildStrike::Node {
         slot,
         kept_cache,
+        recorded,
         relaunch: third.is_some(),
     })
 }
@@ -656,7 +750,9 @@ fn planted_rebuild_crash(sc: &Scenario) -> Option<RebuildStrike> {
 /// the next restart must rebuild again), and a third one does what it
 /// would have done — after a node's death, with that node's cache lost too
 /// (`lost_too` gives the oracle's outcome with the slot's node lost after
-/// launch 1), or, with no spare left, the loop ends for want of nodes.
+/// launch 1; where the relaunch's ranks had recorded the dataset, a third
+/// launch that cannot recover it reports it lost rather than starting
+/// from scratch), or, with no spare left, the loop ends for want of nodes.
 pub fn with_rebuild_crash(
     o: Outcome,
     strike: Option<&RebuildStrike>,
@@ -676,11 +772,17 @@ pub fn with_rebuild_crash(
             relaunch: false, ..
         } => Outcome::of(died(), End::Nodes),
         RebuildStrike::Node {
-            slot, kept_cache, ..
+            slot,
+            kept_cache,
+            recorded,
+            ..
         } => {
             let third = if kept_cache {
                 let t = lost_too(slot);
                 match t.launches.as_slice() {
+                    [_, third] if recorded && third.class == Class::Scratch => {
+                        Token::of(Class::Loss)
+                    }
                     [_, third] => third.clone(),
                     _ => return Outcome::of(died(), t.end),
                 }
@@ -871,10 +973,10 @@ pub fn expect(d: &Draw) -> Outcome {
     oracle(d, &Hit::of_draw(d))
 }
 
-/// The expected outcome of a draw, given what its faults hit.
-pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
+/// The complete checkpoints in cache when launch 1 ends, newest first,
+/// and the newest checkpoint settled by then (the prefix's bound, too).
+fn cached(d: &Draw, hit: &Hit) -> (u64, Vec<u64>) {
     let (c, phase) = hit.crash.unwrap_or((d.crash.0, d.crash.1));
-    let crash = &d.crash.2;
     // Complete checkpoints in cache at the crash, newest first. The cache
     // keeps SCR_CACHE_SIZE = 2. Start_output of c evicts the oldest, but
     // after the point `api.start_output` (docs/fault-injection.md): a crash
@@ -896,11 +998,37 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
         (_, true) | (Phase::Compute | Phase::Start | Phase::Flush, false) => 2,
         (Phase::Write | Phase::Complete, false) => 1,
     };
-    let candidates: Vec<u64> = (1..=newest).rev().take(kept).collect();
-    let mut lost_nodes: BTreeSet<usize> = d.lost_after.iter().copied().collect();
-    if let Some(n) = crash.node() {
-        lost_nodes.insert(n);
+    (newest, (1..=newest).rev().take(kept).collect())
+}
+
+/// The nodes of launch 1 lost by the relaunch: the crash's, and those lost
+/// after launch 1.
+fn lost_nodes(d: &Draw) -> BTreeSet<usize> {
+    let mut lost: BTreeSet<usize> = d.lost_after.iter().copied().collect();
+    lost.extend(d.crash.2.node());
+    lost
+}
+
+/// The ranks whose files of checkpoint `ds` the relaunch finds lost: those
+/// of a lost node, and those with a damaged file of it.
+fn lost_ranks(d: &Draw, hit: &Hit, ds: u64) -> BTreeSet<usize> {
+    let nodes = lost_nodes(d);
+    let mut lost: BTreeSet<usize> = (0..d.nodes * d.ranks_per_node)
+        .filter(|&r| nodes.contains(&(r / d.ranks_per_node)))
+        .collect();
+    for &(r, dd) in &hit.damaged {
+        if dd == ds {
+            lost.insert(r as usize);
+        }
     }
+    lost
+}
+
+/// The expected outcome of a draw, given what its faults hit.
+pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
+    let (c, phase) = hit.crash.unwrap_or((d.crash.0, d.crash.1));
+    let (newest, candidates) = cached(d, hit);
+    let lost_nodes = lost_nodes(d);
     if d.nodes + d.spares - lost_nodes.len() < d.nodes {
         return Outcome::of(vec![Token::of(Class::Scratch)], End::Nodes);
     }
@@ -950,14 +1078,7 @@ pub fn oracle(d: &Draw, hit: &Hit) -> Outcome {
         .find(|&k| d.flush > 0 && k % d.flush == 0);
     let mut second = None;
     for &ds in &candidates {
-        let mut lost: BTreeSet<usize> = (0..ranks)
-            .filter(|&r| lost_nodes.contains(&node_of(r)))
-            .collect();
-        for &(r, dd) in &hit.damaged {
-            if dd == ds {
-                lost.insert(r as usize);
-            }
-        }
+        let lost = lost_ranks(d, hit, ds);
         if recoverable(&lost) {
             let class = if lost.is_empty() {
                 Class::Cache
@@ -1240,28 +1361,45 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
     // to restart in place, where it relaunches on a node that kept its
     // cache.
     if let Some(rc) = d.rebuild_crash.filter(|_| expect.launches.len() == 2) {
-        let rebuilding = if rc.mid {
-            rebuilding_ranks(&sc, &expect.launches[1], data)
+        let second = &expect.launches[1];
+        let survivors = if rc.mid && rc.survivor {
+            reading_survivors(&d, &hit, second, data, sc.mean_bytes)
         } else {
             Vec::new()
         };
-        let strike =
-            if let Some((nodes, _)) = relaunch_nodes(&sc).filter(|_| !rebuilding.is_empty()) {
-                let rank = rebuilding[rc.pick as usize % rebuilding.len()];
-                let hit = mid_rebuild_hit(&rc, &expect.launches[1], data, sc.mean_bytes, rank);
-                let moment = format!("after its rebuilt file {hit} is durable");
-                Some((nodes, rank, MID_REBUILD_POINT, hit, moment))
-            } else {
-                relaunch_nodes(&sc)
-                    .filter(|_| relaunch_keeps_a_node(&sc))
-                    .map(|(nodes, _)| {
-                        let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
-                        let moment = "as its restart in place begins".to_string();
-                        (nodes, rank, "rebuild.init", 1, moment)
-                    })
-            };
-        if let Some((nodes, rank, point, hit, moment)) = strike {
-            let (what, words) = if rc.node {
+        let rebuilding = if rc.mid && survivors.is_empty() {
+            rebuilding_ranks(&sc, second, data)
+        } else {
+            Vec::new()
+        };
+        // (nodes, rank, point, hit, moment, whether its node may die)
+        let strike = if let Some((nodes, _)) = relaunch_nodes(&sc).filter(|_| !survivors.is_empty())
+        {
+            let rank = survivors[rc.pick as usize % survivors.len()];
+            let moment = "as it reads the first piece of its files for the rebuild".to_string();
+            // A node dies only where the rebuilt checkpoint is the oldest
+            // cached: an older one would be rebuilt first, onto a spare
+            // that then keeps it, which the oracle of a lost node does not
+            // know.
+            let k = second.ckpt.unwrap_or(0);
+            let oldest = cached(&d, &hit).1.iter().all(|&x| x >= k);
+            Some((nodes, rank, SURVIVOR_POINT, 1, moment, oldest))
+        } else if let Some((nodes, _)) = relaunch_nodes(&sc).filter(|_| !rebuilding.is_empty()) {
+            let rank = rebuilding[rc.pick as usize % rebuilding.len()];
+            let hit = mid_rebuild_hit(&rc, second, data, sc.mean_bytes, rank);
+            let moment = format!("after its rebuilt file {hit} is durable");
+            Some((nodes, rank, MID_REBUILD_POINT, hit, moment, true))
+        } else {
+            relaunch_nodes(&sc)
+                .filter(|_| relaunch_keeps_a_node(&sc))
+                .map(|(nodes, _)| {
+                    let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
+                    let moment = "as its restart in place begins".to_string();
+                    (nodes, rank, "rebuild.init", 1, moment, true)
+                })
+        };
+        if let Some((nodes, rank, point, hit, moment, node_may_die)) = strike {
+            let (what, words) = if rc.node && node_may_die {
                 let node = nodes[rank as usize / d.ranks_per_node].clone();
                 let words = format!("node {node} (rank {rank}'s) dies");
                 let then = NodeAftermath::RemoveDirs;
@@ -1330,6 +1468,14 @@ mod tests {
 
     fn o(s: &str) -> Outcome {
         s.parse().unwrap()
+    }
+
+    /// The PARTNER pairs of a draw's ranks (failure groups: nodes).
+    fn partner_plan_of(d: &Draw) -> scr::redundancy::sets::PartnerPlan {
+        let groups: Vec<usize> = (0..d.nodes * d.ranks_per_node)
+            .map(|r| r / d.ranks_per_node)
+            .collect();
+        scr::redundancy::sets::partner_plan(&groups, 1).unwrap()
     }
 
     #[test]
@@ -1878,19 +2024,47 @@ mod tests {
     }
 
     #[test]
-    fn ci_s_two_mid_rebuild_cells_strike_a_spare_in_the_middle_of_its_rebuild() {
-        // ci/tests.d/campaign.sh runs these two of the default seed.
+    fn ci_s_mid_rebuild_cells_strike_a_spare_or_a_survivor_in_the_middle_of_its_rebuild() {
+        // ci/tests.d/campaign.sh runs these four of the default seed: at a
+        // spare as a rebuilt file is durable, at a survivor of launch 1 as
+        // it reads its first piece for the rebuild.
         let seed = crate::campaign::DEFAULT_SEED;
-        for (i, node_dies, want) in [
-            (51, true, "scratch, died | nodes"),
-            (53, false, "scratch, died, rebuilt:1 | completed"),
+        for (i, point, node_dies, spare_struck, want) in [
+            (
+                169,
+                MID_REBUILD_POINT,
+                false,
+                true,
+                "scratch, died, rebuilt:1 | completed",
+            ),
+            (
+                237,
+                MID_REBUILD_POINT,
+                true,
+                true,
+                "scratch, died, rebuilt:1 | completed",
+            ),
+            (
+                51,
+                SURVIVOR_POINT,
+                false,
+                false,
+                "scratch, died, rebuilt:2 | completed",
+            ),
+            (
+                241,
+                SURVIVOR_POINT,
+                true,
+                false,
+                "scratch, died, loss | completed",
+            ),
         ] {
             let sc = scenario(seed, i, Mode::SYNC);
             let d = draw(seed, i, Mode::SYNC);
             let f = sc.faults.last().expect("a relaunch crash");
             assert_eq!(f.run, 2, "{}", sc.name);
             assert!(
-                matches!(&f.when, When::Point { point, .. } if point == MID_REBUILD_POINT),
+                matches!(&f.when, When::Point { point: p, .. } if p == point),
                 "{}: {:?}",
                 sc.name,
                 f.when
@@ -1898,15 +2072,62 @@ mod tests {
             let (nodes, _) = relaunch_nodes(&sc).unwrap();
             let spare = |n: &String| !allocation(&sc)[..d.nodes].contains(n);
             match &f.what {
-                What::KillNode { node, .. } => assert!(node_dies && spare(node), "{}", sc.name),
+                What::KillNode { node, .. } => {
+                    assert!(node_dies, "{}", sc.name);
+                    assert_eq!(spare(node), spare_struck, "{}", sc.name);
+                }
                 What::KillRank { rank } | What::ExitRank { rank, .. } => {
                     assert!(!node_dies, "{}", sc.name);
-                    assert!(spare(&nodes[*rank as usize / d.ranks_per_node]));
+                    let node = &nodes[*rank as usize / d.ranks_per_node];
+                    assert_eq!(spare(node), spare_struck, "{}", sc.name);
                 }
                 other => panic!("{}: {other:?}", sc.name),
             }
             assert_eq!(sc.expected(d.scheme).unwrap().to_string(), want);
         }
+    }
+
+    #[test]
+    fn a_survivors_node_dying_mid_rebuild_leaves_the_dataset_listed_by_the_spares() {
+        // Seed 2026112909's random-347 (ci/tests.d/campaign.sh runs it): 3
+        // nodes, RS with 2 failures per set of 3; n0 dies while checkpoint
+        // 2 is written, n1 after launch 1, so the relaunch rebuilds ckpt.1
+        // onto two spares from n2, whose node dies as rank 2 reads its
+        // first piece. Every node of launch 1 is gone, but the spares had
+        // recorded ckpt.1 (as its files moved to their owners): the third
+        // launch finds it and reports it lost, where the oracle of three
+        // lost nodes alone says scratch (the campaign of that seed caught
+        // the oracle saying so).
+        let (seed, i) = (2026112909, 347);
+        let d = draw(seed, i, Mode::SYNC);
+        let sc = scenario(seed, i, Mode::SYNC);
+        let f = sc.faults.last().unwrap();
+        assert!(
+            matches!(&f.when, When::Point { point, hit: 1, rank: None, .. } if point == SURVIVOR_POINT),
+            "{:?}",
+            f.when
+        );
+        assert!(matches!(&f.what, What::KillNode { node, .. } if node == "n2"));
+        let strike = planted_rebuild_crash(&sc);
+        assert!(
+            matches!(
+                strike,
+                Some(RebuildStrike::Node {
+                    slot: 2,
+                    kept_cache: true,
+                    recorded: true,
+                    relaunch: true
+                })
+            ),
+            "{strike:?}"
+        );
+        let data = data_of(seed, &sc, d.scheme);
+        let hit = Hit::planned(&d, data, sc.mean_bytes);
+        assert_eq!(oracle_losing(&d, &hit, 2), o("scratch, scratch"));
+        assert_eq!(
+            sc.expected(d.scheme).unwrap().to_string(),
+            "scratch, died, loss | completed"
+        );
     }
 
     #[test]
@@ -1921,7 +2142,8 @@ mod tests {
         ] {
             let (mut planted, mut unplanted) = (0, 0);
             let (mut nodes_died, mut with_cache, mut no_spare, mut mids) = (0, 0, 0, 0);
-            let mut later = 0;
+            let (mut later, mut survivors_struck, mut survivor_nodes) = (0, 0, 0);
+            let mut recorded_loss = 0;
             for i in 0..300 {
                 let d = draw(7, i, mode);
                 let sc = scenario(7, i, mode);
@@ -1935,13 +2157,20 @@ mod tests {
                 let data = data_of(7, &sc, d.scheme);
                 let hit = Hit::planned(&d, data, sc.mean_bytes);
                 let without = oracle(&d, &hit);
-                let rebuilding = if rc.mid && without.launches.len() == 2 {
+                let survivors = if rc.mid && rc.survivor && without.launches.len() == 2 {
+                    reading_survivors(&d, &hit, &without.launches[1], data, sc.mean_bytes)
+                } else {
+                    Vec::new()
+                };
+                let rebuilding = if rc.mid && survivors.is_empty() && without.launches.len() == 2 {
                     rebuilding_ranks(&sc, &without.launches[1], data)
                 } else {
                     Vec::new()
                 };
+                let survivor = !survivors.is_empty();
                 let mid = !rebuilding.is_empty();
-                let fires = mid || (without.launches.len() == 2 && relaunch_keeps_a_node(&sc));
+                let fires =
+                    survivor || mid || (without.launches.len() == 2 && relaunch_keeps_a_node(&sc));
                 let strike = planted_rebuild_crash(&sc);
                 assert_eq!(strike.is_some(), fires, "{}", sc.name);
                 let want = sc.expected(d.scheme).unwrap();
@@ -1952,21 +2181,51 @@ mod tests {
                 }
                 planted += 1;
                 let f = sc.faults.last().unwrap();
-                let (rank, point, at) = if mid {
+                // Whether rank r runs on a node of launch 1 in the
+                // relaunch (else on a spare); the checkpoint it rebuilds.
+                let of_launch_1 = |r: u32| {
+                    let (nodes, _) = relaunch_nodes(&sc).unwrap();
+                    allocation(&sc)[..d.nodes].contains(&nodes[r as usize / d.ranks_per_node])
+                };
+                let rebuilt_k = || match without.launches[1] {
+                    Token {
+                        class: Class::Rebuilt,
+                        ckpt: Some(k),
+                    } => k,
+                    _ => panic!("{}: {without}", sc.name),
+                };
+                // Whether the struck rank's node may die: not a survivor's
+                // while an older checkpoint, rebuilt first, is cached.
+                let mut node_may_die = true;
+                let (rank, point, at) = if survivor {
+                    survivors_struck += 1;
+                    // A rank of a node of launch 1 that kept its cache,
+                    // whose files of k are not lost, and which sends pieces
+                    // of them for the rebuild of k.
+                    let r = survivors[rc.pick as usize % survivors.len()];
+                    assert!(of_launch_1(r), "{}", sc.name);
+                    let k = rebuilt_k();
+                    let lost = lost_ranks(&d, &hit, k);
+                    assert!(!lost.contains(&(r as usize)), "{}", sc.name);
+                    // It reads bytes: its own (XOR, RS) or a lost rank's
+                    // copy (PARTNER).
+                    let reads = match d.scheme {
+                        CopyType::Partner => lost.iter().any(|&l| {
+                            let rhs = partner_plan_of(&d).rhs[l];
+                            rhs == r as usize && bytes_of(data, l as u32, k, sc.mean_bytes) > 0
+                        }),
+                        _ => bytes_of(data, r, k, sc.mean_bytes) > 0,
+                    };
+                    assert!(reads, "{}", sc.name);
+                    node_may_die = cached(&d, &hit).1.iter().all(|&x| x >= k);
+                    (r, SURVIVOR_POINT, 1)
+                } else if mid {
                     mids += 1;
                     // A rank of a spare, which has files of the rebuilt
                     // checkpoint.
                     let r = rebuilding[rc.pick as usize % rebuilding.len()];
-                    let (nodes, _) = relaunch_nodes(&sc).unwrap();
-                    let first = &allocation(&sc)[..d.nodes];
-                    assert!(!first.contains(&nodes[r as usize / d.ranks_per_node]));
-                    let Token {
-                        class: Class::Rebuilt,
-                        ckpt: Some(k),
-                    } = without.launches[1]
-                    else {
-                        panic!("{}: {without}", sc.name)
-                    };
+                    assert!(!of_launch_1(r), "{}", sc.name);
+                    let k = rebuilt_k();
                     let files = files_of(data, r, k, sc.mean_bytes);
                     assert!(files > 0, "{}", sc.name);
                     let h = 1 + u64::from(rc.mid_file) % files;
@@ -1981,8 +2240,9 @@ mod tests {
                 };
                 let (first, second) = (&without.launches[0], &without.launches[1]);
                 let died = [first.clone(), Token::of(Class::Died)];
-                if rc.node {
+                if rc.node && node_may_die {
                     nodes_died += 1;
+                    survivor_nodes += u32::from(survivor);
                     // The relaunch's node of the rank, fired by its first
                     // rank to reach the point.
                     let (nodes, _) = relaunch_nodes(&sc).unwrap();
@@ -2003,16 +2263,23 @@ mod tests {
                     let Some(RebuildStrike::Node {
                         slot: s,
                         kept_cache,
+                        recorded,
                         relaunch,
                     }) = strike
                     else {
                         panic!("{}: {strike:?}", sc.name)
                     };
                     assert_eq!(s, slot, "{}", sc.name);
+                    assert_eq!(recorded, survivor, "{}", sc.name);
                     let lost_before =
                         d.lost_after.contains(&slot) || d.crash.2.node() == Some(slot);
                     assert_eq!(kept_cache, !lost_before, "{}", sc.name);
                     assert!(!(mid && kept_cache), "{}: a spare kept no cache", sc.name);
+                    assert!(
+                        !survivor || kept_cache,
+                        "{}: a survivor kept its cache",
+                        sc.name
+                    );
                     if !relaunch {
                         no_spare += 1;
                         assert_eq!(want.launches, died, "{}", sc.name);
@@ -2020,10 +2287,18 @@ mod tests {
                         continue;
                     }
                     // A spare's death costs a launch; a launch-1 node's
-                    // also its cache: the oracle with it lost too.
+                    // also its cache: the oracle with it lost too (in the
+                    // middle of a rebuild the relaunch's spares list the
+                    // dataset: found, and lost, where nothing else is).
                     let third = if kept_cache {
                         with_cache += 1;
-                        oracle_losing(&d, &hit, slot).launches[1].clone()
+                        match oracle_losing(&d, &hit, slot).launches[1].clone() {
+                            t if survivor && t.class == Class::Scratch => {
+                                recorded_loss += 1;
+                                Token::of(Class::Loss)
+                            }
+                            t => t,
+                        }
                     } else {
                         second.clone()
                     };
@@ -2054,11 +2329,17 @@ mod tests {
                 assert_eq!(want.end, without.end);
             }
             assert!(
-                planted > 20 && unplanted > 0 && nodes_died > 5 && with_cache > 0 && mids > 5 && later > 0,
-                "{mode:?}: {planted} {unplanted} {nodes_died} {with_cache} {no_spare} {mids} {later}"
+                planted > 20
+                    && unplanted > 0
+                    && nodes_died > 5
+                    && with_cache > 0
+                    && mids > 2
+                    && later > 0
+                    && survivors_struck > 0,
+                "{mode:?}: {planted} {unplanted} {nodes_died} {with_cache} {no_spare} {mids} {later} {survivors_struck}"
             );
             eprintln!(
-                "{mode:?}: {planted} planted ({mids} in the middle of a rebuild, {later} after a later file than the first; {nodes_died} nodes died), {unplanted} not"
+                "{mode:?}: {planted} planted ({mids} at a spare in the middle of a rebuild, {later} after a later file than the first; {survivors_struck} at a survivor, {survivor_nodes} of them its node, {recorded_loss} leaving only the spares' record; {nodes_died} nodes died), {unplanted} not"
             );
         }
     }
