@@ -41,9 +41,13 @@ target/debug/scr-harness campaign --random 14 --async --only random-async-13 \
 # random-51 a survivor of launch 1 exits as it reads the first piece of
 # the copy it holds for the lost rank (PARTNER), and in random-241 a
 # survivor's node dies as it reads its first piece for the ring (XOR: a
-# set with two members lost, `loss`).
+# set with two members lost, `loss`). Once the relaunch's restart in
+# place is recorded (`rebuild.recorded`): in random-111 a rank is killed
+# after the relaunch rebuilt ckpt.2 (PARTNER), which the third launch finds
+# in cache; in random-132 after it found nothing it could use and deleted
+# it (XOR), so the third starts from scratch.
 target/debug/scr-harness campaign --random 242 --only random-51 --only random-169 \
-  --only random-237 --only random-241 \
+  --only random-237 --only random-241 --only random-111 --only random-132 \
   --app target/fault-injection/debug/scr_app --scr target/fault-injection/debug/scr \
   --jobs 2 --no-results --work target/scr-harness
 # In random-347 of seed 2026112909 the last node of launch 1 dies there

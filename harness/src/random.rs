@@ -116,6 +116,15 @@
 //! third launch has lost that node's cache too (the oracle with it lost),
 //! so this is planted only where k is the oldest checkpoint cached: an
 //! older one would be rebuilt first, and kept, by the spare.
+//! Half of the other draws that strike a rank (not its node) as the
+//! restart in place begins strike it once that is over instead
+//! ([`RebuildCrash::after`]): every cached dataset restored or dropped and
+//! recorded in every rank's filemap, before the node's master filemap is
+//! written (`rebuild.recorded`, run 2; every relaunch passes it, with or
+//! without a cache to restore). The third launch finds in cache what the
+//! relaunch rebuilt (`…, died, cache:k` where the relaunch had
+//! `rebuilt:k`) and nothing of what it found unusable (`…, died, scratch`
+//! where it had `loss`); any other restart it does again.
 //!
 //! Set membership comes from `scr::redundancy::sets` (the layout is a
 //! deterministic function of the nodes, tested in that crate); the
@@ -265,6 +274,11 @@ pub struct RebuildCrash {
     /// node dies only where no older checkpoint is cached, which the
     /// relaunch would rebuild first, else the rank is killed).
     pub survivor: bool,
+    /// Without `mid` or `node`: the rank is struck once the restart in
+    /// place is over — every cached dataset restored or dropped, and
+    /// recorded in every rank's filemap — before the node's master
+    /// filemap is written (`rebuild.recorded`), instead of as it begins.
+    pub after: bool,
 }
 
 /// A crash of the relaunch inside its fetch ([`Draw::fetch_crash`]).
@@ -363,6 +377,8 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
     let (mid, mid_file) = (r.gen_bool(0.5), r.gen_range(0..64));
     // (And one for `survivor`, which came later still.)
     let survivor = s.stream("rebuildsurvivor").gen_bool(0.5);
+    // (And `after`, later again.)
+    let after = s.stream("rebuildafter").gen_bool(0.5);
     let mut r = s.stream("rebuildcrash");
     let rebuild_crash = (fetch_crash.is_none() && r.gen_bool(1.0 / 3.0)).then(|| RebuildCrash {
         exit: r.gen_bool(0.5),
@@ -371,6 +387,7 @@ pub fn draw(seed: u64, index: u32, mode: Mode) -> Draw {
         mid,
         mid_file,
         survivor,
+        after,
     });
     Draw {
         scheme,
@@ -584,6 +601,10 @@ fn relaunch_keeps_a_node(sc: &Scenario) -> bool {
 pub enum RebuildStrike {
     /// A rank is killed or exits: its node stays.
     Rank,
+    /// A rank is killed or exits once the restart in place is over and
+    /// recorded ([`RECORDED_POINT`]): what it rebuilt is in cache, what it
+    /// could not use is gone.
+    Recorded,
     /// The node in job slot `slot` of the relaunch dies with its cache.
     Node {
         /// Its slot (job node index; ranks `slot × ranks per node` on).
@@ -635,6 +656,12 @@ fn rebuilding_ranks(sc: &Scenario, second: &Token, data: u64) -> Vec<u32> {
 /// files is about to be read for redundancy. In the relaunch, before its
 /// own checkpoint, only a rebuild reads such pieces.
 const SURVIVOR_POINT: &str = "redundancy.piece.read";
+
+/// The point at which a relaunch's crash strikes once its restart in place
+/// is over ([`RebuildCrash::after`]): every cached dataset restored or
+/// dropped and recorded in every rank's filemap, the master filemap next.
+/// Every SCR_Init passes it once.
+const RECORDED_POINT: &str = "rebuild.recorded";
 
 /// Bytes `rank` writes in checkpoint `ckpt` of data seed `data`.
 fn bytes_of(data: u64, rank: u32, ckpt: u64, mean_bytes: u64) -> u64 {
@@ -722,10 +749,18 @@ fn planted_rebuild_crash(sc: &Scenario) -> Option<RebuildStrike> {
     let f = sc.faults.iter().find(|f| {
         f.run == 2
             && matches!(&f.when, When::Point { point, .. }
-                if point == "rebuild.init" || point == MID_REBUILD_POINT || point == SURVIVOR_POINT)
+                if point == "rebuild.init"
+                    || point == MID_REBUILD_POINT
+                    || point == SURVIVOR_POINT
+                    || point == RECORDED_POINT)
     })?;
     let What::KillNode { node, .. } = &f.what else {
-        return Some(RebuildStrike::Rank);
+        let recorded = matches!(&f.when, When::Point { point, .. } if point == RECORDED_POINT);
+        return Some(if recorded {
+            RebuildStrike::Recorded
+        } else {
+            RebuildStrike::Rank
+        });
     };
     let recorded = matches!(&f.when, When::Point { point, .. } if point == SURVIVOR_POINT);
     let (nodes, mut down) = relaunch_nodes(sc)?;
@@ -766,6 +801,18 @@ pub fn with_rebuild_crash(
         RebuildStrike::Rank => {
             let mut l = died();
             l.push(second.clone());
+            Outcome::of(l, o.end)
+        }
+        RebuildStrike::Recorded => {
+            // The checkpoint the relaunch rebuilt is whole in cache now,
+            // and what it found but could not use was deleted.
+            let third = match (second.class, second.ckpt) {
+                (Class::Rebuilt, Some(k)) => Token::restart(Class::Cache, k),
+                (Class::Loss, _) => Token::of(Class::Scratch),
+                _ => second.clone(),
+            };
+            let mut l = died();
+            l.push(third);
             Outcome::of(l, o.end)
         }
         RebuildStrike::Node {
@@ -1389,6 +1436,13 @@ pub fn scenario(seed: u64, index: u32, mode: Mode) -> Scenario {
             let hit = mid_rebuild_hit(&rc, second, data, sc.mean_bytes, rank);
             let moment = format!("after its rebuilt file {hit} is durable");
             Some((nodes, rank, MID_REBUILD_POINT, hit, moment, true))
+        } else if !rc.mid && !rc.node && rc.after {
+            // Every relaunch passes it, with or without a cache to restore.
+            relaunch_nodes(&sc).map(|(nodes, _)| {
+                let rank = rc.pick % (d.nodes * d.ranks_per_node) as u32;
+                let moment = "once its restart in place is recorded, before the master filemap";
+                (nodes, rank, RECORDED_POINT, 1, moment.to_string(), false)
+            })
         } else {
             relaunch_nodes(&sc)
                 .filter(|_| relaunch_keeps_a_node(&sc))
@@ -2088,6 +2142,44 @@ mod tests {
     }
 
     #[test]
+    fn ci_s_recorded_cells_crash_once_the_restart_in_place_is_recorded() {
+        // ci/tests.d/campaign.sh runs these two of the default seed: the
+        // relaunch rebuilt ckpt.2, or found nothing it could use, then a
+        // rank died at `rebuild.recorded`.
+        let seed = crate::campaign::DEFAULT_SEED;
+        for (i, without, want) in [
+            (
+                111,
+                "scratch, rebuilt:2",
+                "scratch, died, cache:2 | completed",
+            ),
+            (132, "scratch, loss", "scratch, died, scratch | completed"),
+        ] {
+            let sc = scenario(seed, i, Mode::SYNC);
+            let d = draw(seed, i, Mode::SYNC);
+            let data = data_of(seed, &sc, d.scheme);
+            assert_eq!(
+                oracle(&d, &Hit::planned(&d, data, sc.mean_bytes)),
+                o(without)
+            );
+            let f = sc.faults.last().expect("a relaunch crash");
+            assert!(
+                matches!(&f.when, When::Point { point, hit: 1, rank: Some(_), .. }
+                    if point == RECORDED_POINT),
+                "{}: {:?}",
+                sc.name,
+                f.when
+            );
+            assert!(matches!(
+                f.what,
+                What::KillRank { .. } | What::ExitRank { .. }
+            ));
+            assert_eq!(planted_rebuild_crash(&sc), Some(RebuildStrike::Recorded));
+            assert_eq!(sc.expected(d.scheme).unwrap().to_string(), want);
+        }
+    }
+
+    #[test]
     fn a_survivors_node_dying_mid_rebuild_leaves_the_dataset_listed_by_the_spares() {
         // Seed 2026112909's random-347 (ci/tests.d/campaign.sh runs it): 3
         // nodes, RS with 2 failures per set of 3; n0 dies while checkpoint
@@ -2144,6 +2236,7 @@ mod tests {
             let (mut nodes_died, mut with_cache, mut no_spare, mut mids) = (0, 0, 0, 0);
             let (mut later, mut survivors_struck, mut survivor_nodes) = (0, 0, 0);
             let mut recorded_loss = 0;
+            let (mut afters, mut rebuilt_then_cached) = (0, 0);
             for i in 0..300 {
                 let d = draw(7, i, mode);
                 let sc = scenario(7, i, mode);
@@ -2169,8 +2262,12 @@ mod tests {
                 };
                 let survivor = !survivors.is_empty();
                 let mid = !rebuilding.is_empty();
-                let fires =
-                    survivor || mid || (without.launches.len() == 2 && relaunch_keeps_a_node(&sc));
+                // Every relaunch passes the point after its restart in place.
+                let after = !rc.mid && !rc.node && rc.after && without.launches.len() == 2;
+                let fires = survivor
+                    || mid
+                    || after
+                    || (without.launches.len() == 2 && relaunch_keeps_a_node(&sc));
                 let strike = planted_rebuild_crash(&sc);
                 assert_eq!(strike.is_some(), fires, "{}", sc.name);
                 let want = sc.expected(d.scheme).unwrap();
@@ -2232,11 +2329,13 @@ mod tests {
                     later += u32::from(h > 1);
                     (r, MID_REBUILD_POINT, h)
                 } else {
-                    (
-                        rc.pick % (d.nodes * d.ranks_per_node) as u32,
-                        "rebuild.init",
-                        1,
-                    )
+                    let point = if after {
+                        afters += 1;
+                        RECORDED_POINT
+                    } else {
+                        "rebuild.init"
+                    };
+                    (rc.pick % (d.nodes * d.ranks_per_node) as u32, point, 1)
                 };
                 let (first, second) = (&without.launches[0], &without.launches[1]);
                 let died = [first.clone(), Token::of(Class::Died)];
@@ -2312,7 +2411,18 @@ mod tests {
                     What::KillRank { rank }
                 };
                 assert_eq!((f.run, &f.what), (2, &what), "{}", sc.name);
-                assert_eq!(strike, Some(RebuildStrike::Rank), "{}", sc.name);
+                // After the restart in place, what it rebuilt is in cache
+                // and what it found but could not use is gone.
+                let (kind, third) = match (after, second.class, second.ckpt) {
+                    (true, Class::Rebuilt, Some(k)) => {
+                        rebuilt_then_cached += 1;
+                        (RebuildStrike::Recorded, Token::restart(Class::Cache, k))
+                    }
+                    (true, Class::Loss, _) => (RebuildStrike::Recorded, Token::of(Class::Scratch)),
+                    (true, ..) => (RebuildStrike::Recorded, second.clone()),
+                    (false, ..) => (RebuildStrike::Rank, second.clone()),
+                };
+                assert_eq!(strike, Some(kind), "{}", sc.name);
                 assert!(
                     matches!(&f.when, When::Point { point: p, hit: h, rank: Some(r), .. }
                         if p == point && *r == rank && *h == at),
@@ -2322,7 +2432,7 @@ mod tests {
                 );
                 assert_eq!(
                     want.launches,
-                    [died[0].clone(), died[1].clone(), second.clone()],
+                    [died[0].clone(), died[1].clone(), third],
                     "{}",
                     sc.name
                 );
@@ -2335,11 +2445,13 @@ mod tests {
                     && with_cache > 0
                     && mids > 2
                     && later > 0
-                    && survivors_struck > 0,
-                "{mode:?}: {planted} {unplanted} {nodes_died} {with_cache} {no_spare} {mids} {later} {survivors_struck}"
+                    && survivors_struck > 0
+                    && afters > 5
+                    && rebuilt_then_cached > 0,
+                "{mode:?}: {planted} {unplanted} {nodes_died} {with_cache} {no_spare} {mids} {later} {survivors_struck} {afters} {rebuilt_then_cached}"
             );
             eprintln!(
-                "{mode:?}: {planted} planted ({mids} at a spare in the middle of a rebuild, {later} after a later file than the first; {survivors_struck} at a survivor, {survivor_nodes} of them its node, {recorded_loss} leaving only the spares' record; {nodes_died} nodes died), {unplanted} not"
+                "{mode:?}: {planted} planted ({mids} at a spare in the middle of a rebuild, {later} after a later file than the first; {survivors_struck} at a survivor, {survivor_nodes} of them its node, {recorded_loss} leaving only the spares' record; {afters} once the restart was recorded, {rebuilt_then_cached} of them after a rebuild; {nodes_died} nodes died), {unplanted} not"
             );
         }
     }

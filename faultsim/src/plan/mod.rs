@@ -92,6 +92,9 @@ pub const KNOWN_POINTS: &[&str] = &[
     "flush.file.copied",
     "flush.async.file.copied",
     "rebuild.init",
+    // The restart in place recorded every cached dataset restored or
+    // dropped in each rank's filemap; the master filemap is next.
+    "rebuild.recorded",
     "fetch.file",
     POINT_SCAVENGE_FILE,
     "copy.file.written",

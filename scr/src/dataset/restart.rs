@@ -534,7 +534,13 @@ pub fn rebuild_cache(job: &mut Job) -> ScrResult<InitReport> {
     }
     job.dataset_id = job.max(max_dset)?;
     job.checkpoint_id = job.max(max_ckpt)?;
-    job.agree("write the master filemap", job.write_master_filemap())?;
+    // Every cached dataset is restored or dropped, and every rank's filemap
+    // says so; the node's master filemap comes next. An injected error
+    // fails it here (after this rank took its part in the write).
+    let injected = crate::fault_point!("rebuild.recorded", rank = job.world.rank() as u32)
+        .map_err(|e| ScrError::injected("rebuild.recorded", e));
+    let master = job.write_master_filemap();
+    job.agree("write the master filemap", injected.and(master))?;
     Ok(report)
 }
 
