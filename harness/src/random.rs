@@ -272,7 +272,8 @@ pub struct RebuildCrash {
     /// that reads its cached files for it (to send their pieces) is struck
     /// instead, as it reads its first piece (`redundancy.piece.read`; a
     /// node dies only where no older checkpoint is cached, which the
-    /// relaunch would rebuild first, else the rank is killed).
+    /// relaunch would rebuild first; elsewhere the rank is killed or
+    /// exits instead).
     pub survivor: bool,
     /// Without `mid` or `node`: the rank is struck once the restart in
     /// place is over — every cached dataset restored or dropped, and
