@@ -469,18 +469,30 @@ mod tests {
         assert!(!tmp.path().join(".scr/log.db").exists());
     }
 
+    /// `host` given as SCR_LOG_DB_HOST in a build without `feature` is
+    /// refused naming the parameter (as `shown`) and the feature, never
+    /// showing the password `hunter2`.
+    #[cfg(any(not(feature = "logdb-postgres"), not(feature = "logdb-mysql")))]
+    fn assert_refused_naming_the_feature(host: &str, shown: &str, feature: &str) {
+        let s = db_settings(Some(host));
+        let e = open_database(&s, Path::new("/p"), "1").unwrap_err();
+        assert!(matches!(e, DbError::NotBuilt { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains(shown), "{msg}");
+        assert!(msg.contains(&format!("`{feature}`")), "{msg}");
+        assert!(!msg.contains("hunter2"), "{msg}");
+    }
+
     /// SCR_LOG_DB_HOST in a build without PostgreSQL: refused likewise,
     /// never showing the password.
     #[test]
     #[cfg(not(feature = "logdb-postgres"))]
     fn server_log_is_refused_naming_the_parameter_and_the_feature() {
-        let s = db_settings(Some("postgresql://u:hunter2@db/scr"));
-        let e = open_database(&s, Path::new("/p"), "1").unwrap_err();
-        assert!(matches!(e, DbError::NotBuilt { .. }), "{e}");
-        let msg = e.to_string();
-        assert!(msg.contains("SCR_LOG_DB_HOST=postgresql://u:"), "{msg}");
-        assert!(msg.contains("`logdb-postgres`"), "{msg}");
-        assert!(!msg.contains("hunter2"), "{msg}");
+        assert_refused_naming_the_feature(
+            "postgresql://u:hunter2@db/scr",
+            "SCR_LOG_DB_HOST=postgresql://u:",
+            "logdb-postgres",
+        );
     }
 
     /// A `mysql://` SCR_LOG_DB_HOST in a build without `logdb-mysql` is
@@ -489,12 +501,10 @@ mod tests {
     #[test]
     #[cfg(not(feature = "logdb-mysql"))]
     fn mysql_log_is_refused_naming_the_parameter_and_the_feature() {
-        let s = db_settings(Some("mysql://u:hunter2@db/scr"));
-        let e = open_database(&s, Path::new("/p"), "1").unwrap_err();
-        assert!(matches!(e, DbError::NotBuilt { .. }), "{e}");
-        let msg = e.to_string();
-        assert!(msg.contains("SCR_LOG_DB_HOST=mysql://u:"), "{msg}");
-        assert!(msg.contains("`logdb-mysql`"), "{msg}");
-        assert!(!msg.contains("hunter2"), "{msg}");
+        assert_refused_naming_the_feature(
+            "mysql://u:hunter2@db/scr",
+            "SCR_LOG_DB_HOST=mysql://u:",
+            "logdb-mysql",
+        );
     }
 }
