@@ -1,7 +1,8 @@
 # The MySQL/MariaDB log database (SCR_LOG_DB_HOST=mysql://...) against a
 # real MariaDB: a throwaway server on 127.0.0.1 with password
 # authentication, started here and stopped on exit
-# (scr/tests/log_db_mysql.rs). ci/setup installs MariaDB's server and client
+# (scr/tests/log_db_mysql.rs), then a C application logging there, into
+# this library's tables and into SCR 3.1's. ci/setup installs MariaDB's server and client
 # cores when they are missing. Every wait is bounded.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -80,3 +81,27 @@ ends=$("${client[@]}" -N -B -e "SELECT COUNT(*) FROM scr_capi.events e \
   WHERE j.jobid = 'capi-mysql' AND e.type = 'CHECKPOINT_END'")
 [ "$ends" = 3 ] || { echo "logdb-mysql: the C application logged $ends CHECKPOINT_END rows, not 3" >&2; exit 1; }
 echo "logdb-mysql: ok (and a C application's 3 checkpoints logged)"
+
+# The same application at a site whose database was made from SCR 3.1's
+# scr.mysql (scr/src/log/scr31.sql holds its tables): its entries go into
+# SCR 3.1's tables under its user and SCR_JOB_NAME, none of ours are made.
+"${client[@]}" -e "CREATE DATABASE scr_capi31"
+"${client[@]}" scr_capi31 <scr/src/log/scr31.sql
+sed -i 's/^SCR_LOG_DB_NAME=.*/SCR_LOG_DB_NAME=scr_capi31/' "$dir/scr.conf"
+rm -rf "$dir/app"
+mkdir -p "$dir/app/prefix" "$dir/app/nodes"
+node_contexts "$dir/app/nodes" "$dir/ckpt_restart" write
+(cd "$dir/app/prefix" && SCR_CONFIG_FILE="$dir/scr.conf" SCR_PREFIX="$dir/app/prefix" \
+  SCR_JOB_ID=capi-mysql31 SCR_JOB_NAME=capi-heat SCR_USER_NAME=capi-user SCR_COPY_TYPE=XOR \
+  timeout 120 mpirun --oversubscribe -x SCR_CONFIG_FILE -x SCR_PREFIX -x SCR_JOB_ID \
+  -x SCR_JOB_NAME -x SCR_USER_NAME -x SCR_COPY_TYPE "${CONTEXTS[@]}")
+ends=$("${client[@]}" -N -B -e "SELECT COUNT(*) FROM scr_capi31.events e \
+  JOIN scr_capi31.types t ON t.id = e.type_id JOIN scr_capi31.jobs j ON j.id = e.job_id \
+  JOIN scr_capi31.usernames u ON u.id = j.username_id \
+  JOIN scr_capi31.jobnames n ON n.id = j.jobname_id \
+  WHERE u.name = 'capi-user' AND n.name = 'capi-heat' AND t.name = 'CHECKPOINT_END'")
+[ "$ends" = 3 ] || { echo "logdb-mysql: the C application logged $ends CHECKPOINT_END rows in SCR 3.1's tables, not 3" >&2; exit 1; }
+ours=$("${client[@]}" -N -B -e "SELECT COUNT(*) FROM information_schema.tables \
+  WHERE table_schema = 'scr_capi31' AND table_name IN ('schema_version', 'runs')")
+[ "$ours" = 0 ] || { echo "logdb-mysql: the library made its own tables in SCR 3.1's database" >&2; exit 1; }
+echo "logdb-mysql: ok (and the same application's 3 checkpoints in SCR 3.1's tables)"

@@ -70,6 +70,29 @@ pub fn utc_timestamp(unix_s: i64) -> String {
     )
 }
 
+/// `YYYY-MM-DD HH:MM:SS` (whole seconds, rounded down) for `unix_s` in the
+/// zone `offset_s` seconds east: a MySQL `DATETIME` as SCR 3.1 writes it
+/// (the writing process's local time, no zone).
+pub fn sql_datetime(unix_s: f64, offset_s: i64) -> String {
+    let stamp = format_timestamp(unix_s, offset_s);
+    // `YYYY-MM-DDTHH:MM:SS.mmm±hh:mm`: the date, a space, the time.
+    format!("{} {}", &stamp[..10], &stamp[11..19])
+}
+
+/// Seconds since the epoch of a `YYYY-MM-DD HH:MM:SS` `DATETIME` read as
+/// this machine's local time (`TZ`, else /etc/localtime), as SCR 3.1's
+/// tables hold it; a time the zone skips or repeats is taken as the offset
+/// before the change gives it. `None` for anything else.
+pub fn local_sql_datetime_s(text: &str) -> Option<f64> {
+    // The same fixed shape as a log stamp, without a zone.
+    if text.len() != 19 || text.as_bytes()[10] != b' ' || parse_iso_stamp(text).is_none() {
+        return None;
+    }
+    let dt: DateTime = text.replace(' ', "T").parse().ok()?;
+    let ts = TimeZone::system().to_timestamp(dt).ok()?;
+    Some(ts.as_second() as f64)
+}
+
 /// This machine's UTC offset at `unix_s`, in seconds east: the system's
 /// time zone (`TZ`, else /etc/localtime; UTC when neither is readable).
 pub fn local_offset_s(unix_s: i64) -> i64 {
@@ -112,6 +135,27 @@ pub fn parse_iso_stamp(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sql_datetimes_are_local_whole_seconds_and_read_back() {
+        assert_eq!(
+            sql_datetime(1_795_349_472.999, -(5 * 3600 + 1800)),
+            "2026-11-22 06:41:12"
+        );
+        // Written in this machine's zone, read in it: the whole second.
+        for t in [1_795_349_472.75, 1_700_000_000.0, 86_400.5] {
+            let text = sql_datetime(t, local_offset_s(t as i64));
+            assert_eq!(local_sql_datetime_s(&text), Some(t.floor()), "{text}");
+        }
+        for bad in [
+            "2026-11-22T06:41:12",
+            "2026-11-22 06:41",
+            "2026-13-01 00:00:00",
+            "",
+        ] {
+            assert_eq!(local_sql_datetime_s(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn timestamps_carry_the_zone() {

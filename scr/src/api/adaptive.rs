@@ -126,6 +126,11 @@ fn read_history(job: &Job) -> Option<History> {
             Ok((shown, mut recs)) => {
                 if job.log.as_ref().is_some_and(|l| l.db_path().is_some()) {
                     drop_this_run(&mut recs, &job.jobid);
+                    // In SCR 3.1's tables this job is its user and job name.
+                    #[cfg(feature = "logdb-mysql")]
+                    if let Some((user, name)) = crate::log::scr31::user_and_job_name(s) {
+                        drop_this_run(&mut recs, &crate::log::scr31::job_key(&user, &name));
+                    }
                 }
                 Some(History::from_records(shown, &recs))
             }

@@ -11,6 +11,7 @@
 //! 4  db, server,     the SQLite, PostgreSQL and MySQL/MariaDB stores and
 //!    mysql           their readers
 //! 3  database        the database sink over any Store (runs, inserts, reads)
+//!    scr31           SCR 3.1's own MySQL tables (scr.mysql): sink and reader
 //!    text, syslog    the text-file and syslog sinks
 //! 2  sink            the LogSink trait, its Target and error
 //!    migrate         the migrations (defined once) and their one runner
@@ -33,6 +34,8 @@ pub mod msg;
 pub mod mysql;
 pub mod parse;
 pub mod row;
+#[cfg(feature = "logdb-mysql")]
+pub mod scr31;
 #[cfg(feature = "logdb-postgres")]
 pub mod server;
 pub mod sink;
@@ -65,6 +68,7 @@ mod tests {
             ("database", 3, code(include_str!("database.rs"))),
             ("text", 3, code(include_str!("text.rs"))),
             ("syslog", 3, code(include_str!("syslog.rs"))),
+            ("scr31", 3, code(include_str!("scr31.rs"))),
             ("db", 4, code(include_str!("db.rs"))),
             ("server", 4, code(include_str!("server.rs"))),
             ("mysql", 4, code(include_str!("mysql.rs"))),

@@ -31,8 +31,10 @@ use std::time::Duration;
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder};
 
-use super::database::{read_all, DbLog};
+use super::database::DbLog;
 use super::event::Record;
+use super::scr31::{self, Scr31Log};
+use super::sink::LogSink;
 pub use super::store::is_mysql_url;
 use super::store::{Col, DbError, DbSettings, Dialect, Store, Value, READ_TIMEOUT};
 
@@ -454,19 +456,47 @@ impl DbLog<MyStore> {
     }
 }
 
+/// The log of one job on the server `settings` name: in SCR 3.1's own
+/// tables when the database is one made from SCR's `scr.mysql`
+/// ([`scr31::is_scr31`]), else in this library's (migrated, as
+/// [`MySqlLog::open`]).
+pub fn open_sink(
+    settings: &DbSettings,
+    prefix: &Path,
+    jobid: &str,
+) -> Result<Box<dyn LogSink>, DbError> {
+    let server = MySettings::from_db_settings(settings)?;
+    let mut store = MyStore::connect(&server)?;
+    if scr31::is_scr31(&mut store)? {
+        return Ok(Box::new(Scr31Log::open_on(store, settings)?));
+    }
+    Ok(Box::new(DbLog::open_on(store, settings, prefix, jobid)?))
+}
+
+/// Every record of the database `store` is connected to, in either layout.
+fn each_of(store: &mut MyStore, each: &mut dyn FnMut(Record)) -> Result<(), DbError> {
+    if scr31::is_scr31(store)? {
+        scr31::each_record(store, each)
+    } else {
+        super::database::each_record(store, each)
+    }
+}
+
 /// Every entry on the server as log records, in time order (events before
 /// transfers at equal times), as [`super::server::read_records`] reads
 /// PostgreSQL. Under a writer's bounds: this is what a job reads (the
 /// adaptive policy's history), and a job does not wait minutes for it.
 pub fn read_records(server: &MySettings) -> Result<Vec<Record>, DbError> {
-    read_all(&mut MyStore::connect(server)?)
+    let mut records = Vec::new();
+    each_of(&mut MyStore::connect(server)?, &mut |r| records.push(r))?;
+    Ok(records)
 }
 
 /// [`read_records`] handing each record to `each` as the server's rows
 /// arrive (never all of them in memory): what a tool reads (`scr interval
 /// --db`), each wait for the server bounded by [`READ_TIMEOUT`].
 pub fn each_record(server: &MySettings, each: &mut dyn FnMut(Record)) -> Result<(), DbError> {
-    super::database::each_record(&mut MyStore::connect(&server.for_reading())?, each)
+    each_of(&mut MyStore::connect(&server.for_reading())?, each)
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
-//! [`LogSink`]: where log entries go. Four implementations, one per
-//! destination, all writing the one [`Entry`] type under one [`Stamp`]:
-//! the text log ([`super::text::TextSink`]), syslog
-//! ([`super::syslog::SyslogSink`]), and the SQLite and PostgreSQL
-//! databases ([`super::database::DbLog`] over [`super::db::SqliteStore`]
-//! or [`super::server::PgStore`]). [`super::writer::Logger`] holds a set of
+//! [`LogSink`]: where log entries go. Four implementations, all writing
+//! the one [`Entry`] type under one [`Stamp`]: the text log
+//! ([`super::text::TextSink`]), syslog ([`super::syslog::SyslogSink`]),
+//! the SQLite, PostgreSQL and MySQL databases ([`super::database::DbLog`]
+//! over [`super::db::SqliteStore`], [`super::server::PgStore`] or
+//! [`super::mysql::MyStore`]), and SCR 3.1's own MySQL tables
+//! ([`super::scr31::Scr31Log`]). [`super::writer::Logger`] holds a set of
 //! them.
 
 use std::path::PathBuf;

@@ -124,6 +124,14 @@ pub enum DbError {
         /// The cause.
         source: Box<mysql::Error>,
     },
+    /// The server's database holds SCR 3.1's own tables, which key a job by
+    /// user and `SCR_JOB_NAME`, and this job has no job name (SCR 3.1 logs
+    /// nothing there without one either).
+    #[error("log database {server} has SCR 3.1's tables, which name a job by its user and SCR_JOB_NAME: set SCR_JOB_NAME to log there (or SCR_LOG_DB_NAME to a database of this library's own tables)", server = server.display())]
+    Scr31NoJobName {
+        /// The server, as shown in messages.
+        server: PathBuf,
+    },
     /// A logging parameter has a bad value.
     #[error(transparent)]
     Config(Box<ConfigError>),

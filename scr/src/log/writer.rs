@@ -99,9 +99,7 @@ fn open_mysql(
     prefix: &Path,
     jobid: &str,
 ) -> Result<Box<dyn LogSink>, DbError> {
-    Ok(Box::new(super::mysql::MySqlLog::open(
-        settings, prefix, jobid,
-    )?))
+    super::mysql::open_sink(settings, prefix, jobid)
 }
 
 #[cfg(not(feature = "logdb-mysql"))]

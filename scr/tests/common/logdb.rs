@@ -128,7 +128,8 @@ pub fn count(s: &mut dyn Store, sql: &str) -> i64 {
 
 const ON: &[(&str, &str)] = &[("SCR_LOG_ENABLE", "1"), ("SCR_COPY_TYPE", "XOR")];
 
-fn write(scr: &mut Scr, comm: &dyn Comm, prefix: &Path, name: &str) {
+/// Write checkpoint `name`: one file per rank under `prefix/name`.
+pub fn write(scr: &mut Scr, comm: &dyn Comm, prefix: &Path, name: &str) {
     let mut out = scr.start_output(Some(name), Flags::CHECKPOINT).unwrap();
     let p = out
         .route_file(prefix.join(format!("{name}/rank{}", comm.rank())))
@@ -137,22 +138,22 @@ fn write(scr: &mut Scr, comm: &dyn Comm, prefix: &Path, name: &str) {
     assert!(out.complete(true).unwrap());
 }
 
-/// Two runs of a 4-rank job log to the server exactly what they write to
-/// the text log (read whole and streamed); the second run's adaptive policy
-/// reads the first from the server; `scr interval --db URL` reads it.
-pub fn a_job_logs_what_it_writes_to_the_text_log(srv: &dyn LogServer) {
-    let db = fresh_db(srv, "job");
-    let cl = Cluster::new();
-    let sys = system(srv, &cl, &db, srv.pass());
+/// Two runs of a 4-rank job under the site file `sys` with `env` (the
+/// second with the adaptive policy too), `pause` apart, each writing two
+/// checkpoints; the second restarts from the first's last.
+pub fn two_runs(cl: &Cluster, sys: &Path, env: &[(&str, &str)], pause: std::time::Duration) {
     let prefix = cl.prefix.clone();
-    let adaptive = [ON, &[("SCR_CHECKPOINT_ADAPTIVE", "1")]].concat();
+    let adaptive = [env, &[("SCR_CHECKPOINT_ADAPTIVE", "1")]].concat();
     for run in 0..2 {
-        let env = if run == 1 { &adaptive[..] } else { ON };
+        if run == 1 {
+            std::thread::sleep(pause);
+        }
+        let env = if run == 1 { &adaptive[..] } else { env };
         run_with_system(
-            &cl,
+            cl,
             4,
             |r| r,
-            Some(&sys),
+            Some(sys),
             env,
             |scr, comm| {
                 if run == 1 {
@@ -167,6 +168,17 @@ pub fn a_job_logs_what_it_writes_to_the_text_log(srv: &dyn LogServer) {
             },
         );
     }
+}
+
+/// Two runs of a 4-rank job log to the server exactly what they write to
+/// the text log (read whole and streamed); the second run's adaptive policy
+/// reads the first from the server; `scr interval --db URL` reads it.
+pub fn a_job_logs_what_it_writes_to_the_text_log(srv: &dyn LogServer) {
+    let db = fresh_db(srv, "job");
+    let cl = Cluster::new();
+    let sys = system(srv, &cl, &db, srv.pass());
+    let prefix = cl.prefix.clone();
+    two_runs(&cl, &sys, ON, std::time::Duration::ZERO);
     let mut c = srv.store(&db);
     let c = c.as_mut();
     assert_eq!(
@@ -202,13 +214,6 @@ pub fn a_job_logs_what_it_writes_to_the_text_log(srv: &dyn LogServer) {
     let txt = read_log(&prefix.join(".scr").join("log"), true)
         .unwrap()
         .records;
-    let interval = txt
-        .iter()
-        .find(|r| r.is_event("CHECKPOINT_INTERVAL"))
-        .and_then(|r| r.entry.note.clone())
-        .unwrap_or_default();
-    let source = format!("2 checkpoints in {}", srv.shown(&db));
-    assert!(interval.contains(&source), "{source:?} not in {interval:?}");
     let rows = read_all(c).unwrap();
     // The whole entry: what was logged is what each reader gives back.
     assert_same_records(&txt, &rows);
@@ -216,6 +221,25 @@ pub fn a_job_logs_what_it_writes_to_the_text_log(srv: &dyn LogServer) {
     let mut streamed = Vec::new();
     each_record(c, &mut |r| streamed.push(r)).unwrap();
     assert_eq!(streamed, rows);
+    assert_two_runs_read_back(srv, &db, &txt);
+}
+
+/// The second of two runs, each of two checkpoints, logged to database
+/// `db` (`txt`: their text log): its adaptive policy read the first run's
+/// checkpoints from the server, and `scr interval --db URL` reads 2 runs
+/// and 4 checkpoint costs there. Gives the policy's note.
+pub fn assert_two_runs_read_back(
+    srv: &dyn LogServer,
+    db: &str,
+    txt: &[scr::log::Record],
+) -> String {
+    let interval = txt
+        .iter()
+        .find(|r| r.is_event("CHECKPOINT_INTERVAL"))
+        .and_then(|r| r.entry.note.clone())
+        .unwrap_or_default();
+    let source = format!("2 checkpoints in {}", srv.shown(db));
+    assert!(interval.contains(&source), "{source:?} not in {interval:?}");
     // `scr interval` reads the server as it reads a file.
     let json = scr_json(
         srv.scr_bin(),
@@ -225,7 +249,7 @@ pub fn a_job_logs_what_it_writes_to_the_text_log(srv: &dyn LogServer) {
             "--mtbf",
             "86400",
             "--db",
-            &srv.url(&db),
+            &srv.url(db),
         ],
     );
     assert_eq!(json["log_estimates"]["runs"], 2, "{json}");
@@ -233,6 +257,7 @@ pub fn a_job_logs_what_it_writes_to_the_text_log(srv: &dyn LogServer) {
         json["log_estimates"]["cache_checkpoint"]["samples"], 4,
         "{json}"
     );
+    interval
 }
 
 /// Four processes opening a new database at once apply each migration
