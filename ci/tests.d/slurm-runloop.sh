@@ -197,8 +197,9 @@ dies_at_start() {
 }
 
 # c_program: the C test program of testing/c, built against the installed
-# C API (ci/install-capi), under `scr srun`: checkpoint, then restart
-# bit-exact from the cache in the same allocation.
+# C API (ci/install-capi), under `scr_srun` as an SCR 3.1 job script calls
+# it (the installed link to `scr srun`, srun's options as they are):
+# checkpoint, then restart bit-exact from the cache in the same allocation.
 c_program() {
   local d="$WORK/c" inst="$WORK/c-install" flags
   mkdir -p "$d"
@@ -207,7 +208,7 @@ c_program() {
   # shellcheck disable=SC2086
   mpicc -std=c99 -O1 -o "$d/ckpt_restart" testing/c/ckpt_restart.c -Itesting/c $flags
   ci/slurm-cluster wait-idle
-  local run="$SCR srun --watchdog 60 --check-timeout 5 --no-postrun -- -N4 -n8 $d/ckpt_restart"
+  local run="$inst/bin/scr_srun --watchdog 60 --check-timeout 5 --no-postrun -N4 -n8 $d/ckpt_restart"
   set +e
   (cd "$d" && SCR_PREFIX="$d" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_RUNS=2 \
     timeout 120 salloc -N4 bash -c "$run write && $run read") >"$d/out" 2>&1
@@ -215,7 +216,7 @@ c_program() {
   set -e
   [ $rc -eq 0 ] || fail c-program "exit $rc" "$d/out"
   grep -q "ok: ckpt_restart read: ckpt.6 restored bit-exact" "$d/out" || fail c-program "no bit-exact restart" "$d/out"
-  echo "slurm-runloop: c-program ok: testing/c/ckpt_restart under scr srun, restart bit-exact"
+  echo "slurm-runloop: c-program ok: testing/c/ckpt_restart under scr_srun, restart bit-exact"
 }
 
 # validate LAUNCHER: scr-harness validate against the cluster, node kills

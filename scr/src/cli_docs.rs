@@ -21,6 +21,26 @@ use std::path::{Path, PathBuf};
 
 use clap_complete::Shell;
 
+/// SCR 3.1's command names and the `scr` subcommand that does each one's
+/// work: `scr` run through a link named `scr_halt` runs `scr halt`
+/// (ci/install makes the links), so job scripts written for SCR 3.1 keep
+/// their commands.
+pub const SCR31_COMMANDS: [(&str, &str); 13] = [
+    ("scr_srun", "srun"),
+    ("scr_run", "run"),
+    ("scr_postrun", "postrun"),
+    ("scr_copy", "copy"),
+    ("scr_index", "index"),
+    ("scr_halt", "halt"),
+    ("scr_flush_file", "flush-file"),
+    ("scr_check_node", "check-node"),
+    ("scr_list_down_nodes", "list-down-nodes"),
+    ("scr_retries_halt", "should-exit"),
+    ("scr_should_exit", "should-exit"),
+    ("scr_print_hash_file", "print"),
+    ("scr_glob_hosts", "glob-hosts"),
+];
+
 /// Why generating the pages or completions failed: the file or directory,
 /// what was being done, and the OS error.
 #[derive(Debug, thiserror::Error)]

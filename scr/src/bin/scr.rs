@@ -200,6 +200,36 @@ enum Command {
         &[Code::Success, Code::No, Code::Usage, Code::Config],
     ))]
     ShouldExit(run_cmd::ShouldExitArgs),
+    /// Count, index, subtract, intersect or compress host lists (SCR's
+    /// scr_glob_hosts): `--count`, `--nth N` (-1 the last), `--minus
+    /// S1:S2`, `--intersection S1:S2` of the list `--hosts` (or the
+    /// argument) names; `--compress` turns `h1,h2,h3` into `h[1-3]`.
+    #[command(after_help = scr::exit::help_for(
+        "A list that is not a host list, or an index out of its range: USAGE.",
+        &[Code::Success, Code::Usage],
+    ))]
+    GlobHosts(run_cmd::GlobHostsArgs),
+}
+
+/// The arguments as the `scr` parser takes them: invoked by one of SCR 3.1's
+/// names ([`scr::cli_docs::SCR31_COMMANDS`]), that name's subcommand goes first.
+fn with_subcommand(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let name = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    match scr::cli_docs::SCR31_COMMANDS
+        .iter()
+        .find(|(old, _)| *old == name)
+    {
+        Some((_, sub)) => {
+            let mut out = vec![std::ffi::OsString::from("scr"), (*sub).into()];
+            out.extend(args.into_iter().skip(1));
+            out
+        }
+        None => args,
+    }
 }
 
 fn main() -> ExitCode {
@@ -211,7 +241,7 @@ fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().collect();
     let outcome = match scr::cli_docs::asked("scr", &args) {
         Some(share) => generate(&share.unwrap_or_else(|e| e.exit())),
-        None => run(Cli::parse()),
+        None => run(Cli::parse_from(with_subcommand(args))),
     };
     match outcome {
         Ok(()) => Code::Success.into(),
@@ -286,6 +316,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::CheckNode(args) => run_cmd::check_node_cmd(args),
         Command::ListDownNodes(args) => run_cmd::list_down_nodes(args),
         Command::ShouldExit(args) => run_cmd::should_exit(args),
+        Command::GlobHosts(args) => run_cmd::glob_hosts(args),
     }
 }
 

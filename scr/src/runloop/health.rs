@@ -345,6 +345,63 @@ pub fn expand_hostlist(list: &str) -> Result<Vec<String>, HostlistError> {
     Ok(out)
 }
 
+/// A host list in SCR's compressed form, the inverse of
+/// [`expand_hostlist`]: the hosts sorted and without repeats, those that
+/// share a name before their trailing number (and its zero padding)
+/// bracketed as ranges, `atlas[3,6,9-11]`; a lone host stays bare.
+pub fn compress_hostlist(hosts: &[String]) -> String {
+    // (head, padded width or 0, number) for hosts ending in a number that
+    // fits; the rest stand alone.
+    let mut numbered: Vec<(&str, usize, u64)> = Vec::new();
+    let mut alone: Vec<&str> = Vec::new();
+    for h in hosts {
+        let digits = h.len() - h.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (head, num) = h.split_at(h.len() - digits);
+        match num.parse::<u64>() {
+            Ok(n) if digits > 0 && digits <= 18 => {
+                let width = if digits > 1 && num.starts_with('0') {
+                    digits
+                } else {
+                    0
+                };
+                numbered.push((head, width, n));
+            }
+            _ => alone.push(h),
+        }
+    }
+    numbered.sort_unstable();
+    numbered.dedup();
+    alone.sort_unstable();
+    alone.dedup();
+    // (head, first number, text), sorted by the first two.
+    let mut items: Vec<(&str, u64, String)> =
+        alone.into_iter().map(|h| (h, 0, h.to_string())).collect();
+    for group in numbered.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let (head, width) = (group[0].0, group[0].1);
+        let num = |n: u64| format!("{n:0width$}");
+        if group.len() == 1 {
+            items.push((head, group[0].2, format!("{head}{}", num(group[0].2))));
+            continue;
+        }
+        let mut ranges = Vec::new();
+        for run in group.chunk_by(|a, b| b.2 == a.2 + 1) {
+            let (lo, hi) = (run[0].2, run[run.len() - 1].2);
+            ranges.push(if lo == hi {
+                num(lo)
+            } else {
+                format!("{}-{}", num(lo), num(hi))
+            });
+        }
+        items.push((head, group[0].2, format!("{head}[{}]", ranges.join(","))));
+    }
+    items.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    items
+        .into_iter()
+        .map(|(_, _, text)| text)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Nodes found down so far in an allocation, with the first reason each was
 /// found down. Sticky: a node is never taken off the list (the guide: once
 /// ruled out, always kept out for the rest of the allocation).
@@ -427,6 +484,42 @@ mod tests {
             path: PathBuf::from("/dev/shm"),
             min_capacity_bytes: 0,
         }]
+    }
+
+    #[test]
+    fn compressed_host_lists_are_sorted_ranges_that_expand_back() {
+        let hosts = |l: &str| expand_hostlist(l).unwrap();
+        // The developer guide's scr_glob_hosts examples.
+        let minus: Vec<String> = hosts("atlas[3,5-7,9-11]")
+            .into_iter()
+            .filter(|h| !hosts("atlas[5,7,20]").contains(h))
+            .collect();
+        assert_eq!(compress_hostlist(&minus), "atlas[3,6,9-11]");
+        assert_eq!(
+            compress_hostlist(&hosts("atlas7,atlas5,atlas5")),
+            "atlas[5,7]"
+        );
+        assert_eq!(compress_hostlist(&hosts("atlas6")), "atlas6");
+        assert_eq!(compress_hostlist(&[]), "");
+        // Padding kept; names without a number stand alone, in order.
+        assert_eq!(
+            compress_hostlist(&hosts("node[08-10],login,n[2,1],node11")),
+            "login,n[1-2],node[08-09],node[10-11]"
+        );
+        // Any list: compressing then expanding gives it sorted, once each.
+        for list in [
+            "a[1-3,7],b02,b3,c",
+            "x[001-003],x004,y",
+            "rhea-1vm[1-2],rhea-1vm10",
+        ] {
+            let h = hosts(list);
+            let mut want = h.clone();
+            want.sort();
+            want.dedup();
+            let mut back = hosts(&compress_hostlist(&h));
+            back.sort();
+            assert_eq!(back, want, "{list}");
+        }
     }
 
     #[test]

@@ -79,6 +79,10 @@ pub struct HaltArgs {
     /// Print the settings as JSON.
     #[arg(long)]
     json: bool,
+    /// Name each halt file on stderr before it is read or changed (SCR
+    /// 3.1's scr_halt -v).
+    #[arg(short = 'v', long)]
+    verbose: bool,
     /// Prefix directories (default: $SCR_PREFIX, else the current directory).
     #[arg(value_name = "PREFIX")]
     dirs: Vec<PathBuf>,
@@ -159,6 +163,9 @@ pub fn run(a: HaltArgs) -> Result<(), CliError> {
         let path = halt_path(&prefix);
         // Never read, write or remove through a link out of the prefix.
         scr::beneath::check(&prefix, &path)?;
+        if a.verbose {
+            eprintln!("scr halt: halt file {}", path.display());
+        }
         if a.remove {
             remove(&prefix, &path)?;
         } else if edit.is_empty() {

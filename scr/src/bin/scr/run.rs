@@ -93,9 +93,91 @@ pub struct ListDownArgs {
 /// Options of `scr should-exit`.
 #[derive(Args, Debug)]
 pub struct ShouldExitArgs {
-    /// The prefix directory (default: SCR_PREFIX, else the current directory).
-    #[arg(long, value_name = "DIR")]
+    /// The prefix directory (default: SCR_PREFIX, else the current
+    /// directory; `--dir` as SCR 3.1's scr_retries_halt names it).
+    #[arg(long, visible_alias = "dir", value_name = "DIR")]
     prefix: Option<PathBuf>,
+}
+
+/// Options of `scr glob-hosts` (SCR 3.1's scr_glob_hosts): one host list
+/// in, one answer out. `-h` is `--hosts` as in SCR; help is `--help`.
+#[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
+#[command(group(clap::ArgGroup::new("set").required(true)
+    .args(["hosts", "list", "minus", "intersection", "compress"])))]
+pub struct GlobHostsArgs {
+    /// Print the number of hosts.
+    #[arg(short, long)]
+    count: bool,
+    /// Print the Nth host (1 the first, -1 the last).
+    #[arg(short, long, value_name = "N", allow_negative_numbers = true)]
+    nth: Option<i64>,
+    /// The host list (`atlas[3,5-7,9-11]`).
+    #[arg(short = 'h', long, value_name = "HOSTS")]
+    hosts: Option<String>,
+    /// The host list, given without --hosts.
+    #[arg(value_name = "HOSTS")]
+    list: Option<String>,
+    /// The hosts of S1 that are not in S2.
+    #[arg(short, long, value_name = "S1:S2")]
+    minus: Option<String>,
+    /// The hosts in both S1 and S2.
+    #[arg(short, long, value_name = "S1:S2")]
+    intersection: Option<String>,
+    /// Print a comma-separated list of hosts compressed.
+    #[arg(short = 'C', long, value_name = "HOST,HOST,...")]
+    compress: Option<String>,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+}
+
+/// `scr glob-hosts`: the set of hosts the options name, printed compressed,
+/// counted, or its Nth host.
+pub fn glob_hosts(a: GlobHostsArgs) -> Result<(), CliError> {
+    use scr::runloop::health::compress_hostlist;
+    let expand = |l: &str| expand_hostlist(l).map_err(|e| CliError::Usage(e.to_string()));
+    let pair = |opt: &str, v: &str| -> Result<(Vec<String>, Vec<String>), CliError> {
+        // The second list follows the last `:` (a host list has none).
+        let (a, b) = v
+            .rsplit_once(':')
+            .ok_or_else(|| CliError::Usage(format!("--{opt} takes S1:S2, not {v:?}")))?;
+        Ok((expand(a)?, expand(b)?))
+    };
+    let set = if let Some(csv) = &a.compress {
+        println!("{}", compress_hostlist(&expand(csv)?));
+        return Ok(());
+    } else if let Some(v) = a.minus.as_ref().or(a.intersection.as_ref()) {
+        // A set: its hosts once each, in the compressed list's order.
+        let keep_common = a.minus.is_none();
+        let (s1, s2) = pair(if keep_common { "intersection" } else { "minus" }, v)?;
+        let kept: Vec<String> = s1
+            .into_iter()
+            .filter(|h| s2.contains(h) == keep_common)
+            .collect();
+        expand(&compress_hostlist(&kept))?
+    } else {
+        // The list as given: its order and any repeats.
+        expand(a.hosts.as_deref().or(a.list.as_deref()).unwrap_or_default())?
+    };
+    if let Some(n) = a.nth {
+        let len = set.len() as i64;
+        let i = match n {
+            1.. if n <= len => n - 1,
+            ..=-1 if -n <= len => len + n,
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "host index {n} is out of range for a list of {len} hosts"
+                )))
+            }
+        };
+        println!("{}", set[i as usize]);
+    } else if a.count {
+        println!("{}", set.len());
+    } else {
+        println!("{}", compress_hostlist(&set));
+    }
+    Ok(())
 }
 
 fn config() -> Result<Config, CliError> {
