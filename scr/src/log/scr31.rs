@@ -284,16 +284,17 @@ impl<S: Store> LogSink for Scr31Log<S> {
 
 /// Every row of `events` and `transfers` in time order (an event at its
 /// `start`, a transfer at its `end`; events first at equal times, then by
-/// id), with its job's user and name and its type's name.
+/// id), with its job's user and name and its type's name (NULL when the
+/// `types` row is missing: [`record`] refuses it, never skips it).
 const SELECT_ALL: &str = "\
 SELECT 0 AS t, e.id, DATE_FORMAT(e.start, '%Y-%m-%d %H:%i:%s') AS at, u.name, n.name, y.name, \
   e.dset_id, e.dset_name, e.secs, e.note, NULL, NULL, NULL, NULL, e.job_id \
-  FROM events e JOIN types y ON y.id = e.type_id LEFT JOIN jobs j ON j.id = e.job_id \
+  FROM events e LEFT JOIN types y ON y.id = e.type_id LEFT JOIN jobs j ON j.id = e.job_id \
   LEFT JOIN usernames u ON u.id = j.username_id LEFT JOIN jobnames n ON n.id = j.jobname_id \
 UNION ALL \
 SELECT 1, x.id, DATE_FORMAT(x.`end`, '%Y-%m-%d %H:%i:%s'), u.name, n.name, y.name, \
   x.dset_id, x.dset_name, x.secs, NULL, x.`from`, x.`to`, x.bytes, x.files, x.job_id \
-  FROM transfers x JOIN types y ON y.id = x.type_id LEFT JOIN jobs j ON j.id = x.job_id \
+  FROM transfers x LEFT JOIN types y ON y.id = x.type_id LEFT JOIN jobs j ON j.id = x.job_id \
   LEFT JOIN usernames u ON u.id = j.username_id LEFT JOIN jobnames n ON n.id = j.jobname_id \
 ORDER BY at, t, 2";
 
@@ -331,7 +332,10 @@ fn record(r: &[Value], path: &Path) -> Result<Record, DbError> {
         Some(t) => local_sql_datetime_s(t).ok_or_else(|| bad(format!("time {t:?}")))?,
         None => return Err(bad("no time".into())),
     };
-    let kind_name = r[5].text().unwrap_or_default();
+    // A type id with no row in `types` is no entry anyone can read.
+    let Some(kind_name) = r[5].text() else {
+        return Err(bad("its type_id has no row in types".into()));
+    };
     let kind = if transfer {
         EntryKind::xfer(kind_name)
     } else {
@@ -484,6 +488,14 @@ mod tests {
             (
                 row(0, Some(&t), -1.0),
                 "secs=-1 is not a non-negative number",
+            ),
+            (
+                {
+                    let mut r = row(1, Some(&t), 0.5);
+                    r[5] = Value::Text(None);
+                    r
+                },
+                "table transfers, row id 11: its type_id has no row in types",
             ),
         ] {
             let e = record(&bad, path).unwrap_err().to_string();
