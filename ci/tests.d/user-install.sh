@@ -98,6 +98,12 @@ renders() {
 check "man -l share/man/man1/scr.1 renders" renders man -l "$install/share/man/man1/scr.1"
 check "MANPATH=share/man man scr-postrun renders" env MANPATH="$install/share/man" bash -c \
   "$(declare -f renders); renders man scr-postrun"
+# SCR 3.1's command names: links that run their subcommands, man pages that
+# are their subcommands'.
+check "scr_glob_hosts (SCR 3.1's name) runs scr glob-hosts" bash -c \
+  "[ \"\$('$install/bin/scr_glob_hosts' --count --hosts 'atlas[3,5-7,9-11]')\" = 7 ]"
+check "MANPATH=share/man man scr_halt renders scr-halt's page" env MANPATH="$install/share/man" bash -c \
+  "$(declare -f renders); renders man scr_halt && MANPAGER=cat MANWIDTH=80 man scr_halt | grep -q 'scr-halt'"
 check "bash loads the completions of scr" bash -c \
   ". '$install/share/bash-completion/completions/scr' && complete -p scr"
 # zsh: compinit finds both functions on fpath (their #compdef lines) and

@@ -65,15 +65,18 @@ fn each_scr31_name_runs_its_subcommand() {
             out(&o)
         );
     }
-    // ci/install links exactly these names.
+    // ci/install links exactly these names, to these subcommands' pages.
     let install = include_str!("../../ci/install");
     let listed = install
-        .split("for name in ")
+        .split("scr31_names=\"")
         .nth(1)
-        .and_then(|rest| rest.split("; do").next())
-        .expect("ci/install's loop over SCR 3.1's names");
-    let mut linked: Vec<&str> = listed.split_whitespace().filter(|w| *w != "\\").collect();
-    let mut names: Vec<&str> = NAMES.iter().map(|n| n.0).collect();
+        .and_then(|rest| rest.split('"').next())
+        .expect("ci/install's list of SCR 3.1's names");
+    let mut linked: Vec<(&str, &str)> = listed
+        .split_whitespace()
+        .map(|pair| pair.split_once(':').expect("NAME:SUBCOMMAND"))
+        .collect();
+    let mut names = NAMES.to_vec();
     linked.sort();
     names.sort();
     assert_eq!(linked, names);
