@@ -17,7 +17,8 @@
 //! enough failures a Weibull shape is fitted (censored MLE), to say whether
 //! the failure rate rises or falls with run age.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 use statrs::distribution::{ChiSquared, ContinuousCDF, StudentsT};
@@ -57,31 +58,23 @@ pub fn note_is_failure(note: &str) -> bool {
 }
 
 /// What the estimators need of one record, kept while a log streams past
-/// ([`Digest`]): 32 bytes where a parsed [`Record`] with its strings takes
-/// several hundred. Records of other kinds are not kept.
+/// ([`Digest`]): 24 bytes where a parsed [`Record`] with its strings takes
+/// several hundred. Records of other kinds are not kept, and checkpoint
+/// costs are summed as they come ([`CheckpointCost`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Fact {
     time_s: f64,
-    /// `secs=`, when `has & SECS`.
+    /// `secs=`, when `has_secs`.
     secs: f64,
-    /// `dset=`, when `has & DSET`.
-    dset: u64,
     /// Index into [`Digest::jobs`].
     job: u32,
     kind: Kind,
-    has: u8,
+    has_secs: bool,
 }
 
 impl Fact {
-    const SECS: u8 = 1;
-    const DSET: u8 = 2;
-
     fn secs(&self) -> Option<f64> {
-        (self.has & Fact::SECS != 0).then_some(self.secs)
-    }
-
-    fn dset(&self) -> Option<u64> {
-        (self.has & Fact::DSET != 0).then_some(self.dset)
+        self.has_secs.then_some(self.secs)
     }
 }
 
@@ -138,17 +131,52 @@ impl Kind {
     }
 }
 
+/// A checkpoint's cost records as they come in: for a run of consecutive
+/// cost records of one job and dataset (a `WRITE` and its `ENCODE`), the
+/// sums of their `CHECKPOINT` seconds and of their `WRITE`/`ENCODE`
+/// seconds, in the order added (32 bytes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CheckpointCost {
+    dset: u64,
+    explicit: f64,
+    parts: f64,
+    job: u32,
+    /// Whether any `CHECKPOINT` transfer is in `explicit`.
+    has_explicit: bool,
+}
+
+/// A run as the estimators read it: its job's index, not its name
+/// (24 bytes where a [`Run`] with its job's name takes about 90).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Span {
+    start_s: f64,
+    duration_s: f64,
+    job: u32,
+    end: RunEnd,
+}
+
+impl Span {
+    /// Its length and whether a failure ended it.
+    fn life(&self) -> (f64, bool) {
+        (self.duration_s, self.end == RunEnd::Failed)
+    }
+}
+
 /// The estimators' view of any number of logs, fed one record at a time
 /// ([`Digest::add`]; `scr interval` streams each log through it): per
-/// record only a [`Fact`] of the kinds they read, per job its name and the
-/// time of its last record of any kind (where a run without an end ends).
+/// record only a [`Fact`] of the kinds they read, except checkpoint costs,
+/// summed per job and dataset as they come; per job its name (held once)
+/// and the time of its last record of any kind (where a run without an
+/// end ends).
 #[derive(Debug, Default)]
 pub struct Digest {
     /// Kept records, in the order added.
     facts: Vec<Fact>,
+    /// Checkpoint costs, a run of records of one dataset in each.
+    checkpoints: Vec<CheckpointCost>,
     /// Job ids (`jobid=`, empty when absent), in order of appearance.
-    jobs: Vec<String>,
-    job_index: std::collections::HashMap<String, u32>,
+    jobs: Vec<Arc<str>>,
+    job_index: HashMap<Arc<str>, u32>,
     /// Per job: the latest time of any of its records.
     last_s: Vec<f64>,
     /// Per job: whether our run loop's `RUN_START` appears in it.
@@ -172,8 +200,9 @@ impl Digest {
             Some(&j) => j,
             None => {
                 let j = u32::try_from(self.jobs.len()).expect("fewer than 2^32 jobs");
-                self.jobs.push(name.to_string());
-                self.job_index.insert(name.to_string(), j);
+                let name: Arc<str> = name.into();
+                self.jobs.push(name.clone());
+                self.job_index.insert(name, j);
                 self.last_s.push(r.time_s);
                 self.ours.push(false);
                 j
@@ -188,18 +217,42 @@ impl Digest {
             self.ours[job as usize] = true;
         }
         let (secs, dset) = (r.entry.secs, r.entry.dset);
+        if matches!(kind, Kind::Checkpoint | Kind::CheckpointPart) {
+            // A cost needs both; summed in the order the records come.
+            if let (Some(s), Some(d)) = (secs, dset) {
+                let c = match self.checkpoints.last_mut() {
+                    Some(c) if (c.job, c.dset) == (job, d) => c,
+                    _ => {
+                        self.checkpoints.push(CheckpointCost {
+                            dset: d,
+                            explicit: 0.0,
+                            parts: 0.0,
+                            job,
+                            has_explicit: false,
+                        });
+                        self.checkpoints.last_mut().expect("just pushed")
+                    }
+                };
+                if kind == Kind::Checkpoint {
+                    c.explicit += s;
+                    c.has_explicit = true;
+                } else {
+                    c.parts += s;
+                }
+            }
+            return;
+        }
         self.facts.push(Fact {
             time_s: r.time_s,
             secs: secs.unwrap_or_default(),
-            dset: dset.unwrap_or_default(),
             job,
             kind,
-            has: if secs.is_some() { Fact::SECS } else { 0 }
-                | if dset.is_some() { Fact::DSET } else { 0 },
+            has_secs: secs.is_some(),
         });
     }
 
-    /// Records kept (of the kinds the estimators read).
+    /// Records kept (of the kinds the estimators read), besides the
+    /// checkpoint costs summed per dataset.
     pub fn kept(&self) -> usize {
         self.facts.len()
     }
@@ -227,6 +280,19 @@ impl Digest {
     /// The runs, per job in the order of the job's name (each job's
     /// records in time order, ties in the order added).
     pub fn runs(&self) -> Vec<Run> {
+        self.spans()
+            .into_iter()
+            .map(|s| Run {
+                jobid: self.jobs[s.job as usize].to_string(),
+                start_s: s.start_s,
+                duration_s: s.duration_s,
+                end: s.end,
+            })
+            .collect()
+    }
+
+    /// [`Digest::runs`] with each run's job as its index.
+    fn spans(&self) -> Vec<Span> {
         let rank = self.name_order();
         let mut order: Vec<u32> = (0..self.facts.len() as u32).collect();
         order.sort_by(|&a, &b| {
@@ -239,32 +305,27 @@ impl Digest {
         for group in
             order.chunk_by(|&a, &b| self.facts[a as usize].job == self.facts[b as usize].job)
         {
-            let job = self.facts[group[0] as usize].job as usize;
+            let job = self.facts[group[0] as usize].job;
             let facts = group.iter().map(|&i| &self.facts[i as usize]);
-            runs_of_job(
-                &self.jobs[job],
-                self.ours[job],
-                self.last_s[job],
-                facts,
-                &mut out,
-            );
+            let j = job as usize;
+            runs_of_job(job, self.ours[j], self.last_s[j], facts, &mut out);
         }
         out
     }
 }
 
-/// The runs of one job from its kept records in time order (`ours`: the
+/// The runs of job `job` from its kept records in time order (`ours`: the
 /// job has our run loop's `RUN_START`; `last_time`: its last record's time).
 fn runs_of_job<'a>(
-    jobid: &str,
+    job: u32,
     ours: bool,
     last_time: f64,
     facts: impl Iterator<Item = &'a Fact>,
-    out: &mut Vec<Run>,
+    out: &mut Vec<Span>,
 ) {
     let mut push = |start: f64, end_s: f64, end: RunEnd| {
-        out.push(Run {
-            jobid: jobid.to_string(),
+        out.push(Span {
+            job,
             start_s: start,
             duration_s: end_s - start,
             end,
@@ -434,15 +495,33 @@ pub fn mtbf(runs: &[Run], level: f64) -> Option<MtbfEstimate> {
 
 /// [`mtbf`] with the χ²₁ quantile of `level` given.
 fn mtbf_crit(runs: &[Run], level: f64, crit: f64) -> Option<MtbfEstimate> {
-    let exposure: f64 = runs.iter().map(|r| r.duration_s).sum();
-    if runs.is_empty() || exposure <= 0.0 {
+    mtbf_of(
+        runs.iter().map(|r| (r.duration_s, r.end == RunEnd::Failed)),
+        level,
+        crit,
+    )
+}
+
+/// [`mtbf`] of runs given as their lengths and whether a failure ended
+/// each, in order.
+fn mtbf_of(
+    lives: impl Iterator<Item = (f64, bool)>,
+    level: f64,
+    crit: f64,
+) -> Option<MtbfEstimate> {
+    let (mut runs, mut failures, mut exposure) = (0u64, 0u64, -0.0);
+    for (d, failed) in lives {
+        runs += 1;
+        failures += u64::from(failed);
+        exposure += d;
+    }
+    if runs == 0 || exposure <= 0.0 {
         return None;
     }
-    let failures = runs.iter().filter(|r| r.end == RunEnd::Failed).count() as u64;
     let (lo, hi) = rate_interval_crit(failures, exposure, crit);
     Some(MtbfEstimate {
         failures,
-        censored: runs.len() as u64 - failures,
+        censored: runs - failures,
         exposure_s: exposure,
         mtbf_s: (failures > 0).then(|| exposure / failures as f64),
         mtbf_ci_s: (1.0 / hi, if lo > 0.0 { 1.0 / lo } else { f64::INFINITY }),
@@ -467,11 +546,16 @@ pub const WEIBULL_MIN_FAILURES: u64 = 5;
 /// Censored Weibull MLE of run lifetimes (each run starts a fresh life), or
 /// None with fewer than [`WEIBULL_MIN_FAILURES`] failures.
 pub fn weibull(runs: &[Run]) -> Option<WeibullFit> {
-    let failures = runs.iter().filter(|r| r.end == RunEnd::Failed).count() as u64;
-    let times: Vec<(f64, bool)> = runs
-        .iter()
-        .filter(|r| r.duration_s > 0.0)
-        .map(|r| (r.duration_s, r.end == RunEnd::Failed))
+    weibull_of(runs.iter().map(|r| (r.duration_s, r.end == RunEnd::Failed)))
+}
+
+/// [`weibull`] of runs given as their lengths and whether a failure ended
+/// each.
+fn weibull_of(lives: impl Iterator<Item = (f64, bool)>) -> Option<WeibullFit> {
+    let mut failures = 0u64;
+    let times: Vec<(f64, bool)> = lives
+        .inspect(|l| failures += u64::from(l.1))
+        .filter(|l| l.0 > 0.0)
         .collect();
     if failures < WEIBULL_MIN_FAILURES {
         return None;
@@ -557,24 +641,36 @@ pub struct LogEstimates {
 /// with a binary search (scanning every record per relaunch made a log of
 /// 40,000 runs take half a minute).
 pub fn prefix_restart_fraction(records: &[Record], runs: &[Run]) -> Option<f64> {
-    Digest::of(records).prefix_restart_fraction(runs)
+    let d = Digest::of(records);
+    // Each run's job as the digest numbers it (a job it never saw has none).
+    let spans: Vec<Span> = runs
+        .iter()
+        .map(|r| Span {
+            job: d
+                .job_index
+                .get(r.jobid.as_str())
+                .copied()
+                .unwrap_or(u32::MAX),
+            start_s: r.start_s,
+            duration_s: r.duration_s,
+            end: r.end,
+        })
+        .collect();
+    d.prefix_restart_fraction(&spans)
 }
 
 impl Digest {
     /// [`prefix_restart_fraction`] of the digested records.
-    fn prefix_restart_fraction(&self, runs: &[Run]) -> Option<f64> {
-        let mut fetches: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    fn prefix_restart_fraction(&self, runs: &[Span]) -> Option<f64> {
+        let mut fetches: HashMap<u32, Vec<f64>> = HashMap::new();
         for f in self.facts.iter().filter(|f| f.kind == Kind::Fetch) {
-            fetches
-                .entry(self.jobs[f.job as usize].as_str())
-                .or_default()
-                .push(f.time_s);
+            fetches.entry(f.job).or_default().push(f.time_s);
         }
         for times in fetches.values_mut() {
             times.sort_by(f64::total_cmp);
         }
-        let fetched_in = |job: &str, start: f64, end: f64| {
-            fetches.get(job).is_some_and(|times| {
+        let fetched_in = |job: u32, start: f64, end: f64| {
+            fetches.get(&job).is_some_and(|times| {
                 let i = times.partition_point(|&t| t < start);
                 times.get(i).is_some_and(|&t| t <= end)
             })
@@ -583,11 +679,11 @@ impl Digest {
         let mut fetched = 0usize;
         for pair in runs.windows(2) {
             let (a, b) = (&pair[0], &pair[1]);
-            if a.end != RunEnd::Failed || a.jobid != b.jobid {
+            if a.end != RunEnd::Failed || a.job != b.job {
                 continue;
             }
             relaunched += 1;
-            if fetched_in(&b.jobid, b.start_s, b.start_s + b.duration_s) {
+            if fetched_in(b.job, b.start_s, b.start_s + b.duration_s) {
                 fetched += 1;
             }
         }
@@ -606,25 +702,32 @@ impl Digest {
     /// Estimate costs and MTBF from the records digested so far.
     pub fn estimate(&self, level: f64) -> LogEstimates {
         // Cache checkpoint cost per (job, dataset), in the order of the
-        // job's name.
+        // job's name, then the dataset.
+        // A dataset's runs of records are added up in the order they came
+        // (a stable sort keeps it): each sum as one running sum would be.
         let rank = self.name_order();
-        let mut explicit: BTreeMap<(u32, u64), f64> = BTreeMap::new();
-        let mut pieces: BTreeMap<(u32, u64), f64> = BTreeMap::new();
-        for f in &self.facts {
-            let (Some(d), Some(s)) = (f.dset(), f.secs()) else {
-                continue;
-            };
-            let key = (rank[f.job as usize], d);
-            match f.kind {
-                Kind::Checkpoint => *explicit.entry(key).or_default() += s,
-                Kind::CheckpointPart => *pieces.entry(key).or_default() += s,
-                _ => {}
-            }
-        }
-        for (k, v) in pieces {
-            explicit.entry(k).or_insert(v);
-        }
-        let ckpt: Vec<f64> = explicit.into_values().collect();
+        let mut costs: Vec<(u32, &CheckpointCost)> = self
+            .checkpoints
+            .iter()
+            .map(|c| (rank[c.job as usize], c))
+            .collect();
+        costs.sort_by_key(|&(r, c)| (r, c.dset));
+        let ckpt: Vec<f64> = costs
+            .chunk_by(|a, b| (a.0, a.1.dset) == (b.0, b.1.dset))
+            .map(|runs| {
+                let (mut explicit, mut parts, mut has) = (0.0, 0.0, false);
+                for (_, c) in runs {
+                    explicit += c.explicit;
+                    parts += c.parts;
+                    has |= c.has_explicit;
+                }
+                if has {
+                    explicit
+                } else {
+                    parts
+                }
+            })
+            .collect();
         let mut restart = self.secs_of(|k| k == Kind::RestartSuccess);
         if restart.is_empty() {
             let rebuild = self.secs_of(|k| k == Kind::Rebuild);
@@ -639,21 +742,24 @@ impl Digest {
                 .map(|s| s + rebuild_mean)
                 .collect();
         }
-        let runs = self.runs();
+        let runs = self.spans();
+        let crit = chi2_1(level);
         LogEstimates {
             runs: runs.len(),
             cache_checkpoint: CostStats::of(&ckpt, level),
             sync_flush: CostStats::of(&self.secs_of(|k| k == Kind::FlushSync), level),
             async_flush: CostStats::of(&self.secs_of(|k| k == Kind::FlushAsync), level),
             restart: CostStats::of(&restart, level),
-            mtbf: mtbf(&runs, level),
-            weibull: weibull(&runs),
+            mtbf: mtbf_of(runs.iter().map(Span::life), level, crit),
+            weibull: weibull_of(runs.iter().map(Span::life)),
             prefix_restart_fraction: self.prefix_restart_fraction(&runs),
             per_job: {
-                // Runs come out of `runs` grouped by job: one slice per job.
-                let crit = chi2_1(level);
-                runs.chunk_by(|a, b| a.jobid == b.jobid)
-                    .filter_map(|rs| mtbf_crit(rs, level, crit).map(|m| (rs[0].jobid.clone(), m)))
+                // Runs come out of `spans` grouped by job: one slice per job.
+                runs.chunk_by(|a, b| a.job == b.job)
+                    .filter_map(|rs| {
+                        mtbf_of(rs.iter().map(Span::life), level, crit)
+                            .map(|m| (self.jobs[rs[0].job as usize].to_string(), m))
+                    })
                     .collect()
             },
         }
@@ -841,8 +947,10 @@ mod tests {
     }
 
     #[test]
-    fn a_fact_is_32_bytes() {
-        assert_eq!(std::mem::size_of::<Fact>(), 32);
+    fn a_fact_and_a_run_are_24_bytes_a_cost_32() {
+        assert_eq!(std::mem::size_of::<Fact>(), 24);
+        assert_eq!(std::mem::size_of::<Span>(), 24);
+        assert_eq!(std::mem::size_of::<CheckpointCost>(), 32);
     }
 
     /// The digest keeps only the kinds the estimators read, but a run
@@ -863,8 +971,9 @@ mod tests {
             1300: host=a, jobid=9, xfer=DELETE, dset=3\n";
         let parsed = parse_text(Path::new("digest"), text, true).unwrap();
         let d = Digest::of(&parsed.records);
-        // COMPLETE_OUTPUT and DELETE are not read by any estimator.
-        assert_eq!((parsed.records.len(), d.kept()), (9, 7));
+        // COMPLETE_OUTPUT and DELETE are not read by any estimator; the
+        // WRITE is summed into its dataset's cost.
+        assert_eq!((parsed.records.len(), d.kept()), (9, 6));
         let runs = d.runs();
         let got: Vec<(&str, f64, f64, RunEnd)> = runs
             .iter()
@@ -886,6 +995,26 @@ mod tests {
         let e = d.estimate(0.95);
         assert_eq!(e.runs, 3);
         assert_eq!(e.cache_checkpoint.map(|c| c.mean_s), Some(4.0));
+    }
+
+    /// A dataset's cost records need not be adjacent: interleaved with
+    /// another's they are still summed per dataset, and a `CHECKPOINT`
+    /// transfer still wins over the parts wherever it comes.
+    #[test]
+    fn checkpoint_costs_are_summed_per_dataset_however_interleaved() {
+        let text = "\
+            10: jobid=1, xfer=WRITE, dset=1, secs=1.0\n\
+            11: jobid=1, xfer=WRITE, dset=2, secs=2.0\n\
+            12: jobid=2, xfer=WRITE, dset=1, secs=8.0\n\
+            13: jobid=1, xfer=ENCODE, dset=1, secs=0.5\n\
+            14: jobid=1, xfer=ENCODE, dset=2, secs=0.25\n\
+            15: jobid=1, xfer=CHECKPOINT, dset=2, secs=5.0\n\
+            16: jobid=1, xfer=WRITE, dset=1, secs=0.25\n";
+        let parsed = parse_text(Path::new("costs"), text, true).unwrap();
+        let c = estimate(&parsed.records, 0.95).cache_checkpoint.unwrap();
+        // Job 1: dataset 1 is 1.75, dataset 2 its CHECKPOINT's 5; job 2: 8.
+        assert_eq!(c.samples, 3);
+        assert_eq!(c.mean_s, (1.75 + 5.0 + 8.0) / 3.0);
     }
 
     /// The sorted-search fraction equals a scan of every record per
