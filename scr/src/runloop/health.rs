@@ -486,6 +486,39 @@ mod tests {
         }]
     }
 
+    /// Random host sets (heads with and without digits, padded and plain
+    /// numbers, repeats, names without a number): compressing then
+    /// expanding gives each host once. Seeded; a failure names its seed.
+    #[test]
+    fn any_compressed_host_list_expands_to_its_hosts_once_each() {
+        use rand::{Rng, SeedableRng};
+        for seed in 0..300u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let heads = ["n", "node", "rhea-1vm", "c0r", "login", ""];
+            let hosts: Vec<String> = (0..rng.gen_range(0..40))
+                .map(|_| {
+                    let head = heads[rng.gen_range(0..heads.len())];
+                    match rng.gen_range(0..4) {
+                        0 if !head.is_empty() => head.to_string(),
+                        1 => format!("{head}{:03}", rng.gen_range(0..120)),
+                        _ => format!("{head}{}", rng.gen_range(0..120)),
+                    }
+                })
+                .collect();
+            let mut want = hosts.clone();
+            want.sort();
+            want.dedup();
+            let text = compress_hostlist(&hosts);
+            let mut back =
+                expand_hostlist(&text).unwrap_or_else(|e| panic!("seed {seed}: {text:?}: {e}"));
+            let n = back.len();
+            back.sort();
+            back.dedup();
+            assert_eq!(n, back.len(), "seed {seed}: {text:?} repeats a host");
+            assert_eq!(back, want, "seed {seed}: {hosts:?} -> {text:?}");
+        }
+    }
+
     #[test]
     fn compressed_host_lists_are_sorted_ranges_that_expand_back() {
         let hosts = |l: &str| expand_hostlist(l).unwrap();
