@@ -25,8 +25,10 @@ use clap_complete::Shell;
 /// work: `scr` run through a link named `scr_halt` runs `scr halt`
 /// (ci/install makes the links), so job scripts written for SCR 3.1 keep
 /// their commands.
-pub const SCR31_COMMANDS: [(&str, &str); 13] = [
+pub const SCR31_COMMANDS: [(&str, &str); 15] = [
     ("scr_srun", "srun"),
+    ("scr_jsrun", "jsrun"),
+    ("scr_mpirun", "mpirun"),
     ("scr_run", "run"),
     ("scr_postrun", "postrun"),
     ("scr_copy", "copy"),

@@ -163,3 +163,71 @@ fn a_job_scripts_halt_commands_work_by_their_scr31_names() {
     assert_eq!(code(&o), 5, "{}{}", out(&o), err(&o));
     assert!(err(&o).contains(".scr/flush.scr"), "{}", err(&o));
 }
+
+/// `scr_jsrun` as an LSF job script calls it: the run loop in an LSF
+/// allocation (`LSB_MCPU_HOSTS`) launches through `jsrun` with one
+/// resource set per node, and a job that exits 0 has finished. `jsrun` here
+/// is a stand-in on PATH that records its arguments and runs the command
+/// after them on this machine.
+#[test]
+fn scr_jsrun_runs_the_loop_through_jsrun() {
+    use std::os::unix::fs::PermissionsExt;
+    let l = Links::new();
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let calls = w.join("jsrun.calls");
+    let fake = w.join("bin");
+    std::fs::create_dir(&fake).unwrap();
+    let script = |path: &Path, body: String| {
+        std::fs::write(path, body).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    script(
+        &fake.join("jsrun"),
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nwhile [ $# -gt 0 ]; do case \"$1\" in -*) shift ;; *) break ;; esac; done\nexec \"$@\"\n",
+            calls.display()
+        ),
+    );
+    let app = w.join("app");
+    script(
+        &app,
+        format!("#!/bin/sh\ntouch '{}'\n", w.join("ran").display()),
+    );
+    let prefix = w.join("prefix");
+    for d in ["prefix", "cntl", "cache"] {
+        std::fs::create_dir(w.join(d)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new(l.path("scr_jsrun"))
+        .args(["--no-postrun", "--check-timeout", "20", "--smpiargs=none"])
+        .arg(&app)
+        .current_dir(w)
+        .env("PATH", path)
+        .env("LSB_MCPU_HOSTS", "c1 4")
+        .env("SCR_PREFIX", &prefix)
+        .env("SCR_CNTL_BASE", w.join("cntl"))
+        .env("SCR_CACHE_BASE", w.join("cache"))
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SLURM_JOBID")
+        .env_remove("FLUX_JOB_ID")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(err(&o).contains("the job finished"), "{}", err(&o));
+    assert!(w.join("ran").exists(), "the application did not run");
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    let launch = calls
+        .lines()
+        .find(|c| c.ends_with(&*app.to_string_lossy()))
+        .unwrap_or_else(|| panic!("no launch of the application in {calls}"));
+    // The user's jsrun options, then one resource set on the one node.
+    assert!(
+        launch.starts_with("--smpiargs=none --nrs=1 --rs_per_host=1 --tasks_per_rs=1 --np=1"),
+        "{launch}"
+    );
+}

@@ -177,6 +177,18 @@ enum Command {
         &[Code::Success, Code::Usage, Code::Config, Code::Failed],
     ))]
     Srun(run_cmd::RunArgs),
+    /// `scr run -- jsrun ...` on LSF (SCR's scr_jsrun): `scr jsrun [OPTIONS] [JSRUN-ARGS] APP [ARGS]`.
+    #[command(after_help = scr::exit::help_for(
+        "As scr run.",
+        &[Code::Success, Code::Usage, Code::Config, Code::Failed],
+    ))]
+    Jsrun(run_cmd::RunArgs),
+    /// `scr run -- mpirun ...` (SCR's scr_mpirun): `scr mpirun [OPTIONS] [MPIRUN-ARGS] APP [ARGS]`.
+    #[command(after_help = scr::exit::help_for(
+        "As scr run.",
+        &[Code::Success, Code::Usage, Code::Config, Code::Failed],
+    ))]
+    Mpirun(run_cmd::RunArgs),
     /// Check this node's control and cache bases (SCR's scr_check_node):
     /// prints `ok`, or `DOWN: reason` and exits NO.
     #[command(after_help = scr::exit::help_for(
@@ -311,8 +323,10 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }),
         Command::Halt(args) => halt_cmd::run(args),
         Command::FlushFile(args) => flush_file_cmd::run(args),
-        Command::Run(args) => run_cmd::run(args, false),
-        Command::Srun(args) => run_cmd::run(args, true),
+        Command::Run(args) => run_cmd::run(args, None),
+        Command::Srun(args) => run_cmd::run(args, Some("srun")),
+        Command::Jsrun(args) => run_cmd::run(args, Some("jsrun")),
+        Command::Mpirun(args) => run_cmd::run(args, Some("mpirun")),
         Command::CheckNode(args) => run_cmd::check_node_cmd(args),
         Command::ListDownNodes(args) => run_cmd::list_down_nodes(args),
         Command::ShouldExit(args) => run_cmd::should_exit(args),

@@ -53,7 +53,8 @@ pub struct RunArgs {
     #[arg(long)]
     no_postrun: bool,
     /// The launcher and its arguments (`scr run` only: srun, mpirun,
-    /// mpiexec, flux, jsrun), then the application and its arguments. A
+    /// mpiexec, flux, jsrun; `scr srun`, `scr jsrun` and `scr mpirun` name
+    /// theirs), then the application and its arguments. A
     /// second `--` may separate the launcher's arguments from the application.
     #[arg(
         required = true,
@@ -415,11 +416,13 @@ impl Hooks for HostfileHooks {
 }
 
 /// `scr run` (`srun` given: `scr srun`).
-pub fn run(a: RunArgs, srun: bool) -> Result<(), CliError> {
+/// `scr run`, or with `launcher` (`scr srun`, `scr jsrun`, `scr mpirun`)
+/// that launcher before the arguments given.
+pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
     let cfg = config()?;
     let mut words = a.command.clone();
-    if srun {
-        words.insert(0, "srun".into());
+    if let Some(l) = launcher {
+        words.insert(0, l.into());
     }
     let (name, rest) = words
         .split_first()
