@@ -4,6 +4,8 @@
 //! that command's work with SCR 3.1's options and exit codes. Each test runs
 //! the binary through links named as SCR 3.1 names them.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -230,4 +232,43 @@ fn scr_jsrun_runs_the_loop_through_jsrun() {
         launch.starts_with("--smpiargs=none --nrs=1 --rs_per_host=1 --tasks_per_rs=1 --np=1"),
         "{launch}"
     );
+}
+
+/// `scr_index` with SCR 3.1's options on a prefix LLNL's SCR 3.1 wrote:
+/// listing is what it does with no option, `-p` names the prefix, `-r` and
+/// `--remove` drop a dataset from the index, `-c` makes one current.
+#[test]
+fn scr_index_takes_scr31s_options_on_an_llnl_prefix() {
+    let l = Links::new();
+    let work = tempfile::tempdir().unwrap();
+    let prefix = work.path().join("prefix");
+    common::copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/llnl-3.1/halted"),
+        &prefix,
+    );
+    let p = prefix.to_str().unwrap();
+    let index = |args: &[&str], cwd: &Path| {
+        let o = l.run("scr_index", args, cwd);
+        assert_eq!(code(&o), 0, "{args:?}: {}", err(&o));
+        out(&o)
+    };
+    // No option: the list, of the current directory's prefix.
+    let listed = index(&[], &prefix);
+    assert!(
+        listed.contains("* ") && listed.contains("ckpt.4"),
+        "{listed}"
+    );
+    assert_eq!(index(&["-l", "-p", p], work.path()), listed);
+    index(&["-r", "ckpt.4", "-p", p], work.path());
+    index(&["--remove", "ckpt.3", "--prefix", p], work.path());
+    let listed = index(&["-p", p], work.path());
+    assert!(
+        !listed.contains("ckpt.4") && !listed.contains("ckpt.3"),
+        "{listed}"
+    );
+    index(&["-c", "ckpt.1", "-p", p], work.path());
+    let listed = index(&["-p", p], work.path());
+    let current: Vec<&str> = listed.lines().filter(|l| l.starts_with('*')).collect();
+    assert_eq!(current.len(), 1);
+    assert!(current[0].contains("ckpt.1"), "{current:?}");
 }

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{data, restart_and_verify, run, write_ckpts, Cluster};
+use common::{copy_tree, data, restart_and_verify, run, write_ckpts, Cluster};
 use scr::records::index::{index_path, Layout};
 use scr::records::{FlushFile, Index, Rank2File, Record};
 use scr::{Flags, Scr};
@@ -49,19 +49,6 @@ fn upgrade(prefix: &Path) -> String {
 
 fn index(prefix: &Path) -> Index {
     Index::read_file(index_path(prefix)).unwrap()
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -320,9 +320,15 @@ pub(super) fn app_from_scr_hash(t: &KvTree, path: &Path) -> Result<Layer, Config
 }
 
 /// Read `<prefix>/.scr/app.conf` at `path`, below `prefix` (never through
-/// a link there).
+/// a link there). An empty file holds no settings: SCR 3.1 leaves one in
+/// every prefix it ran in (it creates the file to lock it; the prefixes
+/// in scr/tests/data/llnl-3.1 have one), so it is not damage.
 pub(super) fn read_app_conf(prefix: &Path, path: &Path) -> Result<Layer, ConfigError> {
-    let tree = kvtree::file::read_or_empty_in(prefix, path).map_err(|e| match e {
+    let tree = match kvtree::file::read_or_empty_in(prefix, path) {
+        Err(kvtree::file::KvFileError::TooShort { len: 0, .. }) => Ok(KvTree::new()),
+        other => other,
+    };
+    let tree = tree.map_err(|e| match e {
         // The OS refused: permissions, a directory in its place.
         kvtree::file::KvFileError::Io { .. } | kvtree::file::KvFileError::NotRegular { .. } => {
             ConfigError::Io {

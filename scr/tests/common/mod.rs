@@ -231,3 +231,17 @@ pub fn assert_same_records(txt: &[scr::log::Record], rows: &[scr::log::Record]) 
         assert_eq!((&a.host, &a.jobid), (&b.host, &b.jobid));
     }
 }
+
+/// Copy `from` into `to`, directories and files.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}

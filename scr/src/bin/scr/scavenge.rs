@@ -86,23 +86,25 @@ fn parse_buf_size(s: &str) -> Result<u64, String> {
     }
 }
 
-/// `scr index` (SCR's scr_index).
+/// `scr index` (SCR's scr_index, with its short options and `--remove`).
 #[derive(Args, Debug)]
-#[command(group(ArgGroup::new("op").required(true).args(
+#[command(group(ArgGroup::new("op").args(
     ["list", "current", "drop", "drop_after", "add", "rebuild", "upgrade"]
 )))]
 pub struct IndexArgs {
     /// The prefix directory (default: SCR_PREFIX, else the current directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
     prefix: Option<PathBuf>,
-    /// List the datasets in the index, newest first (`*` marks CURRENT).
-    #[arg(long)]
+    /// List the datasets in the index, newest first (`*` marks CURRENT);
+    /// what `scr index` does when given nothing else to do.
+    #[arg(short, long)]
     list: bool,
     /// Make NAME (a dataset name, directory or id) the one a restart starts from.
-    #[arg(long, value_name = "NAME")]
+    #[arg(short, long, value_name = "NAME")]
     current: Option<String>,
-    /// Remove NAME from the index (its files stay).
-    #[arg(long, value_name = "NAME")]
+    /// Remove NAME from the index (its files stay); `-r`/`--remove` as in
+    /// SCR 3.1.
+    #[arg(short = 'r', long, visible_alias = "remove", value_name = "NAME")]
     drop: Option<String>,
     /// Remove every dataset newer than NAME from the index (files stay).
     #[arg(long, value_name = "NAME")]
@@ -110,7 +112,7 @@ pub struct IndexArgs {
     /// Check the dataset directory DIR (relative to the prefix; in SCR
     /// 3.1's layout a dataset id N or scr.dataset.N), rebuild missing ranks
     /// from XOR/RS parity, write its summary and index it.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
     add: Option<String>,
     /// Build the index again from the dataset directories (a damaged index
     /// is moved aside, never deleted).
@@ -447,7 +449,13 @@ pub fn index(a: IndexArgs) -> Result<(), CliError> {
     if !prefix.is_dir() {
         return Err(CliError::NoPrefix { path: prefix });
     }
-    if a.list {
+    let other = a.current.is_some()
+        || a.drop.is_some()
+        || a.drop_after.is_some()
+        || a.add.is_some()
+        || a.rebuild
+        || a.upgrade;
+    if a.list || !other {
         let listing = index::list(&prefix).map_err(fail)?;
         if a.json {
             return json_out(&listing);

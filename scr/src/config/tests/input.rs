@@ -59,6 +59,23 @@ fn an_app_conf_with_a_bad_crc_is_damaged_not_a_permission_problem() {
     ));
 }
 
+/// SCR 3.1 leaves an empty `app.conf` in every prefix it ran in: no
+/// settings, not damage (the tools read it in such a prefix). A file cut
+/// short after some bytes is still damaged.
+#[test]
+fn an_empty_app_conf_as_scr31_leaves_it_holds_no_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.conf");
+    std::fs::write(&path, b"").unwrap();
+    let l = serial::read_app_conf(dir.path(), &path).unwrap();
+    assert!(l.values.is_empty() && l.ckpts.is_empty(), "{l:?}");
+    std::fs::write(&path, b"SCRH").unwrap();
+    assert!(matches!(
+        serial::read_app_conf(dir.path(), &path),
+        Err(ConfigError::Damaged { .. })
+    ));
+}
+
 #[test]
 fn a_binary_config_file_is_reported_at_the_line_of_its_first_binary_byte() {
     let f = Fixture::new();
