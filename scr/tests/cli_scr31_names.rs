@@ -272,3 +272,70 @@ fn scr_index_takes_scr31s_options_on_an_llnl_prefix() {
     assert_eq!(current.len(), 1);
     assert!(current[0].contains("ckpt.1"), "{current:?}");
 }
+
+/// `scr_flush_file` with SCR 3.1's options (`-d`/`--dir`, `-l`, `-L`,
+/// `--need-flush`, `--list-ckpt`) on a prefix LLNL's SCR 3.1 wrote:
+/// checkpoint 4 is the newest, in cache and on the file system, so it
+/// needs no flush (exit 1).
+#[test]
+fn scr_flush_file_takes_scr31s_options_on_an_llnl_prefix() {
+    let l = Links::new();
+    let prefix = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/llnl-3.1/halted");
+    let p = prefix.to_str().unwrap();
+    let here = l.dir.path();
+    let flush = |args: &[&str]| {
+        let o = l.run("scr_flush_file", args, here);
+        (code(&o), out(&o))
+    };
+    assert_eq!(flush(&["-d", p, "-l"]), (0, "4\n".into()));
+    assert_eq!(flush(&["--dir", p, "--latest"]), (0, "4\n".into()));
+    assert_eq!(flush(&["--dir", p, "--list-ckpt"]), (0, "4\n".into()));
+    let (c, where_) = flush(&["-d", p, "-L", "4"]);
+    assert_eq!(c, 0);
+    assert!(where_.lines().any(|l| l == "PFS"), "{where_}");
+    assert_eq!(
+        flush(&["--dir", p, "--need-flush", "4"]),
+        (1, String::new())
+    );
+    assert_eq!(flush(&["-d", p, "-n", "4"]), (1, String::new()));
+}
+
+/// `scr_list_down_nodes` prints what SCR 3.1's prints and exits as it does
+/// (1 when a node is down, 0 and nothing printed when none is), where `scr
+/// list-down-nodes` answers "is any down?" (0 yes, 1 no); both take the
+/// node set as an argument and `-d` nodes to count as down. Outside an
+/// allocation no node is probed: the down nodes are those excluded.
+#[test]
+fn scr_list_down_nodes_exits_as_scr31s_does() {
+    let l = Links::new();
+    let run = |name: &str, args: &[&str]| {
+        let o = Command::new(l.path(name))
+            .args(args)
+            .env("SCR_EXCLUDE_NODES", "n3")
+            .env_remove("SLURM_JOB_ID")
+            .env_remove("SLURM_JOBID")
+            .output()
+            .unwrap();
+        (code(&o), out(&o))
+    };
+    assert_eq!(
+        run("scr_list_down_nodes", &["n[1-5]", "-d", "n5"]),
+        (1, "n[3,5]\n".into())
+    );
+    assert_eq!(
+        run("scr_list_down_nodes", &["-r", "n[1-5]", "--down", "n5"]),
+        (
+            1,
+            "n3: listed in SCR_EXCLUDE_NODES\nn5: given with --down\n".into()
+        )
+    );
+    assert_eq!(run("scr_list_down_nodes", &["n[1-2]"]), (0, String::new()));
+    assert_eq!(
+        run("scr_unknown", &["list-down-nodes", "n[1-5]", "-d", "n5"]),
+        (0, "n3\nn5\n".into())
+    );
+    assert_eq!(
+        run("scr_unknown", &["list-down-nodes", "n[1-2]"]),
+        (1, String::new())
+    );
+}

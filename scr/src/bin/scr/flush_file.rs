@@ -26,16 +26,16 @@ nothing is printed.",
 )]
 pub struct FlushFileArgs {
     /// Print the id of the newest dataset in the flush file.
-    #[arg(long)]
+    #[arg(short, long)]
     latest: bool,
     /// Exit 0 (SUCCESS) if dataset ID still needs to be flushed (it is
     /// recorded without the PFS location), 1 (NO) otherwise.
-    #[arg(long, alias = "need-flush", value_name = "ID",
+    #[arg(short = 'n', long, alias = "need-flush", value_name = "ID",
           value_parser = clap::value_parser!(i64).range(1..))]
     needflush: Option<i64>,
     /// Print where dataset ID is: CACHE, PFS, FLUSHING, SYNC_FLUSHING (one
     /// per line), or NONE.
-    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
+    #[arg(short = 'L', long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
     location: Option<i64>,
     /// Print the directory, relative to the prefix, dataset ID is flushed to.
     #[arg(long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
@@ -44,7 +44,7 @@ pub struct FlushFileArgs {
     #[arg(long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
     name: Option<i64>,
     /// Print the ids of output datasets, ascending, on one line.
-    #[arg(long)]
+    #[arg(short = 'o', long)]
     list_output: bool,
     /// Print the ids of checkpoints, descending, on one line.
     #[arg(long)]
@@ -53,7 +53,7 @@ pub struct FlushFileArgs {
     #[arg(long, value_name = "ID", value_parser = clap::value_parser!(i64).range(1..))]
     before: Option<i64>,
     /// The prefix directory (or give it as the argument).
-    #[arg(long, value_name = "PREFIX")]
+    #[arg(short, long, value_name = "PREFIX")]
     dir: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long)]

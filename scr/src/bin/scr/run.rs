@@ -83,9 +83,20 @@ pub struct ListDownArgs {
     /// Nodes to check (hostlist; default: the allocation's).
     #[arg(long, value_name = "LIST")]
     nodes: Option<String>,
+    /// The nodes to check, given without --nodes (as SCR 3.1 takes them).
+    #[arg(value_name = "NODESET", conflicts_with = "nodes")]
+    nodeset: Option<String>,
+    /// Nodes to count as down without checking them (hostlist).
+    #[arg(short, long, value_name = "NODESET")]
+    down: Option<String>,
     /// Print the reason of each down node.
-    #[arg(long)]
+    #[arg(short, long)]
     reason: bool,
+    /// SCR 3.1's output and exit codes (how `scr_list_down_nodes` runs):
+    /// the down nodes as one compressed host list, exit 1 when any is
+    /// down and 0, printing nothing, when none is.
+    #[arg(long)]
+    scr31: bool,
     /// Bound on each node's check in seconds.
     #[arg(long, value_name = "DURATION", default_value_t = 15, value_parser = scr::units::seconds_u64)]
     check_timeout: u64,
@@ -674,7 +685,7 @@ pub fn check_node_cmd(a: CheckNodeArgs) -> Result<(), CliError> {
 pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
     let cfg = config()?;
     let var = |k: &str| std::env::var(k).ok();
-    let nodes = match &a.nodes {
+    let nodes = match a.nodes.as_ref().or(a.nodeset.as_ref()) {
         Some(l) => expand_hostlist(l).map_err(|e| CliError::Usage(e.to_string()))?,
         None => {
             allocation_nodes(&var, None)
@@ -695,14 +706,25 @@ pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
         timeout: Duration::from_secs(a.check_timeout),
         slurm: in_slurm(),
     };
+    let given = match &a.down {
+        Some(l) => expand_hostlist(l).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => Vec::new(),
+    };
     let mut down: Vec<(String, String)> = nodes
         .iter()
-        .filter(|n| excluded.contains(n))
-        .map(|n| (n.clone(), "listed in SCR_EXCLUDE_NODES".to_string()))
+        .filter_map(|n| {
+            if given.contains(n) {
+                Some((n.clone(), "given with --down".to_string()))
+            } else if excluded.contains(n) {
+                Some((n.clone(), "listed in SCR_EXCLUDE_NODES".to_string()))
+            } else {
+                None
+            }
+        })
         .collect();
     let rest: Vec<String> = nodes
         .iter()
-        .filter(|n| !excluded.contains(n))
+        .filter(|n| !excluded.contains(n) && !given.contains(n))
         .cloned()
         .collect();
     use scr::runloop::NodeCheck as _;
@@ -712,17 +734,23 @@ pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
             .into_iter()
             .map(|(n, r)| (n, r.to_string())),
     );
-    for (n, why) in &down {
-        if a.reason {
+    if a.reason {
+        for (n, why) in &down {
             println!("{n}: {why}");
-        } else {
+        }
+    } else if a.scr31 && !down.is_empty() {
+        let names: Vec<String> = down.iter().map(|d| d.0.clone()).collect();
+        println!("{}", scr::runloop::health::compress_hostlist(&names));
+    } else {
+        for (n, _) in &down {
             println!("{n}");
         }
     }
-    if down.is_empty() {
-        Err(CliError::No)
-    } else {
-        Ok(())
+    // Ours answers "is any node down?" (yes 0, no 1); SCR 3.1's exits 1
+    // when it found one.
+    match (down.is_empty(), a.scr31) {
+        (true, false) | (false, true) => Err(CliError::No),
+        _ => Ok(()),
     }
 }
 
