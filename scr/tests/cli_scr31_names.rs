@@ -131,8 +131,9 @@ fn scr_glob_hosts_answers_the_guides_examples() {
 
 /// A 3.1 job script's halt handling: `scr_halt` sets a condition in the
 /// prefix it is given, `scr_retries_halt --dir` exits 0 (halt) with the
-/// reason or 1 (run again), `scr_halt -v` names the file, and
-/// `scr_print_hash_file` and `scr_flush_file` read the prefix's files.
+/// reason or 1 (run again), `scr_halt -v` names the file,
+/// `scr_print_hash_file` and `scr_flush_file` read the prefix's files, and
+/// `scr_postrun -p` finds nothing to scavenge.
 #[test]
 fn a_job_scripts_halt_commands_work_by_their_scr31_names() {
     let l = Links::new();
@@ -158,6 +159,11 @@ fn a_job_scripts_halt_commands_work_by_their_scr31_names() {
     assert_eq!(code(&o), 0, "{}", err(&o));
     let o = l.run("scr_retries_halt", &["--dir", p], here);
     assert_eq!(code(&o), 1, "{}", out(&o));
+    // scr_postrun -p: nothing was cached, so nothing to scavenge.
+    let o = l.run("scr_postrun", &["-p", p], here);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let said = out(&o) + &err(&o);
+    assert!(said.contains("nothing to scavenge"), "{said}");
     // No flush file: scr_flush_file --latest finds no dataset and fails,
     // naming the file (ABSENT, 5, where SCR 3.1 exits 1: a script's test
     // of the status reads it the same).

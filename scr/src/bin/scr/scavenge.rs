@@ -131,8 +131,9 @@ pub struct IndexArgs {
 /// `scr postrun` (SCR's scr_postrun + scr_scavenge).
 #[derive(Args, Debug)]
 pub struct PostrunArgs {
-    /// The prefix directory (default: SCR_PREFIX, else the current directory).
-    #[arg(long, value_name = "DIR")]
+    /// The prefix directory (default: SCR_PREFIX, else the current
+    /// directory; `-p` as in SCR 3.1).
+    #[arg(short, long, value_name = "DIR")]
     prefix: Option<PathBuf>,
     /// Nodes of the allocation, comma separated (default: SCR_NODELIST,
     /// else this machine alone).
