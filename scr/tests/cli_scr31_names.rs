@@ -345,3 +345,30 @@ fn scr_list_down_nodes_exits_as_scr31s_does() {
         (1, String::new())
     );
 }
+
+/// `scr_retries_halt` says halt (0) for a job that finished, as SCR 3.1's
+/// does, so a 3.1 job script's relaunch loop ends: LLNL's own finished
+/// prefix holds `ExitReason SCR_FINALIZE_CALLED`. `scr should-exit` leaves
+/// that reason to the next `SCR_Init` (1: the run loop decides by the
+/// launch's exit). A halt file that cannot be read is a halt, to be safe.
+#[test]
+fn scr_retries_halt_halts_a_finished_job_as_scr31s_does() {
+    let l = Links::new();
+    let here = l.dir.path();
+    let work = tempfile::tempdir().unwrap();
+    let prefix = work.path().join("prefix");
+    common::copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/llnl-3.1/bypass"),
+        &prefix,
+    );
+    let p = prefix.to_str().unwrap();
+    let o = l.run("scr_retries_halt", &["--dir", p], here);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(out(&o).contains("SCR_FINALIZE_CALLED"), "{}", out(&o));
+    let o = l.run("scr_unknown", &["should-exit", "--prefix", p], here);
+    assert_eq!(code(&o), 1, "{}", out(&o));
+    std::fs::write(prefix.join(".scr/halt.scr"), b"not a halt file at all").unwrap();
+    let o = l.run("scr_retries_halt", &["--dir", p], here);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(out(&o).contains("cannot be read"), "{}", out(&o));
+}

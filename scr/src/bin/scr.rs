@@ -237,8 +237,9 @@ fn with_subcommand(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     {
         Some((_, sub)) => {
             let mut out = vec![std::ffi::OsString::from("scr"), (*sub).into()];
-            // SCR 3.1's scr_list_down_nodes exits 1 when a node is down.
-            if *sub == "list-down-nodes" {
+            // SCR 3.1's scr_list_down_nodes exits 1 when a node is down;
+            // its scr_retries_halt halts a job that finished.
+            if matches!(*sub, "list-down-nodes" | "should-exit") {
                 out.push("--scr31".into());
             }
             out.extend(args.into_iter().skip(1));

@@ -247,6 +247,22 @@ pub fn halt_condition(prefix: &Path) -> Option<String> {
     halt.halt_reason(crate::clock::SystemClock.unix_secs())
 }
 
+/// The halt condition as SCR 3.1's `scr_retries_halt` reads it, for job
+/// scripts that relaunch until it says halt: any exit reason counts,
+/// `SCR_FINALIZE_CALLED` too (the job finished: do not run it again), and
+/// a halt file that cannot be read is a reason to halt, to be safe. `None`
+/// without a halt file or condition.
+pub fn halt_condition_scr31(prefix: &Path) -> Option<String> {
+    use crate::clock::Clock;
+    use crate::records::Record as _;
+    let path = crate::halt::halt_path(prefix);
+    match crate::records::Halt::read_file_in(prefix, &path) {
+        Ok(halt) => halt.halt_reason(crate::clock::SystemClock.unix_secs()),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => Some(format!("the halt file cannot be read: {e}")),
+    }
+}
+
 /// The `RUN_END` note of a launch (words `scr interval` reads: `failed`,
 /// `killed` count as failures); none for a launcher that could not start.
 fn end_note(end: &LaunchEnd) -> Option<String> {

@@ -109,6 +109,11 @@ pub struct ShouldExitArgs {
     /// directory; `--dir` as SCR 3.1's scr_retries_halt names it).
     #[arg(long, visible_alias = "dir", value_name = "DIR")]
     prefix: Option<PathBuf>,
+    /// Read the halt file as SCR 3.1's scr_retries_halt does (how
+    /// `scr_retries_halt` runs): `SCR_FINALIZE_CALLED` means halt (the job
+    /// finished), and so does a halt file that cannot be read.
+    #[arg(long)]
+    scr31: bool,
 }
 
 /// Options of `scr glob-hosts` (SCR 3.1's scr_glob_hosts): one host list
@@ -758,7 +763,13 @@ pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
 /// the halt file asks the job to stop before another launch, NO otherwise.
 pub fn should_exit(a: ShouldExitArgs) -> Result<(), CliError> {
     let cfg = config()?;
-    match halt_condition(&prefix_of(a.prefix, &cfg)) {
+    let prefix = prefix_of(a.prefix, &cfg);
+    let why = if a.scr31 {
+        scr::runloop::halt_condition_scr31(&prefix)
+    } else {
+        halt_condition(&prefix)
+    };
+    match why {
         Some(why) => {
             println!("{why}");
             Ok(())
