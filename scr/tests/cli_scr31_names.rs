@@ -53,6 +53,37 @@ fn code(o: &Output) -> i32 {
     o.status.code().expect("exited")
 }
 
+/// Write an executable script at `path`.
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A stand-in launcher `name` in `bin`: it appends its arguments to
+/// `calls`, skips its options and runs the command after them here.
+fn fake_launcher(bin: &Path, name: &str, calls: &Path) {
+    std::fs::create_dir_all(bin).unwrap();
+    script(
+        &bin.join(name),
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\n\
+             while [ $# -gt 0 ]; do case \"$1\" in -*) shift ;; *) break ;; esac; done\n\
+             exec \"$@\"\n",
+            calls.display()
+        ),
+    );
+}
+
+/// PATH with `bin` first.
+fn path_with(bin: &Path) -> String {
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 #[test]
 fn each_scr31_name_runs_its_subcommand() {
     let l = Links::new();
@@ -179,38 +210,22 @@ fn a_job_scripts_halt_commands_work_by_their_scr31_names() {
 /// after them on this machine.
 #[test]
 fn scr_jsrun_runs_the_loop_through_jsrun() {
-    use std::os::unix::fs::PermissionsExt;
     let l = Links::new();
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let calls = w.join("jsrun.calls");
     let fake = w.join("bin");
-    std::fs::create_dir(&fake).unwrap();
-    let script = |path: &Path, body: String| {
-        std::fs::write(path, body).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    };
-    script(
-        &fake.join("jsrun"),
-        format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\nwhile [ $# -gt 0 ]; do case \"$1\" in -*) shift ;; *) break ;; esac; done\nexec \"$@\"\n",
-            calls.display()
-        ),
-    );
+    fake_launcher(&fake, "jsrun", &calls);
     let app = w.join("app");
     script(
         &app,
-        format!("#!/bin/sh\ntouch '{}'\n", w.join("ran").display()),
+        &format!("#!/bin/sh\ntouch '{}'\n", w.join("ran").display()),
     );
     let prefix = w.join("prefix");
     for d in ["prefix", "cntl", "cache"] {
         std::fs::create_dir(w.join(d)).unwrap();
     }
-    let path = format!(
-        "{}:{}",
-        fake.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = path_with(&fake);
     let o = Command::new(l.path("scr_jsrun"))
         .args(["--no-postrun", "--check-timeout", "20", "--smpiargs=none"])
         .arg(&app)
@@ -371,4 +386,48 @@ fn scr_retries_halt_halts_a_finished_job_as_scr31s_does() {
     let o = l.run("scr_retries_halt", &["--dir", p], here);
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert!(out(&o).contains("cannot be read"), "{}", out(&o));
+}
+
+/// With `SCR_ENABLE=0`, `scr_srun` runs the launch once as given, without
+/// the run loop, and exits with its status, as SCR 3.1's does (`srun`
+/// here is a stand-in on PATH that records its arguments and runs the
+/// application; no allocation is needed).
+#[test]
+fn scr_srun_with_scr_disabled_runs_the_launch_once_as_given() {
+    let l = Links::new();
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let calls = w.join("srun.calls");
+    fake_launcher(&w.join("bin"), "srun", &calls);
+    let app = w.join("app");
+    script(&app, "#!/bin/sh\nexit 3\n");
+    let path = path_with(&w.join("bin"));
+    let o = Command::new(l.path("scr_srun"))
+        .args(["-N2", "-n4"])
+        .arg(&app)
+        .current_dir(w)
+        .env("PATH", path)
+        .env("SCR_ENABLE", "0")
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SLURM_NODELIST")
+        .env_remove("SLURM_JOB_NODELIST")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 3, "{}", err(&o));
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    assert_eq!(
+        calls,
+        format!("-N2 -n4 {}\n", app.display()),
+        "one launch, as given"
+    );
+    // 3.1's --run-cmd/--restart-cmd are refused by name, never passed on.
+    for opt in ["--run-cmd=./app", "-rs"] {
+        let o = Command::new(l.path("scr_srun"))
+            .args(["-N2", opt, "x"])
+            .env("PATH", path_with(&w.join("bin")))
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 2, "{opt}");
+        assert!(err(&o).contains(opt), "{}", err(&o));
+    }
 }

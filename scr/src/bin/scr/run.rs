@@ -448,6 +448,31 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
         .and_then(|f| f.to_str())
         .unwrap_or(name);
     let split = split_launcher(base, rest);
+    // SCR 3.1's scr_srun took the commands to run without and with a
+    // restart as options of its own; passed on, the launcher would refuse
+    // them with a message that does not say why.
+    if let Some(opt) = split.launcher_args.iter().find(|w| {
+        let o = w.split('=').next().unwrap_or_default();
+        matches!(o, "--run-cmd" | "--restart-cmd" | "-rc" | "-rs")
+    }) {
+        return Err(CliError::Usage(format!(
+            "{opt}: SCR 3.1's --run-cmd/--restart-cmd are not supported; give the \
+             application and its arguments after the launcher's (it restarts \
+             itself through SCR_Have_restart)"
+        )));
+    }
+    if !Settings::from_config(&cfg)?.enable {
+        // SCR_ENABLE=0: no loop, as SCR 3.1's scr_srun: the launch once,
+        // as given, and its exit status.
+        eprintln!("scr run: SCR_ENABLE=0: running {name} once, without the run loop");
+        let status = std::process::Command::new(name)
+            .args(rest)
+            .status()
+            .map_err(|e| CliError::RunLoop {
+                why: format!("SCR_ENABLE=0: {name}: {e}"),
+            })?;
+        std::process::exit(status.code().unwrap_or(1));
+    }
     let (program, app_args) = split
         .app
         .split_first()
