@@ -75,6 +75,42 @@ fn fake_launcher(bin: &Path, name: &str, calls: &Path) {
     );
 }
 
+/// Links, a work directory with a stand-in `launcher` in its `bin` that
+/// records its calls (the file returned), and an application `app` there
+/// with the script `body` (run in the work directory).
+fn staged(launcher: &str, body: &str) -> (Links, tempfile::TempDir, PathBuf, PathBuf) {
+    let work = tempfile::tempdir().unwrap();
+    let calls = work.path().join(format!("{launcher}.calls"));
+    fake_launcher(&work.path().join("bin"), launcher, &calls);
+    let app = work.path().join("app");
+    script(&app, body);
+    (Links::new(), work, calls, app)
+}
+
+/// `scr_jsrun --no-postrun OPTS APP` in an LSF allocation of one node
+/// (`c1`), the stand-in `jsrun` of `w/bin` on PATH, the prefix, control
+/// and cache directories in `w`, with `env` besides.
+fn jsrun_in_lsf(l: &Links, w: &Path, app: &Path, opts: &[&str], env: &[(&str, &str)]) -> Output {
+    for d in ["prefix", "cntl", "cache"] {
+        std::fs::create_dir_all(w.join(d)).unwrap();
+    }
+    let mut c = Command::new(l.path("scr_jsrun"));
+    c.arg("--no-postrun")
+        .args(opts)
+        .arg(app)
+        .current_dir(w)
+        .env("PATH", path_with(&w.join("bin")))
+        .env("LSB_MCPU_HOSTS", "c1 4")
+        .env("SCR_PREFIX", w.join("prefix"))
+        .env("SCR_CNTL_BASE", w.join("cntl"))
+        .env("SCR_CACHE_BASE", w.join("cache"));
+    for k in ["SCR_RUNS", "SLURM_JOB_ID", "SLURM_JOBID", "FLUX_JOB_ID"] {
+        c.env_remove(k);
+    }
+    c.envs(env.iter().copied());
+    c.output().unwrap()
+}
+
 /// PATH with `bin` first.
 fn path_with(bin: &Path) -> String {
     format!(
@@ -210,36 +246,15 @@ fn a_job_scripts_halt_commands_work_by_their_scr31_names() {
 /// after them on this machine.
 #[test]
 fn scr_jsrun_runs_the_loop_through_jsrun() {
-    let l = Links::new();
-    let work = tempfile::tempdir().unwrap();
+    let (l, work, calls, app) = staged("jsrun", "#!/bin/sh\ntouch ran\n");
     let w = work.path();
-    let calls = w.join("jsrun.calls");
-    let fake = w.join("bin");
-    fake_launcher(&fake, "jsrun", &calls);
-    let app = w.join("app");
-    script(
+    let o = jsrun_in_lsf(
+        &l,
+        w,
         &app,
-        &format!("#!/bin/sh\ntouch '{}'\n", w.join("ran").display()),
+        &["--check-timeout", "20", "--smpiargs=none"],
+        &[],
     );
-    let prefix = w.join("prefix");
-    for d in ["prefix", "cntl", "cache"] {
-        std::fs::create_dir(w.join(d)).unwrap();
-    }
-    let path = path_with(&fake);
-    let o = Command::new(l.path("scr_jsrun"))
-        .args(["--no-postrun", "--check-timeout", "20", "--smpiargs=none"])
-        .arg(&app)
-        .current_dir(w)
-        .env("PATH", path)
-        .env("LSB_MCPU_HOSTS", "c1 4")
-        .env("SCR_PREFIX", &prefix)
-        .env("SCR_CNTL_BASE", w.join("cntl"))
-        .env("SCR_CACHE_BASE", w.join("cache"))
-        .env_remove("SLURM_JOB_ID")
-        .env_remove("SLURM_JOBID")
-        .env_remove("FLUX_JOB_ID")
-        .output()
-        .unwrap();
     assert_eq!(code(&o), 0, "{}", err(&o));
     assert!(err(&o).contains("the job finished"), "{}", err(&o));
     assert!(w.join("ran").exists(), "the application did not run");
@@ -394,13 +409,8 @@ fn scr_retries_halt_halts_a_finished_job_as_scr31s_does() {
 /// application; no allocation is needed).
 #[test]
 fn scr_srun_with_scr_disabled_runs_the_launch_once_as_given() {
-    let l = Links::new();
-    let work = tempfile::tempdir().unwrap();
+    let (l, work, calls, app) = staged("srun", "#!/bin/sh\nexit 3\n");
     let w = work.path();
-    let calls = w.join("srun.calls");
-    fake_launcher(&w.join("bin"), "srun", &calls);
-    let app = w.join("app");
-    script(&app, "#!/bin/sh\nexit 3\n");
     let path = path_with(&w.join("bin"));
     let o = Command::new(l.path("scr_srun"))
         .args(["-N2", "-n4"])
@@ -430,4 +440,23 @@ fn scr_srun_with_scr_disabled_runs_the_launch_once_as_given() {
         assert_eq!(code(&o), 2, "{opt}");
         assert!(err(&o).contains(opt), "{}", err(&o));
     }
+}
+
+/// SCR 3.1's `SCR_RETRIES`: without `SCR_RUNS`, the loop launches a job
+/// that keeps failing SCR_RETRIES + 1 times (here through a stand-in
+/// `jsrun` in an LSF allocation; each launch of the application is
+/// recorded).
+#[test]
+fn scr_retries_sets_how_many_times_a_failing_job_is_launched() {
+    let (l, work, calls, app) = staged("jsrun", "#!/bin/sh\nexit 1\n");
+    let w = work.path();
+    let o = jsrun_in_lsf(&l, w, &app, &[], &[("SCR_RETRIES", "2")]);
+    assert_ne!(code(&o), 0, "{}", err(&o));
+    assert!(err(&o).contains("SCR_RUNS launches made"), "{}", err(&o));
+    let launches = std::fs::read_to_string(&calls)
+        .unwrap()
+        .lines()
+        .filter(|c| c.ends_with(&*app.to_string_lossy()))
+        .count();
+    assert_eq!(launches, 3, "SCR_RETRIES=2: three launches");
 }

@@ -602,6 +602,14 @@ pub const PARAMS: &[ParamInfo] = &[
         "scr run: most launches in the allocation (0: until the nodes run out)",
     ),
     p(
+        "SCR_RETRIES",
+        None,
+        Int,
+        true,
+        true,
+        "scr run: relaunches after the first, when SCR_RUNS is not set (SCR 3.1's: SCR_RUNS = SCR_RETRIES + 1)",
+    ),
+    p(
         "SCR_MIN_NODES",
         None,
         Int,
@@ -710,7 +718,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(PARAMS.len(), 66);
+        assert_eq!(PARAMS.len(), 67);
     }
 
     #[test]

@@ -36,7 +36,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::desc::CopyType;
-use super::error::{ConfigError, Location};
+use super::error::{ConfigError, Location, Source};
 use super::params::{self, ValueKind};
 use super::{Config, Effective};
 use crate::storage::path as spath;
@@ -332,7 +332,8 @@ pub struct LogParams {
 /// reads them too, so that each table row has a typed home).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSettings {
-    /// `SCR_RUNS`: most launches in the allocation (0: no limit).
+    /// `SCR_RUNS`: most launches in the allocation (0: no limit); when it
+    /// is not set, `SCR_RETRIES` + 1 where that is (SCR 3.1's scr_run).
     pub runs: u64,
     /// `SCR_MIN_NODES`: fewest healthy nodes to launch on.
     pub min_nodes: Option<u64>,
@@ -449,7 +450,7 @@ impl Settings {
             },
             log: read_log(r)?,
             run: RunSettings {
-                runs: r.count("SCR_RUNS")?,
+                runs: r.runs()?,
                 min_nodes: r.opt_count("SCR_MIN_NODES")?,
                 exclude_nodes: r.text("SCR_EXCLUDE_NODES"),
                 nodelist: r.text("SCR_NODELIST"),
@@ -554,6 +555,20 @@ impl<'a> Reader<'a> {
     fn opt_count(&mut self, name: &'static str) -> Result<Option<u64>, ConfigError> {
         self.row(name);
         self.cfg.get_u64(name)
+    }
+
+    /// `SCR_RUNS`, or when only its default stands, SCR 3.1's
+    /// `SCR_RETRIES` + 1 where that is set.
+    fn runs(&mut self) -> Result<u64, ConfigError> {
+        let runs = self.count("SCR_RUNS")?;
+        let set = self
+            .cfg
+            .get("SCR_RUNS")
+            .is_some_and(|e| e.source != Source::Default);
+        match self.opt_count("SCR_RETRIES")? {
+            Some(retries) if !set => Ok(retries.saturating_add(1)),
+            _ => Ok(runs),
+        }
     }
 
     fn seconds(&mut self, name: &'static str) -> Result<u64, ConfigError> {

@@ -113,6 +113,21 @@ fn the_exception_list_is_accurate() {
     }
 }
 
+/// SCR 3.1's scr_run makes SCR_RETRIES + 1 launches when SCR_RUNS is not
+/// set; SCR_RUNS set anywhere wins, and without either it is 1.
+#[test]
+fn scr_retries_gives_the_runs_unless_scr_runs_is_set() {
+    let runs = |vars: &[(&str, &str)], system: &str| {
+        let (_d, cfg) = load(vars, system);
+        Settings::from_config(&cfg).unwrap().run.runs
+    };
+    assert_eq!(runs(&[], ""), 1);
+    assert_eq!(runs(&[("SCR_RETRIES", "2")], ""), 3);
+    assert_eq!(runs(&[("SCR_RETRIES", "2"), ("SCR_RUNS", "5")], ""), 5);
+    assert_eq!(runs(&[("SCR_RETRIES", "2")], "SCR_RUNS=1\n"), 1);
+    assert_eq!(runs(&[], "SCR_RETRIES=0\n"), 1);
+}
+
 #[test]
 fn defaults_come_from_the_table() {
     let (_d, cfg) = load(&[("USER", "alice")], "");
@@ -483,6 +498,7 @@ const ACTS: &[(&str, &str, &str)] = &[
     ("SCR_NODELIST", "test", "scr/tests/scavenge.rs"),
     ("SCR_WATCHDOG_TIMEOUT", "test", "harness/tests/params.rs"),
     ("SCR_RUNS", "test", "scr/src/runloop/tests.rs"),
+    ("SCR_RETRIES", "test", "scr/tests/cli_scr31_names.rs"),
     ("SCR_MIN_NODES", "test", "scr/src/runloop/tests.rs"),
     (
         "SCR_WATCHDOG_TIMEOUT_PFS",
