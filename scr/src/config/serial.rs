@@ -320,9 +320,9 @@ pub(super) fn app_from_scr_hash(t: &KvTree, path: &Path) -> Result<Layer, Config
 }
 
 /// Read `<prefix>/.scr/app.conf` at `path`, below `prefix` (never through
-/// a link there). An empty file holds no settings: SCR 3.1 leaves one in
-/// every prefix it ran in (it creates the file to lock it; the prefixes
-/// in scr/tests/data/llnl-3.1 have one), so it is not damage.
+/// a link there). An empty file holds no settings: SCR 3.1 leaves an empty
+/// one in the prefixes it ran in (each of the three in
+/// scr/tests/data/llnl-3.1 has one), so it is not damage.
 pub(super) fn read_app_conf(prefix: &Path, path: &Path) -> Result<Layer, ConfigError> {
     let tree = match kvtree::file::read_or_empty_in(prefix, path) {
         Err(kvtree::file::KvFileError::TooShort { len: 0, .. }) => Ok(KvTree::new()),

@@ -431,7 +431,6 @@ impl Hooks for HostfileHooks {
     }
 }
 
-/// `scr run` (`srun` given: `scr srun`).
 /// `scr run`, or with `launcher` (`scr srun`, `scr jsrun`, `scr mpirun`)
 /// that launcher before the arguments given.
 pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {

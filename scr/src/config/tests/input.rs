@@ -59,7 +59,7 @@ fn an_app_conf_with_a_bad_crc_is_damaged_not_a_permission_problem() {
     ));
 }
 
-/// SCR 3.1 leaves an empty `app.conf` in every prefix it ran in: no
+/// SCR 3.1 leaves an empty `app.conf` in the prefixes it ran in: no
 /// settings, not damage (the tools read it in such a prefix). A file cut
 /// short after some bytes is still damaged.
 #[test]
