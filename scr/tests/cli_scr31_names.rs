@@ -459,4 +459,20 @@ fn scr_retries_sets_how_many_times_a_failing_job_is_launched() {
         .filter(|c| c.ends_with(&*app.to_string_lossy()))
         .count();
     assert_eq!(launches, 3, "SCR_RETRIES=2: three launches");
+    // Without SCR_WATCHDOG_TIMEOUT a launch may last until the allocation
+    // ends (here in two days), and a little more: no day's bound.
+    let end = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2 * 86_400;
+    let o = jsrun_in_lsf(&l, w, &app, &[], &[("SCR_END_TIME", &end.to_string())]);
+    let said = err(&o);
+    let bound: u64 = said
+        .split("each bounded to ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no bound in {said}"));
+    assert!((2 * 86_400..=2 * 86_400 + 400).contains(&bound), "{said}");
 }

@@ -233,6 +233,26 @@ pub struct RunLoop<'a> {
     pub hooks: &'a mut dyn Hooks,
 }
 
+/// Seconds past the allocation's end a launch is given before the loop
+/// kills it: the resource manager ends it first.
+pub const END_GRACE_S: u64 = 300;
+
+/// The bound on each launch, in seconds: `explicit` (`--watchdog`,
+/// SCR_WATCHDOG_TIMEOUT) when given; else the time left in the allocation
+/// (`end_time_s`, SCR_END_TIME or Slurm's end) and [`END_GRACE_S`], so a
+/// launch that runs as long as the allocation is never cut short (SCR 3.1
+/// has no bound unless its watchdog is asked for); else a day, outside an
+/// allocation that says when it ends.
+pub fn launch_bound_s(explicit: Option<u64>, end_time_s: Option<i64>, now_s: i64) -> u64 {
+    match (explicit, end_time_s) {
+        (Some(s), _) => s,
+        (None, Some(end)) => u64::try_from(end.saturating_sub(now_s))
+            .unwrap_or(0)
+            .saturating_add(END_GRACE_S),
+        (None, None) => 86_400,
+    }
+}
+
 /// The halt condition in the prefix's halt file as a relaunch sees it,
 /// ignoring the reason a normal `SCR_Finalize` leaves (the next `SCR_Init`
 /// clears it). `None` without a halt file or condition.

@@ -157,6 +157,21 @@ fn scr_runs_and_scr_min_nodes_end_the_loop() {
     assert_eq!(r.launches[1].nodes, ["b", "c", "d"]);
 }
 
+/// A launch's bound: the one given; else until a little past the
+/// allocation's end, so a launch as long as the allocation (more than a
+/// day, say) is never cut short; else a day.
+#[test]
+fn a_launch_is_bounded_by_the_watchdog_else_the_allocations_end_else_a_day() {
+    let now = 1_800_000_000;
+    assert_eq!(launch_bound_s(Some(600), Some(now + 7200), now), 600);
+    assert_eq!(
+        launch_bound_s(None, Some(now + 3 * 86_400), now),
+        3 * 86_400 + END_GRACE_S
+    );
+    assert_eq!(launch_bound_s(None, Some(now - 10), now), END_GRACE_S);
+    assert_eq!(launch_bound_s(None, None, now), 86_400);
+}
+
 #[test]
 fn a_hung_launch_is_killed_counted_and_relaunched() {
     let tmp = tempfile::tempdir().unwrap();

@@ -38,7 +38,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     min_nodes: Option<usize>,
     /// Bound on each launch in seconds: a launch still running is killed and
-    /// counted as failed (default: SCR_WATCHDOG_TIMEOUT, else 86400; units
+    /// counted as failed (default: SCR_WATCHDOG_TIMEOUT, else until 300 s
+    /// past the allocation's end, SCR_END_TIME, else 86400; units
     /// accepted: 2h, 1d).
     #[arg(long, value_name = "DURATION", value_parser = scr::units::seconds_u64)]
     watchdog: Option<u64>,
@@ -529,18 +530,22 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
             .runs
             .unwrap_or(u32::try_from(settings.run.runs).unwrap_or(u32::MAX)),
         excluded,
-        watchdog: Duration::from_secs(
-            a.watchdog
-                .or(settings.run.watchdog_timeout_s)
-                .unwrap_or(86_400),
-        ),
+        watchdog: Duration::from_secs(scr::runloop::launch_bound_s(
+            a.watchdog.or(settings.run.watchdog_timeout_s),
+            settings.halt.end_time_s,
+            {
+                use scr::clock::Clock as _;
+                scr::clock::SystemClock.unix_secs()
+            },
+        )),
         prefix: prefix.clone(),
     };
     eprintln!(
-        "scr run: {} nodes from {source} ({}), {job_nodes} a launch with {ranks_per_node} ranks each, {} runs at most",
+        "scr run: {} nodes from {source} ({}), {job_nodes} a launch with {ranks_per_node} ranks each, {} runs at most, each bounded to {} s",
         alloc.len(),
         alloc.join(","),
-        spec.runs
+        spec.runs,
+        spec.watchdog.as_secs()
     );
     let probe_launcher: Box<dyn Launcher> = if in_slurm() {
         // --overlap: a check or a copy runs beside a step that still holds
