@@ -9,7 +9,8 @@
 # a new allocation fetches it bit-exact; the loop stops before a relaunch
 # on a halt condition, on SCR_RUNS and on SCR_MIN_NODES; a launch whose
 # ranks all die before MPI_Init is counted and relaunched; LLNL-style C
-# test program (testing/c) under `scr srun`; `scr-harness validate` with
+# test program (testing/c) under `scr srun`; a job script in SCR 3.1's
+# relaunch-loop shape calling the 3.1 names; `scr-harness validate` with
 # `--launcher srun` and `--launcher mpirun`.
 # Node identity comes from the real hostnames: SCR_NODE_NAME is never set.
 # A machine that cannot run the cluster fails here, saying why
@@ -54,6 +55,17 @@ fail() {
   exit 1
 }
 
+# after_two_checkpoints DIR HOW NODE: once the job in DIR has logged its
+# second checkpoint (bounded: 30 s), `ci/slurm-cluster HOW NODE`.
+after_two_checkpoints() {
+  for _ in $(seq 1 300); do
+    n=$(grep -c CHECKPOINT_END "$1/.scr/log" 2>/dev/null || true)
+    [ "${n:-0}" -ge 2 ] && break
+    sleep 0.1
+  done
+  ci/slurm-cluster "$2" "$3"
+}
+
 # scenario NAME HOW LAUNCH...: run the loop, `HOW` node2 after the second
 # checkpoint, check the relaunch and the bytes.
 scenario() {
@@ -62,15 +74,7 @@ scenario() {
   mkdir -p "$d"
   ci/slurm-cluster wait-idle
   t0=$(date +%s)
-  (
-    # Bounded: 30 s for the second checkpoint, then the fault.
-    for _ in $(seq 1 300); do
-      n=$(grep -c CHECKPOINT_END "$d/.scr/log" 2>/dev/null || true)
-      [ "${n:-0}" -ge 2 ] && break
-      sleep 0.1
-    done
-    ci/slurm-cluster "$how" node2
-  ) &
+  after_two_checkpoints "$d" "$how" node2 &
   local killer=$!
   set +e
   (cd "$d" && SCR_PREFIX="$d" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=0 SCR_LOG_ENABLE=1 SCR_RUNS=3 \
@@ -219,6 +223,70 @@ c_program() {
   echo "slurm-runloop: c-program ok: testing/c/ckpt_restart under scr_srun, restart bit-exact"
 }
 
+# jobscript: a batch script in the shape SCR 3.1's documentation gives for
+# a relaunch loop without scr_srun, calling the installed 3.1 names:
+# scr_prerun -p, then srun (excluding the nodes found down), scr_should_exit
+# -p after each launch, scr_list_down_nodes -j srun between launches, and
+# scr_postrun -p -j srun at the end. node2 is killed after the second
+# checkpoint: the script must find it down, relaunch without it, restart
+# from the cache (the ranks' files moved to their new nodes), verify every
+# byte, stop when the job finished, and postrun must scavenge the newest
+# checkpoint from the four nodes still up.
+jobscript() {
+  local d="$WORK/jobscript" inst="$WORK/c-install" newest
+  mkdir -p "$d"
+  [ -x "$inst/bin/scr_prerun" ] || ci/install-capi "$inst" >/dev/null
+  cat >"$d/job.sh" <<'JOB'
+#!/bin/bash
+# usage: job.sh SCR_BIN_DIR SRUN-ARGS... APP ARGS...
+bin=$1; shift
+prefix=$PWD
+"$bin/scr_prerun" -p "$prefix" || { echo "job.sh: scr_prerun failed"; exit 1; }
+down=""
+runs=3
+while :; do
+  exclude=""
+  [ -n "$down" ] && exclude="--exclude=$down"
+  srun $exclude "$@"
+  echo "job.sh: srun exited $?"
+  if "$bin/scr_should_exit" -p "$prefix" -v; then echo "job.sh: should exit"; break; fi
+  runs=$((runs - 1))
+  [ $runs -le 0 ] && { echo "job.sh: runs exhausted"; break; }
+  sleep 2
+  keep=""
+  [ -n "$down" ] && keep="--down $down"
+  down=$("$bin/scr_list_down_nodes" -j srun $keep)
+  echo "job.sh: down nodes: $down"
+  keep=""
+  [ -n "$down" ] && keep="--down $down"
+  if "$bin/scr_should_exit" -p "$prefix" $keep; then echo "job.sh: should exit"; break; fi
+done
+"$bin/scr_postrun" -p "$prefix" -j srun -v
+JOB
+  chmod +x "$d/job.sh"
+  ci/slurm-cluster wait-idle
+  after_two_checkpoints "$d" kill-node node2 &
+  local killer=$!
+  set +e
+  (cd "$d" && SCR_PREFIX="$d" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=0 SCR_LOG_ENABLE=1 \
+    timeout 300 salloc -N5 --no-kill "$d/job.sh" "$inst/bin" -N4 -n8 "$APP" --checkpoints 8 --step-ms 400) >"$d/out" 2>&1
+  local rc=$?
+  set -e
+  wait "$killer"
+  [ $rc -eq 0 ] || fail jobscript "the job script exited $rc" "$d/out"
+  grep -q "job.sh: down nodes: node2$" "$d/out" || fail jobscript "scr_list_down_nodes -j srun did not find node2 down" "$d/out"
+  grep -q "SCR_APP restarted name=ckpt\.[0-9]*" "$d/out" || fail jobscript "the relaunch did not restart from the cache" "$d/out"
+  grep -q "mismatches=0 unreadable=0" "$d/out" || fail jobscript "bytes did not verify" "$d/out"
+  grep -q "status=ok" "$d/out" || fail jobscript "the relaunch did not finish" "$d/out"
+  grep -q "SCR_FINALIZE_CALLED" "$d/out" || fail jobscript "scr_should_exit did not stop the finished job" "$d/out"
+  grep -q "scr postrun: node node2 down" "$d/out" || fail jobscript "scr_postrun -j srun did not find node2 down" "$d/out"
+  "$SCR" index --prefix "$d" --list >"$d/index.txt" 2>&1 || fail jobscript "scr index --list failed" "$d/index.txt"
+  newest=$(awk '$1 == "*" { print $NF }' "$d/index.txt")
+  [ -n "$newest" ] || fail jobscript "scr_postrun did not scavenge a checkpoint into the prefix" "$d/index.txt"
+  echo "slurm-runloop: jobscript ok: a 3.1-style relaunch loop (scr_prerun, scr_should_exit, scr_list_down_nodes -j srun, scr_postrun -j srun) relaunched without node2, restarted bit-exact, scavenged $newest"
+  ci/slurm-cluster start-node node2
+}
+
 # validate LAUNCHER: scr-harness validate against the cluster, node kills
 # through ci/slurm-cluster, every check must pass. mpirun, as after
 # `salloc`, takes its nodes from the allocation: no hostfile (one naming
@@ -255,6 +323,7 @@ timed stops runs 5 "SCR_RUNS launches made" SCR_RUNS=1
 timed stops min-nodes 4 "3 healthy nodes, fewer than SCR_MIN_NODES=4" SCR_MIN_NODES=4
 timed dies_at_start
 timed c_program
+timed jobscript
 timed validate srun
 timed validate mpirun
 echo "slurm-runloop: ok in $SECONDS s (cluster start included)"

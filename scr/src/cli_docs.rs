@@ -25,11 +25,12 @@ use clap_complete::Shell;
 /// work: `scr` run through a link named `scr_halt` runs `scr halt`
 /// (ci/install makes the links), so job scripts written for SCR 3.1 keep
 /// their commands.
-pub const SCR31_COMMANDS: [(&str, &str); 15] = [
+pub const SCR31_COMMANDS: [(&str, &str); 16] = [
     ("scr_srun", "srun"),
     ("scr_jsrun", "jsrun"),
     ("scr_mpirun", "mpirun"),
     ("scr_run", "run"),
+    ("scr_prerun", "prerun"),
     ("scr_postrun", "postrun"),
     ("scr_copy", "copy"),
     ("scr_index", "index"),

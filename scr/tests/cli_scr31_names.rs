@@ -476,3 +476,191 @@ fn scr_retries_sets_how_many_times_a_failing_job_is_launched() {
         .unwrap_or_else(|| panic!("no bound in {said}"));
     assert!((2 * 86_400..=2 * 86_400 + 400).contains(&bound), "{said}");
 }
+
+/// `scr_prerun -p DIR`, as SCR 3.1's job scripts start: the flush and
+/// nodes files an earlier allocation left go, the index, the halt file and
+/// the datasets stay; silent unless `-v`; nothing at all with
+/// `SCR_ENABLE=0`; a prefix that is not there fails, naming it.
+#[test]
+fn scr_prerun_prepares_the_prefix_as_scr31s_does() {
+    let l = Links::new();
+    let here = l.dir.path();
+    let work = tempfile::tempdir().unwrap();
+    let p = work.path().join("prefix");
+    let earlier = |p: &Path| {
+        std::fs::create_dir_all(p.join(".scr")).unwrap();
+        for f in ["flush.scr", "nodes.scr", "index.scr", "halt.scr"] {
+            std::fs::write(p.join(".scr").join(f), b"x").unwrap();
+        }
+    };
+    earlier(&p);
+    let ps = p.to_str().unwrap();
+    let o = Command::new(l.path("scr_prerun"))
+        .args(["-p", ps])
+        .env("SCR_ENABLE", "0")
+        .output()
+        .unwrap();
+    assert_eq!((code(&o), out(&o).as_str()), (0, ""), "{}", err(&o));
+    assert!(p.join(".scr/flush.scr").exists(), "SCR_ENABLE=0 leaves it");
+    let o = l.run("scr_prerun", &["-p", ps], here);
+    assert_eq!((code(&o), out(&o).as_str()), (0, ""), "{}", err(&o));
+    assert!(!p.join(".scr/flush.scr").exists() && !p.join(".scr/nodes.scr").exists());
+    assert!(p.join(".scr/index.scr").exists() && p.join(".scr/halt.scr").exists());
+    earlier(&p);
+    let o = l.run("scr_prerun", &["-p", ps, "-v"], here);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    for f in ["flush.scr", "nodes.scr"] {
+        assert!(
+            out(&o).contains(&format!("removed {ps}/.scr/{f}")),
+            "{}",
+            out(&o)
+        );
+    }
+    // Without -p: SCR_PREFIX, else the current directory.
+    let cwd = work.path().join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let o = l.run("scr_prerun", &[], &cwd);
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(cwd.join(".scr").is_dir());
+    let missing = work.path().join("nope");
+    let o = l.run("scr_prerun", &["-p", missing.to_str().unwrap()], here);
+    assert_eq!(code(&o), 8, "{}", err(&o));
+    assert!(err(&o).contains("nope"), "{}", err(&o));
+    assert!(!missing.exists());
+}
+
+/// A stand-in `srun` in `bin` that runs the command of `srun ... --nodelist
+/// NODE CMD` here, except on `bad`, whose `scr check-node` says the node is
+/// down.
+fn fake_srun_with_bad_node(bin: &Path, bad: &str) {
+    std::fs::create_dir_all(bin).unwrap();
+    script(
+        &bin.join("srun"),
+        &format!(
+            "#!/bin/sh\nnode=\n\
+             while [ $# -gt 0 ]; do case \"$1\" in --nodelist) node=$2; shift 2 ;; -*) shift ;; *) break ;; esac; done\n\
+             if [ \"$node\" = '{bad}' ]; then echo 'DOWN: cache base gone'; exit 1; fi\n\
+             exec \"$@\"\n"
+        ),
+    );
+}
+
+/// `scr_should_exit`, as SCR 3.1's relaunch loop asks it after each launch:
+/// stop (0) on a halt condition, a finished job included, or when the
+/// healthy nodes left are fewer than a launch needs (SCR_MIN_NODES, else
+/// the last run's from the nodes file, else the whole allocation); go on
+/// (1) otherwise. Down: --down, SCR_EXCLUDE_NODES, and the nodes whose
+/// check fails through the launcher `-j` names.
+#[test]
+fn scr_should_exit_stops_a_job_left_with_too_few_nodes() {
+    use scr::records::{nodes::Nodes, Record as _};
+    let l = Links::new();
+    let work = tempfile::tempdir().unwrap();
+    let prefix = work.path().join("prefix");
+    std::fs::create_dir_all(prefix.join(".scr")).unwrap();
+    fake_srun_with_bad_node(&work.path().join("bin"), "n3");
+    let p = prefix.to_str().unwrap();
+    let ask = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = Command::new(l.path("scr_should_exit"));
+        c.args(["-p", p]).args(args);
+        c.env("SCR_NODELIST", "n[1-4]")
+            .env("PATH", path_with(&work.path().join("bin")));
+        for k in [
+            "SLURM_JOB_ID",
+            "SLURM_JOBID",
+            "SCR_MIN_NODES",
+            "SCR_EXCLUDE_NODES",
+        ] {
+            c.env_remove(k);
+        }
+        c.envs(env.iter().copied());
+        let o = c.output().unwrap();
+        (code(&o), out(&o) + &err(&o))
+    };
+    // All four nodes healthy: go on.
+    let (c, said) = ask(&["-v"], &[]);
+    assert_eq!(c, 1, "{said}");
+    assert!(said.contains("4 healthy nodes left, 4 needed"), "{said}");
+    // One down and no nodes file: the whole allocation is needed.
+    let (c, said) = ask(&["--down", "n2"], &[]);
+    assert_eq!(c, 0, "{said}");
+    assert!(
+        said.contains("3 healthy nodes left, fewer than the 4 needed"),
+        "{said}"
+    );
+    // The last run had 3 nodes: 3 are enough, 2 are not.
+    Nodes { nodes: 3 }
+        .write_file(prefix.join(".scr/nodes.scr"))
+        .unwrap();
+    assert_eq!(ask(&["--down", "n2"], &[]).0, 1);
+    assert_eq!(ask(&["--down", "n2"], &[("SCR_EXCLUDE_NODES", "n4")]).0, 0);
+    // SCR_MIN_NODES comes before the nodes file.
+    assert_eq!(ask(&["--down", "n2"], &[("SCR_MIN_NODES", "4")]).0, 0);
+    // -j srun: each node's check runs through srun; n3's fails.
+    let (c, said) = ask(&["-j", "srun", "-v", "--down", "n2"], &[]);
+    assert_eq!(c, 0, "{said}");
+    assert!(said.contains("n3: cache base gone"), "{said}");
+    assert!(
+        said.contains("2 healthy nodes left, fewer than the 3 needed"),
+        "{said}"
+    );
+    // A halt condition stops the job before any node is looked at.
+    let o = l.run("scr_halt", &["--checkpoints", "0", p], l.dir.path());
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let (c, said) = ask(&[], &[("SCR_NODELIST", "")]);
+    assert_eq!(c, 0, "{said}");
+    // `scr should-exit` looks at the halt file alone unless asked.
+    let o = l.run("scr_halt", &["--remove", p], l.dir.path());
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let o = Command::new(l.path("scr_unknown"))
+        .args(["should-exit", "-p", p])
+        .env_remove("SCR_NODELIST")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}", err(&o));
+}
+
+/// `scr_list_down_nodes -j srun -l -s SECS`, as a 3.1 job script checks
+/// its nodes between launches: the check runs on each node through the
+/// launcher named, and each down node is logged as NODE_FAIL with its
+/// reason and the seconds given.
+#[test]
+fn scr_list_down_nodes_checks_through_the_launcher_and_logs_each_down_node() {
+    let l = Links::new();
+    let work = tempfile::tempdir().unwrap();
+    let prefix = work.path().join("prefix");
+    std::fs::create_dir_all(&prefix).unwrap();
+    fake_srun_with_bad_node(&work.path().join("bin"), "n2");
+    let run = |args: &[&str]| {
+        let o = Command::new(l.path("scr_list_down_nodes"))
+            .args(args)
+            .env("PATH", path_with(&work.path().join("bin")))
+            .env("SCR_PREFIX", &prefix)
+            .env("SCR_LOG_ENABLE", "1")
+            .env("SCR_JOB_ID", "77")
+            .env_remove("SLURM_JOB_ID")
+            .env_remove("SLURM_JOBID")
+            .env_remove("SCR_EXCLUDE_NODES")
+            .output()
+            .unwrap();
+        (code(&o), out(&o), err(&o))
+    };
+    // Without a launcher outside SLURM, nothing runs on the nodes.
+    assert_eq!(run(&["n[1-3]"]).0, 0);
+    let (c, o, e) = run(&["-j", "srun", "n[1-3]"]);
+    assert_eq!((c, o.as_str()), (1, "n2\n"), "{e}");
+    assert!(!prefix.join(".scr/log").exists(), "logged only with -l");
+    let (c, o, e) = run(&["-j", "srun", "-l", "-s", "42", "-r", "n[1-3]"]);
+    assert_eq!((c, o.as_str()), (1, "n2: cache base gone\n"), "{e}");
+    let log = std::fs::read_to_string(prefix.join(".scr/log")).unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.contains("NODE_FAIL"))
+        .unwrap_or_else(|| panic!("no NODE_FAIL in {log}"));
+    assert!(
+        line.contains("n2: cache base gone") && line.contains("42"),
+        "{line}"
+    );
+    // -s means nothing without -l: refused, not ignored.
+    assert_eq!(run(&["-j", "srun", "-s", "42", "n[1-3]"]).0, 2);
+}

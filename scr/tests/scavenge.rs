@@ -901,9 +901,17 @@ fn cli_postrun_through_a_launcher_reads_each_nodes_json_report() {
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON report");
+    assert_saved_without_n1(&v, &out);
+    cl.verify(1);
+}
+
+/// The postrun JSON report `v` (printed as `out`) of dataset 1 with node
+/// n1 down: copied from n0, n2 and n3, n1's ranks 2 and 3 rebuilt, the
+/// dataset complete and current.
+fn assert_saved_without_n1(v: &serde_json::Value, out: &str) {
     let d = &v["datasets"][0];
     assert_eq!(d["complete"], true, "{out}");
-    assert_eq!(d["current"], true);
+    assert_eq!(d["current"], true, "{out}");
     assert_eq!(d["index"]["rebuilt"], serde_json::json!([2, 3]));
     let nodes: Vec<&str> = d["copies"]
         .as_array()
@@ -912,6 +920,72 @@ fn cli_postrun_through_a_launcher_reads_each_nodes_json_report() {
         .map(|c| c["report"]["node"].as_str().unwrap_or("-"))
         .collect();
     assert_eq!(nodes, ["n0", "n2", "n3"]);
+}
+
+/// `scr postrun -p DIR -j srun`, as SCR 3.1's job scripts end: the nodes
+/// are the allocation's (SCR_NODELIST here), each is checked through the
+/// launcher first and the one that fails its check is skipped, `scr copy`
+/// runs on the others through it, and what the lost node held is rebuilt.
+/// `srun` is a stand-in on PATH that runs the command "on" the node it
+/// names (that node's identity and node-local tree), and fails on n1 as a
+/// dead node's srun does.
+#[test]
+fn cli_postrun_dash_j_checks_the_nodes_and_copies_through_the_launcher() {
+    use std::os::unix::fs::PermissionsExt;
+    let cl = Cluster::new(47, Route::UserDir);
+    cl.write_and_crash(&[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")], 1);
+    cl.kill_node(1);
+    let bin = tempfile::tempdir().unwrap();
+    let srun = bin.path().join("srun");
+    fs::write(
+        &srun,
+        format!(
+            "#!/bin/sh\nnode=\n\
+             while [ $# -gt 0 ]; do case \"$1\" in --nodelist) node=$2; shift 2 ;; -*) shift ;; *) break ;; esac; done\n\
+             [ \"$node\" = n1 ] && {{ echo 'srun: error: Nodes n1 are down' >&2; exit 1; }}\n\
+             exec env SCR_NODE_NAME=\"$node\" SCR_NODE_ROOT='{}'/\"$node\" \"$@\"\n",
+            cl.root.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&srun, fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let prefix = cl.prefix.to_string_lossy().into_owned();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scr"))
+        .args([
+            "postrun",
+            "-p",
+            &prefix,
+            "-j",
+            "srun",
+            "--cntldir",
+            CNTL,
+            "--json",
+            "-v",
+        ])
+        .env("PATH", path)
+        .env("SCR_NODELIST", "n0,n1,n2,n3")
+        .env_remove("SCR_PREFIX")
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SLURM_JOBID")
+        .output()
+        .unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{o}\n{e}");
+    assert!(
+        e.contains("node n1 down"),
+        "-v says which node is down: {e}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&o).expect("stdout holds the JSON report alone");
+    assert_saved_without_n1(&v, &o);
     cl.verify(1);
 }
 

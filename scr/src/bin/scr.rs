@@ -212,6 +212,16 @@ enum Command {
         &[Code::Success, Code::No, Code::Usage, Code::Config],
     ))]
     ShouldExit(run_cmd::ShouldExitArgs),
+    /// Prepare the prefix for a new allocation before its first launch
+    /// (SCR's scr_prerun): the prefix must exist, its `.scr` directory is
+    /// made, and the flush and nodes files an earlier allocation left are
+    /// removed (they describe caches this allocation does not have). The
+    /// index, the halt file and the datasets stay. `scr run` does this itself.
+    #[command(after_help = scr::exit::help_for(
+        "A prefix that is not a directory, or a file that cannot be removed: FAILED.",
+        &[Code::Success, Code::Usage, Code::Config, Code::Failed],
+    ))]
+    Prerun(run_cmd::PrerunArgs),
     /// Count, index, subtract, intersect or compress host lists (SCR's
     /// scr_glob_hosts): `--count`, `--nth N` (-1 the last), `--minus
     /// S1:S2`, `--intersection S1:S2` of the list `--hosts` (or the
@@ -241,6 +251,10 @@ fn with_subcommand(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
             // its scr_retries_halt halts a job that finished.
             if matches!(*sub, "list-down-nodes" | "should-exit") {
                 out.push("--scr31".into());
+            }
+            // Its scr_should_exit also stops a job left with too few nodes.
+            if name == "scr_should_exit" {
+                out.push("--check-nodes".into());
             }
             out.extend(args.into_iter().skip(1));
             out
@@ -335,6 +349,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::CheckNode(args) => run_cmd::check_node_cmd(args),
         Command::ListDownNodes(args) => run_cmd::list_down_nodes(args),
         Command::ShouldExit(args) => run_cmd::should_exit(args),
+        Command::Prerun(args) => run_cmd::prerun_cmd(args),
         Command::GlobHosts(args) => run_cmd::glob_hosts(args),
     }
 }

@@ -107,6 +107,17 @@ impl RunLog {
         self.log(Entry::event(EventType::NodeFail).note(format!("{node}: {reason}")));
     }
 
+    /// `NODE_FAIL` of `node` found by a job script's check (SCR's
+    /// `scr_list_down_nodes --log`), with the seconds the job had run when
+    /// given (`--secs`).
+    pub fn node_fail_after(&self, node: &str, reason: &str, secs: Option<f64>) {
+        let e = Entry::event(EventType::NodeFail).note(format!("{node}: {reason}"));
+        self.log(match secs {
+            Some(s) => e.secs(s),
+            None => e,
+        });
+    }
+
     /// `RUN_END` of launch `launch`, `secs` after its start.
     pub fn run_end(&self, launch: u32, note: &str, secs: f64) {
         self.log(

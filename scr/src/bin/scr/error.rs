@@ -26,6 +26,9 @@ pub enum CliError {
         /// Why it stopped.
         why: String,
     },
+    /// `scr prerun` could not prepare the prefix.
+    #[error("prerun: {0}")]
+    Prerun(#[from] scr::runloop::prerun::PrerunError),
     /// A question's answer is no: nothing on stderr.
     #[error("")]
     No,
@@ -155,6 +158,7 @@ impl CliError {
             CliError::Io { .. }
             | CliError::Json(_)
             | CliError::RunLoop { .. }
+            | CliError::Prerun(_)
             | CliError::Beneath(_)
             | CliError::CliDocs(_) => Code::Failed,
             CliError::Scavenge(e) => e.exit_code(),

@@ -101,20 +101,65 @@ pub struct ListDownArgs {
     /// Bound on each node's check in seconds.
     #[arg(long, value_name = "DURATION", default_value_t = 15, value_parser = scr::units::seconds_u64)]
     check_timeout: u64,
+    /// The launcher that runs `scr check-node` on each node (srun, mpirun,
+    /// mpiexec, flux, jsrun; default: srun inside SLURM, else no check on
+    /// the nodes, only SCR_EXCLUDE_NODES and --down). SCR 3.1's `-j`.
+    #[arg(short = 'j', long, value_name = "LAUNCHER")]
+    joblauncher: Option<String>,
+    /// Log a NODE_FAIL event with its reason for each down node, as the
+    /// job's ranks log (SCR_LOG_ENABLE and the sinks it names).
+    #[arg(short, long)]
+    log: bool,
+    /// Seconds the job has been running, logged with each NODE_FAIL.
+    #[arg(short, long, value_name = "SECONDS", requires = "log")]
+    secs: Option<f64>,
 }
 
 /// Options of `scr should-exit`.
 #[derive(Args, Debug)]
 pub struct ShouldExitArgs {
     /// The prefix directory (default: SCR_PREFIX, else the current
-    /// directory; `--dir` as SCR 3.1's scr_retries_halt names it).
-    #[arg(long, visible_alias = "dir", value_name = "DIR")]
+    /// directory; `--dir` as SCR 3.1's scr_retries_halt names it, `-p` as
+    /// its scr_should_exit).
+    #[arg(short, long, visible_alias = "dir", value_name = "DIR")]
     prefix: Option<PathBuf>,
     /// Read the halt file as SCR 3.1's scr_retries_halt does (how
     /// `scr_retries_halt` runs): `SCR_FINALIZE_CALLED` means halt (the job
     /// finished), and so does a halt file that cannot be read.
     #[arg(long)]
     scr31: bool,
+    /// Also stop when too few healthy nodes are left for another launch
+    /// (how `scr_should_exit` runs): the allocation's nodes less the down
+    /// ones (--down, SCR_EXCLUDE_NODES, SLURM's word, `scr check-node` on
+    /// each) against the nodes needed (SCR_MIN_NODES, else the last run's
+    /// from the nodes file, else the whole allocation).
+    #[arg(long)]
+    check_nodes: bool,
+    /// Nodes to count as down without checking them (hostlist).
+    #[arg(long, value_name = "NODESET", requires = "check_nodes")]
+    down: Option<String>,
+    /// The launcher that runs the node checks (as for list-down-nodes).
+    #[arg(short = 'j', long, value_name = "LAUNCHER", requires = "check_nodes")]
+    joblauncher: Option<String>,
+    /// Bound on each node's check in seconds.
+    #[arg(long, value_name = "DURATION", default_value_t = 15, value_parser = scr::units::seconds_u64)]
+    check_timeout: u64,
+    /// Say why the job goes on, too (the nodes found down, healthy nodes
+    /// against the nodes needed).
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// Options of `scr prerun`.
+#[derive(Args, Debug)]
+pub struct PrerunArgs {
+    /// The prefix directory (default: SCR_PREFIX, else the current
+    /// directory; `-p` as in SCR 3.1).
+    #[arg(short, long, value_name = "DIR")]
+    prefix: Option<PathBuf>,
+    /// Print what was done: the prefix, each file removed, the time taken.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 /// Options of `scr glob-hosts` (SCR 3.1's scr_glob_hosts): one host list
@@ -713,37 +758,44 @@ pub fn check_node_cmd(a: CheckNodeArgs) -> Result<(), CliError> {
     }
 }
 
-/// `scr list-down-nodes`: the allocation's nodes that are down (SCR's
-/// scr_list_down_nodes): excluded, reported down by SLURM, or failing
-/// `scr check-node` run on them.
-pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
-    let cfg = config()?;
-    let var = |k: &str| std::env::var(k).ok();
-    let nodes = match a.nodes.as_ref().or(a.nodeset.as_ref()) {
-        Some(l) => expand_hostlist(l).map_err(|e| CliError::Usage(e.to_string()))?,
-        None => {
-            allocation_nodes(&var, None)
-                .map_err(|e| CliError::Usage(e.to_string()))?
-                .1
-        }
-    };
-    let excluded = excluded_nodes(&Settings::from_config(&cfg)?)?;
-    let launcher = SrunLauncher::new(vec!["--overlap".into()]);
-    let me = std::env::current_exe().map_err(|e| CliError::Usage(format!("this program: {e}")))?;
-    let mut check = ProbeCheck {
-        launcher: &launcher,
-        cmd: if in_slurm() {
-            vec![me.into(), "check-node".into()]
-        } else {
-            Vec::new()
-        },
-        timeout: Duration::from_secs(a.check_timeout),
-        slurm: in_slurm(),
-    };
-    let given = match &a.down {
-        Some(l) => expand_hostlist(l).map_err(|e| CliError::Usage(e.to_string()))?,
-        None => Vec::new(),
-    };
+/// The launcher that reaches one node for a check or a copy: srun
+/// `--overlap` when `joblauncher` names srun, or inside SLURM when it names
+/// none (a check runs beside a step that still holds the node: mpirun's
+/// daemons linger until SLURM declares a lost node down); else the launcher
+/// named; else none.
+fn node_launcher(
+    joblauncher: Option<&str>,
+    alloc: &[String],
+) -> Result<Option<Box<dyn Launcher>>, CliError> {
+    let base = joblauncher.map(|j| {
+        Path::new(j)
+            .file_name()
+            .and_then(|f| f.to_str())
+            .unwrap_or(j)
+    });
+    match (joblauncher, base) {
+        (Some(j), Some("srun")) => Ok(Some(Box::new(SrunLauncher {
+            program: j.to_string(),
+            args: vec!["--overlap".into()],
+        }))),
+        (None, _) if in_slurm() => Ok(Some(Box::new(SrunLauncher::new(vec!["--overlap".into()])))),
+        (Some(j), Some("flux")) => Ok(Some(launcher_of(j, vec!["run".into()], alloc, None)?)),
+        (Some(j), _) => Ok(Some(launcher_of(j, Vec::new(), alloc, None)?)),
+        (None, _) => Ok(None),
+    }
+}
+
+/// The nodes of `nodes` that are down, with why: those `given` (--down),
+/// those SCR_EXCLUDE_NODES lists, those SLURM reports down, and those whose
+/// `scr check-node`, run through `launcher`, fails or does not answer
+/// within `timeout`.
+fn find_down(
+    nodes: &[String],
+    given: &[String],
+    excluded: &[String],
+    launcher: Option<&dyn Launcher>,
+    timeout: Duration,
+) -> Result<Vec<(String, String)>, CliError> {
     let mut down: Vec<(String, String)> = nodes
         .iter()
         .filter_map(|n| {
@@ -761,6 +813,16 @@ pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
         .filter(|n| !excluded.contains(n) && !given.contains(n))
         .cloned()
         .collect();
+    let Some(launcher) = launcher else {
+        return Ok(down);
+    };
+    let me = std::env::current_exe().map_err(|e| CliError::Usage(format!("this program: {e}")))?;
+    let mut check = ProbeCheck {
+        launcher,
+        cmd: vec![me.into(), "check-node".into()],
+        timeout,
+        slurm: in_slurm(),
+    };
     use scr::runloop::NodeCheck as _;
     down.extend(
         check
@@ -768,6 +830,110 @@ pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
             .into_iter()
             .map(|(n, r)| (n, r.to_string())),
     );
+    Ok(down)
+}
+
+/// What `scr postrun -j LAUNCHER` needs: the allocation's nodes, those of
+/// them found down (with why; none checked when `down` is given), and the
+/// command that runs a program on node `{node}` through that launcher.
+pub(crate) struct PostrunNodes {
+    pub nodes: Vec<String>,
+    pub down: Vec<(String, String)>,
+    pub template: Vec<OsString>,
+}
+
+/// The nodes and launch template of `scr postrun -j` (SCR 3.1's scr_postrun
+/// finds the down nodes itself, then scavenges from the others).
+pub(crate) fn postrun_nodes(
+    joblauncher: &str,
+    nodes: Vec<String>,
+    down: Option<Vec<String>>,
+    check_timeout: Duration,
+) -> Result<PostrunNodes, CliError> {
+    let cfg = config()?;
+    let nodes = if nodes.is_empty() {
+        let var = |k: &str| std::env::var(k).ok();
+        allocation_nodes(&var, None)
+            .map_err(|e| CliError::Usage(format!("-j {joblauncher}: {e}")))?
+            .1
+    } else {
+        nodes
+    };
+    let launcher = node_launcher(Some(joblauncher), &nodes)?
+        .ok_or_else(|| CliError::Usage(format!("-j {joblauncher}: no launcher")))?;
+    let mut template = launcher
+        .node_argv("{node}", &["-".into()])
+        .map_err(|e| CliError::Usage(format!("-j {joblauncher}: {e}")))?;
+    template.pop();
+    let down = match down {
+        Some(given) => given
+            .into_iter()
+            .map(|n| (n, "given with --down".to_string()))
+            .collect(),
+        None => {
+            let excluded = excluded_nodes(&Settings::from_config(&cfg)?)?;
+            find_down(
+                &nodes,
+                &[],
+                &excluded,
+                Some(launcher.as_ref()),
+                check_timeout,
+            )?
+        }
+    };
+    Ok(PostrunNodes {
+        nodes,
+        down,
+        template,
+    })
+}
+
+/// A host list given on the command line, expanded.
+fn hostlist_arg(list: Option<&String>) -> Result<Vec<String>, CliError> {
+    match list {
+        Some(l) => expand_hostlist(l).map_err(|e| CliError::Usage(e.to_string())),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// `scr list-down-nodes`: the allocation's nodes that are down (SCR's
+/// scr_list_down_nodes): excluded, reported down by SLURM, or failing
+/// `scr check-node` run on them.
+pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
+    let cfg = config()?;
+    let var = |k: &str| std::env::var(k).ok();
+    let nodes = match a.nodes.as_ref().or(a.nodeset.as_ref()) {
+        Some(l) => expand_hostlist(l).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => {
+            allocation_nodes(&var, None)
+                .map_err(|e| CliError::Usage(e.to_string()))?
+                .1
+        }
+    };
+    let excluded = excluded_nodes(&Settings::from_config(&cfg)?)?;
+    let launcher = node_launcher(a.joblauncher.as_deref(), &nodes)?;
+    let given = hostlist_arg(a.down.as_ref())?;
+    let down = find_down(
+        &nodes,
+        &given,
+        &excluded,
+        launcher.as_deref(),
+        Duration::from_secs(a.check_timeout),
+    )?;
+    if a.log {
+        let (log, warning) =
+            scr::runloop::runlog::RunLog::open(&prefix_of(None, &cfg), &Default::default());
+        if let Some(w) = warning {
+            eprintln!("scr list-down-nodes: {w}");
+        } else if !log.enabled() {
+            eprintln!(
+                "scr list-down-nodes: --log: logging is off (SCR_LOG_ENABLE=0): nothing logged"
+            );
+        }
+        for (n, why) in &down {
+            log.node_fail_after(n, why, a.secs);
+        }
+    }
     if a.reason {
         for (n, why) in &down {
             println!("{n}: {why}");
@@ -788,8 +954,23 @@ pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
     }
 }
 
-/// `scr should-exit` (SCR's scr_retries_halt): exit 0 and print why when
-/// the halt file asks the job to stop before another launch, NO otherwise.
+/// The nodes a launch needs: SCR_MIN_NODES, else the last run's (the
+/// prefix's nodes file), else every node of the allocation.
+fn nodes_needed(settings: &Settings, prefix: &Path, alloc: usize) -> usize {
+    use scr::records::{nodes::Nodes, Record as _};
+    if let Some(n) = settings.run.min_nodes.filter(|n| *n > 0) {
+        return usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    let file = prefix.join(".scr").join(scr::records::nodes::NODES_FILE);
+    match Nodes::read_file(&file) {
+        Ok(n) if n.nodes > 0 => usize::try_from(n.nodes).unwrap_or(usize::MAX),
+        _ => alloc,
+    }
+}
+
+/// `scr should-exit` (SCR's scr_retries_halt, and with --check-nodes its
+/// scr_should_exit): exit 0 and print why when the job should stop before
+/// another launch, NO otherwise.
 pub fn should_exit(a: ShouldExitArgs) -> Result<(), CliError> {
     let cfg = config()?;
     let prefix = prefix_of(a.prefix, &cfg);
@@ -798,13 +979,68 @@ pub fn should_exit(a: ShouldExitArgs) -> Result<(), CliError> {
     } else {
         halt_condition(&prefix)
     };
-    match why {
-        Some(why) => {
-            println!("{why}");
-            Ok(())
-        }
-        None => Err(CliError::No),
+    if let Some(why) = why {
+        println!("{why}");
+        return Ok(());
     }
+    if a.check_nodes {
+        let settings = Settings::from_config(&cfg)?;
+        let var = |k: &str| std::env::var(k).ok();
+        let alloc = allocation_nodes(&var, None)
+            .map_err(|e| CliError::Usage(format!("--check-nodes: {e}")))?
+            .1;
+        let launcher = node_launcher(a.joblauncher.as_deref(), &alloc)?;
+        let down = find_down(
+            &alloc,
+            &hostlist_arg(a.down.as_ref())?,
+            &excluded_nodes(&settings)?,
+            launcher.as_deref(),
+            Duration::from_secs(a.check_timeout),
+        )?;
+        let need = nodes_needed(&settings, &prefix, alloc.len());
+        let left = alloc.len() - down.len();
+        if a.verbose {
+            for (n, why) in &down {
+                println!("down: {n}: {why}");
+            }
+        }
+        if left < need {
+            println!("{left} healthy nodes left, fewer than the {need} needed");
+            return Ok(());
+        }
+        if a.verbose {
+            println!("no halt condition; {left} healthy nodes left, {need} needed");
+        }
+    } else if a.verbose {
+        println!("no halt condition");
+    }
+    Err(CliError::No)
+}
+
+/// `scr prerun` (SCR's scr_prerun): prepare the prefix for a new
+/// allocation (see [`scr::runloop::prerun`]); nothing with SCR_ENABLE=0.
+pub fn prerun_cmd(a: PrerunArgs) -> Result<(), CliError> {
+    let cfg = config()?;
+    if !Settings::from_config(&cfg)?.enable {
+        if a.verbose {
+            println!("scr prerun: SCR_ENABLE=0, nothing to do");
+        }
+        return Ok(());
+    }
+    let prefix = prefix_of(a.prefix, &cfg);
+    let t0 = std::time::Instant::now();
+    let prepared = scr::runloop::prerun::prerun(&prefix)?;
+    if a.verbose {
+        println!("scr prerun: prefix {}", prefix.display());
+        for f in &prepared.removed {
+            println!(
+                "scr prerun: removed {} (an earlier allocation's)",
+                f.display()
+            );
+        }
+        println!("scr prerun: done in {:.3} s", t0.elapsed().as_secs_f64());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

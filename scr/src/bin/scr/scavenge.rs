@@ -175,6 +175,20 @@ pub struct PostrunArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Real nodes reached through this launcher (srun, mpirun, mpiexec,
+    /// flux, jsrun; SCR 3.1's `-j`): the nodes default to the
+    /// allocation's, those not given with --down are checked first (as
+    /// `scr list-down-nodes -j` does) and the down ones skipped, and
+    /// `scr copy` runs on each of the others through it.
+    #[arg(short = 'j', long, value_name = "LAUNCHER", conflicts_with_all = ["node_root", "launch"])]
+    joblauncher: Option<String>,
+    /// Bound on each node's check with -j, in seconds.
+    #[arg(long, value_name = "DURATION", default_value_t = 15, value_parser = scr::units::seconds_u64, requires = "joblauncher")]
+    check_timeout: u64,
+    /// Print what is done before the report: the nodes, those down and
+    /// why, how they are reached, and the time taken.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 fn usage(message: impl Into<String>) -> CliError {
@@ -669,7 +683,58 @@ pub fn postrun(a: PostrunArgs) -> Result<(), CliError> {
         }
     }
     nodes.retain(|n| !n.is_empty());
-    let access = match (a.node_root, a.launch) {
+    let t0 = std::time::Instant::now();
+    // -v says what it does on standard output, which --json keeps for the
+    // report alone.
+    let json = a.json;
+    let say = |line: String| {
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    let mut down: BTreeSet<String> = a.down.into_iter().filter(|n| !n.is_empty()).collect();
+    let mut launch = a.launch;
+    let mut launch_args = a.launch_args;
+    if let Some(j) = &a.joblauncher {
+        let given = (!down.is_empty()).then(|| down.iter().cloned().collect());
+        let found = super::run_cmd::postrun_nodes(
+            j,
+            std::mem::take(&mut nodes),
+            given,
+            Duration::from_secs(a.check_timeout),
+        )?;
+        nodes = found.nodes;
+        for (n, why) in &found.down {
+            if a.verbose {
+                say(format!("scr postrun: node {n} down: {why}"));
+            }
+            down.insert(n.clone());
+        }
+        let mut t = found
+            .template
+            .into_iter()
+            .map(|w| w.to_string_lossy().into_owned());
+        launch = t.next();
+        launch_args = t.collect();
+    }
+    if a.verbose {
+        say(format!(
+            "scr postrun: prefix {}, nodes {}{}",
+            prefix.display(),
+            if nodes.is_empty() {
+                "(this one)".to_string()
+            } else {
+                nodes.join(",")
+            },
+            match &launch {
+                Some(p) => format!(", reached by {p} {}", launch_args.join(" ")),
+                None => String::new(),
+            }
+        ));
+    }
+    let access = match (a.node_root, launch) {
         (Some(t), _) => NodeAccess::Roots(t),
         (None, Some(prog)) => {
             let scr = match a.scr_bin {
@@ -681,7 +746,7 @@ pub fn postrun(a: PostrunArgs) -> Result<(), CliError> {
                 })?,
             };
             let mut argv = vec![prog];
-            argv.extend(a.launch_args);
+            argv.extend(launch_args);
             let launcher = TemplateLauncher::new(argv).map_err(|e| usage(e.to_string()))?;
             NodeAccess::Launch(RemoteCopy {
                 launcher: std::sync::Arc::new(launcher),
@@ -705,7 +770,6 @@ pub fn postrun(a: PostrunArgs) -> Result<(), CliError> {
     if nodes.is_empty() {
         return Err(usage("no nodes: give --nodes (or SCR_NODELIST)"));
     }
-    let down: BTreeSet<String> = a.down.into_iter().filter(|n| !n.is_empty()).collect();
     if let Some(n) = down.iter().find(|n| !nodes.contains(n)) {
         return Err(usage(format!("--down {n}: not one of --nodes")));
     }
@@ -740,6 +804,12 @@ pub fn postrun(a: PostrunArgs) -> Result<(), CliError> {
         json_out(&report)?;
     } else {
         print_postrun(&report);
+    }
+    if a.verbose {
+        say(format!(
+            "scr postrun: done in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        ));
     }
     if report.all_complete() && report.datasets.iter().all(|d| d.error.is_none()) {
         Ok(())
