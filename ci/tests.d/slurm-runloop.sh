@@ -67,7 +67,9 @@ after_two_checkpoints() {
 }
 
 # scenario NAME HOW LAUNCH...: run the loop, `HOW` node2 after the second
-# checkpoint, check the relaunch and the bytes.
+# checkpoint, check the relaunch and the bytes. SCENARIO_ENV (VAR=VALUE
+# ...) goes to the loop; WANT_END, when set, is how launch 1 must end
+# (its RUN_END note).
 scenario() {
   local name=$1 how=$2; shift 2
   local d="$WORK/$name" t0 t1
@@ -77,7 +79,8 @@ scenario() {
   after_two_checkpoints "$d" "$how" node2 &
   local killer=$!
   set +e
-  (cd "$d" && SCR_PREFIX="$d" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=0 SCR_LOG_ENABLE=1 SCR_RUNS=3 \
+  # shellcheck disable=SC2086
+  (cd "$d" && env ${SCENARIO_ENV:-} SCR_PREFIX="$d" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=0 SCR_LOG_ENABLE=1 SCR_RUNS=3 \
     timeout 240 salloc -N5 --no-kill "$SCR" "$@" "$APP" --checkpoints 8 --step-ms 400) >"$d/out" 2>&1
   local rc=$?
   set -e
@@ -96,6 +99,10 @@ scenario() {
     || fail "$name" "no relaunch on the survivors plus the spare, in place" "$d/.scr/log"
   grep -Eq 'event=RUN_END, note="launch [23]: finished"' "$d/.scr/log" || fail "$name" "no relaunch finished" "$d/.scr/log"
   grep -q "host=node1" "$d/.scr/log" || fail "$name" "the library did not log the real hostname" "$d/.scr/log"
+  if [ -n "${WANT_END:-}" ]; then
+    grep -q "event=RUN_END, note=\"launch 1: $WANT_END" "$d/.scr/log" \
+      || fail "$name" "launch 1 did not end with: $WANT_END" "$d/.scr/log"
+  fi
   echo "slurm-runloop: $name ok in $((t1 - t0)) s: $(grep -E 'RUN_END|NODE_FAIL' "$d/.scr/log" | sed 's/.*note=//' | tr '\n' ' ')"
   ci/slurm-cluster start-node node2
 }
@@ -316,8 +323,11 @@ timed() {
 timed scenario srun-kill kill-node srun --watchdog 120 --check-timeout 5 -- -N4 -n8
 timed next_allocation srun-kill
 timed scenario mpirun-kill kill-node run --watchdog 120 --check-timeout 5 -- mpirun -np 8 --npernode 2
-# A silent failure can hang mpirun forever: the watchdog must end it.
-timed scenario mpirun-silent cut-node run --watchdog 25 --check-timeout 5 -- mpirun -np 8 --npernode 2
+# A silent failure can hang mpirun forever: the watchdog must end it,
+# here SCR 3.1's (SCR_WATCHDOG=1): no new checkpoint for 10 s is a hang,
+# long before the launch's own bound (--watchdog 120).
+SCENARIO_ENV="SCR_WATCHDOG=1 SCR_WATCHDOG_TIMEOUT=10" WANT_END="failed: hang, killed after 10 s without progress" \
+  timed scenario mpirun-silent cut-node run --watchdog 120 --check-timeout 5 -- mpirun -np 8 --npernode 2
 timed stops halt 5 "halted: "
 timed stops runs 5 "SCR_RUNS launches made" SCR_RUNS=1
 timed stops min-nodes 4 "3 healthy nodes, fewer than SCR_MIN_NODES=4" SCR_MIN_NODES=4

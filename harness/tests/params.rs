@@ -300,6 +300,64 @@ fn copy_metadata_restores_mode_and_times_at_fetch() {
     }
 }
 
+/// While a flush runs, the flush file says so as SCR marks it:
+/// SYNC_FLUSHING for a synchronous flush, FLUSHING for an asynchronous one
+/// (a 3.1 job script's watchdog gives the first SCR_WATCHDOG_TIMEOUT_PFS
+/// to show progress), and neither once the flush is done. The flush is
+/// held by a delay at its first copied file while the file is read.
+#[test]
+#[ignore = "MPI: run by ci/tests.d/params.sh"]
+fn a_flush_under_way_is_marked_in_the_flush_file_as_scr_marks_it() {
+    use scr::records::{FlushFile, Location};
+    let (rank, _, _) = writer_of_ckpt1();
+    let cases = [
+        ("0", "flush.file.copied", Location::SyncFlushing),
+        ("1", "flush.async.file.copied", Location::Flushing),
+    ];
+    for (asynchronous, point, want) in cases {
+        let Some(s) = setup(
+            &format!("marker-{asynchronous}"),
+            &[("SCR_FLUSH", "1"), ("SCR_FLUSH_ASYNC", asynchronous)],
+        ) else {
+            return;
+        };
+        let path = s.prefix().join(".scr/flush.scr");
+        let plan = format!("{point}#1@rank:{rank}=delay:3000");
+        let mut during = None;
+        let r = s.run_with_pause(&plan, &args(1, &[]), || {
+            during = Some(FlushFile::read_file(&path));
+        });
+        let t = r.transcript();
+        let ff = during
+            .expect("read during the flush")
+            .unwrap_or_else(|e| panic!("flush file during the flush: {e}\n{t}"));
+        let locs: Vec<&str> = [
+            Location::Cache,
+            Location::Pfs,
+            Location::Flushing,
+            Location::SyncFlushing,
+        ]
+        .into_iter()
+        .filter(|l| ff.location_test(1, *l))
+        .map(Location::as_str)
+        .collect();
+        assert_eq!(
+            locs,
+            ["CACHE", want.as_str()],
+            "SCR_FLUSH_ASYNC={asynchronous}\n{t}"
+        );
+        let after = FlushFile::read_file(&path).unwrap();
+        assert!(after.location_test(1, Location::Pfs), "{t}");
+        for l in [Location::Flushing, Location::SyncFlushing] {
+            assert!(
+                !after.location_test(1, l),
+                "{} left after the flush\n{t}",
+                l.as_str()
+            );
+        }
+    }
+}
+
 #[test]
 #[ignore = "MPI: run by ci/tests.d/params.sh"]
 fn watchdog_abandons_a_stalled_flush_and_keeps_the_cached_copy() {

@@ -204,6 +204,15 @@ pub enum LaunchError {
         /// Error output captured.
         stderr: String,
     },
+    /// The watcher saw no progress ([`Watch::NoProgress`]); the job was
+    /// ended as for [`LaunchError::Timeout`].
+    #[error("the job showed no progress: killed its process group")]
+    NoProgress {
+        /// Output captured before the kill.
+        stdout: String,
+        /// Error output captured before the kill.
+        stderr: String,
+    },
     /// The job exceeded its time bound; its whole process group was killed.
     #[error("job still running after {after:?}: killed its process group")]
     Timeout {
@@ -223,6 +232,8 @@ pub enum Watch {
     Continue,
     /// The launcher is stuck (its ranks are gone): end it now.
     LauncherStuck,
+    /// The job shows no progress (a run loop's progress watchdog): end it now.
+    NoProgress,
 }
 
 /// A way to start commands on nodes. See the module documentation.
@@ -561,13 +572,12 @@ pub fn run_argv_watched(
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Ok(status),
-            Ok(None) if clock.elapsed(start) >= timeout => break Err(false),
-            Ok(None) => {
-                if watch(child.id()) == Watch::LauncherStuck {
-                    break Err(true);
-                }
-                clock.sleep(POLL);
-            }
+            // Err(None): the bound expired; Err(Some): the watcher ended it.
+            Ok(None) if clock.elapsed(start) >= timeout => break Err(None),
+            Ok(None) => match watch(child.id()) {
+                Watch::Continue => clock.sleep(POLL),
+                ended => break Err(Some(ended)),
+            },
             Err(e) => {
                 kill_group(pgid);
                 let _ = child.wait();
@@ -600,8 +610,9 @@ pub fn run_argv_watched(
             stderr,
             elapsed: clock.elapsed(start),
         }),
-        Err(true) => Err(LaunchError::LauncherStuck { stdout, stderr }),
-        Err(false) => Err(LaunchError::Timeout {
+        Err(Some(Watch::NoProgress)) => Err(LaunchError::NoProgress { stdout, stderr }),
+        Err(Some(_)) => Err(LaunchError::LauncherStuck { stdout, stderr }),
+        Err(None) => Err(LaunchError::Timeout {
             after: timeout,
             stdout,
             stderr,

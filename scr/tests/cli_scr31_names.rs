@@ -459,8 +459,8 @@ fn scr_retries_sets_how_many_times_a_failing_job_is_launched() {
         .filter(|c| c.ends_with(&*app.to_string_lossy()))
         .count();
     assert_eq!(launches, 3, "SCR_RETRIES=2: three launches");
-    // Without SCR_WATCHDOG_TIMEOUT a launch may last until the allocation
-    // ends (here in two days), and a little more: no day's bound.
+    // A launch may last until the allocation ends (here in two days), and
+    // a little more: no day's bound.
     let end = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -475,6 +475,40 @@ fn scr_retries_sets_how_many_times_a_failing_job_is_launched() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no bound in {said}"));
     assert!((2 * 86_400..=2 * 86_400 + 400).contains(&bound), "{said}");
+}
+
+/// SCR 3.1's job-script watchdog: with `SCR_WATCHDOG=1` a launch whose
+/// flush file shows no new checkpoint for SCR_WATCHDOG_TIMEOUT is killed
+/// and counted; without it, SCR_WATCHDOG_TIMEOUT does not bound a launch
+/// (it did here, so a 3.1 job that set it for its flushes had every
+/// launch killed after that long). SCR_WATCHDOG=1 without a timeout is
+/// refused, naming it.
+#[test]
+fn scr_watchdog_kills_a_launch_without_progress_as_scr31s_does() {
+    let (l, work, _calls, app) = staged("jsrun", "#!/bin/sh\nsleep 3\n");
+    let w = work.path();
+    let o = jsrun_in_lsf(&l, w, &app, &[], &[("SCR_WATCHDOG_TIMEOUT", "1")]);
+    assert_eq!(
+        code(&o),
+        0,
+        "not bounded by SCR_WATCHDOG_TIMEOUT: {}",
+        err(&o)
+    );
+    let env = [
+        ("SCR_WATCHDOG", "1"),
+        ("SCR_WATCHDOG_TIMEOUT", "1"),
+        ("SCR_RUNS", "1"),
+    ];
+    let o = jsrun_in_lsf(&l, w, &app, &[], &env);
+    assert_ne!(code(&o), 0, "{}", err(&o));
+    assert!(
+        err(&o).contains("killed by the watchdog: no new checkpoint or flush for 1 s"),
+        "{}",
+        err(&o)
+    );
+    let o = jsrun_in_lsf(&l, w, &app, &[], &[("SCR_WATCHDOG", "1")]);
+    assert_eq!(code(&o), 2, "{}", err(&o));
+    assert!(err(&o).contains("SCR_WATCHDOG_TIMEOUT"), "{}", err(&o));
 }
 
 /// `scr_prerun -p DIR`, as SCR 3.1's job scripts start: the flush and

@@ -101,7 +101,7 @@ pub(super) fn end_of(stop: &Stop) -> End {
 /// and so does a launcher that could not start; anything else relaunches.
 fn stop_after(rec: &LaunchRecord, end: &LaunchEnd) -> Option<Stop> {
     match end {
-        LaunchEnd::Killed(_) => Some(Stop::Hung),
+        LaunchEnd::Killed(_) | LaunchEnd::NoProgress(_) => Some(Stop::Hung),
         LaunchEnd::Exited(0) if rec.report.halted => {
             Some(Stop::Halted("the application halted".into()))
         }

@@ -378,7 +378,7 @@ fn ended(launched: &Launched, external: &mut Vec<String>) -> Ended {
     };
     match &launched.end {
         LaunchEnd::Exited(code) => plain(Some(*code), false),
-        LaunchEnd::Killed(_) => plain(None, true),
+        LaunchEnd::Killed(_) | LaunchEnd::NoProgress(_) => plain(None, true),
         LaunchEnd::Stuck => {
             external.push(format!(
                 "every rank had exited but the launcher had not after {LAUNCHER_GRACE:?}: killed it (a launcher bug, not a hang of the application)"

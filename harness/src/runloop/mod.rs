@@ -354,6 +354,9 @@ impl RunLoop {
             runs: self.max_launches.max(1),
             excluded: self.excluded(),
             watchdog: self.timeout,
+            // The testbed bounds each launch itself; 3.1's progress
+            // watchdog is the product's (scr run with SCR_WATCHDOG=1).
+            progress: None,
             prefix: self.alloc.prefix(),
         }
     }

@@ -639,7 +639,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Seconds,
         true,
         false,
-        "seconds without progress after which a flush is abandoned (cached copy kept; SCR_WATCHDOG_TIMEOUT_PFS wins when set); in scr run, the bound on each launch (a launch still running is killed and counted); units accepted: 15m, 1h",
+        "seconds without progress after which a flush is abandoned (cached copy kept; SCR_WATCHDOG_TIMEOUT_PFS wins when set); in scr run with SCR_WATCHDOG=1, seconds a launch may go without a new checkpoint or flush before it is killed and counted; units accepted: 15m, 1h",
     ),
     p(
         "SCR_WATCHDOG_TIMEOUT_PFS",
@@ -647,7 +647,15 @@ pub const PARAMS: &[ParamInfo] = &[
         Seconds,
         true,
         false,
-        "seconds without progress after which a flush to the prefix is abandoned (cached copy kept; units accepted: 15m, 1h)",
+        "seconds without progress after which a flush to the prefix is abandoned (cached copy kept); in scr run with SCR_WATCHDOG=1, the same bound on a launch while its newest checkpoint is being flushed (default: SCR_WATCHDOG_TIMEOUT); units accepted: 15m, 1h",
+    ),
+    p(
+        "SCR_WATCHDOG",
+        Some("0"),
+        Bool,
+        true,
+        false,
+        "scr run: 1 kills a launch whose flush file shows no new checkpoint or flush for SCR_WATCHDOG_TIMEOUT (SCR_WATCHDOG_TIMEOUT_PFS while flushing), as SCR 3.1's scr_run does",
     ),
 ];
 
@@ -718,7 +726,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(PARAMS.len(), 67);
+        assert_eq!(PARAMS.len(), 68);
     }
 
     #[test]

@@ -347,6 +347,9 @@ pub struct RunSettings {
     /// `SCR_WATCHDOG_TIMEOUT_PFS`, seconds: the same bound for flushes to
     /// the prefix; wins over `SCR_WATCHDOG_TIMEOUT`.
     pub watchdog_timeout_pfs_s: Option<u64>,
+    /// `SCR_WATCHDOG`: `scr run` kills a launch that shows no progress
+    /// ([`crate::runloop::ProgressWatchdog`]).
+    pub watchdog: bool,
 }
 
 /// Every parameter of the table, typed (see the module documentation).
@@ -456,6 +459,7 @@ impl Settings {
                 nodelist: r.text("SCR_NODELIST"),
                 watchdog_timeout_s: r.opt_seconds("SCR_WATCHDOG_TIMEOUT")?,
                 watchdog_timeout_pfs_s: r.opt_seconds("SCR_WATCHDOG_TIMEOUT_PFS")?,
+                watchdog: r.flag("SCR_WATCHDOG")?,
             },
         })
     }

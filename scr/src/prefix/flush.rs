@@ -183,7 +183,7 @@ fn copy_items(
 }
 
 /// Set up the flush of `dset` on every rank: placement, copy list, and
-/// rank 0's bookkeeping (FLUSHING in the flush file; index entries of
+/// rank 0's bookkeeping (SYNC_FLUSHING or FLUSHING in the flush file; index entries of
 /// whatever the copy is about to overwrite removed first, so the index
 /// never points at bytes that changed under it). Collective.
 pub fn prepare(job: &Job, dset: DatasetId, event: EventType) -> ScrResult<Prepared> {
@@ -206,16 +206,22 @@ pub fn prepare(job: &Job, dset: DatasetId, event: EventType) -> ScrResult<Prepar
         .clone()
         .unwrap_or_else(|| Dataset::default_name(dset.get()));
     job.log(Entry::event(event).dset(dset).name(name.as_str()));
-    if let Err(e) = book_flush_start(job, dset, &placement, &dataset) {
+    // As SCR marks them: SYNC_FLUSHING while a synchronous flush runs,
+    // FLUSHING while an asynchronous one does (a job script's watchdog
+    // gives a synchronous flush SCR_WATCHDOG_TIMEOUT_PFS).
+    let marker = if event == EventType::AsyncFlushStart {
+        Location::Flushing
+    } else {
+        Location::SyncFlushing
+    };
+    if let Err(e) = book_flush_start(job, dset, &placement, &dataset, marker) {
         return Ok(Prepared::Refused(FlushError::Bookkeeping(e.to_string())));
     }
     let mut items = items;
     if job.settings.flush.use_containers {
         if let Err(e) = pack_items(job, &placement, &mut items)? {
             let _ = on_rank0(job.world.as_ref(), "record the failed flush", || {
-                update_flush_file(&job.prefix, |ff| {
-                    ff.location_unset(dset.get(), Location::Flushing)
-                })
+                update_flush_file(&job.prefix, |ff| unset_flushing(ff, dset))
             });
             return Ok(Prepared::Refused(e));
         }
@@ -278,9 +284,22 @@ fn pack_items(
     Ok(Ok(()))
 }
 
-/// Rank 0 records the start of a flush in the index and the flush file.
+/// A flush of `dset` is over (done or failed): neither marker stays.
+fn unset_flushing(ff: &mut crate::records::FlushFile, dset: DatasetId) {
+    ff.location_unset(dset.get(), Location::Flushing);
+    ff.location_unset(dset.get(), Location::SyncFlushing);
+}
+
+/// Rank 0 records the start of a flush in the index and the flush file,
+/// `marker` (FLUSHING or SYNC_FLUSHING) saying a flush is under way.
 /// Collective.
-fn book_flush_start(job: &Job, dset: DatasetId, pl: &Placement, ds: &Dataset) -> ScrResult<()> {
+fn book_flush_start(
+    job: &Job,
+    dset: DatasetId,
+    pl: &Placement,
+    ds: &Dataset,
+    marker: Location,
+) -> ScrResult<()> {
     let prefix = job.prefix.clone();
     let name = index_key(pl, ds);
     on_rank0(job.world.as_ref(), "record the flush start", || {
@@ -306,7 +325,7 @@ fn book_flush_start(job: &Job, dset: DatasetId, pl: &Placement, ds: &Dataset) ->
         }
         update_flush_file(&prefix, |ff| {
             ff.location_set(dset.get(), Location::Cache);
-            ff.location_set(dset.get(), Location::Flushing);
+            ff.location_set(dset.get(), marker);
             ff.location_unset(dset.get(), Location::Pfs);
             let e = ff.datasets.entry(dset.get()).or_default();
             if pl.layout() == Layout::Legacy {
@@ -438,9 +457,7 @@ pub(crate) fn finish(
             })
             .unwrap_or_default();
         let _ = on_rank0(job.world.as_ref(), "record the failed flush", || {
-            update_flush_file(&prefix, |ff| {
-                ff.location_unset(dset.get(), Location::Flushing)
-            })
+            update_flush_file(&prefix, |ff| unset_flushing(ff, dset))
         });
         job.log(
             Entry::event(fail_event)
@@ -501,15 +518,13 @@ pub(crate) fn finish(
         })?;
         update_flush_file(&prefix, |ff| {
             ff.location_set(dset.get(), Location::Pfs);
-            ff.location_unset(dset.get(), Location::Flushing);
+            unset_flushing(ff, dset);
         })
     });
     let secs = job.clock.elapsed(plan.started).as_secs_f64();
     if let Err(e) = recorded {
         let _ = on_rank0(job.world.as_ref(), "record the failed flush", || {
-            update_flush_file(&prefix, |ff| {
-                ff.location_unset(dset.get(), Location::Flushing)
-            })
+            update_flush_file(&prefix, |ff| unset_flushing(ff, dset))
         });
         job.log(
             Entry::event(fail_event)

@@ -122,8 +122,93 @@ pub struct LoopSpec {
     pub excluded: Vec<String>,
     /// Bound on each launch (the watchdog).
     pub watchdog: Duration,
+    /// SCR 3.1's progress watchdog (`SCR_WATCHDOG=1`), when asked for.
+    pub progress: Option<ProgressWatchdog>,
     /// The prefix directory (halt file, log).
     pub prefix: PathBuf,
+}
+
+/// SCR 3.1's job-script watchdog (`SCR_WATCHDOG=1`): a launch is killed
+/// when the prefix's flush file shows no progress, its newest dataset and
+/// that dataset's locations the same, for `timeout` (SCR_WATCHDOG_TIMEOUT)
+/// or, while that dataset is being flushed synchronously (SYNC_FLUSHING),
+/// for `timeout_pfs` (SCR_WATCHDOG_TIMEOUT_PFS). As in 3.1, the first look
+/// comes `timeout` after the launch: a launch that has written no
+/// checkpoint by then, where the flush file shows none either, is killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgressWatchdog {
+    /// Longest a launch may go without a new dataset or location.
+    pub timeout: Duration,
+    /// The same while the newest dataset is being flushed to the prefix.
+    pub timeout_pfs: Duration,
+}
+
+/// What the progress watchdog compares: the flush file's newest dataset
+/// and its locations (nothing: no flush file, or one that cannot be read).
+type FlushState = Option<(i64, Vec<&'static str>)>;
+
+fn flush_state(prefix: &Path) -> FlushState {
+    use crate::records::{FlushFile, Location, Record as _};
+    let ff = FlushFile::read_file(crate::prefix::flush_file_path(prefix)).ok()?;
+    let id = ff.latest()?;
+    let locs = [
+        Location::Cache,
+        Location::Pfs,
+        Location::Flushing,
+        Location::SyncFlushing,
+    ]
+    .into_iter()
+    .filter(|l| ff.location_test(id, *l))
+    .map(Location::as_str)
+    .collect();
+    Some((id, locs))
+}
+
+/// The progress watchdog of one launch.
+struct Progress<'p> {
+    wd: ProgressWatchdog,
+    prefix: &'p Path,
+    /// The state at the last look (at the launch: none seen).
+    last: FlushState,
+    /// When the last look was, and how long until the next.
+    since: crate::clock::Tick,
+    wait: Duration,
+}
+
+impl<'p> Progress<'p> {
+    fn new(wd: ProgressWatchdog, prefix: &'p Path) -> Progress<'p> {
+        Progress {
+            wd,
+            prefix,
+            last: None,
+            since: crate::clock::Clock::now(&crate::clock::SystemClock),
+            wait: wd.timeout,
+        }
+    }
+
+    /// How long the launch went without progress, once it is too long.
+    fn stalled(&mut self) -> Option<Duration> {
+        use crate::clock::Clock as _;
+        let clock = crate::clock::SystemClock;
+        if clock.elapsed(self.since) < self.wait {
+            return None;
+        }
+        let now = flush_state(self.prefix);
+        if now == self.last {
+            return Some(self.wait);
+        }
+        let flushing = now
+            .as_ref()
+            .is_some_and(|(_, l)| l.contains(&"SYNC_FLUSHING"));
+        self.wait = if flushing {
+            self.wd.timeout_pfs
+        } else {
+            self.wd.timeout
+        };
+        self.last = now;
+        self.since = clock.now();
+        None
+    }
 }
 
 /// How one launch ended.
@@ -135,6 +220,8 @@ pub enum LaunchEnd {
     Killed(Duration),
     /// It outlived its ranks and was killed.
     Stuck,
+    /// The progress watchdog killed it after this long without progress.
+    NoProgress(Duration),
     /// The launcher could not start (not a failure of the job), with why.
     NotStarted(String),
 }
@@ -153,6 +240,11 @@ impl std::fmt::Display for LaunchEnd {
                 after.as_secs_f64()
             ),
             LaunchEnd::Stuck => f.write_str("killed: the launcher outlived its ranks"),
+            LaunchEnd::NoProgress(quiet) => write!(
+                f,
+                "killed by the watchdog: no new checkpoint or flush for {:.0} s (SCR_WATCHDOG=1)",
+                quiet.as_secs_f64()
+            ),
             LaunchEnd::NotStarted(why) => write!(f, "not started: {why}"),
         }
     }
@@ -291,6 +383,10 @@ fn end_note(end: &LaunchEnd) -> Option<String> {
         LaunchEnd::Exited(c) => format!("failed: launcher exit code {c}"),
         LaunchEnd::Killed(d) => format!("failed: hang, killed after {:.0} s", d.as_secs_f64()),
         LaunchEnd::Stuck => "failed: launcher stuck after its ranks exited, killed".into(),
+        LaunchEnd::NoProgress(d) => format!(
+            "failed: hang, killed after {:.0} s without progress",
+            d.as_secs_f64()
+        ),
         LaunchEnd::NotStarted(_) => return None,
     })
 }
@@ -487,10 +583,22 @@ impl RunLoop<'_> {
             }
         };
         let hooks = &mut *self.hooks;
-        let ran = self
-            .launcher
-            .run(&argv, self.spec.watchdog, &mut |pid| hooks.watch(pid));
+        let mut progress = self
+            .spec
+            .progress
+            .map(|wd| Progress::new(wd, &self.spec.prefix));
+        let mut quiet = Duration::ZERO;
+        let ran = self.launcher.run(&argv, self.spec.watchdog, &mut |pid| {
+            if let Some(q) = progress.as_mut().and_then(Progress::stalled) {
+                quiet = q;
+                return Watch::NoProgress;
+            }
+            hooks.watch(pid)
+        });
         match ran {
+            Err(LaunchError::NoProgress { stdout, stderr }) => {
+                (LaunchEnd::NoProgress(quiet), stdout, stderr)
+            }
             Ok(out) => (LaunchEnd::Exited(out.code()), out.stdout, out.stderr),
             Err(LaunchError::Timeout {
                 after,

@@ -88,6 +88,7 @@ fn spec(prefix: &Path, runs: u32) -> LoopSpec {
         runs,
         excluded: vec!["e".into()],
         watchdog: Duration::from_secs(20),
+        progress: None,
         prefix: prefix.to_path_buf(),
     }
 }
@@ -367,4 +368,90 @@ fn a_launcher_that_cannot_start_is_shown_to_the_hooks_and_the_halt_to_stopped() 
     assert_eq!(h.stopped, Some(r.stop.clone()));
     assert_eq!(h.before_checks.len(), 2);
     assert_eq!(h.after.len(), 1);
+}
+
+/// A flush file in `prefix` whose newest dataset is `id` at `locs`.
+fn write_flush_file(prefix: &Path, id: i64, locs: &[crate::records::Location]) {
+    use crate::records::{FlushFile, Record as _};
+    let mut ff = FlushFile::default();
+    for l in locs {
+        ff.location_set(id, *l);
+    }
+    std::fs::create_dir_all(prefix.join(".scr")).unwrap();
+    ff.write_file(crate::prefix::flush_file_path(prefix))
+        .unwrap();
+}
+
+/// One launch of `cmd` under SCR 3.1's progress watchdog.
+fn watched(prefix: &Path, cmd: &'static [&'static str], timeout_ms: u64, pfs_ms: u64) -> Launched {
+    let mut s = spec(prefix, 1);
+    s.progress = Some(ProgressWatchdog {
+        timeout: Duration::from_millis(timeout_ms),
+        timeout_pfs: Duration::from_millis(pfs_ms),
+    });
+    let l = Scripted::new(&[cmd]);
+    let r = run(s, &l, vec![]);
+    assert_eq!(r.launches.len(), 1);
+    r.launches[0].clone()
+}
+
+/// SCR_WATCHDOG=1 (SCR 3.1's scr_run watchdog): a launch is killed when
+/// the flush file shows no new dataset or location for the timeout — at
+/// the first look when it shows nothing at all, at the second when it
+/// shows the same as at the first — and the flushing timeout applies
+/// while the newest dataset is SYNC_FLUSHING. The hard bound (20 s) never
+/// comes into it.
+#[test]
+fn scr31s_watchdog_kills_a_launch_whose_flush_file_shows_no_progress() {
+    use crate::records::Location::{Cache, SyncFlushing};
+    let tmp = tempfile::tempdir().unwrap();
+    let t = std::time::Instant::now();
+    let l = watched(tmp.path(), &["sleep", "30"], 300, 300);
+    assert_eq!(l.end, LaunchEnd::NoProgress(Duration::from_millis(300)));
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(l.end.to_string().contains("SCR_WATCHDOG=1"), "{}", l.end);
+    assert_eq!(
+        end_note(&l.end).unwrap(),
+        "failed: hang, killed after 0 s without progress"
+    );
+    // A dataset from an earlier launch: seen at the first look, the same
+    // at the second.
+    write_flush_file(tmp.path(), 4, &[Cache]);
+    let t = std::time::Instant::now();
+    let l = watched(tmp.path(), &["sleep", "30"], 300, 300);
+    assert_eq!(l.end, LaunchEnd::NoProgress(Duration::from_millis(300)));
+    assert!(
+        t.elapsed() >= Duration::from_millis(600),
+        "{:?}",
+        t.elapsed()
+    );
+    // Being flushed: the flushing timeout (5 s) outlasts the launch.
+    write_flush_file(tmp.path(), 4, &[Cache, SyncFlushing]);
+    let l = watched(tmp.path(), &["sleep", "1.5"], 300, 5000);
+    assert_eq!(l.end, LaunchEnd::Exited(0));
+}
+
+/// A launch that keeps writing checkpoints runs past any number of
+/// SCR_WATCHDOG_TIMEOUTs under SCR 3.1's watchdog.
+#[test]
+fn scr31s_watchdog_lets_a_launch_that_checkpoints_run() {
+    use crate::records::Location::Cache;
+    let tmp = tempfile::tempdir().unwrap();
+    let prefix = tmp.path().to_path_buf();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (prefix, stop) = (prefix.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut id = 1;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                write_flush_file(&prefix, id, &[Cache]);
+                id += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let l = watched(&prefix, &["sleep", "3"], 1000, 1000);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert_eq!(l.end, LaunchEnd::Exited(0));
 }

@@ -38,9 +38,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     min_nodes: Option<usize>,
     /// Bound on each launch in seconds: a launch still running is killed and
-    /// counted as failed (default: SCR_WATCHDOG_TIMEOUT, else until 300 s
-    /// past the allocation's end, SCR_END_TIME, else 86400; units
-    /// accepted: 2h, 1d).
+    /// counted as failed (default: until 300 s past the allocation's end,
+    /// SCR_END_TIME, else 86400; units accepted: 2h, 1d). SCR_WATCHDOG=1
+    /// adds SCR 3.1's watchdog: a launch without a new checkpoint or flush
+    /// for SCR_WATCHDOG_TIMEOUT (SCR_WATCHDOG_TIMEOUT_PFS while flushing)
+    /// is killed too.
     #[arg(long, value_name = "DURATION", value_parser = scr::units::seconds_u64)]
     watchdog: Option<u64>,
     /// Bound on each node's health check in seconds.
@@ -560,6 +562,7 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
     // The run loop's parameters, parsed once as the library parses them.
     let settings = Settings::from_config(&cfg)?;
     let excluded = excluded_nodes(&settings)?;
+    let progress = progress_watchdog(&settings)?;
     let spec = LoopSpec {
         program: PathBuf::from(program),
         args: app_args.iter().map(OsString::from).collect(),
@@ -576,15 +579,23 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
             .unwrap_or(u32::try_from(settings.run.runs).unwrap_or(u32::MAX)),
         excluded,
         watchdog: Duration::from_secs(scr::runloop::launch_bound_s(
-            a.watchdog.or(settings.run.watchdog_timeout_s),
+            a.watchdog,
             settings.halt.end_time_s,
             {
                 use scr::clock::Clock as _;
                 scr::clock::SystemClock.unix_secs()
             },
         )),
+        progress,
         prefix: prefix.clone(),
     };
+    if let Some(p) = &progress {
+        eprintln!(
+            "scr run: SCR_WATCHDOG=1: a launch without a new checkpoint or flush for {} s ({} s while flushing) is killed",
+            p.timeout.as_secs(),
+            p.timeout_pfs.as_secs()
+        );
+    }
     eprintln!(
         "scr run: {} nodes from {source} ({}), {job_nodes} a launch with {ranks_per_node} ranks each, {} runs at most, each bounded to {} s",
         alloc.len(),
@@ -628,6 +639,30 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
             why: stop_text(&other),
         }),
     }
+}
+
+/// SCR 3.1's progress watchdog when SCR_WATCHDOG=1: SCR_WATCHDOG_TIMEOUT
+/// is required (3.1 runs without its watchdog when it is missing, after
+/// a message; here the job does not start, so that the watchdog asked
+/// for is never silently off), SCR_WATCHDOG_TIMEOUT_PFS defaults to it.
+fn progress_watchdog(
+    settings: &Settings,
+) -> Result<Option<scr::runloop::ProgressWatchdog>, CliError> {
+    if !settings.run.watchdog {
+        return Ok(None);
+    }
+    let timeout = settings.run.watchdog_timeout_s.ok_or_else(|| {
+        CliError::Usage(
+            "SCR_WATCHDOG=1 needs SCR_WATCHDOG_TIMEOUT: the seconds a launch may go \
+             without a new checkpoint or flush (set it, or SCR_WATCHDOG=0)"
+                .into(),
+        )
+    })?;
+    let pfs = settings.run.watchdog_timeout_pfs_s.unwrap_or(timeout);
+    Ok(Some(scr::runloop::ProgressWatchdog {
+        timeout: Duration::from_secs(timeout),
+        timeout_pfs: Duration::from_secs(pfs),
+    }))
 }
 
 fn stop_text(s: &Stop) -> String {

@@ -505,6 +505,7 @@ const ACTS: &[(&str, &str, &str)] = &[
         "test",
         "harness/tests/params.rs",
     ),
+    ("SCR_WATCHDOG", "test", "scr/tests/cli_scr31_names.rs"),
 ];
 
 // Issue 15's rule: a setting the library accepts either acts (with a test
