@@ -207,6 +207,29 @@ dies_at_start() {
   echo "slurm-runloop: dies-at-start ok: launch 1 died before MPI_Init and was counted; the relaunch started from scratch: $(grep -E 'RUN_END' "$d/.scr/log" | sed 's/.*note=//' | tr '\n' ' ')"
 }
 
+# halt_seconds: an allocation of 2 minutes on SLURM 22.05, which does not
+# export its end to the job: `scr srun` asks scontrol for it and gives it
+# to the job as SCR_END_TIME, so SCR_HALT_SECONDS=100 halts the job about
+# 20 s in, well before its 400 checkpoints, and the loop stops there.
+halt_seconds() {
+  local d="$WORK/halt-seconds"
+  mkdir -p "$d"
+  ci/slurm-cluster wait-idle
+  set +e
+  (cd "$d" && SCR_PREFIX="$d" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=0 SCR_HALT_SECONDS=100 SCR_RUNS=2 \
+    timeout 150 salloc -N4 -t 2 "$SCR" srun --check-timeout 5 --no-postrun -- -N4 -n8 \
+    "$APP" --checkpoints 400 --step-ms 100 --until-exit) >"$d/out" 2>&1
+  local rc=$?
+  set -e
+  [ $rc -eq 0 ] || fail halt-seconds "scr exited $rc" "$d/out"
+  grep -q "scr run: the allocation ends at [0-9]* (SCR_END_TIME, from scontrol)" "$d/out" \
+    || fail halt-seconds "the loop did not read the allocation's end" "$d/out"
+  grep -Eq "SCR_APP .*checkpoints_written=[0-9]+ halted=true status=ok" "$d/out" \
+    || fail halt-seconds "the job did not halt on SCR_HALT_SECONDS" "$d/out"
+  grep -q "checkpoints_written=400 " "$d/out" && fail halt-seconds "the job ran to its end" "$d/out"
+  echo "slurm-runloop: halt-seconds ok: $(grep -o 'checkpoints_written=[0-9]* halted=true' "$d/out")"
+}
+
 # c_program: the C test program of testing/c, built against the installed
 # C API (ci/install-capi), under `scr_srun` as an SCR 3.1 job script calls
 # it (the installed link to `scr srun`, srun's options as they are):
@@ -332,6 +355,7 @@ timed stops halt 5 "halted: "
 timed stops runs 5 "SCR_RUNS launches made" SCR_RUNS=1
 timed stops min-nodes 4 "3 healthy nodes, fewer than SCR_MIN_NODES=4" SCR_MIN_NODES=4
 timed dies_at_start
+timed halt_seconds
 timed c_program
 timed jobscript
 timed validate srun

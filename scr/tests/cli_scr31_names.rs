@@ -698,3 +698,56 @@ fn scr_list_down_nodes_checks_through_the_launcher_and_logs_each_down_node() {
     // -s means nothing without -l: refused, not ignored.
     assert_eq!(run(&["-j", "srun", "-s", "42", "n[1-3]"]).0, 2);
 }
+
+/// `scr_srun` in a SLURM allocation that does not export its end (SLURM
+/// before 23.02): the loop asks `scontrol show job` for its EndTime, as
+/// 3.1's scr_run does, gives it to the job as SCR_END_TIME (which
+/// SCR_HALT_SECONDS needs) and bounds each launch by it. `srun`,
+/// `scontrol` and `sinfo` are stand-ins on PATH; the zone is UTC.
+#[test]
+fn scr_srun_gives_the_job_the_allocations_end_from_scontrol() {
+    let (l, work, _calls, app) = staged("unused", "");
+    let w = work.path();
+    let bin = w.join("bin");
+    fake_srun_with_bad_node(&bin, "none");
+    script(
+        &bin.join("scontrol"),
+        "#!/bin/sh\necho 'JobId=5 JobName=t JobState=RUNNING EndTime=2026-12-01T10:00:00 Deadline=N/A'\n",
+    );
+    script(&bin.join("sinfo"), "#!/bin/sh\nexit 0\n");
+    let seen = w.join("end_time");
+    script(
+        &app,
+        &format!("#!/bin/sh\necho \"$SCR_END_TIME\" > '{}'\n", seen.display()),
+    );
+    for d in ["prefix", "cntl", "cache"] {
+        std::fs::create_dir_all(w.join(d)).unwrap();
+    }
+    let mut c = Command::new(l.path("scr_srun"));
+    c.args(["--no-postrun", "-N1", "-n1"])
+        .arg(&app)
+        .current_dir(w)
+        .env("PATH", path_with(&bin))
+        .env("TZ", "UTC")
+        .env("SLURM_JOB_ID", "5")
+        .env("SLURM_JOB_NODELIST", "c1")
+        .env("SCR_PREFIX", w.join("prefix"))
+        .env("SCR_CNTL_BASE", w.join("cntl"))
+        .env("SCR_CACHE_BASE", w.join("cache"));
+    for k in [
+        "SCR_END_TIME",
+        "SLURM_JOB_END_TIME",
+        "SLURM_JOBID",
+        "SCR_RUNS",
+    ] {
+        c.env_remove(k);
+    }
+    let o = c.output().unwrap();
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(
+        err(&o).contains("the allocation ends at 1796119200"),
+        "{}",
+        err(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&seen).unwrap().trim(), "1796119200");
+}

@@ -121,6 +121,43 @@ pub fn hostfile_text(nodes: &[String], slots: usize) -> String {
         .collect()
 }
 
+/// When the allocation ends, seconds since the epoch, asked of its
+/// resource manager (SCR 3.1's scr_run exports it as SCR_END_TIME, which
+/// SCR_HALT_SECONDS needs; SLURM exports it itself only from 23.02 on):
+/// the `EndTime` of `scontrol --oneliner show job $SLURM_JOB_ID`, in the
+/// local time zone. `Ok(None)` outside SLURM and for a job without an end.
+pub fn allocation_end_s(
+    var: &dyn Fn(&str) -> Option<String>,
+    now_s: i64,
+) -> Result<Option<i64>, NodesError> {
+    let Some(id) = var("SLURM_JOB_ID").or_else(|| var("SLURM_JOBID")) else {
+        return Ok(None);
+    };
+    let words = command_lines(&["scontrol", "--oneliner", "show", "job", &id])?;
+    match words.iter().find_map(|w| w.strip_prefix("EndTime=")) {
+        Some(end) => slurm_end_time(end, now_s, &crate::halt::time::TimeZone::system()),
+        None => Ok(None),
+    }
+}
+
+/// SLURM's `EndTime` value (`2026-11-29T17:00:00` in `zone`; `Unknown`,
+/// `None` or `N/A` for a job without an end).
+fn slurm_end_time(
+    end: &str,
+    now_s: i64,
+    zone: &crate::halt::time::TimeZone,
+) -> Result<Option<i64>, NodesError> {
+    if !end.starts_with(|c: char| c.is_ascii_digit()) {
+        return Ok(None);
+    }
+    crate::halt::time::parse_time(end, now_s, zone)
+        .map(Some)
+        .map_err(|e| NodesError::Command {
+            command: "scontrol --oneliner show job".into(),
+            why: format!("EndTime={end}: {e}"),
+        })
+}
+
 /// Standard output lines of a resource manager's query (bounded: 30 s).
 fn command_lines(argv: &[&str]) -> Result<Vec<String>, NodesError> {
     let v: Vec<OsString> = argv.iter().map(OsString::from).collect();
@@ -193,6 +230,25 @@ mod tests {
             choose_nodes(&all, &second, &down, 4, 3).unwrap(),
             names(&["n0", "n4", "n3"])
         );
+    }
+
+    #[test]
+    fn slurms_end_time_is_read_in_the_local_zone_and_unknown_is_none() {
+        use crate::halt::time::fixed_zone;
+        let now = 1_795_000_000;
+        assert_eq!(
+            slurm_end_time("2026-11-29T17:00:00", now, &fixed_zone(0)).unwrap(),
+            Some(1_795_971_600)
+        );
+        assert_eq!(
+            slurm_end_time("2026-11-29T17:00:00", now, &fixed_zone(3600)).unwrap(),
+            Some(1_795_971_600 - 3600)
+        );
+        for none in ["Unknown", "None", "N/A"] {
+            assert_eq!(slurm_end_time(none, now, &fixed_zone(0)).unwrap(), None);
+        }
+        let e = slurm_end_time("2026-13-45T99:00:00", now, &fixed_zone(0)).unwrap_err();
+        assert!(e.to_string().contains("EndTime=2026-13-45T99:00:00"), "{e}");
     }
 
     #[test]

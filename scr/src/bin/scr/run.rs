@@ -563,10 +563,34 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
     let settings = Settings::from_config(&cfg)?;
     let excluded = excluded_nodes(&settings)?;
     let progress = progress_watchdog(&settings)?;
+    let now_s = {
+        use scr::clock::Clock as _;
+        scr::clock::SystemClock.unix_secs()
+    };
+    // SCR_HALT_SECONDS needs the allocation's end: asked of the resource
+    // manager and given to the job when nothing set it (as 3.1's scr_run).
+    let mut job_env = std::collections::BTreeMap::new();
+    let end_time_s =
+        settings.halt.end_time_s.or_else(|| {
+            match scr::runloop::nodes::allocation_end_s(&var, now_s) {
+                Ok(Some(end)) => {
+                    eprintln!(
+                        "scr run: the allocation ends at {end} (SCR_END_TIME, from scontrol)"
+                    );
+                    job_env.insert("SCR_END_TIME".to_string(), end.to_string());
+                    Some(end)
+                }
+                Ok(None) => None,
+                Err(e) => {
+                    eprintln!("scr run: the allocation's end is not known: {e}");
+                    None
+                }
+            }
+        });
     let spec = LoopSpec {
         program: PathBuf::from(program),
         args: app_args.iter().map(OsString::from).collect(),
-        env: Default::default(),
+        env: job_env,
         nodes: alloc.clone(),
         job_nodes,
         ranks_per_node,
@@ -578,14 +602,7 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
             .runs
             .unwrap_or(u32::try_from(settings.run.runs).unwrap_or(u32::MAX)),
         excluded,
-        watchdog: Duration::from_secs(scr::runloop::launch_bound_s(
-            a.watchdog,
-            settings.halt.end_time_s,
-            {
-                use scr::clock::Clock as _;
-                scr::clock::SystemClock.unix_secs()
-            },
-        )),
+        watchdog: Duration::from_secs(scr::runloop::launch_bound_s(a.watchdog, end_time_s, now_s)),
         progress,
         prefix: prefix.clone(),
     };
