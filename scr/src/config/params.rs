@@ -654,7 +654,7 @@ pub const PARAMS: &[ParamInfo] = &[
         Some("0"),
         Bool,
         true,
-        false,
+        true,
         "scr run: 1 kills a launch whose flush file shows no new checkpoint or flush for SCR_WATCHDOG_TIMEOUT (SCR_WATCHDOG_TIMEOUT_PFS while flushing), as SCR 3.1's scr_run does",
     ),
 ];
