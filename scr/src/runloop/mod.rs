@@ -236,7 +236,7 @@ impl std::fmt::Display for LaunchEnd {
             LaunchEnd::Exited(code) => write!(f, "exit code {code}"),
             LaunchEnd::Killed(after) => write!(
                 f,
-                "killed by the watchdog after {:.0} s (SCR_WATCHDOG_TIMEOUT)",
+                "killed after {:.0} s, the bound on a launch (--watchdog, else the allocation's end)",
                 after.as_secs_f64()
             ),
             LaunchEnd::Stuck => f.write_str("killed: the launcher outlived its ranks"),

@@ -1050,7 +1050,7 @@ pub fn should_exit(a: ShouldExitArgs) -> Result<(), CliError> {
             Duration::from_secs(a.check_timeout),
         )?;
         let need = nodes_needed(&settings, &prefix, alloc.len());
-        let left = alloc.len() - down.len();
+        let left = alloc.len().saturating_sub(down.len());
         if a.verbose {
             for (n, why) in &down {
                 println!("down: {n}: {why}");
