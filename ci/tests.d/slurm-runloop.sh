@@ -222,7 +222,7 @@ halt_seconds() {
   local rc=$?
   set -e
   [ $rc -eq 0 ] || fail halt-seconds "scr exited $rc" "$d/out"
-  grep -q "scr run: the allocation ends at [0-9]* (SCR_END_TIME, from scontrol)" "$d/out" \
+  grep -q "scr run: the allocation ends at [0-9]* (SCR_END_TIME, from the resource manager)" "$d/out" \
     || fail halt-seconds "the loop did not read the allocation's end" "$d/out"
   grep -Eq "SCR_APP .*checkpoints_written=[0-9]+ halted=true status=ok" "$d/out" \
     || fail halt-seconds "the job did not halt on SCR_HALT_SECONDS" "$d/out"

@@ -751,3 +751,37 @@ fn scr_srun_gives_the_job_the_allocations_end_from_scontrol() {
     );
     assert_eq!(std::fs::read_to_string(&seen).unwrap().trim(), "1796119200");
 }
+
+/// The same in an LSF allocation: `bjobs -o time_left` says 1:30 left, so
+/// the job gets SCR_END_TIME an hour and a half from now (`bjobs` and
+/// `jsrun` are stand-ins on PATH).
+#[test]
+fn scr_jsrun_gives_the_job_the_allocations_end_from_bjobs() {
+    let (l, work, _calls, app) = staged("jsrun", "");
+    let w = work.path();
+    let seen = w.join("end_time");
+    script(
+        &app,
+        &format!("#!/bin/sh\necho \"$SCR_END_TIME\" > '{}'\n", seen.display()),
+    );
+    script(
+        &w.join("bin").join("bjobs"),
+        "#!/bin/sh\n[ \"$3\" = 7 ] || exit 1\nprintf 'TIME_LEFT\\n1:30 L\\n'\n",
+    );
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let before = now();
+    let o = jsrun_in_lsf(&l, w, &app, &[], &[("LSB_JOBID", "7")]);
+    let after = now();
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    let end: u64 = std::fs::read_to_string(&seen)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("SCR_END_TIME: {e}; {}", err(&o)));
+    assert!((before + 5400..=after + 5400).contains(&end), "{end}");
+}

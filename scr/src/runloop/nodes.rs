@@ -125,19 +125,35 @@ pub fn hostfile_text(nodes: &[String], slots: usize) -> String {
 /// resource manager (SCR 3.1's scr_run exports it as SCR_END_TIME, which
 /// SCR_HALT_SECONDS needs; SLURM exports it itself only from 23.02 on):
 /// the `EndTime` of `scontrol --oneliner show job $SLURM_JOB_ID`, in the
-/// local time zone. `Ok(None)` outside SLURM and for a job without an end.
+/// local time zone; in LSF, now and the `TIME_LEFT` of `bjobs -o time_left
+/// $LSB_JOBID` (hours:minutes). `Ok(None)` elsewhere (Flux's is not read)
+/// and for a job without an end.
 pub fn allocation_end_s(
     var: &dyn Fn(&str) -> Option<String>,
     now_s: i64,
 ) -> Result<Option<i64>, NodesError> {
-    let Some(id) = var("SLURM_JOB_ID").or_else(|| var("SLURM_JOBID")) else {
-        return Ok(None);
-    };
-    let words = command_lines(&["scontrol", "--oneliner", "show", "job", &id])?;
-    match words.iter().find_map(|w| w.strip_prefix("EndTime=")) {
-        Some(end) => slurm_end_time(end, now_s, &crate::halt::time::TimeZone::system()),
-        None => Ok(None),
+    if let Some(id) = var("SLURM_JOB_ID").or_else(|| var("SLURM_JOBID")) {
+        let words = command_lines(&["scontrol", "--oneliner", "show", "job", &id])?;
+        return match words.iter().find_map(|w| w.strip_prefix("EndTime=")) {
+            Some(end) => slurm_end_time(end, now_s, &crate::halt::time::TimeZone::system()),
+            None => Ok(None),
+        };
     }
+    if let Some(id) = var("LSB_JOBID") {
+        let words = command_lines(&["bjobs", "-o", "time_left", &id])?;
+        return Ok(lsf_time_left_s(&words).map(|left| now_s.saturating_add(left)));
+    }
+    Ok(None)
+}
+
+/// The seconds left that `bjobs -o time_left` prints (`TIME_LEFT` then
+/// `0:12 L`, hours and minutes); none for `-` (no limit) or nothing.
+fn lsf_time_left_s(words: &[String]) -> Option<i64> {
+    words.iter().find_map(|w| {
+        let (h, m) = w.split_once(':')?;
+        let (h, m) = (h.parse::<i64>().ok()?, m.parse::<i64>().ok()?);
+        (h >= 0 && (0..60).contains(&m)).then_some((h * 60 + m) * 60)
+    })
 }
 
 /// SLURM's `EndTime` value (`2026-11-29T17:00:00` in `zone`; `Unknown`,
@@ -249,6 +265,16 @@ mod tests {
         }
         let e = slurm_end_time("2026-13-45T99:00:00", now, &fixed_zone(0)).unwrap_err();
         assert!(e.to_string().contains("EndTime=2026-13-45T99:00:00"), "{e}");
+    }
+
+    #[test]
+    fn lsfs_time_left_is_hours_and_minutes_and_a_dash_is_no_limit() {
+        let w = |t: &str| t.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(lsf_time_left_s(&w("TIME_LEFT 0:12 L")), Some(720));
+        assert_eq!(lsf_time_left_s(&w("TIME_LEFT\n25:01 E")), Some(90_060));
+        assert_eq!(lsf_time_left_s(&w("TIME_LEFT -")), None);
+        assert_eq!(lsf_time_left_s(&w("")), None);
+        assert_eq!(lsf_time_left_s(&w("TIME_LEFT 1:99 L")), None);
     }
 
     #[test]

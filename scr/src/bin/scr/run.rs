@@ -575,7 +575,7 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
             match scr::runloop::nodes::allocation_end_s(&var, now_s) {
                 Ok(Some(end)) => {
                     eprintln!(
-                        "scr run: the allocation ends at {end} (SCR_END_TIME, from scontrol)"
+                        "scr run: the allocation ends at {end} (SCR_END_TIME, from the resource manager)"
                     );
                     job_env.insert("SCR_END_TIME".to_string(), end.to_string());
                     Some(end)
