@@ -494,6 +494,7 @@ fn scr_watchdog_kills_a_launch_without_progress_as_scr31s_does() {
         "not bounded by SCR_WATCHDOG_TIMEOUT: {}",
         err(&o)
     );
+    assert!(err(&o).contains("only with SCR_WATCHDOG=1"), "{}", err(&o));
     let env = [
         ("SCR_WATCHDOG", "1"),
         ("SCR_WATCHDOG_TIMEOUT", "1"),

@@ -606,6 +606,12 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
         progress,
         prefix: prefix.clone(),
     };
+    if progress.is_none() && settings.run.watchdog_timeout_s.is_some() {
+        // It bounded every launch here before 2026-11-29; say what it does now.
+        eprintln!(
+            "scr run: SCR_WATCHDOG_TIMEOUT bounds the job's flushes; it watches launches only with SCR_WATCHDOG=1 (as in SCR 3.1)"
+        );
+    }
     if let Some(p) = &progress {
         eprintln!(
             "scr run: SCR_WATCHDOG=1: a launch without a new checkpoint or flush for {} s ({} s while flushing) is killed",
