@@ -698,6 +698,10 @@ fn scr_list_down_nodes_checks_through_the_launcher_and_logs_each_down_node() {
     );
     // -s means nothing without -l: refused, not ignored.
     assert_eq!(run(&["-j", "srun", "-s", "42", "n[1-3]"]).0, 2);
+    // 3.1's -f/--free is taken, with a warning naming it: it has no effect.
+    let (c, o, e) = run(&["-f", "-j", "srun", "n[1-3]"]);
+    assert_eq!((c, o.as_str()), (1, "n2\n"), "{e}");
+    assert!(e.contains("-f/--free has no effect"), "{e}");
 }
 
 /// `scr_srun` in a SLURM allocation that does not export its end (SLURM

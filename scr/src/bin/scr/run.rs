@@ -115,6 +115,11 @@ pub struct ListDownArgs {
     /// Seconds the job has been running, logged with each NODE_FAIL.
     #[arg(short, long, value_name = "SECONDS", requires = "log")]
     secs: Option<f64>,
+    /// SCR 3.1's "test free space, not capacity": accepted so that 3.1's
+    /// job scripts run, and refused with a warning (no capacity is
+    /// checked here; 3.1's own check does not pass it on either).
+    #[arg(short, long)]
+    free: bool,
 }
 
 /// Options of `scr should-exit`.
@@ -968,6 +973,11 @@ pub fn list_down_nodes(a: ListDownArgs) -> Result<(), CliError> {
                 .1
         }
     };
+    if a.free {
+        eprintln!(
+            "scr list-down-nodes: warning: -f/--free has no effect: no node's free space or capacity is checked here"
+        );
+    }
     let excluded = excluded_nodes(&Settings::from_config(&cfg)?)?;
     let launcher = node_launcher(a.joblauncher.as_deref(), &nodes)?;
     let given = hostlist_arg(a.down.as_ref())?;
