@@ -258,10 +258,10 @@ c_program() {
 # scr_prerun -p, then srun (excluding the nodes found down), scr_should_exit
 # -p after each launch, scr_list_down_nodes -j srun between launches, and
 # scr_postrun -p -j srun at the end. node2 is killed after the second
-# checkpoint: the script must find it down, relaunch without it, restart
-# from the cache (the ranks' files moved to their new nodes), verify every
-# byte, stop when the job finished, and postrun must scavenge the newest
-# checkpoint from the four nodes still up.
+# checkpoint: the script must find it down, relaunch without it (SLURM
+# places the ranks anew), restart from the cache, rebuilding what node2
+# held, verify every byte, stop when the job finished, and postrun must
+# scavenge the newest checkpoint from the four nodes still up.
 jobscript() {
   local d="$WORK/jobscript" inst="$WORK/c-install" newest
   mkdir -p "$d"
