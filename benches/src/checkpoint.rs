@@ -360,6 +360,12 @@ pub fn checkpoint_row(
                 v.clear();
             }
         }
+        // The raw write, the floor's redundancy write and SCR's files of
+        // this repetition all take pages freed a moment ago (`warm`): the
+        // raw files' pages otherwise went to SCR's dataset of the
+        // repetition, and the next raw write took pages the host had taken
+        // back, three times slower to write on a new machine.
+        crate::warm::footprint(&raw_dir, 2 * (size + red) as u64);
         let raw_path = raw_dir.join(format!("rank{rank}.{rep}"));
         raw.push(timed(comm, || write_fsync(&raw_path, &data)));
         read.push(timed(comm, || {

@@ -2,8 +2,10 @@
 //! same rank code over the thread communicator (`cargo bench --bench
 //! checkpoint`) and over MPI (`checkpoint-mpi` under `mpirun`,
 //! `benches/mpi-checkpoint.sh`); the scale benchmark draws its figure with
-//! [`scale_plot`].
+//! [`scale_plot`]; [`warm`] gives a repetition pages freed a moment before
+//! (a virtual machine's host takes free memory back).
 #![deny(missing_docs)]
 
 pub mod checkpoint;
 pub mod scale_plot;
+pub mod warm;
