@@ -63,7 +63,8 @@ pub const RS_K: usize = 2;
 /// ("SINGLE,SINGLE+writer,PARTNER,XOR,RS"; `+writer` on any scheme writes
 /// through `route_writer`),
 /// `BENCH_RESTART_MIB` (64; 0 skips the restart table), `BENCH_PHASES` (set: print rank 0's phase
-/// times to stderr).
+/// times to stderr); `BENCH_WARM=0` skips writing each repetition's
+/// footprint first ([`crate::warm::footprint`]).
 #[derive(Debug, Clone)]
 pub struct Params {
     /// Bytes per rank of each checkpoint table row, in MiB.

@@ -4,8 +4,8 @@
 //! reporting) the host backs a guest page only when the guest first touches
 //! it, and takes back free memory a few seconds after it was freed: the
 //! guest's allocator then hands out pages that fault in the host as well,
-//! until they are freed and reused again at once. Measured here (results/
-//! checkpoint.md, "Pages the host took back"): writing 20,000 MiB to
+//! until they are freed and reused again at once. Measured here
+//! (results/checkpoint.md, "Pages the host took back"): writing 20,000 MiB to
 //! /dev/shm took 27.7 s two minutes after boot, 14 s right after the same
 //! write, and 35.9 s again after 30 s idle; the checkpoint benchmark's raw
 //! 64 MiB writes took 0.16–0.23 s in the rows after a pause and 0.06 s in
