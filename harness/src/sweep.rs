@@ -722,16 +722,61 @@ pub struct Planned {
     pub how: Kill,
 }
 
-/// Trace every (mode, phase) and list the cells.
+/// Which hits of the traced points become cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Select {
+    /// One hit of each point (the CI subset, [`targets`]' `quick`).
+    Quick,
+    /// Every hit of every point (`--full`).
+    Full,
+    /// The quick cells and `extra` more drawn from the other hits of the
+    /// whole sweep with `seed` (`--sample`): a run of CI covers other
+    /// hits than the one before, and a failing cell replays by name
+    /// under `--full`.
+    Sample {
+        /// Cells drawn beyond the quick ones.
+        extra: usize,
+        /// The draw's seed.
+        seed: u64,
+    },
+}
+
+/// The cells of `full` (every hit, in plan order) that `select` keeps;
+/// `quick[i]` says whether `full[i]` is one of the quick cells.
+pub fn select_cells(full: Vec<Planned>, quick: &[bool], select: Select) -> Vec<Planned> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    assert_eq!(full.len(), quick.len(), "one flag per cell");
+    let keep: Vec<bool> = match select {
+        Select::Full => vec![true; full.len()],
+        Select::Quick => quick.to_vec(),
+        Select::Sample { extra, seed } => {
+            let mut rest: Vec<usize> = (0..full.len()).filter(|&i| !quick[i]).collect();
+            rest.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed));
+            let mut keep = quick.to_vec();
+            for &i in rest.iter().take(extra) {
+                keep[i] = true;
+            }
+            keep
+        }
+    };
+    full.into_iter()
+        .zip(keep)
+        .filter_map(|(p, k)| k.then_some(p))
+        .collect()
+}
+
+/// Trace every (mode, phase) and list the cells `select` keeps.
 pub fn plan(
     modes: &[Mode],
     phases: &[Phase],
     scheme: CopyType,
-    quick: bool,
+    select: Select,
     how: Kill,
     settings: &Settings,
 ) -> Result<Vec<Planned>, String> {
     let mut out = Vec::new();
+    let mut quick = Vec::new();
     for &mode in modes {
         for &phase in phases {
             // A bypass dataset has no redundancy to rebuild. In async mode
@@ -797,19 +842,23 @@ pub fn plan(
                     }
                 }
             };
-            out.extend(
-                targets(&trace, phase.launch(), quick, fixed, mode.lag())
+            let picks: std::collections::BTreeSet<(String, u64)> =
+                targets(&trace, phase.launch(), true, fixed, mode.lag())
                     .into_iter()
-                    .map(|target| Planned {
-                        mode,
-                        phase,
-                        target,
-                        how,
-                    }),
-            );
+                    .map(|t| (t.point, t.hit))
+                    .collect();
+            for target in targets(&trace, phase.launch(), false, fixed, mode.lag()) {
+                quick.push(picks.contains(&(target.point.clone(), target.hit)));
+                out.push(Planned {
+                    mode,
+                    phase,
+                    target,
+                    how,
+                });
+            }
         }
     }
-    Ok(out)
+    Ok(select_cells(out, &quick, select))
 }
 
 /// Counts per (mode, phase) for the results table.
@@ -1093,6 +1142,50 @@ mod tests {
         assert_eq!(
             cell_name(Mode::Cache, Phase::Scavenge, copy, Kill::Power),
             "sweep-power-cache-scavenge-scavenge.file#1@n0"
+        );
+    }
+
+    #[test]
+    fn a_sample_keeps_every_quick_cell_and_draws_the_others_by_its_seed() {
+        let cell = |hit: u64| Planned {
+            mode: Mode::Cache,
+            phase: Phase::Checkpoint,
+            target: Target {
+                point: "meta.filemap.synced".into(),
+                hit,
+                rank: 0,
+                node: None,
+                lo: 1,
+                hi: 2,
+            },
+            how: Kill::IoError,
+        };
+        let full: Vec<Planned> = (1..=40).map(cell).collect();
+        let quick: Vec<bool> = (1..=40).map(|h| h % 10 == 1).collect();
+        let hits = |s: Select| -> Vec<u64> {
+            select_cells(full.clone(), &quick, s)
+                .iter()
+                .map(|p| p.target.hit)
+                .collect()
+        };
+        assert_eq!(hits(Select::Quick), [1, 11, 21, 31]);
+        assert_eq!(hits(Select::Full), (1..=40).collect::<Vec<_>>());
+        let a = hits(Select::Sample { extra: 6, seed: 7 });
+        assert_eq!(a.len(), 10, "{a:?}");
+        assert!([1, 11, 21, 31].iter().all(|h| a.contains(h)), "{a:?}");
+        assert!(a.windows(2).all(|w| w[0] < w[1]), "plan order kept: {a:?}");
+        assert_eq!(a, hits(Select::Sample { extra: 6, seed: 7 }), "replayable");
+        let others: Vec<Vec<u64>> = (8..12)
+            .map(|seed| hits(Select::Sample { extra: 6, seed }))
+            .collect();
+        assert!(
+            others.iter().any(|o| *o != a),
+            "another seed draws other hits"
+        );
+        assert_eq!(
+            hits(Select::Sample { extra: 99, seed: 7 }),
+            hits(Select::Full),
+            "more than there are: every cell"
         );
     }
 

@@ -225,6 +225,13 @@ struct SweepArgs {
     /// Every hit of every point (default: one hit of each point).
     #[arg(long)]
     full: bool,
+    /// One hit of each point and N more drawn from the other hits with
+    /// --sample-seed (a failing cell replays with --full --only NAME).
+    #[arg(long, value_name = "N", conflicts_with = "full")]
+    sample: Option<usize>,
+    /// The seed of --sample's draw.
+    #[arg(long, default_value_t = 1, requires = "sample")]
+    sample_seed: u64,
     /// Power loss of every node instead of a rank's kill: files lose what
     /// was written after their last fsync (in the scavenge phase, during
     /// `scr postrun`).
@@ -988,19 +995,34 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
         .into_iter()
         .filter(|p| how != sweep::Kill::IoError || *p != Phase::Scavenge)
         .collect();
-    let name = match (a.full, how) {
-        (true, sweep::Kill::Rank) => "full",
-        (false, sweep::Kill::Rank) => "quick",
-        (true, sweep::Kill::Power) => "power-full",
-        (false, sweep::Kill::Power) => "power-quick",
-        (true, sweep::Kill::IoError) => "io-error-full",
-        (false, sweep::Kill::IoError) => "io-error-quick",
+    let select = match (a.full, a.sample) {
+        (true, _) => sweep::Select::Full,
+        (false, None) => sweep::Select::Quick,
+        (false, Some(extra)) => sweep::Select::Sample {
+            extra,
+            seed: a.sample_seed,
+        },
     };
+    let hits = match select {
+        sweep::Select::Full => "full",
+        sweep::Select::Quick => "quick",
+        sweep::Select::Sample { .. } => "sample",
+    };
+    let name = match how {
+        sweep::Kill::Rank => hits.to_string(),
+        sweep::Kill::Power => format!("power-{hits}"),
+        sweep::Kill::IoError => format!("io-error-{hits}"),
+    };
+    // A sampled cell is one of the full sweep's: its replay names it there.
     let mut replay = format!(
         "scr-harness sweep --scheme {} --seed {}{}",
         a.scheme,
         a.seed,
-        if a.full { " --full" } else { "" }
+        if select == sweep::Select::Quick {
+            ""
+        } else {
+            " --full"
+        }
     );
     if a.power_loss {
         replay.push_str(" --power-loss");
@@ -1024,7 +1046,7 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
         replay,
     };
     let start = Instant::now();
-    let planned = match sweep::plan(&modes, &phases, a.scheme, !a.full, how, &settings) {
+    let planned = match sweep::plan(&modes, &phases, a.scheme, select, how, &settings) {
         Ok(p) => p,
         Err(e) => return harness_error(e),
     };
@@ -1041,10 +1063,11 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
         planned.len(),
         modes.len(),
         phases.len(),
-        if a.full {
-            "every hit"
-        } else {
-            "one hit per point"
+        match select {
+            sweep::Select::Full => "every hit".to_string(),
+            sweep::Select::Quick => "one hit per point".to_string(),
+            sweep::Select::Sample { extra, seed } =>
+                format!("one hit per point and {extra} more drawn with --sample-seed {seed}"),
         }
     );
     let done = std::sync::atomic::AtomicUsize::new(0);
@@ -1077,7 +1100,7 @@ fn sweep_cmd(a: SweepArgs) -> ExitCode {
     print!("{}", sweep::counts_table(&cells));
     if !a.no_results {
         let command = std::env::args().collect::<Vec<_>>().join(" ");
-        let written = sweep::write_results(&a.out, name, &command, a.scheme, &cells, time_s);
+        let written = sweep::write_results(&a.out, &name, &command, a.scheme, &cells, time_s);
         if let Err(code) = name_written(written, Named::Stderr) {
             return code;
         }
