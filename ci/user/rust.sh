@@ -38,13 +38,15 @@ cp "$REPO/scr/examples/checkpoint_restart.rs" "$app/src/main.rs"
 cp "$REPO/Cargo.lock" "$app/Cargo.lock"
 
 # The workspace's dev profile, read from its Cargo.toml (every key = value
-# of [profile.dev] and [profile.dev.package."*"]) so the two cannot drift:
-# one setting different recompiles every dependency (74 crates, 254 s).
+# of [profile.dev] and of each [profile.dev.package.*] section, "*" and
+# the named proc macros) so the two cannot drift: one setting different
+# recompiles every dependency (74 crates, 254 s).
 profile=()
 while IFS= read -r setting; do profile+=(--config "$setting"); done < <(
   awk '/^\[/ { sect = $0; next }
        sect == "[profile.dev]" && /^[a-z-]+ *=/ { sub(/ *= */, "="); print "profile.dev." $0 }
-       sect == "[profile.dev.package.\"*\"]" && /^[a-z-]+ *=/ { sub(/ *= */, "="); print "profile.dev.package.\"*\"." $0 }' \
+       sect ~ /^\[profile\.dev\.package\./ && /^[a-z-]+ *=/ {
+         p = sect; sub(/^\[/, "", p); sub(/\]$/, "", p); sub(/ *= */, "="); print p "." $0 }' \
     "$REPO/Cargo.toml")
 [ "${#profile[@]}" -ge 4 ] || { fail "read the dev profile from $REPO/Cargo.toml"; finish; }
 
