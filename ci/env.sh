@@ -49,11 +49,28 @@ workspace_test() {
 # (a target directory of their own compiled all of them again: about
 # 5 minutes), copied there, and the workspace's own binaries are linked
 # back at once (workspace_bins), so those stay free of injection points
-# (ci/tests.d/fault-points-free.sh).
+# (ci/tests.d/fault-points-free.sh). The workspace's code is compiled
+# unoptimized here (its dependencies keep their opt-level 2 and are
+# reused): this compile of scr took 152 s at the dev profile's opt-level 1
+# and 25 s at 0, and the scripts that run these binaries (campaign.sh,
+# sweep.sh, params.sh) ran about 55 s longer in all with them (measured
+# 2026-12-02: campaign.sh 139 → 158 s, sweep.sh 292 → 328 s).
 fault_injection_bins() {
   cargo build --quiet -p testing --bin scr_app -p scr --bin scr \
-    --features scr/fault-injection,scr/cli
+    --features scr/fault-injection,scr/cli --config profile.dev.opt-level=0
   mkdir -p target/fault-injection/debug
   cp target/debug/scr_app target/debug/scr target/fault-injection/debug/
   workspace_bins
+}
+
+# scr_lib_tests_without_logdb ARGS...: scr's unit tests built without the
+# log databases and with injection points (ci/test's log::writer step and
+# ci/tests.d/fault-points-free.sh share this one build). Workspace code
+# compiles unoptimized here: these few tests run in milliseconds, and the
+# dev profile's opt-level 1 made this compile of scr 98 s instead of 27 s
+# (measured with the dependencies built; they keep their opt-level 2,
+# `[profile.dev.package."*"]`, so none of them is compiled again).
+scr_lib_tests_without_logdb() {
+  cargo test --quiet -p scr --no-default-features --features fault-injection --lib \
+    --config profile.dev.opt-level=0 "$@"
 }

@@ -12,14 +12,20 @@
 #    runtime are there, and each action happens: kill (137), exit:CODE,
 #    error (3), delay, kill-node (kills the same-node peers of the job,
 #    spares others), a bad plan exits 86; the fault log records the firing.
+#    None of that depends on optimization, so this build is a debug one
+#    with workspace code unoptimized (a second optimized compile of scr
+#    took about 85 s of this step; this one about 30 s).
 # 3. The unit tests of scr::fault with the feature, and of faultrt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. ci/env.sh
 
-cargo_build() {
-  cargo build --quiet -j2 --release -p scr --no-default-features --example fault_point_probe "$@"
+probe_build() { # release|debug [cargo args...]
+  local profile=$1
+  shift
+  cargo build --quiet -p scr --no-default-features --example fault_point_probe "$@"
+  probe=target/$profile/examples/fault_point_probe
 }
-probe=target/release/examples/fault_point_probe
 name=probe.xor.chunk
 
 fail() { echo "fault-points-free: FAIL: $*" >&2; exit 1; }
@@ -30,8 +36,8 @@ body() { # normalised disassembly of one function (addresses stripped)
     | sed -E 's/^ *[0-9a-f]+:\s*//; s/[0-9a-f]{4,}( <[^>]*>)?/ADDR/g'
 }
 
-echo "-- without the feature"
-cargo_build
+echo "-- without the feature (release)"
+probe_build release --release
 [ -x "$probe" ] || fail "probe not built"
 if grep -q -a "$name" "$probe"; then fail "point name '$name' found in the binary"; fi
 if grep -q -a "SCR_FAULT_PLAN" "$probe"; then fail "SCR_FAULT_PLAN found in the binary"; fi
@@ -53,8 +59,8 @@ fi
 SCR_FAULT_PLAN="$name#1=kill" "$probe" 8 >/dev/null || fail "a plan must be ignored without the feature"
 echo "no string, no symbol, no instruction: ok"
 
-echo "-- with the feature"
-cargo_build --features fault-injection
+echo "-- with the feature (debug)"
+probe_build debug --features fault-injection --config profile.dev.opt-level=0
 grep -q -a "$name" "$probe" || fail "point name missing with the feature"
 nm -C "$probe" >"$probe.nm"
 grep -q "scr::fault::hit" "$probe.nm" || fail "scr::fault::hit missing with the feature"
@@ -110,6 +116,6 @@ other_job_status=0; wait "$other_job" || other_job_status=$?
 echo "every action happens: ok"
 
 echo "-- unit tests with the feature"
-cargo test --quiet -j2 -p scr --no-default-features --features fault-injection --lib fault
+scr_lib_tests_without_logdb fault
 cargo test --quiet -j2 -p faultrt
 echo "fault-points-free: ok"
