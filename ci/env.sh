@@ -49,15 +49,13 @@ workspace_test() {
 # (a target directory of their own compiled all of them again: about
 # 5 minutes), copied there, and the workspace's own binaries are linked
 # back at once (workspace_bins), so those stay free of injection points
-# (ci/tests.d/fault-points-free.sh). The workspace's code is compiled
-# unoptimized here (its dependencies keep their opt-level 2 and are
-# reused): this compile of scr took 152 s at the dev profile's opt-level 1
-# and 25 s at 0, and the scripts that run these binaries (campaign.sh,
-# sweep.sh, params.sh) ran about 55 s longer in all with them (measured
-# 2026-12-02: campaign.sh 139 → 158 s, sweep.sh 292 → 328 s).
+# (ci/tests.d/fault-points-free.sh). They keep the dev profile's
+# opt-level 1: unoptimized, scr compiled here in 25 s instead of 152 s,
+# but the campaign's and the sweeps' jobs ran about 115 s longer in a
+# whole ci/test (docs/decisions.md, "How ci/test builds").
 fault_injection_bins() {
   cargo build --quiet -p testing --bin scr_app -p scr --bin scr \
-    --features scr/fault-injection,scr/cli --config profile.dev.opt-level=0
+    --features scr/fault-injection,scr/cli
   mkdir -p target/fault-injection/debug
   cp target/debug/scr_app target/debug/scr target/fault-injection/debug/
   workspace_bins
