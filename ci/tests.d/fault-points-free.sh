@@ -14,7 +14,7 @@
 #    spares others), a bad plan exits 86; the fault log records the firing.
 #    None of that depends on optimization, so this build is a debug one
 #    with workspace code unoptimized (a second optimized compile of scr
-#    took about 85 s of this step; this one about 30 s).
+#    took about 85 s of this step; this one about 20 s).
 # 3. The unit tests of scr::fault with the feature, and of faultrt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
