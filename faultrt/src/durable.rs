@@ -456,7 +456,13 @@ mod tests {
         let before = data.join("old");
         std::fs::write(&before, b"from an earlier launch").expect("write");
         std::thread::sleep(std::time::Duration::from_millis(20));
-        (base, journal, data, before, SystemTime::now())
+        let since = SystemTime::now();
+        // File times come from the kernel's coarse clock, up to a tick
+        // behind SystemTime::now(): a file written at once would look
+        // older than `since` (a_power_loss_keeps_synced_bytes_only failed
+        // so once, keeping a's unsynced bytes).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        (base, journal, data, before, since)
     }
 
     #[test]
