@@ -9,7 +9,8 @@
 # a new allocation fetches it bit-exact; the loop stops before a relaunch
 # on a halt condition, on SCR_RUNS and on SCR_MIN_NODES; a launch whose
 # ranks all die before MPI_Init is counted and relaunched; LLNL-style C
-# test program (testing/c) under `scr srun`; a job script in SCR 3.1's
+# test program (testing/c) under `scr srun`; 3.1's `scr_srun --run-cmd
+# --restart-cmd` relaunching into the restart command; a job script in SCR 3.1's
 # relaunch-loop shape calling the 3.1 names; `scr-harness validate` with
 # `--launcher srun` and `--launcher mpirun`.
 # Node identity comes from the real hostnames: SCR_NODE_NAME is never set.
@@ -253,6 +254,39 @@ c_program() {
   echo "slurm-runloop: c-program ok: testing/c/ckpt_restart under scr_srun, restart bit-exact"
 }
 
+# restart_cmd: SCR 3.1's `scr_srun -rc CMD -rs CMD` (the installed name's
+# link): launch 1 runs the run command; node2 is killed after its second
+# checkpoint; before the relaunch `scr have-restart` runs through srun on
+# the survivors plus the spare, rebuilds the checkpoint in place and names
+# it; the relaunch runs the restart command with SCR_CKPT_NAME replaced
+# (scr_app --expect-restart NAME exits 3 on any other restart) and finds
+# every file of that checkpoint in cache, every byte verified.
+restart_cmd() {
+  local d="$WORK/restart-cmd"
+  mkdir -p "$d"
+  ln -sfn scr "$WORK/bin/scr_srun"
+  ci/slurm-cluster wait-idle
+  after_two_checkpoints "$d" kill-node node2 &
+  local killer=$!
+  set +e
+  (cd "$d" && SCR_PREFIX="$d" SCR_COPY_TYPE=XOR SCR_SET_SIZE=4 SCR_FLUSH=0 SCR_LOG_ENABLE=1 SCR_RUNS=3 \
+    timeout 240 salloc -N5 --no-kill "$WORK/bin/scr_srun" --watchdog 120 --check-timeout 5 --no-postrun -N4 -n8 \
+    -rc "$APP --checkpoints 8 --step-ms 400 --expect-restart none" \
+    -rs "$APP --checkpoints 2 --expect-restart SCR_CKPT_NAME") >"$d/out" 2>&1
+  local rc=$?
+  set -e
+  wait "$killer"
+  [ $rc -eq 0 ] || fail restart-cmd "scr_srun exited $rc" "$d/out"
+  grep -q "scr run: launch 1: no checkpoint to restart from: the run command" "$d/out" \
+    || fail restart-cmd "launch 1 did not run the run command" "$d/out"
+  grep -Eq "scr run: launch [23]: restarting from ckpt\.[0-9]+: $APP --checkpoints 2 --expect-restart ckpt\.[0-9]+\$" "$d/out" \
+    || fail restart-cmd "no relaunch ran the restart command with the checkpoint's name" "$d/out"
+  grep -Eq "^SCR_APP restart=ckpt\.[0-9]+ source=cache .*status=ok" "$d/out" \
+    || fail restart-cmd "the restart command did not restart from the cache, bit-exact" "$d/out"
+  echo "slurm-runloop: restart-cmd ok: $(grep -o 'restarting from ckpt\.[0-9]*' "$d/out" | head -1) after node2 was killed"
+  ci/slurm-cluster start-node node2
+}
+
 # jobscript: a batch script in the shape SCR 3.1's documentation gives for
 # a relaunch loop without scr_srun, calling the installed 3.1 names:
 # scr_prerun -p, then srun (excluding the nodes found down), scr_should_exit
@@ -357,6 +391,7 @@ timed stops min-nodes 4 "3 healthy nodes, fewer than SCR_MIN_NODES=4" SCR_MIN_NO
 timed dies_at_start
 timed halt_seconds
 timed c_program
+timed restart_cmd
 timed jobscript
 timed validate srun
 timed validate mpirun

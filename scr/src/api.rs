@@ -749,6 +749,29 @@ impl Scr {
         self.finalize_inner()
     }
 
+    /// End a job script's helper run of the library (`scr have-restart`,
+    /// SCR 3.1's `scr_have_restart`) without what SCR_Finalize does for
+    /// the job: no flush, no COMPUTE_END, no exit reason in the halt file.
+    /// The job goes on in the application launched next, which finds the
+    /// cache as this run's SCR_Init left it (rebuilt, fetched). A phase
+    /// left open is refused ([`ScrError::PhaseMisuse`]), as at
+    /// Start_output. Collective (a barrier).
+    pub fn end_helper_run(mut self) -> ScrResult<()> {
+        self.no_phase("end_helper_run")?;
+        if !self.finalized {
+            self.settle_protection(false)?;
+            // A flush its SCR_Init began (SCR_FLUSH_ON_RESTART) completes.
+            self.poll_async_flush(true)?;
+        }
+        self.finalized = true;
+        // No compute phase to log: the helper computed nothing.
+        self.compute_at = None;
+        match self.job.take() {
+            Some(job) => Ok(job.world.barrier()?),
+            None => Ok(()),
+        }
+    }
+
     fn finalize_inner(&mut self) -> ScrResult<()> {
         if self.finalized {
             return Ok(());

@@ -25,7 +25,7 @@ use clap_complete::Shell;
 /// work: `scr` run through a link named `scr_halt` runs `scr halt`
 /// (ci/install makes the links), so job scripts written for SCR 3.1 keep
 /// their commands.
-pub const SCR31_COMMANDS: [(&str, &str); 16] = [
+pub const SCR31_COMMANDS: [(&str, &str); 17] = [
     ("scr_srun", "srun"),
     ("scr_jsrun", "jsrun"),
     ("scr_mpirun", "mpirun"),
@@ -42,6 +42,7 @@ pub const SCR31_COMMANDS: [(&str, &str); 16] = [
     ("scr_should_exit", "should-exit"),
     ("scr_print_hash_file", "print"),
     ("scr_glob_hosts", "glob-hosts"),
+    ("scr_have_restart", "have-restart"),
 ];
 
 /// Why generating the pages or completions failed: the file or directory,

@@ -424,21 +424,60 @@ fn scr_srun_with_scr_disabled_runs_the_launch_once_as_given() {
         .output()
         .unwrap();
     assert_eq!(code(&o), 3, "{}", err(&o));
-    let calls = std::fs::read_to_string(&calls).unwrap();
     assert_eq!(
-        calls,
+        std::fs::read_to_string(&calls).unwrap(),
         format!("-N2 -n4 {}\n", app.display()),
         "one launch, as given"
     );
-    // 3.1's --run-cmd/--restart-cmd are refused by name, never passed on.
-    for opt in ["--run-cmd=./app", "-rs"] {
+    // 3.1's --run-cmd/--restart-cmd: without SCR there is no checkpoint,
+    // so the launch runs the run command (split at blanks), never the
+    // restart command.
+    std::fs::write(&calls, "").unwrap();
+    let run_cmd = format!("{} --from scratch", app.display());
+    let o = Command::new(l.path("scr_srun"))
+        .args([
+            "-N2",
+            "--run-cmd",
+            &run_cmd,
+            "-rs=./restart SCR_CKPT_NAME",
+            "-n4",
+        ])
+        .current_dir(w)
+        .env("PATH", path_with(&w.join("bin")))
+        .env("SCR_ENABLE", "0")
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SLURM_NODELIST")
+        .env_remove("SLURM_JOB_NODELIST")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 3, "{}", err(&o));
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap(),
+        format!("-N2 -n4 {} --from scratch\n", app.display()),
+        "one launch of the run command"
+    );
+    // Given without a command, twice, or beside an application: refused
+    // by name (USAGE), never passed on.
+    for (args, says) in [
+        (vec!["-N2", "-rs"], "-rs: give the command"),
+        (vec!["-rc", "./a", "--run-cmd=./b"], "--run-cmd given twice"),
+        (
+            vec!["-N2", "-rc=./a", "./app"],
+            "\"./app\" after the launcher's arguments",
+        ),
+    ] {
         let o = Command::new(l.path("scr_srun"))
-            .args(["-N2", opt, "x"])
+            .args(&args)
             .env("PATH", path_with(&w.join("bin")))
             .output()
             .unwrap();
-        assert_eq!(code(&o), 2, "{opt}");
-        assert!(err(&o).contains(opt), "{}", err(&o));
+        assert_eq!(code(&o), 2, "{args:?}: {}", err(&o));
+        assert!(err(&o).contains(says), "{args:?}: {}", err(&o));
+        assert_eq!(
+            std::fs::read_to_string(&calls).unwrap().lines().count(),
+            1,
+            "{args:?} launched"
+        );
     }
 }
 

@@ -445,3 +445,49 @@ fn halt_exit_ends_the_job_at_the_completed_checkpoint() {
         "the halting checkpoint is kept"
     );
 }
+
+/// A job script's helper run (`scr have-restart`) ends with
+/// `Scr::end_helper_run`: no flush and no exit reason, where SCR_Finalize
+/// flushes the newest checkpoint (SCR_FLUSH > 0) and records
+/// SCR_FINALIZE_CALLED, which would stop a relaunch loop.
+#[test]
+fn a_helper_run_ends_without_a_flush_or_an_exit_reason() {
+    let job = Job::new();
+    let prefix = job.cl.prefix.clone();
+    // The application's run: one checkpoint, then it dies (no finalize).
+    same(job.run(&[], |scr, comm| {
+        let mut scr = scr.unwrap();
+        assert!(checkpoint(&mut scr, comm, &prefix, "ckpt.1").unwrap());
+        std::mem::forget(scr);
+    }));
+    let exit_reason = |job: &Job| {
+        let p = job.halt_file();
+        p.exists().then(|| job.halt().exit_reason).flatten()
+    };
+    assert_eq!(exit_reason(&job), None);
+    // The helper: SCR_Init finds ckpt.1 in cache, names it, and ends.
+    let names = job.run(&[], |scr, _| {
+        let mut scr = scr.unwrap();
+        let name = scr.have_restart().unwrap();
+        scr.end_helper_run().unwrap();
+        name
+    });
+    assert_eq!(same(names).as_deref(), Some("ckpt.1"));
+    assert_eq!(job.on_pfs(), Vec::<i64>::new(), "the helper flushed");
+    assert_eq!(
+        exit_reason(&job),
+        None,
+        "the helper recorded an exit reason"
+    );
+    // The application launched next restarts from what the helper left,
+    // and its SCR_Finalize does both.
+    let names = job.run(&[], |scr, _| {
+        let mut scr = scr.unwrap();
+        let name = scr.have_restart().unwrap();
+        scr.finalize().unwrap();
+        name
+    });
+    assert_eq!(same(names).as_deref(), Some("ckpt.1"));
+    assert_eq!(job.on_pfs(), [1]);
+    assert_eq!(exit_reason(&job).as_deref(), Some(REASON_FINALIZE_CALLED));
+}

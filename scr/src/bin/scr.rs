@@ -19,6 +19,10 @@ mod error;
 mod flush_file_cmd;
 #[path = "scr/halt.rs"]
 mod halt_cmd;
+#[path = "scr/have_restart.rs"]
+mod have_restart_cmd;
+#[path = "scr/launch_cmds.rs"]
+mod launch_cmds;
 #[path = "scr/run.rs"]
 mod run_cmd;
 #[path = "scr/scavenge.rs"]
@@ -231,6 +235,22 @@ enum Command {
         &[Code::Success, Code::Usage],
     ))]
     GlobHosts(run_cmd::GlobHostsArgs),
+    /// Print the name of the checkpoint a restart would load (SCR's
+    /// scr_have_restart): an MPI program, run under the job's launcher on
+    /// its nodes. SCR_Init restarts in place as the application's would
+    /// (rebuild, fetch); rank 0 prints the name, or nothing when there is
+    /// none. No flush, no exit reason: the job goes on. `scr run` runs it
+    /// before a launch given `--restart-cmd`.
+    #[command(after_help = scr::exit::help_for(
+        "Printed a name or nothing: SUCCESS; an SCR or MPI error ends the job with FAILED.",
+        &[Code::Success, Code::Failed],
+    ))]
+    HaveRestart {
+        /// Print `SCR_RESTART_NAME=NAME`, or `SCR_RESTART_NAME=` when there
+        /// is none (what `scr run` reads: no other line looks like it).
+        #[arg(long)]
+        tagged: bool,
+    },
 }
 
 /// The arguments as the `scr` parser takes them: invoked by one of SCR 3.1's
@@ -351,6 +371,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::ShouldExit(args) => run_cmd::should_exit(args),
         Command::Prerun(args) => run_cmd::prerun_cmd(args),
         Command::GlobHosts(args) => run_cmd::glob_hosts(args),
+        Command::HaveRestart { tagged } => have_restart_cmd::have_restart(tagged),
     }
 }
 

@@ -59,6 +59,12 @@ pub struct RunArgs {
     /// mpiexec, flux, jsrun; `scr srun`, `scr jsrun` and `scr mpirun` name
     /// theirs), then the application and its arguments. A
     /// second `--` may separate the launcher's arguments from the application.
+    /// SCR 3.1's `-rc`/`--run-cmd CMD` (the command to run when there is no
+    /// checkpoint to restart from, instead of an application) and
+    /// `-rs`/`--restart-cmd CMD` (the command to run when there is one,
+    /// `SCR_CKPT_NAME` in it replaced by its name, which `scr have-restart`
+    /// finds on the launch's nodes first) may stand among the launcher's
+    /// arguments; each command is split at blanks.
     #[arg(
         required = true,
         allow_hyphen_values = true,
@@ -467,13 +473,22 @@ fn with_overlap(mut args: Vec<String>) -> Vec<String> {
     args
 }
 
-/// Writes the hostfile of each launch's nodes before it (mpirun).
-struct HostfileHooks {
+/// Writes the hostfile of each launch's nodes before it (mpirun), and
+/// with SCR 3.1's `--restart-cmd` gives a launch that command when there
+/// is a checkpoint to restart from.
+struct HostfileHooks<'a> {
     path: Option<PathBuf>,
     slots: usize,
+    restart: Option<crate::launch_cmds::RestartCommand<'a>>,
 }
 
-impl Hooks for HostfileHooks {
+impl Hooks for HostfileHooks<'_> {
+    fn job(&mut self, launch: u32, job: &mut scr::launch::JobSpec) {
+        if let Some(r) = &self.restart {
+            r.apply(launch, job);
+        }
+    }
+
     fn before_launch(&mut self, launch: u32, nodes: &[String]) {
         if let Some(p) = &self.path {
             if let Err(e) = std::fs::write(p, hostfile_text(nodes, self.slots)) {
@@ -499,26 +514,30 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
         .file_name()
         .and_then(|f| f.to_str())
         .unwrap_or(name);
-    let split = split_launcher(base, rest);
-    // SCR 3.1's scr_srun took the commands to run without and with a
-    // restart as options of its own; passed on, the launcher would refuse
-    // them with a message that does not say why.
-    if let Some(opt) = split.launcher_args.iter().find(|w| {
-        let o = w.split('=').next().unwrap_or_default();
-        matches!(o, "--run-cmd" | "--restart-cmd" | "-rc" | "-rs")
-    }) {
-        return Err(CliError::Usage(format!(
-            "{opt}: SCR 3.1's --run-cmd/--restart-cmd are not supported; give the \
-             application and its arguments after the launcher's (it restarts \
-             itself through SCR_Have_restart)"
-        )));
+    // SCR 3.1's scr_srun options naming the commands to launch
+    // (crate::launch_cmds); the rest are the launcher's and the
+    // application's words.
+    let (rest, cmds) = crate::launch_cmds::take(rest)?;
+    let mut split = split_launcher(base, &rest);
+    if let Some(run_cmd) = &cmds.run {
+        if let Some(app) = split.app.first() {
+            return Err(CliError::Usage(format!(
+                "--run-cmd names the application: {app:?} after the launcher's arguments is one too"
+            )));
+        }
+        split.app = crate::launch_cmds::words_of(run_cmd, None);
     }
     if !Settings::from_config(&cfg)?.enable {
         // SCR_ENABLE=0: no loop, as SCR 3.1's scr_srun: the launch once,
-        // as given, and its exit status.
+        // as given (the run command, never the restart command: without
+        // SCR there is no checkpoint), and its exit status.
         eprintln!("scr run: SCR_ENABLE=0: running {name} once, without the run loop");
+        let mut once = rest.clone();
+        if cmds.run.is_some() {
+            once.extend(split.app.iter().cloned());
+        }
         let status = std::process::Command::new(name)
-            .args(rest)
+            .args(&once)
             .status()
             .map_err(|e| CliError::RunLoop {
                 why: format!("SCR_ENABLE=0: {name}: {e}"),
@@ -646,9 +665,24 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
         timeout: Duration::from_secs(a.check_timeout),
         slurm: in_slurm(),
     };
+    let restart = cmds
+        .restart
+        .map(|template| crate::launch_cmds::RestartCommand {
+            template,
+            launcher: launcher.as_ref(),
+            helper: me.clone(),
+            timeout: spec.watchdog,
+        });
+    if let Some(r) = &restart {
+        eprintln!(
+            "scr run: --restart-cmd: before each launch scr have-restart asks for a checkpoint; with one the launch runs: {}",
+            r.template
+        );
+    }
     let mut hooks = HostfileHooks {
         path: hostfile,
         slots: ranks_per_node,
+        restart,
     };
     let result = RunLoop {
         spec,
