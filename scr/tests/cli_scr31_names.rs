@@ -829,3 +829,78 @@ fn scr_jsrun_gives_the_job_the_allocations_end_from_bjobs() {
         .unwrap_or_else(|e| panic!("SCR_END_TIME: {e}; {}", err(&o)));
     assert!((before + 5400..=after + 5400).contains(&end), "{end}");
 }
+
+/// In a Flux allocation (`FLUX_JOB_ID`) `scr run -- flux run` gives the job
+/// the allocation's end as SCR_END_TIME: now and what `flux job timeleft`
+/// prints for the enclosing job (a stand-in `flux` on PATH: the node list,
+/// the time left, `flux run` running its command).
+#[test]
+fn scr_run_gives_the_job_the_allocations_end_from_flux() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let bin = w.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    script(
+        &bin.join("flux"),
+        "#!/bin/sh\n\
+         case \"$1 $2\" in\n\
+         'getattr hostlist') echo c1 ;;\n\
+         'job timeleft') [ $# -eq 2 ] || exit 1; echo 5400 ;;\n\
+         run\\ *) shift; while [ $# -gt 0 ]; do case \"$1\" in -*) shift ;; *) break ;; esac; done; exec \"$@\" ;;\n\
+         *) exit 1 ;;\n\
+         esac\n",
+    );
+    let seen = w.join("end_time");
+    let app = w.join("app");
+    script(
+        &app,
+        &format!("#!/bin/sh\necho \"$SCR_END_TIME\" > '{}'\n", seen.display()),
+    );
+    for d in ["prefix", "cntl", "cache"] {
+        std::fs::create_dir_all(w.join(d)).unwrap();
+    }
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let before = now();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_scr"));
+    c.args(["run", "--no-postrun", "--", "flux", "run"])
+        .arg(&app)
+        .current_dir(w)
+        .env("PATH", path_with(&bin))
+        .env("FLUX_JOB_ID", "f2WpQ9n5")
+        .env("SCR_PREFIX", w.join("prefix"))
+        .env("SCR_CNTL_BASE", w.join("cntl"))
+        .env("SCR_CACHE_BASE", w.join("cache"));
+    for k in [
+        "SCR_RUNS",
+        "SCR_END_TIME",
+        "SCR_NODELIST",
+        "SLURM_JOB_ID",
+        "SLURM_JOBID",
+        "SLURM_JOB_NODELIST",
+        "SLURM_NODELIST",
+        "LSB_JOBID",
+        "LSB_MCPU_HOSTS",
+        "LSB_HOSTS",
+    ] {
+        c.env_remove(k);
+    }
+    let o = c.output().unwrap();
+    let after = now();
+    assert_eq!(code(&o), 0, "{}", err(&o));
+    assert!(
+        err(&o).contains("SCR_END_TIME, from the resource manager"),
+        "{}",
+        err(&o)
+    );
+    let end: u64 = std::fs::read_to_string(&seen)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("SCR_END_TIME: {e}; {}", err(&o)));
+    assert!((before + 5400..=after + 5400).contains(&end), "{end}");
+}

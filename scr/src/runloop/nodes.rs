@@ -126,7 +126,10 @@ pub fn hostfile_text(nodes: &[String], slots: usize) -> String {
 /// SCR_HALT_SECONDS needs; SLURM exports it itself only from 23.02 on):
 /// the `EndTime` of `scontrol --oneliner show job $SLURM_JOB_ID`, in the
 /// local time zone; in LSF, now and the `TIME_LEFT` of `bjobs -o time_left
-/// $LSB_JOBID` (hours:minutes). `Ok(None)` elsewhere (Flux's is not read)
+/// $LSB_JOBID` (hours:minutes); in Flux (`FLUX_JOB_ID`), now and the
+/// seconds `flux job timeleft` prints for the enclosing job (the
+/// allocation's instance: given `FLUX_JOB_ID`, which names the job in the
+/// parent instance, it would ask the wrong instance). `Ok(None)` elsewhere
 /// and for a job without an end.
 pub fn allocation_end_s(
     var: &dyn Fn(&str) -> Option<String>,
@@ -143,7 +146,28 @@ pub fn allocation_end_s(
         let words = command_lines(&["bjobs", "-o", "time_left", &id])?;
         return Ok(lsf_time_left_s(&words).map(|left| now_s.saturating_add(left)));
     }
+    if var("FLUX_JOB_ID").is_some() {
+        let words = command_lines(&["flux", "job", "timeleft"])?;
+        return flux_time_left_s(&words).map(|left| left.map(|s| now_s.saturating_add(s)));
+    }
     Ok(None)
+}
+
+/// The seconds left that `flux job timeleft` prints: a whole number (0
+/// once the limit passed), `infinity` (or `inf`) for a job without one.
+fn flux_time_left_s(words: &[String]) -> Result<Option<i64>, NodesError> {
+    let text = words.join(" ");
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("infinity") || t.eq_ignore_ascii_case("inf") {
+        return Ok(None);
+    }
+    match t.parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Ok(Some(s.floor() as i64)),
+        _ => Err(NodesError::Command {
+            command: "flux job timeleft".into(),
+            why: format!("printed {t:?}, not a number of seconds"),
+        }),
+    }
 }
 
 /// The seconds left that `bjobs -o time_left` prints (`TIME_LEFT` then
@@ -275,6 +299,20 @@ mod tests {
         assert_eq!(lsf_time_left_s(&w("TIME_LEFT -")), None);
         assert_eq!(lsf_time_left_s(&w("")), None);
         assert_eq!(lsf_time_left_s(&w("TIME_LEFT 1:99 L")), None);
+    }
+
+    #[test]
+    fn fluxs_time_left_is_seconds_and_infinity_is_no_limit() {
+        let w = |t: &str| t.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(flux_time_left_s(&w("3600")).unwrap(), Some(3600));
+        assert_eq!(flux_time_left_s(&w("12.8\n")).unwrap(), Some(12));
+        assert_eq!(flux_time_left_s(&w("0")).unwrap(), Some(0));
+        assert_eq!(flux_time_left_s(&w("infinity")).unwrap(), None);
+        assert_eq!(flux_time_left_s(&w("inf")).unwrap(), None);
+        for bad in ["", "-5", "1h", "nan"] {
+            let e = flux_time_left_s(&w(bad)).unwrap_err().to_string();
+            assert!(e.contains("flux job timeleft"), "{bad:?}: {e}");
+        }
     }
 
     #[test]

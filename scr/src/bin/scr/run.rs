@@ -402,7 +402,8 @@ fn split_launcher(launcher: &str, words: &[String]) -> Split {
         let takes = inline.is_none() && VALUE_OPTIONS.contains(&name.as_str());
         let val = inline.or_else(|| takes.then(|| words.get(i + 1).cloned()).flatten());
         let num = val.as_deref().and_then(|v| v.parse::<usize>().ok());
-        let mpirun = launcher != "srun";
+        // srun's and flux run's -N is nodes; mpirun's is ranks per node.
+        let mpirun = !matches!(launcher, "srun" | "flux");
         match name.as_str() {
             "-N" | "--nodes" if !mpirun => s.nodes = num,
             "-N" | "--npernode" if mpirun => s.per_node = num,
@@ -518,7 +519,14 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
     // (crate::launch_cmds); the rest are the launcher's and the
     // application's words.
     let (rest, cmds) = crate::launch_cmds::take(rest)?;
-    let mut split = split_launcher(base, &rest);
+    // `flux run ARGS APP`: the subcommand is the launcher's word, not the
+    // application (it was taken for the application, and every `scr run
+    // -- flux run ...` was refused).
+    let flux_run = base == "flux" && rest.first().is_some_and(|w| w == "run");
+    let mut split = split_launcher(base, &rest[usize::from(flux_run)..]);
+    if flux_run {
+        split.launcher_args.insert(0, "run".into());
+    }
     if let Some(run_cmd) = &cmds.run {
         if let Some(app) = split.app.first() {
             return Err(CliError::Usage(format!(
@@ -656,7 +664,13 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
         // node down), instead of waiting for it.
         Box::new(SrunLauncher::new(vec!["--overlap".into()]))
     } else {
-        launcher_of(name, Vec::new(), &alloc, None)?
+        // Flux's launcher needs its subcommand, as the job's had it.
+        let sub = if flux_run {
+            vec!["run".into()]
+        } else {
+            Vec::new()
+        };
+        launcher_of(name, sub, &alloc, None)?
     };
     let me = std::env::current_exe().map_err(|e| CliError::Usage(format!("this program: {e}")))?;
     let mut check = ProbeCheck {
@@ -1164,5 +1178,10 @@ mod tests {
         assert_eq!(s.app, w("app -N 3"));
         let s = split_launcher("srun", &w("-N4 -n 8 app"));
         assert_eq!(s.app, w("app"));
+        // flux run's -N is nodes, as srun's (run() takes `run` off first).
+        let s = split_launcher("flux", &w("-N2 -n 8 --exclusive ./app"));
+        assert_eq!((s.nodes, s.total, s.per_node), (Some(2), Some(8), None));
+        assert_eq!(s.launcher_args, w("--exclusive"));
+        assert_eq!(s.app, w("./app"));
     }
 }
