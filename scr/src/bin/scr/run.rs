@@ -477,13 +477,13 @@ fn with_overlap(mut args: Vec<String>) -> Vec<String> {
 /// Writes the hostfile of each launch's nodes before it (mpirun), and
 /// with SCR 3.1's `--restart-cmd` gives a launch that command when there
 /// is a checkpoint to restart from.
-struct HostfileHooks<'a> {
+struct LaunchHooks<'a> {
     path: Option<PathBuf>,
     slots: usize,
     restart: Option<crate::launch_cmds::RestartCommand<'a>>,
 }
 
-impl Hooks for HostfileHooks<'_> {
+impl Hooks for LaunchHooks<'_> {
     fn job(&mut self, launch: u32, job: &mut scr::launch::JobSpec) {
         if let Some(r) = &self.restart {
             r.apply(launch, job);
@@ -693,7 +693,7 @@ pub fn run(a: RunArgs, launcher: Option<&str>) -> Result<(), CliError> {
             r.template
         );
     }
-    let mut hooks = HostfileHooks {
+    let mut hooks = LaunchHooks {
         path: hostfile,
         slots: ranks_per_node,
         restart,
