@@ -241,6 +241,27 @@ pub fn workspace_binary(var: &str, name: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(name))
 }
 
+/// `scr_app` and `scr` for an MPI test named `test` (`SCR_APP_BIN`,
+/// `SCR_BIN` override where they are looked for), or `None` after saying
+/// why the test skips (no `mpirun`). A binary missing is a failure that
+/// says how to build it.
+pub fn app_and_scr_for(test: &str) -> Option<(PathBuf, PathBuf)> {
+    if let Some(why) = mpirun_missing() {
+        eprintln!("SKIP {test}: {why}");
+        return None;
+    }
+    let app = workspace_binary("SCR_APP_BIN", "scr_app");
+    let scr = workspace_binary("SCR_BIN", "scr");
+    for b in [&app, &scr] {
+        assert!(
+            b.is_file(),
+            "{} is missing: cargo build -p testing --bin scr_app -p scr --bin scr --features scr/cli (or set SCR_APP_BIN / SCR_BIN)",
+            b.display()
+        );
+    }
+    Some((app, scr))
+}
+
 /// Flip bit `bit` (0–7) of byte `offset` of `path` in place.
 pub fn flip_bit(path: &Path, offset: u64, bit: u8) -> io::Result<()> {
     let mut bytes = fs::read(path)?;

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use harness::app::{mpirun_missing, workspace_binary, AppRun, SimCluster};
+use harness::app::{app_and_scr_for, AppRun, SimCluster};
 use scr::clock::{Clock, SystemClock};
 use scr::halt::halt_path;
 use scr::records::flush::{FlushFile, Location, FLUSH_FILE};
@@ -45,19 +45,7 @@ struct Setup {
 
 impl Setup {
     fn new(name: &str) -> Option<Setup> {
-        if let Some(why) = mpirun_missing() {
-            eprintln!("SKIP {name}: {why}");
-            return None;
-        }
-        let app = workspace_binary("SCR_APP_BIN", "scr_app");
-        let scr = workspace_binary("SCR_BIN", "scr");
-        for b in [&app, &scr] {
-            assert!(
-                b.is_file(),
-                "{} is missing: cargo build -p testing --bin scr_app -p scr --bin scr --features scr/cli (or set SCR_APP_BIN / SCR_BIN)",
-                b.display()
-            );
-        }
+        let (app, scr) = app_and_scr_for(name)?;
         let tmp = tempfile::Builder::new()
             .prefix(&format!("halt-{name}-"))
             .tempdir()

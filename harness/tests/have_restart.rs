@@ -19,33 +19,15 @@
 //! where the binaries are looked for. Without `mpirun` each test says so
 //! and returns.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use harness::app::{mpirun_missing, workspace_binary, SimCluster, CRASH_EXIT_CODE};
+use harness::app::{app_and_scr_for, SimCluster, CRASH_EXIT_CODE};
 use scr::halt::halt_path;
 use scr::records::halt::Halt;
 use scr::records::Record;
 
 const NODES: [&str; 2] = ["n0", "n1"];
-
-fn binaries(test: &str) -> Option<(PathBuf, PathBuf)> {
-    if let Some(why) = mpirun_missing() {
-        eprintln!("SKIP {test}: {why}");
-        return None;
-    }
-    let app = workspace_binary("SCR_APP_BIN", "scr_app");
-    let scr = workspace_binary("SCR_BIN", "scr");
-    for b in [&app, &scr] {
-        assert!(
-            b.is_file(),
-            "{} is missing: cargo build -p testing --bin scr_app -p scr --bin scr --features scr/cli (or set SCR_APP_BIN / SCR_BIN)",
-            b.display()
-        );
-    }
-    Some((app, scr))
-}
 
 fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
@@ -54,7 +36,7 @@ fn args(a: &[&str]) -> Vec<String> {
 #[test]
 #[ignore = "needs mpirun and the binaries: ci/tests.d/have-restart.sh"]
 fn have_restart_names_the_newest_checkpoint_after_rebuilding_a_lost_node() {
-    let Some((app, scr)) = binaries("have_restart") else {
+    let Some((app, scr)) = app_and_scr_for("have_restart") else {
         return;
     };
     let tmp = tempfile::Builder::new()
@@ -131,7 +113,7 @@ fn have_restart_names_the_newest_checkpoint_after_rebuilding_a_lost_node() {
 #[test]
 #[ignore = "needs mpirun and the binaries: ci/tests.d/have-restart.sh"]
 fn a_relaunch_runs_the_restart_command_with_the_checkpoints_name() {
-    let Some((app, scr)) = binaries("restart_cmd") else {
+    let Some((app, scr)) = app_and_scr_for("restart_cmd") else {
         return;
     };
     let tmp = tempfile::Builder::new()
