@@ -99,14 +99,35 @@ impl CrcWriter {
     }
 }
 
+/// Bytes handed to the kernel in one write before they are CRC'd: small
+/// enough that they are still in the CPU's cache when the CRC reads them
+/// after the kernel's copy, so the CRC costs no second pass over memory
+/// (64 MiB to /dev/shm on this machine: write+fsync then CRC of the whole
+/// buffer 0.76 of a raw write, by 256 KiB pieces 0.93; results/checkpoint.md,
+/// "The CRC writer by cache-sized pieces").
+const PIECE: usize = 256 << 10;
+
 impl Write for CrcWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.file.write(buf)?;
-        // Only what reached the file counts (a short write is retried by
-        // the caller with the rest).
-        self.hasher.update(&buf[..n]);
-        self.len += n as u64;
-        Ok(n)
+        let mut done = 0;
+        for piece in buf.chunks(PIECE) {
+            let n = match self.file.write(piece) {
+                Ok(n) => n,
+                // What reached the file before the error is reported as
+                // written; the caller's next write sees the error again.
+                Err(_) if done > 0 => break,
+                Err(e) => return Err(e),
+            };
+            // Only what reached the file counts (a short write is retried
+            // by the caller with the rest).
+            self.hasher.update(&piece[..n]);
+            self.len += n as u64;
+            done += n;
+            if n < piece.len() {
+                break;
+            }
+        }
+        Ok(done)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -123,10 +144,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
         let mut w = CrcWriter::create(&p).unwrap();
-        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let data: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 251) as u8).collect();
         for chunk in data.chunks(4097) {
             w.write_all(chunk).unwrap();
         }
+        // One write larger than a piece: written and CRC'd piece by piece.
+        w.write_all(&data).unwrap();
+        let data = [&data[..], &data[..]].concat();
         assert_eq!(w.len(), data.len() as u64);
         w.sync_all().unwrap();
         let s = w.finish().unwrap();
