@@ -99,13 +99,14 @@ impl CrcWriter {
     }
 }
 
-/// Bytes handed to the kernel in one write before they are CRC'd: small
-/// enough that they are still in the CPU's cache when the CRC reads them
-/// after the kernel's copy, so the CRC costs no second pass over memory
-/// (64 MiB to /dev/shm on this machine: write+fsync then CRC of the whole
-/// buffer 0.76 of a raw write, by 256 KiB pieces 0.93; results/checkpoint.md,
-/// "The CRC writer by cache-sized pieces").
-const PIECE: usize = 256 << 10;
+/// Bytes handed to the kernel in one write before they are CRC'd: the
+/// size the library's CRC reads use, small enough that the bytes are still
+/// in the CPU's cache when the CRC reads them after the kernel's copy, so
+/// the CRC costs no second pass over memory (64 MiB to /dev/shm on this
+/// machine: write+fsync then CRC of the whole buffer 0.76 of a raw write,
+/// by 256 KiB pieces 0.93; results/checkpoint.md, "The CRC writer by
+/// cache-sized pieces").
+const PIECE: usize = super::verify::CRC_READ_BYTES;
 
 impl Write for CrcWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
